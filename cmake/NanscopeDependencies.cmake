@@ -1,0 +1,24 @@
+# Every dependency comes from a distribution package (Debian 12) found with find_package.
+# An official LibTorch distribution (a CUDA build, say) is picked up through CMAKE_PREFIX_PATH
+# with no code change: core only uses the public C++ API.
+
+find_program(CCACHE_PROGRAM ccache)
+if(CCACHE_PROGRAM)
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+  set(CMAKE_C_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+endif()
+
+find_package(Qt6 REQUIRED COMPONENTS Core Gui Widgets PrintSupport Svg Concurrent Test)
+find_package(QCustomPlotQt6 REQUIRED)
+find_package(HDF5 REQUIRED COMPONENTS C)
+find_package(Torch REQUIRED)
+find_package(GTest REQUIRED)
+find_package(Threads REQUIRED)
+
+# TorchConfig sets TORCH_CXX_FLAGS (the C++ ABI flag); it must match across every torch user.
+separate_arguments(NANSCOPE_TORCH_CXX_FLAGS UNIX_COMMAND "${TORCH_CXX_FLAGS}")
+
+find_program(NANSCOPE_SYSTEM_PYTHON NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+if(NOT NANSCOPE_SYSTEM_PYTHON)
+  find_program(NANSCOPE_SYSTEM_PYTHON NAMES python3)
+endif()

@@ -1,0 +1,39 @@
+#include "Hdf5Handle.h"
+
+#include <mutex>
+
+namespace nanscope::hdf5 {
+
+void silenceErrorPrinting()
+{
+    static std::once_flag once;
+    std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+}
+
+namespace {
+herr_t collectDeepest(unsigned, const H5E_error2_t* entry, void* clientData)
+{
+    auto* text = static_cast<std::string*>(clientData);
+    if (entry && entry->desc && *entry->desc)
+        *text = entry->desc; // walked from the innermost outward: the first one is the most specific
+    return text->empty() ? 0 : 1;
+}
+} // namespace
+
+std::string lastErrorMessage()
+{
+    std::string text;
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, collectDeepest, &text);
+    H5Eclear2(H5E_DEFAULT);
+    return text;
+}
+
+Handle variableStringType()
+{
+    Handle t = type(H5Tcopy(H5T_C_S1));
+    H5Tset_size(t.get(), H5T_VARIABLE);
+    H5Tset_cset(t.get(), H5T_CSET_UTF8);
+    return t;
+}
+
+} // namespace nanscope::hdf5

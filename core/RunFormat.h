@@ -1,0 +1,27 @@
+#pragma once
+
+// Names fixed by the run directory contract (docs/run-format.md). One place, so that the
+// reader, the writer, the scanner and the views cannot drift apart.
+namespace nanscope::runformat {
+
+inline constexpr const char* kLogFileName = "run.h5";
+inline constexpr const char* kCheckpointDir = "checkpoints";
+inline constexpr const char* kBatchDir = "batches";
+inline constexpr const char* kFormatName = "training-run";
+inline constexpr int kFormatVersion = 1;
+
+inline constexpr const char* kScalars = "scalars";
+inline constexpr const char* kLayers = "layers";
+inline constexpr const char* kActivations = "activations";
+inline constexpr const char* kBuffers = "buffers";
+inline constexpr const char* kInputs = "inputs";
+inline constexpr const char* kEvents = "events";
+
+inline constexpr const char* kSteps = "steps";
+inline constexpr const char* kNames = "names";
+inline constexpr const char* kKinds = "kinds";
+
+// Every table group the contract defines, in the order they are listed to users.
+inline constexpr const char* kTables[] = {kScalars, kLayers, kActivations, kBuffers, kInputs, kEvents};
+
+} // namespace nanscope::runformat

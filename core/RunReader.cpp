@@ -1,0 +1,487 @@
+#include "RunReader.h"
+
+#include "Hdf5Handle.h"
+#include "RunFormat.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+namespace fs = std::filesystem;
+
+namespace nanscope {
+
+namespace rf = runformat;
+
+const TableInfo* RunInfo::table(const std::string& name) const
+{
+    for (const auto& t : tables)
+        if (t.name == name)
+            return &t;
+    return nullptr;
+}
+
+struct RunReader::Handles
+{
+    hdf5::Handle file;
+    // Open datasets by "table/dataset": kept open so that refresh() and repeated reads are cheap.
+    std::map<std::string, hdf5::Handle> datasets;
+};
+
+namespace {
+
+std::string describeRank(int rank)
+{
+    return rank == 1 ? "1-D [n]" : "2-D [n, L]";
+}
+
+Result<std::string> readStringAttribute(hid_t object, const char* name)
+{
+    hdf5::Handle attr = hdf5::attribute(H5Aopen(object, name, H5P_DEFAULT));
+    if (!attr.valid())
+        return Error{"cannot open attribute"};
+    hdf5::Handle fileType = hdf5::type(H5Aget_type(attr.get()));
+    H5T_class_t cls = H5Tget_class(fileType.get());
+    if (cls == H5T_STRING) {
+        if (H5Tis_variable_str(fileType.get()) > 0) {
+            // Same character set as the file: HDF5 does not convert ASCII <-> UTF-8.
+            hdf5::Handle memType = hdf5::type(H5Tcopy(fileType.get()));
+            char* text = nullptr;
+            if (H5Aread(attr.get(), memType.get(), &text) < 0)
+                return Error{"cannot read string attribute"};
+            std::string value = text ? text : "";
+            H5free_memory(text);
+            return value;
+        }
+        size_t size = H5Tget_size(fileType.get());
+        std::string buffer(size, '\0');
+        hdf5::Handle memType = hdf5::type(H5Tcopy(fileType.get()));
+        if (H5Aread(attr.get(), memType.get(), buffer.data()) < 0)
+            return Error{"cannot read string attribute"};
+        buffer.erase(std::find(buffer.begin(), buffer.end(), '\0'), buffer.end());
+        return buffer;
+    }
+    if (cls == H5T_INTEGER) {
+        long long value = 0;
+        if (H5Aread(attr.get(), H5T_NATIVE_LLONG, &value) < 0)
+            return Error{"cannot read integer attribute"};
+        return std::to_string(value);
+    }
+    if (cls == H5T_FLOAT) {
+        double value = 0;
+        if (H5Aread(attr.get(), H5T_NATIVE_DOUBLE, &value) < 0)
+            return Error{"cannot read float attribute"};
+        return std::to_string(value);
+    }
+    return Error{"attribute is neither a string nor a number"};
+}
+
+herr_t collectAttributeName(hid_t, const char* name, const H5A_info_t*, void* data)
+{
+    static_cast<std::vector<std::string>*>(data)->push_back(name);
+    return 0;
+}
+
+herr_t collectLinkName(hid_t, const char* name, const H5L_info_t*, void* data)
+{
+    static_cast<std::vector<std::string>*>(data)->push_back(name);
+    return 0;
+}
+
+bool isHdf5Signature(const std::string& path)
+{
+    // The superblock sits at 0, 512, 1024, ...; checking 0 is what every writer we support does.
+    std::ifstream in(path, std::ios::binary);
+    char magic[8] = {};
+    in.read(magic, 8);
+    static const char kSignature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+    return in.gcount() == 8 && std::equal(magic, magic + 8, kSignature);
+}
+
+Result<std::vector<std::string>> readStringDataset(hid_t dset, const std::string& where)
+{
+    hdf5::Handle fileType = hdf5::type(H5Dget_type(dset));
+    if (H5Tget_class(fileType.get()) != H5T_STRING)
+        return Error{where + " must hold strings"};
+    hdf5::Handle fileSpace = hdf5::space(H5Dget_space(dset));
+    if (H5Sget_simple_extent_ndims(fileSpace.get()) != 1)
+        return Error{where + " must be 1-D"};
+    hsize_t n = 0;
+    H5Sget_simple_extent_dims(fileSpace.get(), &n, nullptr);
+    std::vector<std::string> out;
+    out.reserve(n);
+    if (n == 0)
+        return out;
+    if (H5Tis_variable_str(fileType.get()) > 0) {
+        hdf5::Handle memType = hdf5::type(H5Tcopy(fileType.get()));
+        std::vector<char*> raw(n, nullptr);
+        if (H5Dread(dset, memType.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()) < 0)
+            return Error{"cannot read " + where + ": " + hdf5::lastErrorMessage()};
+        for (char* s : raw)
+            out.emplace_back(s ? s : "");
+        H5Dvlen_reclaim(memType.get(), fileSpace.get(), H5P_DEFAULT, raw.data());
+        return out;
+    }
+    size_t size = H5Tget_size(fileType.get());
+    std::vector<char> buffer(size * n, '\0');
+    hdf5::Handle memType = hdf5::type(H5Tcopy(fileType.get()));
+    if (H5Dread(dset, memType.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()) < 0)
+        return Error{"cannot read " + where + ": " + hdf5::lastErrorMessage()};
+    for (hsize_t i = 0; i < n; ++i) {
+        const char* begin = buffer.data() + i * size;
+        out.emplace_back(begin, std::find(begin, begin + size, '\0'));
+    }
+    return out;
+}
+
+} // namespace
+
+std::map<int64_t, std::string> listSteppedFiles(const std::string& directory)
+{
+    std::map<int64_t, std::string> files;
+    std::error_code ec;
+    if (!fs::is_directory(directory, ec))
+        return files;
+    static const std::regex pattern(R"(step_(\d{1,18})\.(pt|pth|safetensors))");
+    for (const auto& entry : fs::directory_iterator(directory, ec)) {
+        std::smatch match;
+        const std::string name = entry.path().filename().string();
+        if (entry.is_regular_file(ec) && std::regex_match(name, match, pattern)) {
+            const int64_t step = std::stoll(match[1].str());
+            // A TorchScript/.pt checkpoint wins over a .safetensors one of the same step: it can replay.
+            auto it = files.find(step);
+            if (it == files.end() || match[2] != "safetensors")
+                files[step] = entry.path().string();
+        }
+    }
+    return files;
+}
+
+RunReader::RunReader()
+    : m_handles(std::make_unique<Handles>())
+{
+}
+
+RunReader::~RunReader() = default;
+
+Result<std::unique_ptr<RunReader>> RunReader::open(const std::string& runDirectory)
+{
+    hdf5::silenceErrorPrinting();
+    std::unique_ptr<RunReader> reader(new RunReader());
+    Status status = reader->load(runDirectory);
+    if (!status)
+        return Error{status.error()};
+    return reader;
+}
+
+const std::vector<int64_t>& RunReader::steps(const std::string& table) const
+{
+    static const std::vector<int64_t> empty;
+    auto it = m_steps.find(table);
+    return it == m_steps.end() ? empty : it->second;
+}
+
+Status RunReader::load(const std::string& runDirectory)
+{
+    std::error_code ec;
+    fs::path dir(runDirectory);
+    fs::path log = dir / rf::kLogFileName;
+    if (fs::is_regular_file(dir, ec) && dir.filename() == rf::kLogFileName) {
+        log = dir;
+        dir = dir.parent_path();
+    }
+    m_info.directory = dir.string();
+    m_info.logPath = log.string();
+    const std::string path = log.string();
+    if (!fs::exists(dir, ec))
+        return Error{"run directory " + dir.string() + " does not exist"};
+    if (!fs::exists(log, ec))
+        return Error{path + ": not found (a run directory holds run.h5; see docs/run-format.md)"};
+    if (!isHdf5Signature(path))
+        return Error{path + ": not an HDF5 file (no HDF5 signature at the start; is it truncated or of another format?)"};
+
+    hdf5::Handle fapl = hdf5::plist(H5Pcreate(H5P_FILE_ACCESS));
+    // A run may sit on a read-only or network share: do not insist on file locks.
+    H5Pset_file_locking(fapl.get(), false, true);
+    hid_t fileId = H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl.get());
+    m_info.openedForSwmr = fileId >= 0;
+    if (fileId < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        // Files written without the latest format bounds cannot be opened for SWMR reading.
+        fileId = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
+    }
+    if (fileId < 0)
+        return Error{path + ": cannot be opened as HDF5 (" + hdf5::lastErrorMessage() +
+                     "); the file is probably truncated or corrupted"};
+    m_handles->file = hdf5::file(fileId);
+
+    auto format = readStringAttribute(fileId, "format");
+    if (!format)
+        return Error{path + ": missing root attribute 'format' (expected \"training-run\")"};
+    if (*format != rf::kFormatName)
+        return Error{path + ": root attribute 'format' is \"" + *format + "\", expected \"training-run\""};
+    auto version = readStringAttribute(fileId, "format_version");
+    if (!version)
+        return Error{path + ": missing root attribute 'format_version'"};
+    try {
+        m_info.formatVersion = std::stoi(*version);
+    } catch (...) {
+        return Error{path + ": root attribute 'format_version' is not an integer (\"" + *version + "\")"};
+    }
+    if (m_info.formatVersion > rf::kFormatVersion)
+        return Error{path + ": format_version " + *version + " is newer than this nanscope reads (" +
+                     std::to_string(rf::kFormatVersion) + "); update nanscope"};
+    if (m_info.formatVersion < 1)
+        return Error{path + ": format_version " + *version + " is not valid"};
+
+    std::vector<std::string> attributeNames;
+    H5Aiterate2(fileId, H5_INDEX_NAME, H5_ITER_INC, nullptr, collectAttributeName, &attributeNames);
+    for (const auto& name : attributeNames) {
+        auto value = readStringAttribute(fileId, name.c_str());
+        if (value)
+            m_info.attributes[name] = *value;
+    }
+    if (auto it = m_info.attributes.find("run_name"); it != m_info.attributes.end())
+        m_info.runName = it->second;
+    if (m_info.runName.empty())
+        m_info.runName = fs::absolute(dir, ec).filename().string();
+
+    for (const char* table : rf::kTables) {
+        if (H5Lexists(fileId, table, H5P_DEFAULT) <= 0)
+            continue;
+        Status status = loadTable(table);
+        if (!status)
+            return Error{path + ": " + status.error()};
+    }
+    if (!m_info.table(rf::kScalars))
+        return Error{path + ": required group /scalars is missing"};
+    const TableInfo* scalars = m_info.table(rf::kScalars);
+    if (std::find(scalars->datasets.begin(), scalars->datasets.end(), "loss") == scalars->datasets.end())
+        return Error{path + ": required dataset /scalars/loss is missing"};
+    return scanSteppedFiles();
+}
+
+Status RunReader::scanSteppedFiles()
+{
+    const fs::path dir(m_info.directory);
+    m_info.checkpoints = listSteppedFiles((dir / rf::kCheckpointDir).string());
+    m_info.batches = listSteppedFiles((dir / rf::kBatchDir).string());
+    return Status::success();
+}
+
+Status RunReader::loadTable(const std::string& name)
+{
+    const hid_t fileId = m_handles->file.get();
+    hdf5::Handle group = hdf5::group(H5Gopen2(fileId, name.c_str(), H5P_DEFAULT));
+    if (!group.valid())
+        return Error{"/" + name + " is not a group"};
+    std::vector<std::string> links;
+    H5Literate(group.get(), H5_INDEX_NAME, H5_ITER_INC, nullptr, collectLinkName, &links);
+
+    TableInfo table;
+    table.name = name;
+    if (std::find(links.begin(), links.end(), rf::kSteps) == links.end())
+        return Error{"/" + name + "/steps is missing"};
+
+    const bool isMatrixTable = name != rf::kScalars && name != rf::kEvents;
+    for (const char* labels : {rf::kNames, rf::kKinds}) {
+        if (std::find(links.begin(), links.end(), labels) == links.end())
+            continue;
+        hdf5::Handle dset = hdf5::dataset(H5Dopen2(group.get(), labels, H5P_DEFAULT));
+        auto strings = readStringDataset(dset.get(), "/" + name + "/" + labels);
+        if (!strings)
+            return Error{strings.error()};
+        (std::string(labels) == rf::kNames ? table.names : table.kinds) = std::move(*strings);
+    }
+    if (isMatrixTable && std::find(links.begin(), links.end(), rf::kNames) == links.end())
+        return Error{"/" + name + "/names is missing"};
+    if (!table.kinds.empty() && table.kinds.size() != table.names.size())
+        return Error{"/" + name + "/kinds has " + std::to_string(table.kinds.size()) + " entries but names has " +
+                     std::to_string(table.names.size())};
+
+    int64_t rows = -1;
+    for (const auto& link : links) {
+        if (link == rf::kNames || link == rf::kKinds)
+            continue;
+        const std::string where = "/" + name + "/" + link;
+        H5O_info_t objectInfo;
+        if (H5Oget_info_by_name2(group.get(), link.c_str(), &objectInfo, H5O_INFO_BASIC, H5P_DEFAULT) < 0 ||
+            objectInfo.type != H5O_TYPE_DATASET)
+            continue; // optional extras a project may add: ignored
+        hdf5::Handle dset = hdf5::dataset(H5Dopen2(group.get(), link.c_str(), H5P_DEFAULT));
+        hdf5::Handle space = hdf5::space(H5Dget_space(dset.get()));
+        hdf5::Handle type = hdf5::type(H5Dget_type(dset.get()));
+        const int rank = H5Sget_simple_extent_ndims(space.get());
+        hsize_t dims[2] = {0, 0};
+        if (rank >= 1 && rank <= 2)
+            H5Sget_simple_extent_dims(space.get(), dims, nullptr);
+        const H5T_class_t cls = H5Tget_class(type.get());
+        const bool isStringColumn = name == rf::kEvents && link != rf::kSteps;
+        if (isStringColumn) {
+            if (cls != H5T_STRING || rank != 1)
+                return Error{where + " must be a 1-D string dataset"};
+        } else if (link == rf::kSteps) {
+            if (cls != H5T_INTEGER || rank != 1)
+                return Error{where + " must be a 1-D integer dataset (int64 steps)"};
+        } else {
+            if (cls != H5T_FLOAT && cls != H5T_INTEGER)
+                return Error{where + " must hold numbers (float32/float64), not " +
+                             (cls == H5T_STRING ? std::string("strings") : std::string("this type"))};
+            const int expectedRank = isMatrixTable ? 2 : 1;
+            if (rank != expectedRank)
+                return Error{where + " has rank " + std::to_string(rank) + "; expected " + describeRank(expectedRank)};
+            if (isMatrixTable && dims[1] != table.names.size())
+                return Error{where + " has " + std::to_string(dims[1]) + " columns but /" + name + "/names lists " +
+                             std::to_string(table.names.size())};
+            table.datasets.push_back(link);
+        }
+        rows = rows < 0 ? int64_t(dims[0]) : std::min<int64_t>(rows, int64_t(dims[0]));
+        m_handles->datasets[name + "/" + link] = std::move(dset);
+    }
+    table.rows = std::max<int64_t>(rows, 0);
+
+    // Steps must increase strictly: every lookup by step relies on it.
+    hid_t stepsId = m_handles->datasets[name + "/" + rf::kSteps].get();
+    std::vector<int64_t> steps(static_cast<size_t>(table.rows));
+    if (table.rows > 0) {
+        hsize_t start = 0, count = hsize_t(table.rows);
+        hdf5::Handle fileSpace = hdf5::space(H5Dget_space(stepsId));
+        H5Sselect_hyperslab(fileSpace.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr);
+        hdf5::Handle memSpace = hdf5::space(H5Screate_simple(1, &count, nullptr));
+        if (H5Dread(stepsId, H5T_NATIVE_INT64, memSpace.get(), fileSpace.get(), H5P_DEFAULT, steps.data()) < 0)
+            return Error{"cannot read /" + name + "/steps: " + hdf5::lastErrorMessage()};
+    }
+    // /events may hold several events of one step; every other table has one row per step.
+    const bool allowRepeats = name == rf::kEvents;
+    for (size_t i = 1; i < steps.size(); ++i)
+        if (steps[i] < steps[i - 1] || (steps[i] == steps[i - 1] && !allowRepeats))
+            return Error{"/" + name + "/steps does not increase strictly: row " + std::to_string(i) + " has step " +
+                         std::to_string(steps[i]) + " after " + std::to_string(steps[i - 1])};
+    m_steps[name] = std::move(steps);
+
+    auto existing = std::find_if(m_info.tables.begin(), m_info.tables.end(),
+                                 [&](const TableInfo& t) { return t.name == name; });
+    if (existing != m_info.tables.end())
+        *existing = std::move(table);
+    else
+        m_info.tables.push_back(std::move(table));
+    return Status::success();
+}
+
+Result<int64_t> RunReader::checkedDataset(const std::string& table, const std::string& dataset, int rank) const
+{
+    const TableInfo* info = m_info.table(table);
+    if (!info)
+        return Error{m_info.logPath + ": the run has no /" + table + " group"};
+    auto it = m_handles->datasets.find(table + "/" + dataset);
+    if (it == m_handles->datasets.end())
+        return Error{m_info.logPath + ": the run has no /" + table + "/" + dataset + " dataset"};
+    hdf5::Handle space = hdf5::space(H5Dget_space(it->second.get()));
+    if (H5Sget_simple_extent_ndims(space.get()) != rank)
+        return Error{m_info.logPath + ": /" + table + "/" + dataset + " is not " + describeRank(rank)};
+    return int64_t(it->second.get());
+}
+
+Result<std::vector<double>> RunReader::readSeries(const std::string& table, const std::string& dataset) const
+{
+    auto id = checkedDataset(table, dataset, 1);
+    if (!id)
+        return Error{id.error()};
+    const hsize_t rows = hsize_t(m_info.table(table)->rows);
+    std::vector<double> values(rows);
+    if (rows == 0)
+        return values;
+    hsize_t start = 0, count = rows;
+    hdf5::Handle fileSpace = hdf5::space(H5Dget_space(hid_t(*id)));
+    H5Sselect_hyperslab(fileSpace.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr);
+    hdf5::Handle memSpace = hdf5::space(H5Screate_simple(1, &count, nullptr));
+    if (H5Dread(hid_t(*id), H5T_NATIVE_DOUBLE, memSpace.get(), fileSpace.get(), H5P_DEFAULT, values.data()) < 0)
+        return Error{m_info.logPath + ": cannot read /" + table + "/" + dataset + ": " + hdf5::lastErrorMessage()};
+    return values;
+}
+
+Result<std::vector<float>> RunReader::readColumn(const std::string& table, const std::string& dataset,
+                                                 int64_t column) const
+{
+    auto id = checkedDataset(table, dataset, 2);
+    if (!id)
+        return Error{id.error()};
+    const TableInfo* info = m_info.table(table);
+    if (column < 0 || column >= int64_t(info->names.size()))
+        return Error{"column " + std::to_string(column) + " is out of range for /" + table + "/" + dataset};
+    std::vector<float> values(size_t(info->rows));
+    if (info->rows == 0)
+        return values;
+    hsize_t start[2] = {0, hsize_t(column)}, count[2] = {hsize_t(info->rows), 1};
+    hdf5::Handle fileSpace = hdf5::space(H5Dget_space(hid_t(*id)));
+    H5Sselect_hyperslab(fileSpace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr);
+    hsize_t memCount = count[0];
+    hdf5::Handle memSpace = hdf5::space(H5Screate_simple(1, &memCount, nullptr));
+    if (H5Dread(hid_t(*id), H5T_NATIVE_FLOAT, memSpace.get(), fileSpace.get(), H5P_DEFAULT, values.data()) < 0)
+        return Error{m_info.logPath + ": cannot read /" + table + "/" + dataset + ": " + hdf5::lastErrorMessage()};
+    return values;
+}
+
+Result<std::vector<float>> RunReader::readRow(const std::string& table, const std::string& dataset, int64_t row) const
+{
+    return readBlock(table, dataset, row, 1);
+}
+
+Result<std::vector<float>> RunReader::readBlock(const std::string& table, const std::string& dataset,
+                                                int64_t rowBegin, int64_t rowCount) const
+{
+    auto id = checkedDataset(table, dataset, 2);
+    if (!id)
+        return Error{id.error()};
+    const TableInfo* info = m_info.table(table);
+    if (rowBegin < 0 || rowCount < 0 || rowBegin + rowCount > info->rows)
+        return Error{"rows [" + std::to_string(rowBegin) + ", " + std::to_string(rowBegin + rowCount) +
+                     ") are out of range for /" + table + "/" + dataset + " (" + std::to_string(info->rows) +
+                     " rows)"};
+    const hsize_t columns = info->names.size();
+    std::vector<float> values(size_t(rowCount) * columns);
+    if (values.empty())
+        return values;
+    hsize_t start[2] = {hsize_t(rowBegin), 0}, count[2] = {hsize_t(rowCount), columns};
+    hdf5::Handle fileSpace = hdf5::space(H5Dget_space(hid_t(*id)));
+    H5Sselect_hyperslab(fileSpace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr);
+    hdf5::Handle memSpace = hdf5::space(H5Screate_simple(2, count, nullptr));
+    if (H5Dread(hid_t(*id), H5T_NATIVE_FLOAT, memSpace.get(), fileSpace.get(), H5P_DEFAULT, values.data()) < 0)
+        return Error{m_info.logPath + ": cannot read /" + table + "/" + dataset + ": " + hdf5::lastErrorMessage()};
+    return values;
+}
+
+Result<std::vector<std::string>> RunReader::readStrings(const std::string& table, const std::string& dataset) const
+{
+    auto id = checkedDataset(table, dataset, 1);
+    if (!id)
+        return Error{id.error()};
+    auto strings = readStringDataset(hid_t(*id), m_info.logPath + ": /" + table + "/" + dataset);
+    if (strings && int64_t(strings->size()) > m_info.table(table)->rows)
+        strings->resize(size_t(m_info.table(table)->rows));
+    return strings;
+}
+
+Result<bool> RunReader::refresh()
+{
+    std::map<std::string, int64_t> before;
+    for (const auto& t : m_info.tables)
+        before[t.name] = t.rows;
+    if (m_info.openedForSwmr) {
+        for (auto& [key, handle] : m_handles->datasets)
+            if (H5Drefresh(handle.get()) < 0)
+                return Error{m_info.logPath + ": cannot refresh /" + key + ": " + hdf5::lastErrorMessage()};
+    }
+    bool grew = false;
+    for (const auto& [name, rows] : before) {
+        Status status = loadTable(name);
+        if (!status)
+            return Error{m_info.logPath + ": " + status.error()};
+        grew = grew || m_info.table(name)->rows != rows;
+    }
+    scanSteppedFiles();
+    return grew;
+}
+
+} // namespace nanscope

@@ -1,0 +1,491 @@
+#include "core/DemoRuns.h"
+
+#include "core/RunFormat.h"
+#include "core/RunWriter.h"
+#include "core/torch/TensorRange.h"
+
+#include <torch/script.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace nanscope {
+
+std::vector<DemoScenario> demoScenarios()
+{
+    std::vector<DemoScenario> runs(5);
+    runs[0].name = "healthy";
+    runs[0].description = "A healthy MLP with BatchNorm: ordinary minibatch noise, cosine learning-rate decay.";
+    runs[0].schedule = DemoLearningRateSchedule::Cosine;
+
+    runs[1].name = "sudden-blowup";
+    runs[1].description = "One batch holds fill values (999999999); the next update destroys the weights.";
+    runs[1].failure = DemoFailure::CorruptBatch;
+    runs[1].failureStep = 230;
+    runs[1].seed = 2;
+
+    runs[2].name = "gradual-blowup";
+    runs[2].description = "The learning rate ramps up from step 100 until the gradients explode.";
+    runs[2].failure = DemoFailure::LearningRateRamp;
+    runs[2].failureStep = 100;
+    runs[2].steps = 600;
+    runs[2].seed = 3;
+
+    runs[3].name = "division-by-zero";
+    runs[3].description = "A feature normalisation without eps divides by zero on one constant sample; the step is skipped.";
+    runs[3].failure = DemoFailure::DivisionByZero;
+    runs[3].failureStep = 180;
+    runs[3].seed = 4;
+
+    runs[4].name = "batchnorm-poisoned";
+    runs[4].description = "A NaN input poisons BatchNorm running statistics; the step is skipped, training loss recovers, evaluation breaks.";
+    runs[4].failure = DemoFailure::PoisonedBatchNorm;
+    runs[4].failureStep = 200;
+    runs[4].seed = 5;
+    return runs;
+}
+
+namespace {
+
+constexpr int64_t kFeatures = 16;
+constexpr int64_t kClasses = 4;
+constexpr int64_t kBatch = 32;
+constexpr int64_t kEvalBatch = 128;
+constexpr double kFillValue = 999999999.0;
+
+struct Stage
+{
+    std::string path; // module path, as named_modules() gives it
+    std::string kind; // module class name
+    torch::jit::Module module;
+    bool reluAfter = false;
+};
+
+// Builds TorchScript modules from source so that checkpoints are TorchScript archives that replay.
+class ModelBuilder
+{
+public:
+    explicit ModelBuilder(std::string runName)
+        : m_prefix("__torch__.nanscope_demo." + sanitize(runName) + ".")
+    {
+    }
+
+    torch::jit::Module linear(const std::string& path, int64_t in, int64_t out)
+    {
+        auto m = newModule(path, "Linear");
+        const double bound = 1.0 / std::sqrt(double(in));
+        m.register_parameter("weight", torch::empty({out, in}).uniform_(-bound, bound).requires_grad_(), false);
+        m.register_parameter("bias", torch::empty({out}).uniform_(-bound, bound).requires_grad_(), false);
+        m.define(R"(
+def forward(self, x):
+    return torch.linear(x, self.weight, self.bias)
+)");
+        return m;
+    }
+
+    torch::jit::Module batchNorm(const std::string& path, int64_t features)
+    {
+        auto m = newModule(path, "BatchNorm1d");
+        m.register_parameter("weight", torch::ones({features}).requires_grad_(), false);
+        m.register_parameter("bias", torch::zeros({features}).requires_grad_(), false);
+        m.register_buffer("running_mean", torch::zeros({features}));
+        m.register_buffer("running_var", torch::ones({features}));
+        m.define(R"(
+def forward(self, x):
+    return torch.batch_norm(x, self.weight, self.bias, self.running_mean, self.running_var,
+                            self.training, 0.1, 1e-05, False)
+)");
+        return m;
+    }
+
+    // The bug this demo is about: standardising each sample with no eps in the divisor.
+    torch::jit::Module featureNorm(const std::string& path)
+    {
+        auto m = newModule(path, "FeatureNorm");
+        m.define(R"(
+def forward(self, x):
+    centered = x - x.mean(dim=[1], keepdim=True)
+    scale = x.std(dim=[1], keepdim=True)
+    return centered / scale
+)");
+        return m;
+    }
+
+    torch::jit::Module model(const std::vector<Stage>& stages)
+    {
+        torch::jit::Module root(m_prefix + "Model");
+        root.register_attribute("training", c10::BoolType::get(), true);
+        std::ostringstream source;
+        source << "\ndef forward(self, x):\n";
+        for (const auto& stage : stages) {
+            root.register_module(stage.path, stage.module);
+            source << "    x = self." << stage.path << ".forward(x)\n";
+            if (stage.reluAfter)
+                source << "    x = torch.relu(x)\n";
+        }
+        source << "    return x\n";
+        root.define(source.str());
+        return root;
+    }
+
+private:
+    static std::string sanitize(const std::string& name)
+    {
+        std::string out;
+        for (char c : name)
+            out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+        return out;
+    }
+
+    torch::jit::Module newModule(const std::string& path, const std::string& kind)
+    {
+        // One class per instance: modules built apart must not share a qualified class name.
+        torch::jit::Module m(m_prefix + kind + "_" + sanitize(path));
+        m.register_attribute("training", c10::BoolType::get(), true);
+        return m;
+    }
+
+    std::string m_prefix;
+};
+
+// The learning-rate ramp trains a regression: a quadratic-like loss diverges by the textbook,
+// geometrically, once the step size passes 2 / (largest curvature).
+bool isRegression(const DemoScenario& scenario)
+{
+    return scenario.failure == DemoFailure::LearningRateRamp;
+}
+
+std::vector<Stage> buildStages(ModelBuilder& builder, const DemoScenario& scenario)
+{
+    const int64_t h = scenario.hiddenWidth;
+    std::vector<Stage> stages;
+    if (scenario.failure == DemoFailure::DivisionByZero)
+        stages.push_back({"norm", "FeatureNorm", builder.featureNorm("norm"), false});
+    const bool withBatchNorm =
+        scenario.failure == DemoFailure::None || scenario.failure == DemoFailure::PoisonedBatchNorm;
+    stages.push_back({"fc1", "Linear", builder.linear("fc1", kFeatures, h), !withBatchNorm});
+    if (withBatchNorm)
+        stages.push_back({"bn1", "BatchNorm1d", builder.batchNorm("bn1", h), true});
+    stages.push_back({"fc2", "Linear", builder.linear("fc2", h, h), true});
+    stages.push_back({"fc3", "Linear", builder.linear("fc3", h, isRegression(scenario) ? 1 : kClasses), false});
+    return stages;
+}
+
+double learningRateAt(const DemoScenario& s, int64_t step)
+{
+    const double t = double(step) / double(std::max<int64_t>(s.steps, 1));
+    double lr = s.learningRate;
+    switch (s.schedule) {
+    case DemoLearningRateSchedule::Constant:
+        break;
+    case DemoLearningRateSchedule::Cosine:
+        lr *= 0.5 * (1.0 + std::cos(M_PI * t)) * 0.9 + 0.1;
+        break;
+    case DemoLearningRateSchedule::StepDecay:
+        lr *= std::pow(0.3, std::floor(t * 3.0));
+        break;
+    case DemoLearningRateSchedule::Warmup:
+        lr *= std::min(1.0, (step + 1) / (0.1 * double(s.steps)));
+        break;
+    }
+    if (s.failure == DemoFailure::LearningRateRamp && step > s.failureStep)
+        lr *= std::pow(10.0, double(step - s.failureStep) / 150.0); // ten times larger every 150 steps
+    return lr;
+}
+
+void saveBatch(const std::string& path, const torch::Tensor& inputs, const torch::Tensor& targets, int64_t step,
+               const std::string& lossName)
+{
+    c10::impl::GenericDict batch(c10::StringType::get(), c10::AnyType::get());
+    batch.insert("inputs", inputs);
+    batch.insert("targets", targets);
+    batch.insert("loss", lossName);
+    batch.insert("step", step);
+    const std::vector<char> bytes = torch::pickle_save(c10::IValue(batch));
+    std::ofstream out(path, std::ios::binary);
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+std::vector<float> rangeColumn(const std::vector<torchutil::RangeStats>& stats, float torchutil::RangeStats::*field)
+{
+    std::vector<float> column;
+    for (const auto& s : stats)
+        column.push_back(s.*field);
+    return column;
+}
+
+std::map<std::string, std::vector<float>> rangeRow(const std::vector<torchutil::RangeStats>& stats)
+{
+    using R = torchutil::RangeStats;
+    return {{"min", rangeColumn(stats, &R::min)},   {"max", rangeColumn(stats, &R::max)},
+            {"mean", rangeColumn(stats, &R::mean)}, {"std", rangeColumn(stats, &R::std)},
+            {"nan", rangeColumn(stats, &R::nan)},   {"inf", rangeColumn(stats, &R::inf)}};
+}
+
+class DemoTrainer
+{
+public:
+    DemoTrainer(std::string directory, DemoScenario scenario)
+        : m_directory(std::move(directory))
+        , m_scenario(std::move(scenario))
+        , m_builder(m_scenario.name)
+    {
+    }
+
+    Status run(const ProgressCallback& progress)
+    {
+        torch::manual_seed(m_scenario.seed);
+        m_centres = torch::randn({kClasses, kFeatures}) * 0.6; // overlapping classes: the loss plateaus, as real ones do
+        m_stages = buildStages(m_builder, m_scenario);
+        m_model = m_builder.model(m_stages);
+        m_model.train();
+        for (const auto& p : m_model.named_parameters(true))
+            m_params.push_back({p.name, p.value});
+        std::vector<torch::Tensor> tensors;
+        for (auto& p : m_params)
+            tensors.push_back(p.second);
+        torch::optim::SGD optimiser(tensors, torch::optim::SGDOptions(m_scenario.learningRate).momentum(0.9));
+
+        auto [evalInputs, evalTargets] = sampleBatch(kEvalBatch);
+
+        RunSchema schema;
+        schema.attributes = {{"run_name", m_scenario.name},
+                             {"framework", std::string("libtorch ") + TORCH_VERSION + " (nanscope demo)"},
+                             {"amp_dtype", "none"},
+                             {"loss_name", lossName()},
+                             {"description", m_scenario.description}};
+        schema.scalars = {"loss", "grad_norm", "lr", "skipped", "param_norm", "eval_loss"};
+        for (auto& p : m_params)
+            schema.layers.push_back(p.first);
+        for (const auto& stage : m_stages) {
+            schema.activations.push_back(stage.path);
+            schema.activationKinds.push_back(stage.kind);
+            if (stage.kind == "BatchNorm1d")
+                schema.buffers.push_back(stage.path);
+        }
+        schema.inputs = {"x"};
+        auto created = RunWriter::create(m_directory, schema);
+        if (!created)
+            return Error{created.error()};
+        RunWriter& writer = **created;
+
+        const bool skipNonfinite = m_scenario.failure == DemoFailure::DivisionByZero ||
+                                   m_scenario.failure == DemoFailure::PoisonedBatchNorm;
+        int64_t lastStep = m_scenario.steps;
+        if (m_scenario.cutShortAtStep >= 0)
+            lastStep = std::min(lastStep, m_scenario.cutShortAtStep);
+        std::vector<double> recentGradNorms;
+        int incidentSaves = 0;
+        int64_t firstNonfinite = -1;
+
+        for (int64_t step = 0; step < lastStep; ++step) {
+            if (!reportProgress(progress, double(step) / double(lastStep), m_scenario.name))
+                return Error{"cancelled"};
+            auto [inputs, targets] = sampleBatch(kBatch);
+            injectFailure(step, inputs);
+            const double lr = learningRateAt(m_scenario, step);
+            static_cast<torch::optim::SGDOptions&>(optimiser.param_groups()[0].options()).lr(lr);
+
+            // The checkpoint of step N holds the weights step N's forward used, and BatchNorm
+            // buffers before that forward touched them: snapshot now, save if needed.
+            torch::jit::Module snapshot = m_model.deepcopy();
+
+            const bool logActivations = step % m_scenario.activationsEvery == 0;
+            std::vector<torchutil::RangeStats> activationStats;
+            torch::Tensor x = inputs;
+            for (auto& stage : m_stages) {
+                x = stage.module.forward({x}).toTensor();
+                if (logActivations)
+                    activationStats.push_back(torchutil::rangeStats(x));
+                if (stage.reluAfter)
+                    x = torch::relu(x);
+            }
+            torch::Tensor loss = lossOf(x, targets);
+            optimiser.zero_grad();
+            loss.backward();
+
+            std::vector<float> gradNorms, paramNorms, gradNonfinite;
+            double totalSquared = 0;
+            double paramSquared = 0;
+            for (auto& p : m_params) {
+                const auto grad = p.second.grad();
+                const double g = grad.defined() ? grad.norm().item<double>() : 0.0;
+                const double w = p.second.detach().norm().item<double>();
+                gradNorms.push_back(float(g));
+                paramNorms.push_back(float(w));
+                gradNonfinite.push_back(grad.defined() ? torchutil::nonfiniteCount(grad) : 0.f);
+                totalSquared += g * g;
+                paramSquared += w * w;
+            }
+            const double lossValue = loss.item<double>();
+            const double gradNorm = std::sqrt(totalSquared);
+            const bool finite = std::isfinite(lossValue) && std::isfinite(gradNorm);
+            if (!finite && firstNonfinite < 0)
+                firstNonfinite = step;
+
+            double median = 0;
+            if (!recentGradNorms.empty()) {
+                std::vector<double> sorted = recentGradNorms;
+                std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+                median = sorted[sorted.size() / 2];
+            }
+            const bool spike = median > 0 && gradNorm > 100.0 * median;
+            const bool skip = skipNonfinite && !finite;
+            const bool checkpointDue = step % m_scenario.checkpointEvery == 0;
+            // A careful training loop keeps the evidence: the first few non-finite or exploding steps.
+            const bool incident = (!finite || spike) && incidentSaves < 3;
+            if (checkpointDue || incident) {
+                snapshot.save(writer.checkpointPath(step));
+                saveBatch(writer.batchPath(step), inputs, targets, step, lossName());
+                writer.appendEvent(step, "checkpoint", "saved " + fs::path(writer.checkpointPath(step)).filename().string());
+                writer.appendEvent(step, "batch_saved", "saved " + fs::path(writer.batchPath(step)).filename().string());
+                if (incident)
+                    ++incidentSaves;
+            }
+            if (!std::isfinite(lossValue))
+                writer.appendEvent(step, "nonfinite_loss", "loss is " + std::to_string(lossValue));
+            if (skip)
+                writer.appendEvent(step, "skipped_step", "non-finite loss or gradients: optimizer step skipped");
+            else
+                optimiser.step();
+            if (std::isfinite(gradNorm)) {
+                recentGradNorms.push_back(gradNorm);
+                if (recentGradNorms.size() > 50)
+                    recentGradNorms.erase(recentGradNorms.begin());
+            }
+
+            const double evalLoss = evaluate(evalInputs, evalTargets);
+            Status status = writer.appendScalars(step, {{"loss", lossValue},
+                                                        {"grad_norm", gradNorm},
+                                                        {"lr", lr},
+                                                        {"skipped", skip ? 1.0 : 0.0},
+                                                        {"param_norm", std::sqrt(paramSquared)},
+                                                        {"eval_loss", evalLoss}});
+            if (status)
+                status = writer.appendRow(runformat::kLayers, step,
+                                          {{"grad_norm", gradNorms}, {"param_norm", paramNorms}, {"grad_nonfinite", gradNonfinite}});
+            if (status && logActivations)
+                status = writer.appendRow(runformat::kActivations, step, rangeRow(activationStats));
+            if (status && !schema.buffers.empty())
+                status = writer.appendRow(runformat::kBuffers, step, bufferRow());
+            if (status)
+                status = writer.appendRow(runformat::kInputs, step, rangeRow({torchutil::rangeStats(inputs)}));
+            if (!status)
+                return status;
+            if (firstNonfinite >= 0 && !skipNonfinite && step - firstNonfinite >= m_scenario.stepsAfterFailure)
+                break; // the user gives up on a diverged run
+        }
+        reportProgress(progress, 1.0, m_scenario.name);
+        return writer.close();
+    }
+
+private:
+    std::string lossName() const { return isRegression(m_scenario) ? "mse" : "cross_entropy"; }
+
+    torch::Tensor lossOf(const torch::Tensor& outputs, const torch::Tensor& targets) const
+    {
+        if (isRegression(m_scenario))
+            return torch::mse_loss(outputs, targets);
+        return torch::nn::functional::cross_entropy(outputs, targets);
+    }
+
+    std::pair<torch::Tensor, torch::Tensor> sampleBatch(int64_t size)
+    {
+        if (isRegression(m_scenario)) {
+            auto inputs = torch::randn({size, kFeatures}) * m_scenario.inputNoise;
+            auto targets = inputs.matmul(m_centres[0].unsqueeze(1)) + 0.1 * torch::randn({size, 1});
+            return {inputs, targets};
+        }
+        auto targets = torch::randint(kClasses, {size}, torch::kLong);
+        auto inputs = m_centres.index_select(0, targets) + torch::randn({size, kFeatures}) * m_scenario.inputNoise;
+        // A few wrong labels, as in any real data set.
+        auto flip = torch::rand({size}) < 0.05;
+        targets = torch::where(flip, torch::randint(kClasses, {size}, torch::kLong), targets);
+        return {inputs, targets};
+    }
+
+    void injectFailure(int64_t step, torch::Tensor& inputs)
+    {
+        if (step != m_scenario.failureStep)
+            return;
+        switch (m_scenario.failure) {
+        case DemoFailure::CorruptBatch:
+            // A few records read from a file with a fill value where data was missing; the
+            // signs vary as they would after the loader's own normalisation.
+            for (int64_t row : {3, 11, 17, 29})
+                inputs[row] = torch::sign(torch::randn({kFeatures})) * kFillValue;
+            break;
+        case DemoFailure::DivisionByZero:
+            inputs[5].zero_(); // a dead sensor: a constant sample has zero spread
+            break;
+        case DemoFailure::PoisonedBatchNorm:
+            inputs[2][7] = std::nan("");
+            break;
+        default:
+            break;
+        }
+    }
+
+    double evaluate(const torch::Tensor& inputs, const torch::Tensor& targets)
+    {
+        torch::NoGradGuard noGrad;
+        m_model.eval();
+        const auto logits = m_model.forward({inputs}).toTensor();
+        m_model.train();
+        return lossOf(logits, targets).item<double>();
+    }
+
+    std::map<std::string, std::vector<float>> bufferRow()
+    {
+        std::map<std::string, std::vector<float>> row;
+        for (const auto& stage : m_stages) {
+            if (stage.kind != "BatchNorm1d")
+                continue;
+            const auto mean = stage.module.attr("running_mean").toTensor();
+            const auto var = stage.module.attr("running_var").toTensor();
+            auto finiteMinMax = [](const torch::Tensor& t) -> std::pair<float, float> {
+                auto r = torchutil::rangeStats(t);
+                return {r.min, r.max};
+            };
+            auto [meanMin, meanMax] = finiteMinMax(mean);
+            auto [varMin, varMax] = finiteMinMax(var);
+            row["running_mean_min"].push_back(meanMin);
+            row["running_mean_max"].push_back(meanMax);
+            row["running_var_min"].push_back(varMin);
+            row["running_var_max"].push_back(varMax);
+            row["nonfinite"].push_back(torchutil::nonfiniteCount(mean) + torchutil::nonfiniteCount(var));
+        }
+        return row;
+    }
+
+    std::string m_directory;
+    DemoScenario m_scenario;
+    ModelBuilder m_builder;
+    torch::Tensor m_centres;
+    std::vector<Stage> m_stages;
+    torch::jit::Module m_model;
+    std::vector<std::pair<std::string, torch::Tensor>> m_params;
+};
+
+} // namespace
+
+Status writeDemoRun(const std::string& runDirectory, const DemoScenario& scenario, const ProgressCallback& progress)
+{
+    try {
+        torch::set_num_threads(1); // tiny models: threads cost more than they give
+        DemoTrainer trainer(runDirectory, scenario);
+        return trainer.run(progress);
+    } catch (const c10::Error& e) {
+        return Error{"demo run " + scenario.name + " failed: " + e.what_without_backtrace()};
+    } catch (const std::exception& e) {
+        return Error{"demo run " + scenario.name + " failed: " + e.what()};
+    }
+}
+
+} // namespace nanscope

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# One entry point for a fresh Debian 12 machine (root, or a user with sudo):
+#   ./setup.sh gui    install what is missing, build, write the demo runs, open the GUI on one
+#   ./setup.sh test   install what is missing, build, write the demo runs, run every test
+# Both are idempotent: packages already present are skipped and the build is incremental.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+mode=${1:-gui}
+case "$mode" in
+  gui|test|build) ;;
+  -h|--help) sed -n 2,5p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "usage: ./setup.sh gui|test|build" >&2; exit 2 ;;
+esac
+
+packages=(build-essential cmake ninja-build ccache pkg-config
+          qt6-base-dev qt6-svg-dev libqcustomplot-dev libhdf5-dev libtorch-dev
+          libgtest-dev libgmock-dev python3 python3-torch python3-h5py python3-numpy
+          poppler-utils fonts-dejavu-core)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "== installing: ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+build_dir=${NANSCOPE_BUILD_DIR:-build}
+jobs=${NANSCOPE_JOBS:-$(nproc)}
+if [ ! -f "$build_dir/build.ninja" ]; then
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+fi
+echo "== building ($jobs jobs)"
+cmake --build "$build_dir" -j "$jobs"
+
+demo_dir=${NANSCOPE_DEMO_DIR:-$build_dir/demo-runs}
+case "$mode" in
+  build) ;;
+  gui)
+    "$build_dir/bin/nanscope" demo "$demo_dir"
+    run="$demo_dir/sudden-blowup"
+    if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
+      echo "== opening $run"
+      exec "$build_dir/bin/nanscope" "$run"
+    fi
+    shot="$build_dir/nanscope-demo.png"
+    QT_QPA_PLATFORM=offscreen "$build_dir/bin/nanscope" "$run" --screenshot "$shot"
+    echo "== no display here: rendered the window offscreen to $shot instead"
+    ;;
+  test)
+    echo "== testing"
+    cd "$build_dir"
+    QT_QPA_PLATFORM=offscreen ctest --output-on-failure -j "$jobs" --timeout 900
+    ;;
+esac

@@ -1,0 +1,70 @@
+#include "AppTestSupport.h"
+
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+
+#include <gtest/gtest.h>
+
+using namespace nanscope::test;
+
+TEST(CommandLine, InfoJsonDescribesTheRun)
+{
+    const auto result = runNanscope({"info", demoRun("batchnorm-poisoned"), "--json"});
+    ASSERT_EQ(result.exitCode, 0) << result.err.toStdString();
+    QJsonParseError error;
+    const QJsonObject root = QJsonDocument::fromJson(result.out.toUtf8(), &error).object();
+    ASSERT_EQ(error.error, QJsonParseError::NoError) << result.out.toStdString();
+    EXPECT_EQ(root["run_name"].toString(), "batchnorm-poisoned");
+    EXPECT_EQ(root["format_version"].toInt(), 1);
+    const QJsonObject groups = root["groups"].toObject();
+    for (const char* group : {"scalars", "layers", "activations", "buffers", "inputs", "events"})
+        EXPECT_TRUE(groups.contains(group)) << group;
+    EXPECT_EQ(groups["scalars"].toObject()["rows"].toInt(), 400);
+    EXPECT_TRUE(groups["scalars"].toObject()["columns"].toArray().contains("grad_norm"));
+    EXPECT_TRUE(groups["layers"].toObject()["names"].toArray().contains("bn1.weight"));
+    EXPECT_TRUE(groups["buffers"].toObject()["names"].toArray().contains("bn1"));
+    EXPECT_TRUE(root["checkpoints"].toArray().contains(200));
+    EXPECT_TRUE(root["batches"].toArray().contains(200));
+}
+
+TEST(CommandLine, InfoOmitsGroupsTheRunLacks)
+{
+    const auto result = runNanscope({"info", demoRun("sudden-blowup"), "--json"});
+    ASSERT_EQ(result.exitCode, 0);
+    const QJsonObject groups = QJsonDocument::fromJson(result.out.toUtf8()).object()["groups"].toObject();
+    EXPECT_FALSE(groups.contains("buffers")) << "the sudden-blowup model has no BatchNorm";
+}
+
+TEST(CommandLine, InfoOnABrokenRunExitsTwoNamingTheFile)
+{
+    QTemporaryDir dir;
+    QFile file(dir.filePath("run.h5"));
+    ASSERT_TRUE(file.open(QIODevice::WriteOnly));
+    file.write("this is not hdf5");
+    file.close();
+    const auto result = runNanscope({"info", dir.path()});
+    EXPECT_EQ(result.exitCode, 2);
+    EXPECT_TRUE(result.err.contains(dir.filePath("run.h5"))) << result.err.toStdString();
+    EXPECT_TRUE(result.err.contains("not an HDF5 file")) << result.err.toStdString();
+}
+
+TEST(CommandLine, UnknownCommandsAndMissingArgumentsAreUsageErrors)
+{
+    EXPECT_EQ(runNanscope({"info"}).exitCode, 2);
+    const auto demo = runNanscope({"demo", "/tmp/x", "--only", "no-such-run"});
+    EXPECT_EQ(demo.exitCode, 2);
+    EXPECT_TRUE(demo.err.contains("healthy")) << "the error lists the runs there are";
+}
+
+TEST(CommandLine, HelpListsEveryCommand)
+{
+    const auto result = runNanscope({"help"});
+    EXPECT_EQ(result.exitCode, 0);
+    for (const char* command : {"info", "demo"})
+        EXPECT_TRUE(result.out.contains(command)) << command;
+    const auto infoHelp = runNanscope({"info", "--help"});
+    EXPECT_EQ(infoHelp.exitCode, 0);
+    EXPECT_TRUE(infoHelp.out.contains("--json"));
+}

@@ -1,0 +1,118 @@
+// A reader follows a writer in another process, and a writer killed mid-run leaves every flushed
+// row readable. The writer is tests/core/helpers/TestWriterMain.cpp.
+#include "TestRuns.h"
+
+#include "core/RunReader.h"
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace nanscope;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Starts the writer with its stdout on a pipe, so the test can read how far it got.
+struct WriterProcess
+{
+    pid_t pid = -1;
+    FILE* output = nullptr;
+
+    WriterProcess(const std::string& dir, int rows, int delayMs)
+    {
+        int fds[2];
+        if (pipe(fds) != 0)
+            return;
+        pid = fork();
+        if (pid == 0) {
+            dup2(fds[1], STDOUT_FILENO);
+            close(fds[0]);
+            execl(NANSCOPE_TEST_WRITER, NANSCOPE_TEST_WRITER, dir.c_str(), std::to_string(rows).c_str(),
+                  std::to_string(delayMs).c_str(), static_cast<char*>(nullptr));
+            _exit(127);
+        }
+        close(fds[1]);
+        output = fdopen(fds[0], "r");
+    }
+    // Blocks until the writer reports that row `row` is flushed. False if it died first.
+    bool waitForRow(int row)
+    {
+        char line[64];
+        while (std::fgets(line, sizeof line, output))
+            if (std::atoi(line + 4) >= row)
+                return true;
+        return false;
+    }
+    int wait()
+    {
+        int status = 0;
+        waitpid(pid, &status, 0);
+        pid = -1;
+        return status;
+    }
+    ~WriterProcess()
+    {
+        if (pid > 0) {
+            kill(pid, SIGKILL);
+            wait();
+        }
+        if (output)
+            std::fclose(output);
+    }
+};
+
+} // namespace
+
+TEST(RunFollow, ReaderSeesRowsAppendedByAnotherProcess)
+{
+    test::ScratchDir dir;
+    WriterProcess writer(dir.path(), 400, 5);
+    ASSERT_TRUE(writer.waitForRow(3));
+    auto reader = RunReader::open(dir.path());
+    ASSERT_TRUE(reader) << reader.error();
+    EXPECT_TRUE((*reader)->info().openedForSwmr) << "a live run must be opened for SWMR reading";
+    const int64_t firstRows = (*reader)->table("scalars")->rows;
+    EXPECT_GE(firstRows, 4);
+
+    bool grew = false;
+    for (int attempt = 0; attempt < 200 && !grew; ++attempt) {
+        std::this_thread::sleep_for(20ms);
+        auto refreshed = (*reader)->refresh();
+        ASSERT_TRUE(refreshed) << refreshed.error();
+        grew = *refreshed;
+    }
+    ASSERT_TRUE(grew) << "refresh() must see rows appended after open";
+    const int64_t rows = (*reader)->table("layers")->rows;
+    EXPECT_GT(rows, firstRows);
+    auto column = (*reader)->readColumn("layers", "grad_norm", 1);
+    ASSERT_TRUE(column);
+    for (int64_t i = 0; i < rows; ++i)
+        ASSERT_FLOAT_EQ((*column)[size_t(i)], float(i) + 0.5f) << "row " << i;
+    EXPECT_EQ((*reader)->steps("layers").back(), (rows - 1) * 10);
+}
+
+TEST(RunFollow, KilledWriterLeavesEveryFlushedRowReadable)
+{
+    test::ScratchDir dir;
+    WriterProcess writer(dir.path(), 100000, 1);
+    ASSERT_TRUE(writer.waitForRow(150));
+    kill(writer.pid, SIGKILL);
+    writer.wait();
+
+    auto reader = RunReader::open(dir.path());
+    ASSERT_TRUE(reader) << reader.error();
+    const int64_t rows = (*reader)->table("layers")->rows;
+    EXPECT_GE(rows, 151) << "every row reported as flushed must be readable after kill -9";
+    auto loss = (*reader)->readSeries("scalars", "loss");
+    ASSERT_TRUE(loss);
+    for (size_t i = 0; i < loss->size(); ++i)
+        ASSERT_DOUBLE_EQ((*loss)[i], 1.0 / double(i + 1));
+    auto row = (*reader)->readRow("layers", "grad_norm", rows - 1);
+    ASSERT_TRUE(row);
+    EXPECT_FLOAT_EQ((*row)[2], float(rows - 1) + 0.25f);
+}

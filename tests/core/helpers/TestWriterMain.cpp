@@ -1,0 +1,42 @@
+// A writer in its own process, for the tests that follow a run while it is written and that
+// kill a writer mid-run. Writes ROWS rows to RUN_DIR, one every DELAY_MS milliseconds, and prints
+// "row N" after each flushed append so the test knows what must be readable.
+#include "core/RunWriter.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+int main(int argc, char** argv)
+{
+    if (argc != 4) {
+        std::fprintf(stderr, "usage: nanscope_test_writer RUN_DIR ROWS DELAY_MS\n");
+        return 2;
+    }
+    const int rows = std::atoi(argv[2]);
+    const int delayMs = std::atoi(argv[3]);
+    nanscope::RunSchema schema;
+    schema.scalars = {"loss", "grad_norm"};
+    schema.layers = {"a.weight", "b.weight", "c.weight"};
+    auto writer = nanscope::RunWriter::create(argv[1], schema);
+    if (!writer) {
+        std::fprintf(stderr, "%s\n", writer.error().c_str());
+        return 1;
+    }
+    for (int i = 0; i < rows; ++i) {
+        const float v = float(i);
+        auto status = (*writer)->appendScalars(i * 10, {{"loss", 1.0 / (i + 1)}, {"grad_norm", double(i)}});
+        if (status)
+            status = (*writer)->appendRow("layers", i * 10, {{"grad_norm", {v, v + 0.5f, v + 0.25f}}});
+        if (!status) {
+            std::fprintf(stderr, "%s\n", status.error().c_str());
+            return 1;
+        }
+        std::printf("row %d\n", i);
+        std::fflush(stdout);
+        std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));
+    }
+    return 0;
+}
