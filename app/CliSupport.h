@@ -1,0 +1,33 @@
+#pragma once
+
+// Shared by the subcommands (one file each, app/*Command.cpp): output streams, exit codes,
+// argument parsing with --help.
+
+#include <QCommandLineParser>
+#include <QString>
+#include <QTextStream>
+
+#include <string>
+
+namespace nanscope::cli {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFinding = 1; // a finding that should fail CI (scan: a critical incident)
+constexpr int kExitUsage = 2;   // a usage or input error
+
+QTextStream& out();
+QTextStream& err();
+
+// Prints "nanscope: message" to stderr and returns kExitUsage.
+int fail(const QString& message);
+
+inline QString fromStd(const std::string& s)
+{
+    return QString::fromStdString(s);
+}
+
+// Adds --help, parses, prints help or the error itself. Returns false when the caller should
+// return `exitCode` at once.
+bool parse(QCommandLineParser& parser, const QStringList& arguments, int& exitCode);
+
+} // namespace nanscope::cli

@@ -1,0 +1,12 @@
+#pragma once
+
+#include <QStringList>
+
+// One function per subcommand, each in its own app/<Name>Command.cpp; CommandLine.cpp lists them.
+// `arguments` starts with "nanscope <command>" and then the user's arguments.
+namespace nanscope::cli {
+
+int runInfo(const QStringList& arguments);
+int runDemo(const QStringList& arguments);
+
+} // namespace nanscope::cli
