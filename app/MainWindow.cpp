@@ -1,96 +1,222 @@
 #include "MainWindow.h"
 
-#include "core/RunFormat.h"
-#include "core/RunReader.h"
+#include "widgets/BatchNormView.h"
+#include "widgets/HeatmapView.h"
+#include "widgets/LayerDetailView.h"
+#include "widgets/LayerTreeModel.h"
+#include "widgets/OverviewView.h"
 #include "widgets/SeriesPlot.h"
 
 #include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
 #include <QFileDialog>
+#include <QFileInfo>
+#include <QHeaderView>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMenuBar>
+#include <QMimeData>
+#include <QProgressBar>
+#include <QSettings>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
 #include <QStackedWidget>
 #include <QStatusBar>
+#include <QTabWidget>
+#include <QThread>
 #include <QTimer>
+#include <QToolButton>
+#include <QTreeView>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
 namespace nanscope {
 
-RunOverview loadRunOverview(const QString& directory)
-{
-    RunOverview overview;
-    overview.directory = directory;
-    auto reader = RunReader::open(directory.toStdString());
-    if (!reader) {
-        overview.error = QString::fromStdString(reader.error());
-        return overview;
-    }
-    const RunInfo& info = (*reader)->info();
-    overview.runName = QString::fromStdString(info.runName);
-    overview.steps = (*reader)->steps(runformat::kScalars);
-    for (const auto& name : info.table(runformat::kScalars)->datasets) {
-        auto series = (*reader)->readSeries(runformat::kScalars, name);
-        if (!series) {
-            overview.error = QString::fromStdString(series.error());
-            return overview;
-        }
-        overview.scalars[name] = std::move(*series);
-    }
-    overview.tableCount = int(info.tables.size());
-    overview.checkpointCount = int(info.checkpoints.size());
-    overview.batchCount = int(info.batches.size());
-    return overview;
+namespace {
+constexpr int kMaxRecentRuns = 8;
 }
 
 MainWindow::MainWindow(QWidget* parent)
     : QMainWindow(parent)
+    , m_sessionThread(new QThread(this))
+    , m_session(new RunSession())
     , m_pages(new QStackedWidget(this))
+    , m_placeholder(new QLabel(this))
     , m_errorLabel(new QLabel(this))
-    , m_placeholder(new QLabel(tr("Open a run directory with File \u25B8 Open Run\u2026"), this))
+    , m_tabs(new QTabWidget(this))
+    , m_overview(new OverviewView(this))
+    , m_layerDetail(new LayerDetailView(this))
+    , m_heatmap(new HeatmapView(this))
+    , m_batchNorm(new BatchNormView(this))
+    , m_layerModel(new LayerTreeModel(this))
+    , m_layerFilter(new QSortFilterProxyModel(this))
 {
     setWindowTitle("nanscope");
-    resize(1200, 800);
+    setWindowIcon(QIcon(":/nanscope/nanscope.svg"));
+    setObjectName("MainWindow");
+    setAcceptDrops(true);
+    resize(1400, 900);
 
-    auto* fileMenu = menuBar()->addMenu(tr("&File"));
-    fileMenu->addAction(tr("&Open Run\u2026"), QKeySequence::Open, this, &MainWindow::chooseRun);
-    fileMenu->addSeparator();
-    fileMenu->addAction(tr("&Quit"), QKeySequence::Quit, qApp, &QApplication::quit);
-
+    m_placeholder->setText(tr("<h2>nanscope</h2><p>Open a run directory with <b>File \u25B8 Open Run\u2026</b> "
+                              "(Ctrl+O), or drop its folder here.</p>"));
     m_placeholder->setAlignment(Qt::AlignCenter);
     m_errorLabel->setWordWrap(true);
     m_errorLabel->setAlignment(Qt::AlignCenter);
     m_errorLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_errorLabel->setStyleSheet("QLabel { color: #b00020; font-size: 14px; padding: 24px; }");
 
-    auto* plots = new QWidget(this);
-    auto* layout = new QVBoxLayout(plots);
-    m_lossPlot = new SeriesPlot(tr("loss"), plots);
-    m_gradNormPlot = new SeriesPlot(tr("grad norm"), plots);
-    m_lossPlot->setLogScale(true);
-    m_gradNormPlot->setLogScale(true);
-    layout->addWidget(m_lossPlot);
-    layout->addWidget(m_gradNormPlot);
-
+    m_tabs->addTab(m_overview, tr("Overview"));
+    m_tabs->addTab(m_layerDetail, tr("Layer"));
+    m_tabs->addTab(m_heatmap, tr("Heatmap"));
+    m_tabs->addTab(m_batchNorm, tr("BatchNorm"));
     m_pages->addWidget(m_placeholder);
     m_pages->addWidget(m_errorLabel);
-    m_pages->addWidget(plots);
+    m_pages->addWidget(m_tabs);
     setCentralWidget(m_pages);
-    statusBar()->showMessage(tr("No run loaded"));
 
-    connect(&m_loader, &QFutureWatcher<RunOverview>::finished, this, [this] { showOverview(m_loader.result()); });
+    // The layer tree, with its filter box, docked on the left.
+    auto* layerPanel = new QWidget(this);
+    auto* layerLayout = new QVBoxLayout(layerPanel);
+    layerLayout->setContentsMargins(4, 4, 4, 4);
+    m_filterEdit = new QLineEdit(layerPanel);
+    m_filterEdit->setPlaceholderText(tr("Filter layers (Ctrl+F)"));
+    m_filterEdit->setClearButtonEnabled(true);
+    m_layerFilter->setSourceModel(m_layerModel);
+    m_layerFilter->setRecursiveFilteringEnabled(true);
+    m_layerFilter->setFilterCaseSensitivity(Qt::CaseInsensitive);
+    m_layerFilter->setFilterRole(LayerTreeModel::ParameterNameRole);
+    m_layerTree = new QTreeView(layerPanel);
+    m_layerTree->setModel(m_layerFilter);
+    m_layerTree->setHeaderHidden(true);
+    m_layerTree->setUniformRowHeights(true);
+    layerLayout->addWidget(m_filterEdit);
+    layerLayout->addWidget(m_layerTree);
+    auto* layerDock = new QDockWidget(tr("Layers"), this);
+    layerDock->setObjectName("LayersDock");
+    layerDock->setWidget(layerPanel);
+    addDockWidget(Qt::LeftDockWidgetArea, layerDock);
+    resizeDocks({layerDock}, {260}, Qt::Horizontal);
+
+    m_progress = new QProgressBar(this);
+    m_progress->setMaximumWidth(220);
+    m_progress->setVisible(false);
+    m_cancel = new QToolButton(this);
+    m_cancel->setText(tr("Cancel"));
+    m_cancel->setVisible(false);
+    m_statusRun = new QLabel(tr("No run loaded"), this);
+    statusBar()->addWidget(m_statusRun, 1);
+    statusBar()->addPermanentWidget(m_progress);
+    statusBar()->addPermanentWidget(m_cancel);
+
+    buildMenus();
+
+    // The session lives on its own thread; everything crosses by queued connection.
+    m_session->moveToThread(m_sessionThread);
+    connect(m_sessionThread, &QThread::finished, m_session, &QObject::deleteLater);
+    connect(this, &MainWindow::openRequested, m_session, &RunSession::open);
+    connect(this, &MainWindow::layerDetailRequested, m_session, &RunSession::requestLayerDetail);
+    connect(this, &MainWindow::heatmapRequested, m_session, &RunSession::requestHeatmap);
+    connect(m_session, &RunSession::loaded, this, &MainWindow::onLoaded);
+    connect(m_session, &RunSession::grew, this, &MainWindow::onGrew);
+    connect(m_session, &RunSession::progress, this, &MainWindow::onProgress);
+    connect(m_session, &RunSession::heatmapReady, m_heatmap, &HeatmapView::setHeatmap);
+    connect(m_session, &RunSession::layerDetailReady, this, [this](const LayerDetail& detail) {
+        if (detail.layer != m_selectedLayer)
+            return; // a later click already replaced this request
+        m_layerDetail->setDetail(detail);
+        if (m_selectedStep >= 0)
+            m_layerDetail->setSelectedStep(m_selectedStep);
+        m_layerPending = false;
+        emit layerShown(detail.layer);
+        maybeTakeScreenshot();
+    });
+    connect(m_cancel, &QToolButton::clicked, this, [this] { m_session->cancel(); });
+    m_sessionThread->start();
+
+    // Context: one selected step and one selected layer, shared by every view.
+    connect(m_overview, &OverviewView::stepClicked, this, &MainWindow::selectStep);
+    connect(m_layerDetail, &LayerDetailView::stepClicked, this, &MainWindow::selectStep);
+    connect(m_heatmap, &HeatmapView::stepClicked, this, &MainWindow::selectStep);
+    connect(m_batchNorm, &BatchNormView::stepClicked, this, &MainWindow::selectStep);
+    connect(m_heatmap, &HeatmapView::layerClicked, this, &MainWindow::selectLayer);
+    connect(m_heatmap, &HeatmapView::quantityRequested, this, &MainWindow::heatmapRequested);
+    connect(m_filterEdit, &QLineEdit::textChanged, m_layerFilter, &QSortFilterProxyModel::setFilterFixedString);
+    connect(m_layerTree->selectionModel(), &QItemSelectionModel::currentChanged, this, [this](const QModelIndex& index) {
+        const QString name = index.data(LayerTreeModel::ParameterNameRole).toString();
+        if (!name.isEmpty() && name != m_selectedLayer)
+            selectLayer(name);
+    });
+
+    QSettings settings;
+    restoreGeometry(settings.value("window/geometry").toByteArray());
+    restoreState(settings.value("window/state").toByteArray());
+    updateRecentMenu();
+}
+
+MainWindow::~MainWindow()
+{
+    m_session->cancel();
+    m_sessionThread->quit();
+    m_sessionThread->wait();
+}
+
+void MainWindow::buildMenus()
+{
+    auto* fileMenu = menuBar()->addMenu(tr("&File"));
+    fileMenu->addAction(tr("&Open Run\u2026"), QKeySequence::Open, this, &MainWindow::chooseRun);
+    m_recentMenu = fileMenu->addMenu(tr("Open &Recent"));
+    fileMenu->addAction(tr("&Reload"), QKeySequence::Refresh, this, [this] {
+        if (!m_snapshot.directory.isEmpty())
+            openRun(m_snapshot.directory);
+    });
+    fileMenu->addSeparator();
+    fileMenu->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+
+    auto* viewMenu = menuBar()->addMenu(tr("&View"));
+    const std::pair<QString, View> views[] = {{tr("&Overview"), View::Overview},
+                                              {tr("&Layer"), View::Layers},
+                                              {tr("&Heatmap"), View::Heatmap},
+                                              {tr("&BatchNorm"), View::BatchNorm}};
+    int key = Qt::Key_1;
+    for (const auto& [label, view] : views) {
+        const View target = view;
+        viewMenu->addAction(label, QKeySequence(Qt::CTRL | Qt::Key(key++)), this, [this, target] { showView(target); });
+    }
+    viewMenu->addSeparator();
+    viewMenu->addAction(tr("&Find Layer"), QKeySequence::Find, this, [this] {
+        m_filterEdit->setFocus();
+        m_filterEdit->selectAll();
+    });
+}
+
+void MainWindow::showView(View view)
+{
+    m_tabs->setCurrentIndex(int(view));
 }
 
 void MainWindow::chooseRun()
 {
-    const QString dir = QFileDialog::getExistingDirectory(this, tr("Open Run Directory"));
-    if (!dir.isEmpty())
-        openRun(dir);
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Open Run Directory"),
+                                                          QSettings().value("lastOpenDir").toString());
+    if (dir.isEmpty())
+        return;
+    QSettings().setValue("lastOpenDir", QFileInfo(dir).absolutePath());
+    openRun(dir);
 }
 
 void MainWindow::openRun(const QString& directory)
 {
-    statusBar()->showMessage(tr("Loading %1\u2026").arg(directory));
-    m_loader.setFuture(QtConcurrent::run(loadRunOverview, directory));
+    m_loaded = false;
+    m_statusRun->setText(tr("Loading %1\u2026").arg(directory));
+    emit openRequested(directory);
+}
+
+void MainWindow::setInitialSelection(qint64 step, const QString& layer)
+{
+    m_initialStep = step;
+    m_initialLayer = layer;
 }
 
 QString MainWindow::errorText() const
@@ -98,42 +224,172 @@ QString MainWindow::errorText() const
     return m_pages->currentWidget() == m_errorLabel ? m_errorLabel->text() : QString();
 }
 
-void MainWindow::showOverview(const RunOverview& overview)
+void MainWindow::onProgress(int percent, const QString& what)
 {
-    m_overview = overview;
-    if (!overview.error.isEmpty()) {
-        m_errorLabel->setText(tr("Cannot open this run.\n\n%1").arg(overview.error));
+    const bool busy = percent < 100 && !what.isEmpty();
+    m_progress->setVisible(busy);
+    m_cancel->setVisible(busy);
+    m_progress->setValue(percent);
+    m_progress->setFormat(what + "  %p%");
+}
+
+void MainWindow::onLoaded(const RunSnapshot& snapshot)
+{
+    m_snapshot = snapshot;
+    m_loaded = true;
+    if (!snapshot.error.isEmpty()) {
+        m_errorLabel->setText(tr("Cannot open this run.\n\n%1").arg(snapshot.error));
         m_pages->setCurrentWidget(m_errorLabel);
-        statusBar()->showMessage(tr("Failed to load %1").arg(overview.directory));
-    } else {
-        auto series = [&](const char* name) {
-            auto it = overview.scalars.find(name);
-            return it == overview.scalars.end() ? std::vector<double>() : it->second;
-        };
-        m_lossPlot->setSeries(overview.steps, series("loss"));
-        m_gradNormPlot->setSeries(overview.steps, series("grad_norm"));
-        m_pages->setCurrentIndex(2);
-        setWindowTitle(QString("%1 \u2014 nanscope").arg(overview.runName));
-        statusBar()->showMessage(tr("%1: %2 steps, %3 tables, %4 checkpoints, %5 batches")
-                                     .arg(overview.directory)
-                                     .arg(overview.steps.size())
-                                     .arg(overview.tableCount)
-                                     .arg(overview.checkpointCount)
-                                     .arg(overview.batchCount));
+        m_statusRun->setText(tr("Failed to load %1").arg(snapshot.directory));
+        setWindowTitle("nanscope");
+        emit runLoaded(false);
+        maybeTakeScreenshot();
+        return;
     }
-    emit runLoaded(overview.error.isEmpty());
-    if (!m_screenshotPath.isEmpty()) {
-        // Let queued replots run before grabbing the window.
-        QTimer::singleShot(50, this, [this] {
-            const bool saved = grab().save(m_screenshotPath);
-            emit screenshotDone(saved);
-        });
+    rememberRun(snapshot.directory);
+    showSnapshot(snapshot);
+    m_pages->setCurrentWidget(m_tabs);
+    setWindowTitle(QString("%1 \u2014 nanscope").arg(QString::fromStdString(snapshot.info.runName)));
+
+    m_selectedLayer.clear();
+    QString layer = m_initialLayer;
+    if (layer.isEmpty()) {
+        // Start where the trouble is: the first bad layer, else the first one.
+        for (size_t i = 0; i < snapshot.layers.size() && layer.isEmpty(); ++i)
+            if (i < snapshot.layerHealth.size() && snapshot.layerHealth[i] == LayerHealth::Bad)
+                layer = QString::fromStdString(snapshot.layers[i]);
+        if (layer.isEmpty() && !snapshot.layers.empty())
+            layer = QString::fromStdString(snapshot.layers.front());
     }
+    if (!layer.isEmpty())
+        selectLayer(layer);
+    if (m_initialStep >= 0)
+        selectStep(m_initialStep);
+    emit runLoaded(true);
+    maybeTakeScreenshot();
+}
+
+void MainWindow::onGrew(const RunSnapshot& snapshot)
+{
+    // Live follow: keep the user's selection and zoom; only the data moves on.
+    m_snapshot = snapshot;
+    showSnapshot(snapshot);
+    if (!m_selectedLayer.isEmpty())
+        emit layerDetailRequested(m_selectedLayer);
+}
+
+void MainWindow::showSnapshot(const RunSnapshot& snapshot)
+{
+    m_overview->setScalars(snapshot.steps, snapshot.scalars, snapshot.skippedSteps);
+    const QString current = m_selectedLayer;
+    m_layerModel->setLayers(snapshot.layers, snapshot.layerHealth);
+    m_layerTree->expandAll();
+    if (!current.isEmpty())
+        m_layerTree->setCurrentIndex(m_layerFilter->mapFromSource(m_layerModel->indexOfParameter(current)));
+    m_heatmap->setHeatmap(snapshot.heatmap);
+    m_batchNorm->setSeries(snapshot.batchNorm);
+    m_tabs->setTabEnabled(int(View::Heatmap), !snapshot.layers.empty());
+    m_tabs->setTabEnabled(int(View::BatchNorm), !snapshot.batchNorm.empty());
+    int bad = 0;
+    for (LayerHealth h : snapshot.layerHealth)
+        bad += h == LayerHealth::Bad;
+    const qint64 lastStep = snapshot.steps.empty() ? -1 : snapshot.steps.back();
+    m_statusRun->setText(tr("%1  \u2014  %2 steps (last %3), %4 layers (%5 with non-finite gradients), "
+                            "%6 checkpoints, %7 batches%8")
+                             .arg(snapshot.directory)
+                             .arg(snapshot.steps.size())
+                             .arg(lastStep)
+                             .arg(snapshot.layers.size())
+                             .arg(bad)
+                             .arg(snapshot.info.checkpoints.size())
+                             .arg(snapshot.info.batches.size())
+                             .arg(snapshot.info.openedForSwmr ? tr(", following live") : QString()));
+}
+
+void MainWindow::selectStep(qint64 step)
+{
+    m_selectedStep = step;
+    m_overview->setSelectedStep(step);
+    m_heatmap->setSelectedStep(step);
+    m_layerDetail->setSelectedStep(step);
+    m_batchNorm->setSelectedStep(step);
+}
+
+void MainWindow::selectLayer(const QString& layer)
+{
+    if (layer == m_selectedLayer)
+        return;
+    m_selectedLayer = layer;
+    m_layerPending = true;
+    const QModelIndex index = m_layerFilter->mapFromSource(m_layerModel->indexOfParameter(layer));
+    if (index.isValid() && m_layerTree->currentIndex() != index)
+        m_layerTree->setCurrentIndex(index);
+    emit layerDetailRequested(layer);
+}
+
+QStringList MainWindow::recentRuns() const
+{
+    return QSettings().value("recentRuns").toStringList();
+}
+
+void MainWindow::rememberRun(const QString& directory)
+{
+    QStringList runs = recentRuns();
+    const QString path = QFileInfo(directory).absoluteFilePath();
+    runs.removeAll(path);
+    runs.prepend(path);
+    while (runs.size() > kMaxRecentRuns)
+        runs.removeLast();
+    QSettings().setValue("recentRuns", runs);
+    updateRecentMenu();
+}
+
+void MainWindow::updateRecentMenu()
+{
+    m_recentMenu->clear();
+    const QStringList runs = recentRuns();
+    for (const QString& run : runs)
+        m_recentMenu->addAction(run, this, [this, run] { openRun(run); });
+    m_recentMenu->setEnabled(!runs.isEmpty());
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event)
+{
+    if (event->mimeData()->hasUrls())
+        event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event)
+{
+    const auto urls = event->mimeData()->urls();
+    if (urls.isEmpty())
+        return;
+    QFileInfo info(urls.first().toLocalFile());
+    openRun(info.isDir() ? info.absoluteFilePath() : info.absolutePath());
+    event->acceptProposedAction();
+}
+
+void MainWindow::closeEvent(QCloseEvent* event)
+{
+    QSettings settings;
+    settings.setValue("window/geometry", saveGeometry());
+    settings.setValue("window/state", saveState());
+    QMainWindow::closeEvent(event);
 }
 
 void MainWindow::screenshotWhenLoaded(const QString& path)
 {
     m_screenshotPath = path;
+}
+
+void MainWindow::maybeTakeScreenshot()
+{
+    if (m_screenshotPath.isEmpty() || !m_loaded || (m_layerPending && m_snapshot.error.isEmpty()))
+        return;
+    const QString path = m_screenshotPath;
+    m_screenshotPath.clear();
+    // Let queued replots run before grabbing the window.
+    QTimer::singleShot(100, this, [this, path] { emit screenshotDone(grab().save(path)); });
 }
 
 } // namespace nanscope

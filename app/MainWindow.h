@@ -1,66 +1,117 @@
 #pragma once
 
-#include <QFutureWatcher>
-#include <QMainWindow>
+#include "RunSession.h"
 
-#include <cstdint>
-#include <map>
-#include <string>
-#include <vector>
+#include <QMainWindow>
+#include <QPointer>
 
 class QLabel;
+class QLineEdit;
+class QMenu;
+class QProgressBar;
+class QSortFilterProxyModel;
 class QStackedWidget;
+class QTabWidget;
+class QThread;
+class QToolButton;
+class QTreeView;
 
 namespace nanscope {
 
+class BatchNormView;
+class HeatmapView;
+class LayerDetailView;
+class LayerTreeModel;
+class OverviewView;
 class SeriesPlot;
 
-// What the window shows of a run, loaded off the GUI thread and handed over as a value.
-struct RunOverview
-{
-    QString directory;
-    QString runName;
-    QString error; // non-empty: loading failed, and this says why
-    std::vector<int64_t> steps;
-    std::map<std::string, std::vector<double>> scalars;
-    int tableCount = 0;
-    int checkpointCount = 0;
-    int batchCount = 0;
-};
-
-RunOverview loadRunOverview(const QString& directory);
-
+// The window a user lives in. Wiring only: the RunSession (on its own thread) reads, the views
+// show, and the window's context (selected step, selected layer) keeps every view in sync.
 class MainWindow : public QMainWindow
 {
     Q_OBJECT
 public:
+    enum class View { Overview, Layers, Heatmap, BatchNorm };
+
     explicit MainWindow(QWidget* parent = nullptr);
+    ~MainWindow() override;
 
     void openRun(const QString& directory);
-    // Renders the window offscreen to `path` once the run has loaded, then emits screenshotDone.
+    void showView(View view);
+    // Renders the window to `path` once the run (and a requested layer) has loaded, then emits
+    // screenshotDone.
     void screenshotWhenLoaded(const QString& path);
+    void setInitialSelection(qint64 step, const QString& layer);
 
-    const RunOverview& overview() const { return m_overview; }
-    SeriesPlot* lossPlot() const { return m_lossPlot; }
-    SeriesPlot* gradNormPlot() const { return m_gradNormPlot; }
+    const RunSnapshot& snapshot() const { return m_snapshot; }
     QString errorText() const;
+    OverviewView* overview() const { return m_overview; }
+    HeatmapView* heatmap() const { return m_heatmap; }
+    LayerDetailView* layerDetail() const { return m_layerDetail; }
+    BatchNormView* batchNorm() const { return m_batchNorm; }
+    LayerTreeModel* layerModel() const { return m_layerModel; }
+    QSortFilterProxyModel* layerFilter() const { return m_layerFilter; }
+    qint64 selectedStep() const { return m_selectedStep; }
+    QString selectedLayer() const { return m_selectedLayer; }
+    QStringList recentRuns() const;
+
+public slots:
+    void selectStep(qint64 step);
+    void selectLayer(const QString& layer);
 
 signals:
     void runLoaded(bool ok);
+    void layerShown(const QString& layer);
     void screenshotDone(bool saved);
+    // To the session thread.
+    void openRequested(const QString& directory);
+    void layerDetailRequested(const QString& layer);
+    void heatmapRequested(int quantity);
+
+protected:
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+    void closeEvent(QCloseEvent* event) override;
 
 private:
-    void showOverview(const RunOverview& overview);
+    void buildMenus();
     void chooseRun();
+    void onLoaded(const RunSnapshot& snapshot);
+    void onGrew(const RunSnapshot& snapshot);
+    void showSnapshot(const RunSnapshot& snapshot);
+    void onProgress(int percent, const QString& what);
+    void rememberRun(const QString& directory);
+    void updateRecentMenu();
+    void maybeTakeScreenshot();
 
-    QFutureWatcher<RunOverview> m_loader;
-    RunOverview m_overview;
+    QThread* m_sessionThread = nullptr;
+    RunSession* m_session = nullptr;
+    RunSnapshot m_snapshot;
+
     QStackedWidget* m_pages = nullptr;
-    QLabel* m_errorLabel = nullptr;
     QLabel* m_placeholder = nullptr;
-    SeriesPlot* m_lossPlot = nullptr;
-    SeriesPlot* m_gradNormPlot = nullptr;
+    QLabel* m_errorLabel = nullptr;
+    QTabWidget* m_tabs = nullptr;
+    OverviewView* m_overview = nullptr;
+    LayerDetailView* m_layerDetail = nullptr;
+    HeatmapView* m_heatmap = nullptr;
+    BatchNormView* m_batchNorm = nullptr;
+    LayerTreeModel* m_layerModel = nullptr;
+    QSortFilterProxyModel* m_layerFilter = nullptr;
+    QTreeView* m_layerTree = nullptr;
+    QLineEdit* m_filterEdit = nullptr;
+    QMenu* m_recentMenu = nullptr;
+    QProgressBar* m_progress = nullptr;
+    QToolButton* m_cancel = nullptr;
+    QLabel* m_statusRun = nullptr;
+
+    qint64 m_selectedStep = -1;
+    QString m_selectedLayer;
+    qint64 m_initialStep = -1;
+    QString m_initialLayer;
     QString m_screenshotPath;
+    bool m_loaded = false;
+    bool m_layerPending = false;
 };
 
 } // namespace nanscope

@@ -4,6 +4,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QCoreApplication>
+#include <QMap>
 #include <QTextStream>
 
 int main(int argc, char** argv)
@@ -25,11 +26,32 @@ int main(int argc, char** argv)
     parser.addHelpOption();
     parser.addVersionOption();
     parser.addPositionalArgument("RUN_DIR", "Run directory to open.", "[RUN_DIR]");
-    parser.addOption({"screenshot", "Render the window offscreen to FILE.png and exit.", "FILE"});
+    parser.addOption({"screenshot", "Render the window offscreen (1600x1000) to FILE.png and exit.", "FILE"});
+    parser.addOption({"view", "View to show: overview, layers, heatmap or bn.", "VIEW", "overview"});
+    parser.addOption({"step", "Select step N in every view.", "N"});
+    parser.addOption({"layer", "Select the layer (parameter name) NAME.", "NAME"});
     parser.process(app);
 
     nanscope::MainWindow window;
     const QString runDir = parser.positionalArguments().value(0);
+    const QMap<QString, nanscope::MainWindow::View> views{{"overview", nanscope::MainWindow::View::Overview},
+                                                          {"layers", nanscope::MainWindow::View::Layers},
+                                                          {"layer", nanscope::MainWindow::View::Layers},
+                                                          {"heatmap", nanscope::MainWindow::View::Heatmap},
+                                                          {"bn", nanscope::MainWindow::View::BatchNorm}};
+    const QString view = parser.value("view");
+    if (!views.contains(view)) {
+        QTextStream(stderr) << "nanscope: --view must be overview, layers, heatmap or bn (not '" << view << "')\n";
+        return 2;
+    }
+    window.showView(views.value(view));
+    bool stepOk = true;
+    const qint64 step = parser.isSet("step") ? parser.value("step").toLongLong(&stepOk) : -1;
+    if (!stepOk) {
+        QTextStream(stderr) << "nanscope: --step takes a number\n";
+        return 2;
+    }
+    window.setInitialSelection(step, parser.value("layer"));
     const QString screenshot = parser.value("screenshot");
     if (!screenshot.isEmpty()) {
         if (runDir.isEmpty()) {

@@ -2,17 +2,25 @@
 
 #include <qcustomplot.h>
 
+#include <QCheckBox>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMenu>
+#include <QSvgGenerator>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 
 namespace nanscope {
 
 namespace {
 // Marker rows on the hidden right axis, which always spans [0, 1]: edges of the plot.
-constexpr double kNanRow = 0.96;
-constexpr double kPosInfRow = 0.99;
-constexpr double kNegInfRow = 0.01;
+constexpr double kNanRow = 0.95;
+constexpr double kPosInfRow = 0.985;
+constexpr double kNegInfRow = 0.015;
+constexpr double kMarkedRow = 0.05;
 
 QCPGraph* addMarkerGraph(QCustomPlot* plot, const QString& name, QCPScatterStyle::ScatterShape shape, QColor colour)
 {
@@ -23,87 +31,189 @@ QCPGraph* addMarkerGraph(QCustomPlot* plot, const QString& name, QCPScatterStyle
     graph->setPen(QPen(colour));
     return graph;
 }
+
+QString formatValue(double v)
+{
+    if (std::isnan(v))
+        return "NaN";
+    if (std::isinf(v))
+        return v > 0 ? "+Inf" : "-Inf";
+    return QString::number(v, 'g', 6);
+}
+
+// Splits a series into the finite line and the non-finite marker steps.
+struct SplitSeries
+{
+    QVector<double> x, y, nanX, posX, negX;
+};
+
+SplitSeries split(const std::vector<int64_t>& steps, const std::vector<double>& values, bool logScale)
+{
+    SplitSeries s;
+    const size_t n = std::min(steps.size(), values.size());
+    s.x.reserve(int(n));
+    s.y.reserve(int(n));
+    for (size_t i = 0; i < n; ++i) {
+        const double v = values[i];
+        const double step = double(steps[i]);
+        if (std::isfinite(v) && !(logScale && v <= 0)) {
+            s.x << step;
+            s.y << v;
+            continue;
+        }
+        if (std::isnan(v))
+            s.nanX << step;
+        else if (std::isinf(v))
+            (v > 0 ? s.posX : s.negX) << step;
+        // A gap in the line: no segment may pretend the value was finite.
+        s.x << step;
+        s.y << std::numeric_limits<double>::quiet_NaN();
+    }
+    return s;
+}
 } // namespace
 
 SeriesPlot::SeriesPlot(const QString& title, QWidget* parent)
     : QWidget(parent)
+    , m_title(title)
     , m_plot(new QCustomPlot(this))
+    , m_logToggle(new QCheckBox(tr("log"), this))
+    , m_readout(new QLabel(this))
 {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
-    layout->addWidget(m_plot);
-    setMinimumHeight(140);
+    layout->setSpacing(0);
+    auto* header = new QHBoxLayout();
+    header->setContentsMargins(6, 2, 6, 0);
+    auto* titleLabel = new QLabel(QString("<b>%1</b>").arg(title.toHtmlEscaped()), this);
+    header->addWidget(titleLabel);
+    header->addSpacing(12);
+    header->addWidget(m_readout, 1);
+    header->addWidget(m_logToggle);
+    layout->addLayout(header);
+    layout->addWidget(m_plot, 1);
+    setMinimumHeight(120);
+    m_readout->setTextFormat(Qt::PlainText);
+    m_readout->setStyleSheet("color: palette(mid);");
 
     m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     m_plot->axisRect()->setRangeDrag(Qt::Horizontal);
     m_plot->axisRect()->setRangeZoom(Qt::Horizontal);
-    m_plot->yAxis->setLabel(title);
-    m_plot->xAxis->setLabel("step");
+    m_plot->setContextMenuPolicy(Qt::CustomContextMenu);
     m_plot->yAxis2->setRange(0, 1);
     m_plot->yAxis2->setVisible(false);
+    m_plot->setBackground(palette().color(QPalette::Base));
+    const QColor text = palette().color(QPalette::Text);
+    for (QCPAxis* axis : {m_plot->xAxis, m_plot->yAxis}) {
+        axis->setBasePen(QPen(text));
+        axis->setTickPen(QPen(text));
+        axis->setSubTickPen(QPen(text));
+        axis->setTickLabelColor(text);
+        axis->setLabelColor(text);
+        axis->grid()->setPen(QPen(palette().color(QPalette::Mid), 0, Qt::DotLine));
+    }
 
     m_values = m_plot->addGraph();
     m_values->setName(title);
-    m_values->setPen(QPen(palette().color(QPalette::Highlight), 1.5));
+    m_values->setPen(QPen(QColor(37, 99, 235), 1.4));
     m_values->setAdaptiveSampling(true);
+    m_overlay = m_plot->addGraph();
+    m_overlay->setPen(QPen(QColor(16, 150, 110), 1.2));
+    m_overlay->setAdaptiveSampling(true);
+    m_overlay->setVisible(false);
+    m_trend = m_plot->addGraph();
+    m_trend->setPen(QPen(QColor(200, 40, 40), 2, Qt::DashLine));
+    m_trend->setName(tr("fitted trend"));
     m_nanMarkers = addMarkerGraph(m_plot, "NaN", QCPScatterStyle::ssCross, QColor(220, 30, 30));
     m_posInfMarkers = addMarkerGraph(m_plot, "+Inf", QCPScatterStyle::ssTriangle, QColor(230, 120, 0));
     m_negInfMarkers = addMarkerGraph(m_plot, "-Inf", QCPScatterStyle::ssTriangleInverted, QColor(140, 60, 200));
+    m_marked = addMarkerGraph(m_plot, tr("skipped"), QCPScatterStyle::ssDiamond, QColor(120, 120, 120));
 
     m_stepCursor = new QCPItemStraightLine(m_plot);
-    m_stepCursor->setPen(QPen(QColor(120, 120, 120), 1, Qt::DashLine));
+    m_stepCursor->setPen(QPen(QColor(234, 88, 12), 1.5));
     m_stepCursor->setVisible(false);
+    m_hoverLine = new QCPItemStraightLine(m_plot);
+    m_hoverLine->setPen(QPen(QColor(140, 140, 140), 1, Qt::DotLine));
+    m_hoverLine->setVisible(false);
 
-    connect(m_plot, &QCustomPlot::mousePress, this, [this](QMouseEvent* event) {
-        if (event->button() == Qt::LeftButton && event->modifiers() & Qt::ControlModifier)
-            emit stepClicked(qint64(std::llround(m_plot->xAxis->pixelToCoord(event->position().x()))));
-    });
+    connect(m_logToggle, &QCheckBox::toggled, this, &SeriesPlot::setLogScale);
+    connect(m_plot, &QCustomPlot::customContextMenuRequested, this, &SeriesPlot::showContextMenu);
+    connect(m_plot, &QCustomPlot::mouseMove, this, [this](QMouseEvent* event) { updateHover(event->position().x()); });
     connect(m_plot, &QCustomPlot::mouseDoubleClick, this, [this](QMouseEvent* event) {
         emit stepClicked(qint64(std::llround(m_plot->xAxis->pixelToCoord(event->position().x()))));
+    });
+    connect(m_plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, [this](const QCPRange& range) {
+        if (!m_syncingRange)
+            emit stepRangeChanged(range.lower, range.upper);
     });
 }
 
 void SeriesPlot::setSeries(const std::vector<int64_t>& steps, const std::vector<double>& values)
 {
-    QVector<double> x, y, nanX, posX, negX;
-    x.reserve(int(steps.size()));
-    y.reserve(int(steps.size()));
-    const size_t n = std::min(steps.size(), values.size());
-    for (size_t i = 0; i < n; ++i) {
-        const double v = values[i];
-        const double s = double(steps[i]);
-        if (std::isnan(v)) {
-            nanX << s;
-        } else if (std::isinf(v)) {
-            (v > 0 ? posX : negX) << s;
-        } else if (m_logScale && v <= 0) {
-            continue; // not representable on a log axis; still counted as data below
-        } else {
-            x << s;
-            y << v;
-            continue;
-        }
-        // A gap in the line where the value is not finite, so no segment pretends otherwise.
-        x << s;
-        y << std::numeric_limits<double>::quiet_NaN();
-    }
-    m_nanCount = nanX.size();
-    m_posInfCount = posX.size();
-    m_negInfCount = negX.size();
-    m_values->setData(x, y, true);
+    m_steps = steps;
+    m_data = values;
+    applyData();
+}
+
+void SeriesPlot::setOverlay(const QString& name, const std::vector<int64_t>& steps, const std::vector<double>& values)
+{
+    m_overlay->setName(name);
+    m_overlaySteps = steps;
+    m_overlayData = values;
+    m_overlay->setVisible(!steps.empty());
+    m_plot->legend->setVisible(!steps.empty());
+    m_plot->legend->setBrush(QColor(255, 255, 255, 200));
+    for (QCPGraph* g : {m_nanMarkers, m_posInfMarkers, m_negInfMarkers, m_marked, m_trend})
+        g->removeFromLegend();
+    applyData();
+}
+
+void SeriesPlot::applyData()
+{
+    SplitSeries main = split(m_steps, m_data, m_logScale);
+    SplitSeries overlay = split(m_overlaySteps, m_overlayData, m_logScale);
+    m_nanCount = main.nanX.size();
+    m_posInfCount = main.posX.size();
+    m_negInfCount = main.negX.size();
+    m_values->setData(main.x, main.y, true);
+    m_overlay->setData(overlay.x, overlay.y, true);
+    // Overlay non-finite steps join the main markers: a NaN is a NaN whichever series holds it.
+    auto merged = [](QVector<double> a, const QVector<double>& b) {
+        a += b;
+        std::sort(a.begin(), a.end());
+        return a;
+    };
+    const QVector<double> nanX = merged(main.nanX, overlay.nanX);
+    const QVector<double> posX = merged(main.posX, overlay.posX);
+    const QVector<double> negX = merged(main.negX, overlay.negX);
     m_nanMarkers->setData(nanX, QVector<double>(nanX.size(), kNanRow), true);
     m_posInfMarkers->setData(posX, QVector<double>(posX.size(), kPosInfRow), true);
     m_negInfMarkers->setData(negX, QVector<double>(negX.size(), kNegInfRow), true);
     rescale();
 }
 
+void SeriesPlot::setMarkedSteps(const std::vector<int64_t>& steps, const QString& label)
+{
+    QVector<double> x;
+    for (int64_t s : steps)
+        x << double(s);
+    m_markedCount = x.size();
+    m_marked->setName(label);
+    m_marked->setData(x, QVector<double>(x.size(), kMarkedRow), true);
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
 void SeriesPlot::setLogScale(bool logScale)
 {
     m_logScale = logScale;
+    if (m_logToggle->isChecked() != logScale)
+        m_logToggle->setChecked(logScale);
     m_plot->yAxis->setScaleType(logScale ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
     m_plot->yAxis->setTicker(logScale ? QSharedPointer<QCPAxisTicker>(new QCPAxisTickerLog)
                                       : QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
-    rescale();
+    m_plot->yAxis->setNumberFormat(logScale ? "eb" : "gb");
+    m_plot->yAxis->setNumberPrecision(logScale ? 0 : 4);
+    applyData();
 }
 
 void SeriesPlot::setSelectedStep(int64_t step)
@@ -114,22 +224,145 @@ void SeriesPlot::setSelectedStep(int64_t step)
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
+void SeriesPlot::setStepRange(double lower, double upper)
+{
+    m_syncingRange = true;
+    m_plot->xAxis->setRange(lower, upper);
+    m_syncingRange = false;
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void SeriesPlot::addBand(double fromStep, double toStep, const QColor& colour, const QString& label)
+{
+    auto* band = new QCPItemRect(m_plot);
+    band->topLeft->setTypeX(QCPItemPosition::ptPlotCoords);
+    band->topLeft->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    band->bottomRight->setTypeX(QCPItemPosition::ptPlotCoords);
+    band->bottomRight->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    band->topLeft->setCoords(fromStep, 0);
+    band->bottomRight->setCoords(std::max(toStep, fromStep + 0.5), 1);
+    band->setPen(QPen(colour.darker(120), 1));
+    QColor fill = colour;
+    fill.setAlpha(60);
+    band->setBrush(fill);
+    band->setLayer("background");
+    m_bands.push_back(band);
+    if (!label.isEmpty()) {
+        auto* text = new QCPItemText(m_plot);
+        text->position->setTypeX(QCPItemPosition::ptPlotCoords);
+        text->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        text->position->setCoords(fromStep, 0.08);
+        text->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+        text->setText(label);
+        text->setColor(colour.darker(160));
+        text->setPadding(QMargins(3, 1, 3, 1));
+        m_bandLabels.push_back(text);
+    }
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void SeriesPlot::clearBands()
+{
+    for (auto* band : m_bands)
+        m_plot->removeItem(band);
+    for (auto* label : m_bandLabels)
+        m_plot->removeItem(label);
+    m_bands.clear();
+    m_bandLabels.clear();
+    m_trend->data()->clear();
+}
+
+void SeriesPlot::setTrendLine(const std::vector<double>& steps, const std::vector<double>& values)
+{
+    m_trend->setData(QVector<double>(steps.begin(), steps.end()), QVector<double>(values.begin(), values.end()));
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
 void SeriesPlot::rescale()
 {
-    m_values->rescaleAxes();
     bool found = false;
     QCPRange keys = m_values->getKeyRange(found);
-    for (QCPGraph* g : {m_nanMarkers, m_posInfMarkers, m_negInfMarkers}) {
-        bool markerFound = false;
-        QCPRange r = g->getKeyRange(markerFound);
-        if (markerFound)
+    for (QCPGraph* g : {m_overlay, m_nanMarkers, m_posInfMarkers, m_negInfMarkers}) {
+        bool more = false;
+        QCPRange r = g->getKeyRange(more);
+        if (more)
             keys = found ? QCPRange(std::min(keys.lower, r.lower), std::max(keys.upper, r.upper)) : r;
-        found = found || markerFound;
+        found = found || more;
     }
     if (found)
-        m_plot->xAxis->setRange(keys.lower, std::max(keys.upper, keys.lower + 1));
-    m_plot->yAxis->scaleRange(1.1, m_plot->yAxis->range().center());
+        setStepRange(keys.lower, std::max(keys.upper, keys.lower + 1));
+    bool valuesFound = false;
+    QCPRange values = m_values->getValueRange(valuesFound, QCP::sdBoth, QCPRange());
+    bool overlayFound = false;
+    QCPRange overlay = m_overlay->getValueRange(overlayFound, QCP::sdBoth, QCPRange());
+    if (overlayFound)
+        values = valuesFound ? QCPRange(std::min(values.lower, overlay.lower), std::max(values.upper, overlay.upper))
+                             : overlay;
+    if (valuesFound || overlayFound) {
+        if (m_logScale) {
+            values.lower = std::max(values.lower, 1e-300);
+            m_plot->yAxis->setRange(values.lower / 2, values.upper * 2);
+        } else {
+            const double margin = std::max(1e-12, (values.upper - values.lower) * 0.08);
+            m_plot->yAxis->setRange(values.lower - margin, values.upper + margin);
+        }
+    }
     m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void SeriesPlot::updateHover(double pixelX)
+{
+    if (m_steps.empty())
+        return;
+    const double step = m_plot->xAxis->pixelToCoord(pixelX);
+    auto it = std::lower_bound(m_steps.begin(), m_steps.end(), int64_t(std::llround(step)));
+    if (it == m_steps.end())
+        --it;
+    const size_t i = size_t(it - m_steps.begin());
+    m_readout->setText(QString("step %1   %2 = %3").arg(m_steps[i]).arg(m_title, formatValue(m_data[i])));
+    m_hoverLine->point1->setCoords(double(m_steps[i]), 0);
+    m_hoverLine->point2->setCoords(double(m_steps[i]), 1);
+    m_hoverLine->setVisible(true);
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void SeriesPlot::showContextMenu(const QPoint& position)
+{
+    QMenu menu(this);
+    QAction* log = menu.addAction(tr("Logarithmic scale"));
+    log->setCheckable(true);
+    log->setChecked(m_logScale);
+    connect(log, &QAction::toggled, this, &SeriesPlot::setLogScale);
+    menu.addAction(tr("Reset zoom"), this, &SeriesPlot::rescale);
+    menu.addSeparator();
+    menu.addAction(tr("Export plot\u2026"), this, [this] {
+        const QString path = QFileDialog::getSaveFileName(this, tr("Export Plot"), m_title + ".png",
+                                                          tr("Images (*.png *.svg *.pdf)"));
+        if (!path.isEmpty())
+            exportTo(path);
+    });
+    menu.exec(m_plot->mapToGlobal(position));
+}
+
+bool SeriesPlot::exportTo(const QString& path, int width, int height)
+{
+    const QString lower = path.toLower();
+    if (lower.endsWith(".pdf"))
+        return m_plot->savePdf(path, width, height);
+    if (lower.endsWith(".svg")) {
+        QSvgGenerator generator;
+        generator.setFileName(path);
+        generator.setSize(QSize(width, height));
+        generator.setViewBox(QRect(0, 0, width, height));
+        generator.setTitle(m_title);
+        QCPPainter painter;
+        if (!painter.begin(&generator))
+            return false;
+        m_plot->toPainter(&painter, width, height);
+        painter.end();
+        return true;
+    }
+    return m_plot->savePng(path, width, height);
 }
 
 } // namespace nanscope

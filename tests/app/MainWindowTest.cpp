@@ -1,9 +1,15 @@
 #include "AppTestSupport.h"
 
 #include "app/MainWindow.h"
+#include "widgets/BatchNormView.h"
+#include "widgets/HeatmapView.h"
+#include "widgets/LayerDetailView.h"
+#include "widgets/LayerTreeModel.h"
+#include "widgets/OverviewView.h"
 #include "widgets/SeriesPlot.h"
 
 #include <QImage>
+#include <QSortFilterProxyModel>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 
@@ -25,11 +31,12 @@ TEST(MainWindow, ShowsLossAndGradNormWithNonFiniteMarkers)
     MainWindow window;
     ASSERT_TRUE(openAndWait(window, test::demoRun("sudden-blowup")));
     EXPECT_TRUE(window.errorText().isEmpty());
-    EXPECT_EQ(window.overview().runName, "sudden-blowup");
-    EXPECT_GT(window.lossPlot()->nanCount() + window.lossPlot()->posInfCount(), 0)
-        << "the NaN steps after the blow-up are drawn, not dropped";
-    EXPECT_GT(window.gradNormPlot()->nanCount(), 0);
-    EXPECT_TRUE(window.gradNormPlot()->logScale());
+    EXPECT_EQ(window.snapshot().info.runName, "sudden-blowup");
+    SeriesPlot* loss = window.overview()->plot("loss");
+    SeriesPlot* grad = window.overview()->plot("grad_norm");
+    EXPECT_GT(loss->nanCount() + loss->posInfCount(), 0) << "the NaN steps after the blow-up are drawn, not dropped";
+    EXPECT_GT(grad->nanCount(), 0);
+    EXPECT_TRUE(grad->logScale());
     EXPECT_TRUE(window.windowTitle().contains("sudden-blowup"));
 }
 
@@ -60,4 +67,53 @@ TEST(MainWindow, ScreenshotRendersTheWindowOffscreen)
         for (int x = 0; x < image.width(); x += 7)
             colours.insert(image.pixel(x, y));
     EXPECT_GT(colours.size(), 8);
+}
+
+TEST(MainWindow, OpensOnTheFirstBadLayerAndSyncsTheSelection)
+{
+    MainWindow window;
+    QSignalSpy shown(&window, &MainWindow::layerShown);
+    ASSERT_TRUE(openAndWait(window, test::demoRun("sudden-blowup")));
+    ASSERT_TRUE(shown.wait(30000) || shown.count() > 0);
+    EXPECT_EQ(window.selectedLayer(), "fc1.weight") << "the first layer with non-finite gradients";
+    EXPECT_FALSE(window.layerDetail()->detail().gradNorm.empty());
+    EXPECT_EQ(window.layerDetail()->detail().module, "fc1");
+
+    window.selectLayer("fc3.bias");
+    ASSERT_TRUE(shown.wait(30000));
+    EXPECT_EQ(window.layerDetail()->detail().layer, "fc3.bias");
+
+    window.selectStep(230);
+    EXPECT_EQ(window.selectedStep(), 230);
+    EXPECT_GT(window.heatmap()->nonfiniteCells(), 0) << "the NaN gradients after the blow-up show in the heatmap";
+}
+
+TEST(MainWindow, PoisonedBatchNormIsShownWhileTheLossLooksFine)
+{
+    MainWindow window;
+    ASSERT_TRUE(openAndWait(window, test::demoRun("batchnorm-poisoned")));
+    EXPECT_TRUE(window.batchNorm()->summary().contains("non-finite from step 200")) << window.batchNorm()->summary().toStdString();
+    EXPECT_EQ(window.snapshot().skippedSteps, std::vector<int64_t>{200});
+}
+
+TEST(MainWindow, LayerFilterNarrowsTheTree)
+{
+    MainWindow window;
+    ASSERT_TRUE(openAndWait(window, test::demoRun("healthy")));
+    EXPECT_EQ(window.layerModel()->parameterCount(), 8);
+    window.layerFilter()->setFilterFixedString("bn1");
+    EXPECT_EQ(window.layerFilter()->rowCount(), 1);
+}
+
+TEST(MainWindow, ScreenshotOfEveryView)
+{
+    QTemporaryDir dir;
+    for (const char* view : {"overview", "layers", "heatmap", "bn"}) {
+        const QString png = dir.filePath(QString("%1.png").arg(view));
+        const auto result = test::runNanscope(
+            {test::demoRun("batchnorm-poisoned"), "--screenshot", png, "--view", view, "--step", "200", "--layer", "bn1.weight"});
+        ASSERT_EQ(result.exitCode, 0) << view << result.err.toStdString();
+        EXPECT_EQ(QImage(png).size(), QSize(1600, 1000)) << view;
+    }
+    EXPECT_EQ(test::runNanscope({test::demoRun("healthy"), "--screenshot", dir.filePath("x.png"), "--view", "nope"}).exitCode, 2);
 }

@@ -1,0 +1,225 @@
+#include "RunSession.h"
+
+#include "core/RunFormat.h"
+
+#include <QTimer>
+
+#include <algorithm>
+#include <cmath>
+
+namespace nanscope {
+
+namespace rf = runformat;
+
+namespace {
+
+std::vector<double> toDouble(const std::vector<float>& values)
+{
+    return std::vector<double>(values.begin(), values.end());
+}
+
+std::vector<LayerHealth> judgeLayers(const LayerHeatmap& heatmap)
+{
+    // Bad: any non-finite gradient. Warning: a peak three orders of magnitude above the layer's
+    // own typical level, or a gradient that has all but vanished.
+    std::vector<LayerHealth> health(heatmap.rows.size(), LayerHealth::Ok);
+    const size_t bins = heatmap.bins();
+    for (size_t r = 0; r < heatmap.rows.size(); ++r) {
+        std::vector<float> finite;
+        for (size_t b = 0; b < bins; ++b) {
+            if (heatmap.nonfinite[r * bins + b]) {
+                health[r] = LayerHealth::Bad;
+                break;
+            }
+            finite.push_back(heatmap.at(r, b));
+        }
+        if (health[r] == LayerHealth::Bad || finite.empty())
+            continue;
+        std::vector<float> sorted = finite;
+        std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+        const float median = sorted[sorted.size() / 2];
+        const float peak = *std::max_element(finite.begin(), finite.end());
+        if (peak - median > 3.f || median < -8.f)
+            health[r] = LayerHealth::Warning;
+    }
+    return health;
+}
+
+} // namespace
+
+RunSession::RunSession(QObject* parent)
+    : QObject(parent)
+{
+    static const bool registered = [] {
+        qRegisterMetaType<RunSnapshot>();
+        qRegisterMetaType<LayerDetail>();
+        qRegisterMetaType<LayerHeatmap>();
+        return true;
+    }();
+    (void)registered;
+}
+
+RunSession::~RunSession() = default;
+
+ProgressCallback RunSession::progressCallback(const QString& what)
+{
+    return [this, what](double fraction, const std::string&) {
+        emit progress(int(fraction * 100), what);
+        return !m_cancelled.load();
+    };
+}
+
+void RunSession::open(const QString& directory)
+{
+    m_cancelled = false;
+    m_directory = directory;
+    m_reader.reset();
+    emit progress(0, tr("Opening %1").arg(directory));
+    RunSnapshot snapshot;
+    snapshot.directory = directory;
+    auto reader = RunReader::open(directory.toStdString());
+    if (!reader) {
+        snapshot.error = QString::fromStdString(reader.error());
+        emit progress(100, QString());
+        emit loaded(snapshot);
+        return;
+    }
+    m_reader = std::move(*reader);
+    snapshot = buildSnapshot();
+    emit progress(100, QString());
+    emit loaded(snapshot);
+    if (!m_pollTimer) {
+        m_pollTimer = new QTimer(this);
+        m_pollTimer->setInterval(1000);
+        connect(m_pollTimer, &QTimer::timeout, this, &RunSession::poll);
+    }
+    if (snapshot.error.isEmpty())
+        m_pollTimer->start();
+}
+
+void RunSession::close()
+{
+    if (m_pollTimer)
+        m_pollTimer->stop();
+    m_reader.reset();
+}
+
+void RunSession::poll()
+{
+    if (!m_reader)
+        return;
+    auto refreshed = m_reader->refresh();
+    if (!refreshed || !*refreshed)
+        return;
+    emit grew(buildSnapshot());
+}
+
+RunSnapshot RunSession::buildSnapshot()
+{
+    RunSnapshot snapshot;
+    snapshot.directory = m_directory;
+    snapshot.info = m_reader->info();
+    snapshot.steps = m_reader->steps(rf::kScalars);
+    for (const auto& name : snapshot.info.table(rf::kScalars)->datasets) {
+        auto series = m_reader->readSeries(rf::kScalars, name);
+        if (!series) {
+            snapshot.error = QString::fromStdString(series.error());
+            return snapshot;
+        }
+        snapshot.scalars[name] = std::move(*series);
+    }
+    if (auto it = snapshot.scalars.find("skipped"); it != snapshot.scalars.end())
+        for (size_t i = 0; i < it->second.size(); ++i)
+            if (it->second[i] > 0.5)
+                snapshot.skippedSteps.push_back(snapshot.steps[i]);
+
+    if (const TableInfo* layers = snapshot.info.table(rf::kLayers)) {
+        snapshot.layers = layers->names;
+        auto heatmap = buildLayerHeatmap(*m_reader, HeatmapQuantity::GradNormLog10, size_t(m_heatmapBins),
+                                         progressCallback(tr("Reading layer gradients")));
+        if (heatmap) {
+            snapshot.heatmap = std::move(*heatmap);
+            snapshot.layerHealth = judgeLayers(snapshot.heatmap);
+        }
+    }
+    if (const TableInfo* buffers = snapshot.info.table(rf::kBuffers)) {
+        for (size_t c = 0; c < buffers->names.size(); ++c) {
+            BatchNormSeries series;
+            series.name = buffers->names[c];
+            series.steps = m_reader->steps(rf::kBuffers);
+            auto column = [&](const char* dataset) {
+                auto values = m_reader->readColumn(rf::kBuffers, dataset, int64_t(c));
+                return values ? toDouble(*values) : std::vector<double>(series.steps.size(), std::nan(""));
+            };
+            series.meanMin = column("running_mean_min");
+            series.meanMax = column("running_mean_max");
+            series.varMin = column("running_var_min");
+            series.varMax = column("running_var_max");
+            series.nonfinite = column("nonfinite");
+            snapshot.batchNorm.push_back(std::move(series));
+        }
+    }
+    return snapshot;
+}
+
+void RunSession::requestLayerDetail(const QString& layer)
+{
+    LayerDetail detail;
+    detail.layer = layer;
+    if (!m_reader) {
+        detail.error = tr("No run is open");
+        emit layerDetailReady(detail);
+        return;
+    }
+    const TableInfo* layers = m_reader->table(rf::kLayers);
+    const std::string name = layer.toStdString();
+    if (layers) {
+        auto it = std::find(layers->names.begin(), layers->names.end(), name);
+        if (it != layers->names.end()) {
+            const int64_t column = it - layers->names.begin();
+            detail.steps = m_reader->steps(rf::kLayers);
+            for (auto [dataset, target] : {std::pair{"grad_norm", &detail.gradNorm},
+                                           std::pair{"param_norm", &detail.paramNorm},
+                                           std::pair{"grad_nonfinite", &detail.gradNonfinite}}) {
+                if (std::count(layers->datasets.begin(), layers->datasets.end(), dataset))
+                    if (auto values = m_reader->readColumn(rf::kLayers, dataset, column))
+                        *target = toDouble(*values);
+            }
+        }
+    }
+    // The module that owns the parameter: "encoder.0.weight" -> "encoder.0". A name that is
+    // itself a module path (clicked in the heatmap of activations) is taken as it is.
+    if (const TableInfo* activations = m_reader->table(rf::kActivations)) {
+        std::string module = name;
+        auto found = std::find(activations->names.begin(), activations->names.end(), module);
+        if (found == activations->names.end() && name.rfind('.') != std::string::npos) {
+            module = name.substr(0, name.rfind('.'));
+            found = std::find(activations->names.begin(), activations->names.end(), module);
+        }
+        if (found != activations->names.end()) {
+            const int64_t column = found - activations->names.begin();
+            detail.module = QString::fromStdString(module);
+            detail.activationSteps = m_reader->steps(rf::kActivations);
+            for (auto [dataset, target] : {std::pair{"min", &detail.activationMin}, std::pair{"max", &detail.activationMax},
+                                           std::pair{"mean", &detail.activationMean}, std::pair{"std", &detail.activationStd},
+                                           std::pair{"nan", &detail.activationNan}, std::pair{"inf", &detail.activationInf}})
+                if (auto values = m_reader->readColumn(rf::kActivations, dataset, column))
+                    *target = toDouble(*values);
+        }
+    }
+    emit layerDetailReady(detail);
+}
+
+void RunSession::requestHeatmap(int quantity)
+{
+    if (!m_reader)
+        return;
+    m_cancelled = false;
+    auto heatmap = buildLayerHeatmap(*m_reader, HeatmapQuantity(quantity), size_t(m_heatmapBins),
+                                     progressCallback(tr("Building heatmap")));
+    emit progress(100, QString());
+    if (heatmap)
+        emit heatmapReady(*heatmap);
+}
+
+} // namespace nanscope

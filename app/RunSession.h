@@ -1,0 +1,77 @@
+#pragma once
+
+#include "core/LayerHeatmap.h"
+#include "core/RunReader.h"
+#include "widgets/ViewData.h"
+
+#include <QObject>
+#include <QString>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <vector>
+
+class QTimer;
+
+namespace nanscope {
+
+// Everything the window shows at first sight, read off the GUI thread and handed over as a value.
+struct RunSnapshot
+{
+    QString directory;
+    QString error; // non-empty: loading failed, and this says why
+    RunInfo info;
+    std::vector<int64_t> steps; // /scalars steps
+    std::map<std::string, std::vector<double>> scalars;
+    std::vector<int64_t> skippedSteps;
+    std::vector<std::string> layers;
+    std::vector<LayerHealth> layerHealth;
+    LayerHeatmap heatmap; // log10 grad norm, binned to the screen
+    std::vector<BatchNormSeries> batchNorm;
+};
+
+// Owns the RunReader on a thread of its own: HDF5 is not safe to call from several threads, so
+// every read of the open run is funnelled through here, as RenderDoc funnels its replay calls.
+// Requests are queued slots; results come back as signals carrying values.
+class RunSession : public QObject
+{
+    Q_OBJECT
+public:
+    explicit RunSession(QObject* parent = nullptr);
+    ~RunSession() override;
+
+    // Thread-safe: asks the work in progress to stop.
+    void cancel() { m_cancelled = true; }
+
+public slots:
+    void open(const QString& directory);
+    void close();
+    void requestLayerDetail(const QString& layer);
+    void requestHeatmap(int quantity);
+    // Live follow: rereads what grew since the last look. Started by open().
+    void poll();
+
+signals:
+    void loaded(const nanscope::RunSnapshot& snapshot);
+    void grew(const nanscope::RunSnapshot& snapshot);
+    void progress(int percent, const QString& what);
+    void layerDetailReady(const nanscope::LayerDetail& detail);
+    void heatmapReady(const nanscope::LayerHeatmap& heatmap);
+
+private:
+    RunSnapshot buildSnapshot();
+    ProgressCallback progressCallback(const QString& what);
+
+    std::unique_ptr<RunReader> m_reader;
+    QString m_directory;
+    QTimer* m_pollTimer = nullptr;
+    std::atomic<bool> m_cancelled{false};
+    int m_heatmapBins = 1200;
+};
+
+} // namespace nanscope
+
+Q_DECLARE_METATYPE(nanscope::RunSnapshot)
+Q_DECLARE_METATYPE(nanscope::LayerDetail)
+Q_DECLARE_METATYPE(nanscope::LayerHeatmap)

@@ -1,0 +1,41 @@
+#pragma once
+
+#include "Progress.h"
+#include "Result.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace nanscope {
+
+class RunReader;
+
+// What a heatmap cell shows.
+enum class HeatmapQuantity {
+    GradNormLog10,      // log10 of /layers/grad_norm
+    ActivationAbsMax,   // log10 of max(|min|, |max|) from /activations
+    NonfiniteCount      // /layers/grad_nonfinite, or /activations nan + inf
+};
+
+// A column x step matrix downsampled to at most `maxBins` step bins. Each bin keeps the
+// extreme of its steps (largest value), and a bin holding any non-finite value is non-finite
+// itself (NaN): one NaN step never disappears, however far the view is zoomed out.
+struct LayerHeatmap
+{
+    HeatmapQuantity quantity = HeatmapQuantity::GradNormLog10;
+    std::vector<std::string> rows;      // layer or module names, top to bottom
+    std::vector<int64_t> binFirstStep;  // first step of each bin
+    std::vector<int64_t> binLastStep;   // last step of each bin
+    std::vector<float> values;          // [rows.size() x bins], row-major; NaN = non-finite data
+    std::vector<uint8_t> nonfinite;     // same shape: 1 where any step of the bin was non-finite
+
+    size_t bins() const { return binFirstStep.size(); }
+    float at(size_t row, size_t bin) const { return values[row * bins() + bin]; }
+};
+
+// Reads the table in row blocks (never the whole matrix at once) and bins it.
+Result<LayerHeatmap> buildLayerHeatmap(const RunReader& reader, HeatmapQuantity quantity, size_t maxBins,
+                                       const ProgressCallback& progress = {});
+
+} // namespace nanscope

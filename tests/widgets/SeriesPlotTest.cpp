@@ -1,0 +1,81 @@
+#include "widgets/BatchNormView.h"
+#include "widgets/OverviewView.h"
+#include "widgets/SeriesPlot.h"
+
+#include <qcustomplot.h>
+
+#include <QTemporaryDir>
+
+#include <cmath>
+#include <limits>
+
+#include <gtest/gtest.h>
+
+using namespace nanscope;
+
+TEST(SeriesPlot, NonFiniteValuesGetMarkersInsteadOfVanishing)
+{
+    SeriesPlot plot("loss");
+    const double inf = std::numeric_limits<double>::infinity();
+    plot.setSeries({0, 1, 2, 3, 4, 5}, {1.0, std::nan(""), 2.0, inf, -inf, std::nan("")});
+    EXPECT_EQ(plot.nanCount(), 2);
+    EXPECT_EQ(plot.posInfCount(), 1);
+    EXPECT_EQ(plot.negInfCount(), 1);
+    // A log axis drops zeros from the line, but NaN stays marked.
+    plot.setLogScale(true);
+    EXPECT_EQ(plot.nanCount(), 2);
+}
+
+TEST(SeriesPlot, ExportsPngSvgAndPdf)
+{
+    SeriesPlot plot("grad norm");
+    plot.resize(600, 300);
+    plot.setSeries({0, 1, 2}, {1, 2, 3});
+    QTemporaryDir dir;
+    for (const char* name : {"p.png", "p.svg", "p.pdf"}) {
+        const QString path = dir.filePath(name);
+        EXPECT_TRUE(plot.exportTo(path)) << name;
+        EXPECT_GT(QFileInfo(path).size(), 500) << name;
+    }
+}
+
+TEST(OverviewView, ZoomOnOnePlotMovesEveryPlot)
+{
+    OverviewView view;
+    std::vector<int64_t> steps;
+    std::vector<double> values;
+    for (int i = 0; i < 1000; ++i) {
+        steps.push_back(i);
+        values.push_back(1.0 + i);
+    }
+    view.setScalars(steps, {{"loss", values}, {"grad_norm", values}, {"lr", values}}, {10, 20});
+    EXPECT_FALSE(view.plot("loss_scale")->isVisibleTo(&view)) << "a scalar the run lacks has no plot";
+    EXPECT_EQ(view.plot("loss")->markedCount(), 2) << "skipped steps are marked";
+    view.plot("grad_norm")->plot()->xAxis->setRange(100, 200);
+    for (const char* scalar : {"loss", "lr"}) {
+        const QCPRange range = view.plot(scalar)->plot()->xAxis->range();
+        EXPECT_DOUBLE_EQ(range.lower, 100) << scalar;
+        EXPECT_DOUBLE_EQ(range.upper, 200) << scalar;
+    }
+}
+
+TEST(BatchNormView, SummaryNamesTheStepWhereStatisticsWentNonFinite)
+{
+    BatchNormView view;
+    BatchNormSeries healthy{"features.1", {0, 1, 2}, {0, 0, 0}, {1, 1, 1}, {0.5, 0.5, 0.5}, {2, 2, 2}, {0, 0, 0}};
+    BatchNormSeries poisoned{"features.4", {0, 1, 2}, {0, NAN, NAN}, {1, NAN, NAN}, {0.5, NAN, NAN}, {2, NAN, NAN}, {0, 64, 64}};
+    view.setSeries({healthy, poisoned});
+    EXPECT_TRUE(view.summary().contains("features.4")) << "opens on the poisoned layer";
+    EXPECT_TRUE(view.summary().contains("from step 1")) << view.summary().toStdString();
+    EXPECT_EQ(view.varPlot()->nanCount(), 2);
+    view.showLayer(0);
+}
+
+TEST(BatchNormView, CollapsedVarianceIsFlagged)
+{
+    BatchNormView view;
+    BatchNormSeries collapsed{"bn", {0, 1, 2}, {0, 0, 0}, {1, 1, 1}, {0.5, 1e-12, 0.0}, {2, 2, 2}, {0, 0, 0}};
+    view.setSeries({collapsed});
+    EXPECT_TRUE(view.summary().contains("collapsed")) << view.summary().toStdString();
+    EXPECT_EQ(view.varPlot()->markedCount(), 2);
+}

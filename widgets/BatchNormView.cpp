@@ -1,0 +1,130 @@
+#include "BatchNormView.h"
+
+#include "LayerTreeModel.h"
+#include "SeriesPlot.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+namespace nanscope {
+
+namespace {
+constexpr double kCollapsedVariance = 1e-8;
+
+// NaN where the layer's buffers held any non-finite element: the finite min/max alone would
+// hide that the statistics are poisoned.
+std::vector<double> poisoned(const std::vector<double>& values, const std::vector<double>& nonfinite)
+{
+    std::vector<double> out = values;
+    for (size_t i = 0; i < out.size() && i < nonfinite.size(); ++i)
+        if (nonfinite[i] > 0)
+            out[i] = std::nan("");
+    return out;
+}
+
+LayerHealth judge(const BatchNormSeries& s)
+{
+    for (size_t i = 0; i < s.steps.size(); ++i)
+        if ((i < s.nonfinite.size() && s.nonfinite[i] > 0) || (i < s.varMin.size() && s.varMin[i] <= kCollapsedVariance))
+            return LayerHealth::Bad;
+    return LayerHealth::Ok;
+}
+} // namespace
+
+BatchNormView::BatchNormView(QWidget* parent)
+    : QWidget(parent)
+    , m_layer(new QComboBox(this))
+    , m_status(new QLabel(this))
+    , m_mean(new SeriesPlot(tr("running mean (min..max)"), this))
+    , m_var(new SeriesPlot(tr("running variance (min..max)"), this))
+{
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    auto* header = new QHBoxLayout();
+    header->setContentsMargins(6, 4, 6, 0);
+    header->addWidget(new QLabel(tr("Normalisation layer:"), this));
+    header->addWidget(m_layer);
+    header->addSpacing(12);
+    header->addWidget(m_status, 1);
+    layout->addLayout(header);
+    layout->addWidget(m_mean, 1);
+    layout->addWidget(m_var, 1);
+    m_var->setLogScale(true);
+    connect(m_layer, qOverload<int>(&QComboBox::currentIndexChanged), this, &BatchNormView::showLayer);
+    for (auto* plot : {m_mean, m_var})
+        connect(plot, &SeriesPlot::stepClicked, this, &BatchNormView::stepClicked);
+    connect(m_mean, &SeriesPlot::stepRangeChanged, m_var, &SeriesPlot::setStepRange);
+    connect(m_var, &SeriesPlot::stepRangeChanged, m_mean, &SeriesPlot::setStepRange);
+}
+
+void BatchNormView::setSeries(const std::vector<BatchNormSeries>& series)
+{
+    m_series = series;
+    m_layer->blockSignals(true);
+    m_layer->clear();
+    for (const auto& s : series)
+        m_layer->addItem(LayerTreeModel::healthIcon(judge(s)), QString::fromStdString(s.name));
+    m_layer->blockSignals(false);
+    // Open on the first poisoned layer: that is what the user came for.
+    int first = 0;
+    for (size_t i = 0; i < series.size(); ++i)
+        if (judge(series[i]) == LayerHealth::Bad) {
+            first = int(i);
+            break;
+        }
+    if (series.empty()) {
+        m_status->setText(tr("This run logged no normalisation buffers (/buffers)."));
+        return;
+    }
+    m_layer->setCurrentIndex(first);
+    showLayer(first);
+}
+
+void BatchNormView::showLayer(int index)
+{
+    if (index < 0 || index >= int(m_series.size()))
+        return;
+    const BatchNormSeries& s = m_series[size_t(index)];
+    m_mean->setSeries(s.steps, poisoned(s.meanMax, s.nonfinite));
+    m_mean->setOverlay(tr("min"), s.steps, poisoned(s.meanMin, s.nonfinite));
+    m_var->setSeries(s.steps, poisoned(s.varMax, s.nonfinite));
+    m_var->setOverlay(tr("min"), s.steps, poisoned(s.varMin, s.nonfinite));
+    std::vector<int64_t> collapsed;
+    for (size_t i = 0; i < s.steps.size() && i < s.varMin.size(); ++i)
+        if (std::isfinite(s.varMin[i]) && s.varMin[i] <= kCollapsedVariance)
+            collapsed.push_back(s.steps[i]);
+    m_var->setMarkedSteps(collapsed, tr("collapsed variance"));
+    m_status->setText(summary());
+}
+
+QString BatchNormView::summary() const
+{
+    const int index = m_layer->currentIndex();
+    if (index < 0 || index >= int(m_series.size()))
+        return QString();
+    const BatchNormSeries& s = m_series[size_t(index)];
+    for (size_t i = 0; i < s.steps.size() && i < s.nonfinite.size(); ++i)
+        if (s.nonfinite[i] > 0)
+            return tr("%1: running statistics non-finite from step %2 on \u2014 evaluation with this model returns NaN")
+                .arg(QString::fromStdString(s.name))
+                .arg(s.steps[i]);
+    for (size_t i = 0; i < s.steps.size() && i < s.varMin.size(); ++i)
+        if (s.varMin[i] <= kCollapsedVariance)
+            return tr("%1: running variance collapsed to %2 at step %3")
+                .arg(QString::fromStdString(s.name))
+                .arg(s.varMin[i])
+                .arg(s.steps[i]);
+    return tr("%1: running statistics finite throughout").arg(QString::fromStdString(s.name));
+}
+
+void BatchNormView::setSelectedStep(int64_t step)
+{
+    m_mean->setSelectedStep(step);
+    m_var->setSelectedStep(step);
+}
+
+} // namespace nanscope

@@ -1,0 +1,141 @@
+#include "HeatmapView.h"
+
+#include <qcustomplot.h>
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+namespace nanscope {
+
+HeatmapView::HeatmapView(QWidget* parent)
+    : QWidget(parent)
+    , m_quantity(new QComboBox(this))
+    , m_readout(new QLabel(this))
+    , m_plot(new QCustomPlot(this))
+{
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    auto* header = new QHBoxLayout();
+    header->setContentsMargins(6, 4, 6, 0);
+    header->addWidget(new QLabel(tr("Show:"), this));
+    m_quantity->addItem(tr("log10 gradient norm"), int(HeatmapQuantity::GradNormLog10));
+    m_quantity->addItem(tr("log10 activation |max|"), int(HeatmapQuantity::ActivationAbsMax));
+    m_quantity->addItem(tr("non-finite count"), int(HeatmapQuantity::NonfiniteCount));
+    header->addWidget(m_quantity);
+    header->addSpacing(12);
+    header->addWidget(m_readout, 1);
+    layout->addLayout(header);
+    layout->addWidget(m_plot, 1);
+
+    m_map = new QCPColorMap(m_plot->xAxis, m_plot->yAxis);
+    m_scale = new QCPColorScale(m_plot);
+    m_plot->plotLayout()->addElement(0, 1, m_scale);
+    m_scale->setType(QCPAxis::atRight);
+    m_map->setColorScale(m_scale);
+    QCPColorGradient gradient(QCPColorGradient::gpThermal);
+    gradient.setNanHandling(QCPColorGradient::nhNanColor);
+    gradient.setNanColor(QColor(255, 0, 200));
+    m_map->setGradient(gradient);
+    m_map->setInterpolate(false);
+    m_plot->xAxis->setLabel(tr("step"));
+    m_plot->yAxis->setRangeReversed(true);
+    m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    m_plot->axisRect()->setRangeDrag(Qt::Horizontal);
+    m_plot->axisRect()->setRangeZoom(Qt::Horizontal);
+    auto* margins = new QCPMarginGroup(m_plot);
+    m_plot->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
+    m_scale->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
+    m_stepCursor = new QCPItemStraightLine(m_plot);
+    m_stepCursor->setPen(QPen(QColor(0, 200, 255, 140), 1, Qt::DashLine)); // thin: a one-step NaN column must stay visible under it
+    m_stepCursor->setVisible(false);
+
+    connect(m_quantity, qOverload<int>(&QComboBox::activated), this,
+            [this](int index) { emit quantityRequested(m_quantity->itemData(index).toInt()); });
+    connect(m_plot, &QCustomPlot::mouseMove, this, [this](QMouseEvent* event) {
+        double step = 0, row = 0;
+        m_map->pixelsToCoords(event->position(), step, row);
+        const int r = int(std::lround(row));
+        if (r < 0 || r >= int(m_heatmap.rows.size()) || m_heatmap.bins() == 0)
+            return;
+        int cellX = 0, cellY = 0;
+        m_map->data()->coordToCell(step, row, &cellX, &cellY);
+        if (cellX < 0 || cellX >= int(m_heatmap.bins()))
+            return;
+        const float v = m_heatmap.at(size_t(r), size_t(cellX));
+        m_readout->setText(QString("%1   steps %2\u2013%3   %4")
+                               .arg(QString::fromStdString(m_heatmap.rows[size_t(r)]))
+                               .arg(m_heatmap.binFirstStep[size_t(cellX)])
+                               .arg(m_heatmap.binLastStep[size_t(cellX)])
+                               .arg(std::isnan(v) ? QString("non-finite") : QString::number(v, 'g', 4)));
+    });
+    connect(m_plot, &QCustomPlot::mousePress, this, [this](QMouseEvent* event) {
+        double step = 0, row = 0;
+        m_map->pixelsToCoords(event->position(), step, row);
+        const int r = int(std::lround(row));
+        if (r >= 0 && r < int(m_heatmap.rows.size()))
+            emit layerClicked(QString::fromStdString(m_heatmap.rows[size_t(r)]));
+    });
+    connect(m_plot, &QCustomPlot::mouseDoubleClick, this, [this](QMouseEvent* event) {
+        emit stepClicked(qint64(std::llround(m_plot->xAxis->pixelToCoord(event->position().x()))));
+    });
+}
+
+HeatmapQuantity HeatmapView::quantity() const
+{
+    return m_heatmap.quantity;
+}
+
+int HeatmapView::nonfiniteCells() const
+{
+    int n = 0;
+    for (uint8_t f : m_heatmap.nonfinite)
+        n += f;
+    return n;
+}
+
+void HeatmapView::setHeatmap(const LayerHeatmap& heatmap)
+{
+    m_heatmap = heatmap;
+    m_quantity->setCurrentIndex(m_quantity->findData(int(heatmap.quantity)));
+    const int bins = int(heatmap.bins());
+    const int rows = int(heatmap.rows.size());
+    if (bins == 0 || rows == 0) {
+        m_map->data()->clear();
+        m_plot->replot(QCustomPlot::rpQueuedReplot);
+        return;
+    }
+    const double first = double(heatmap.binFirstStep.front());
+    const double last = double(heatmap.binLastStep.back());
+    m_map->data()->setSize(bins, rows);
+    m_map->data()->setRange(QCPRange(first, std::max(last, first + 1)), QCPRange(0, rows - 1));
+    for (int r = 0; r < rows; ++r)
+        for (int b = 0; b < bins; ++b)
+            m_map->data()->setCell(b, r, heatmap.at(size_t(r), size_t(b)));
+    m_map->rescaleDataRange(true);
+    const QString labels[] = {tr("log10 grad norm"), tr("log10 |activation|"), tr("non-finite count")};
+    m_scale->axis()->setLabel(labels[int(heatmap.quantity)]);
+
+    // Name the rows when they fit; otherwise the readout names the row under the cursor.
+    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+    const int every = std::max(1, rows / 40);
+    for (int r = 0; r < rows; r += every)
+        ticker->addTick(r, QString::fromStdString(heatmap.rows[size_t(r)]));
+    m_plot->yAxis->setTicker(ticker);
+    m_plot->xAxis->setRange(first, std::max(last, first + 1));
+    m_plot->yAxis->setRange(-0.5, rows - 0.5);
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void HeatmapView::setSelectedStep(int64_t step)
+{
+    m_stepCursor->point1->setCoords(double(step), 0);
+    m_stepCursor->point2->setCoords(double(step), 1);
+    m_stepCursor->setVisible(true);
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+} // namespace nanscope

@@ -1,0 +1,46 @@
+#pragma once
+
+#include "core/LayerHeatmap.h"
+
+#include <QWidget>
+
+class QComboBox;
+class QCustomPlot;
+class QCPColorMap;
+class QCPColorScale;
+class QCPItemStraightLine;
+class QLabel;
+
+namespace nanscope {
+
+// Layer x step heatmap. Rows are layers in model order (input at the top), so a blow-up that
+// travels through the depth of the model reads as a diagonal front. Non-finite cells are magenta.
+class HeatmapView : public QWidget
+{
+    Q_OBJECT
+public:
+    explicit HeatmapView(QWidget* parent = nullptr);
+
+    void setHeatmap(const LayerHeatmap& heatmap);
+    const LayerHeatmap& heatmap() const { return m_heatmap; }
+    void setSelectedStep(int64_t step);
+    HeatmapQuantity quantity() const;
+    QCustomPlot* plot() const { return m_plot; }
+    int nonfiniteCells() const;
+
+signals:
+    void quantityRequested(int quantity);
+    void layerClicked(const QString& name);
+    void stepClicked(qint64 step);
+
+private:
+    QComboBox* m_quantity = nullptr;
+    QLabel* m_readout = nullptr;
+    QCustomPlot* m_plot = nullptr;
+    QCPColorMap* m_map = nullptr;
+    QCPColorScale* m_scale = nullptr;
+    QCPItemStraightLine* m_stepCursor = nullptr;
+    LayerHeatmap m_heatmap;
+};
+
+} // namespace nanscope

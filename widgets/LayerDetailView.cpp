@@ -1,0 +1,116 @@
+#include "LayerDetailView.h"
+
+#include "SeriesPlot.h"
+
+#include <qcustomplot.h>
+
+#include <QLabel>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+namespace nanscope {
+
+namespace {
+std::vector<double> sum(const std::vector<double>& a, const std::vector<double>& b, double sign)
+{
+    std::vector<double> out(std::min(a.size(), b.size()));
+    for (size_t i = 0; i < out.size(); ++i)
+        out[i] = a[i] + sign * b[i];
+    return out;
+}
+
+void addBandGraphs(QCustomPlot* plot, const std::vector<int64_t>& steps, const std::vector<double>& low,
+                   const std::vector<double>& high, QColor colour, const QString& name)
+{
+    QVector<double> x, lo, hi;
+    for (size_t i = 0; i < std::min({steps.size(), low.size(), high.size()}); ++i) {
+        if (!std::isfinite(low[i]) || !std::isfinite(high[i]))
+            continue;
+        x << double(steps[i]);
+        lo << low[i];
+        hi << high[i];
+    }
+    QCPGraph* bottom = plot->addGraph();
+    bottom->setPen(Qt::NoPen);
+    bottom->removeFromLegend();
+    bottom->setData(x, lo, true);
+    QCPGraph* top = plot->addGraph();
+    top->setName(name);
+    top->setPen(QPen(colour.darker(120), 0.8));
+    colour.setAlpha(70);
+    top->setBrush(colour);
+    top->setChannelFillGraph(bottom);
+    top->setData(x, hi, true);
+}
+} // namespace
+
+LayerDetailView::LayerDetailView(QWidget* parent)
+    : QWidget(parent)
+    , m_title(new QLabel(tr("Select a layer in the tree or the heatmap."), this))
+    , m_gradient(new SeriesPlot(tr("grad norm"), this))
+    , m_activation(new SeriesPlot(tr("activation range"), this))
+    , m_nonfinite(new SeriesPlot(tr("NaN / Inf count"), this))
+{
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    m_title->setContentsMargins(6, 4, 6, 4);
+    m_title->setTextFormat(Qt::RichText);
+    layout->addWidget(m_title);
+    layout->addWidget(m_gradient, 2);
+    layout->addWidget(m_activation, 2);
+    layout->addWidget(m_nonfinite, 1);
+    m_gradient->setLogScale(true);
+    for (auto* plot : {m_gradient, m_activation, m_nonfinite})
+        connect(plot, &SeriesPlot::stepClicked, this, &LayerDetailView::stepClicked);
+    for (auto* plot : {m_gradient, m_activation, m_nonfinite})
+        connect(plot, &SeriesPlot::stepRangeChanged, this, [this, plot](double lower, double upper) {
+            for (auto* other : {m_gradient, m_activation, m_nonfinite})
+                if (other != plot)
+                    other->setStepRange(lower, upper);
+        });
+}
+
+void LayerDetailView::setDetail(const LayerDetail& detail)
+{
+    m_detail = detail;
+    if (!detail.error.isEmpty()) {
+        m_title->setText(QString("<span style='color:#b00020'>%1</span>").arg(detail.error.toHtmlEscaped()));
+        return;
+    }
+    m_title->setText(QString("<b>%1</b>%2")
+                         .arg(detail.layer.toHtmlEscaped())
+                         .arg(detail.module.isEmpty() ? QString()
+                                                      : tr("  \u2014 activations of module <b>%1</b>").arg(detail.module.toHtmlEscaped())));
+    m_gradient->setSeries(detail.steps, detail.gradNorm);
+    m_gradient->setOverlay(detail.paramNorm.empty() ? QString() : tr("param norm"),
+                           detail.paramNorm.empty() ? std::vector<int64_t>() : detail.steps, detail.paramNorm);
+
+    // Mean as the line, min..max and mean +- std as bands around it.
+    QCustomPlot* activation = m_activation->plot();
+    while (activation->graphCount() > 7) // keep SeriesPlot's own graphs; drop earlier bands
+        activation->removeGraph(activation->graphCount() - 1);
+    m_activation->setSeries(detail.activationSteps, detail.activationMean);
+    addBandGraphs(activation, detail.activationSteps, detail.activationMin, detail.activationMax, QColor(100, 149, 237),
+                  tr("min..max"));
+    addBandGraphs(activation, detail.activationSteps, sum(detail.activationMean, detail.activationStd, -1),
+                  sum(detail.activationMean, detail.activationStd, +1), QColor(37, 99, 235), tr("mean \u00b1 std"));
+    activation->rescaleAxes();
+    activation->yAxis2->setRange(0, 1);
+    activation->replot(QCustomPlot::rpQueuedReplot);
+
+    std::vector<double> counts = detail.activationNan;
+    for (size_t i = 0; i < counts.size() && i < detail.activationInf.size(); ++i)
+        counts[i] += detail.activationInf[i];
+    m_nonfinite->setSeries(detail.activationSteps, counts);
+    m_nonfinite->setOverlay(detail.gradNonfinite.empty() ? QString() : tr("non-finite gradient elements"),
+                            detail.gradNonfinite.empty() ? std::vector<int64_t>() : detail.steps, detail.gradNonfinite);
+}
+
+void LayerDetailView::setSelectedStep(int64_t step)
+{
+    for (auto* plot : {m_gradient, m_activation, m_nonfinite})
+        plot->setSelectedStep(step);
+}
+
+} // namespace nanscope

@@ -1,0 +1,39 @@
+#pragma once
+
+#include "ViewData.h"
+
+#include <QWidget>
+
+class QLabel;
+
+namespace nanscope {
+
+class SeriesPlot;
+
+// The selected layer: gradient and parameter norms, its module's activation range (min/max
+// band with mean +- std), and NaN/Inf counts.
+class LayerDetailView : public QWidget
+{
+    Q_OBJECT
+public:
+    explicit LayerDetailView(QWidget* parent = nullptr);
+
+    void setDetail(const LayerDetail& detail);
+    void setSelectedStep(int64_t step);
+    const LayerDetail& detail() const { return m_detail; }
+    SeriesPlot* gradientPlot() const { return m_gradient; }
+    SeriesPlot* activationPlot() const { return m_activation; }
+    SeriesPlot* nonfinitePlot() const { return m_nonfinite; }
+
+signals:
+    void stepClicked(qint64 step);
+
+private:
+    QLabel* m_title = nullptr;
+    SeriesPlot* m_gradient = nullptr;
+    SeriesPlot* m_activation = nullptr;
+    SeriesPlot* m_nonfinite = nullptr;
+    LayerDetail m_detail;
+};
+
+} // namespace nanscope
