@@ -32,6 +32,12 @@
 #include <QTreeView>
 #include <QVBoxLayout>
 
+// Resources compiled into a static library must be registered by hand; outside any namespace.
+static void initResources()
+{
+    Q_INIT_RESOURCE(nanscope);
+}
+
 namespace nanscope {
 
 namespace {
@@ -53,6 +59,7 @@ MainWindow::MainWindow(QWidget* parent)
     , m_layerModel(new LayerTreeModel(this))
     , m_layerFilter(new QSortFilterProxyModel(this))
 {
+    initResources();
     setWindowTitle("nanscope");
     setWindowIcon(QIcon(":/nanscope/nanscope.svg"));
     setObjectName("MainWindow");
@@ -121,7 +128,7 @@ MainWindow::MainWindow(QWidget* parent)
     connect(m_session, &RunSession::loaded, this, &MainWindow::onLoaded);
     connect(m_session, &RunSession::grew, this, &MainWindow::onGrew);
     connect(m_session, &RunSession::progress, this, &MainWindow::onProgress);
-    connect(m_session, &RunSession::heatmapReady, m_heatmap, &HeatmapView::setHeatmap);
+    connect(m_session, &RunSession::heatmapReady, this, &MainWindow::onHeatmap);
     connect(m_session, &RunSession::layerDetailReady, this, [this](const LayerDetail& detail) {
         if (detail.layer != m_selectedLayer)
             return; // a later click already replaced this request
@@ -209,6 +216,7 @@ void MainWindow::chooseRun()
 void MainWindow::openRun(const QString& directory)
 {
     m_loaded = false;
+    m_layerHealth.clear();
     m_statusRun->setText(tr("Loading %1\u2026").arg(directory));
     emit openRequested(directory);
 }
@@ -252,17 +260,9 @@ void MainWindow::onLoaded(const RunSnapshot& snapshot)
     setWindowTitle(QString("%1 \u2014 nanscope").arg(QString::fromStdString(snapshot.info.runName)));
 
     m_selectedLayer.clear();
-    QString layer = m_initialLayer;
-    if (layer.isEmpty()) {
-        // Start where the trouble is: the first bad layer, else the first one.
-        for (size_t i = 0; i < snapshot.layers.size() && layer.isEmpty(); ++i)
-            if (i < snapshot.layerHealth.size() && snapshot.layerHealth[i] == LayerHealth::Bad)
-                layer = QString::fromStdString(snapshot.layers[i]);
-        if (layer.isEmpty() && !snapshot.layers.empty())
-            layer = QString::fromStdString(snapshot.layers.front());
-    }
-    if (!layer.isEmpty())
-        selectLayer(layer);
+    m_heatmapPending = !snapshot.layers.empty();
+    if (!m_initialLayer.isEmpty())
+        selectLayer(m_initialLayer);
     if (m_initialStep >= 0)
         selectStep(m_initialStep);
     emit runLoaded(true);
@@ -278,20 +278,56 @@ void MainWindow::onGrew(const RunSnapshot& snapshot)
         emit layerDetailRequested(m_selectedLayer);
 }
 
-void MainWindow::showSnapshot(const RunSnapshot& snapshot)
+void MainWindow::onHeatmap(const LayerHeatmap& heatmap)
 {
-    m_overview->setScalars(snapshot.steps, snapshot.scalars, snapshot.skippedSteps);
+    m_heatmap->setHeatmap(heatmap);
+    if (heatmap.quantity == HeatmapQuantity::GradNormLog10) {
+        m_layerHealth = judgeLayerHealth(heatmap);
+        showLayerTree();
+        if (m_selectedLayer.isEmpty()) {
+            // Start where the trouble is: the first bad layer, else the first one.
+            QString layer;
+            for (size_t i = 0; i < m_snapshot.layers.size() && layer.isEmpty(); ++i)
+                if (i < m_layerHealth.size() && m_layerHealth[i] == LayerHealth::Bad)
+                    layer = QString::fromStdString(m_snapshot.layers[i]);
+            if (layer.isEmpty() && !m_snapshot.layers.empty())
+                layer = QString::fromStdString(m_snapshot.layers.front());
+            if (!layer.isEmpty())
+                selectLayer(layer);
+        }
+        updateStatus();
+        emit layersJudged();
+    }
+    m_heatmapPending = false;
+    maybeTakeScreenshot();
+}
+
+void MainWindow::showLayerTree()
+{
     const QString current = m_selectedLayer;
-    m_layerModel->setLayers(snapshot.layers, snapshot.layerHealth);
+    m_layerModel->setLayers(m_snapshot.layers, m_layerHealth);
     m_layerTree->expandAll();
     if (!current.isEmpty())
         m_layerTree->setCurrentIndex(m_layerFilter->mapFromSource(m_layerModel->indexOfParameter(current)));
-    m_heatmap->setHeatmap(snapshot.heatmap);
+}
+
+void MainWindow::showSnapshot(const RunSnapshot& snapshot)
+{
+    m_overview->setScalars(snapshot.steps, snapshot.scalars, snapshot.skippedSteps);
+    if (m_layerHealth.size() != snapshot.layers.size())
+        m_layerHealth.assign(snapshot.layers.size(), LayerHealth::Ok);
+    showLayerTree();
     m_batchNorm->setSeries(snapshot.batchNorm);
     m_tabs->setTabEnabled(int(View::Heatmap), !snapshot.layers.empty());
     m_tabs->setTabEnabled(int(View::BatchNorm), !snapshot.batchNorm.empty());
+    updateStatus();
+}
+
+void MainWindow::updateStatus()
+{
+    const RunSnapshot& snapshot = m_snapshot;
     int bad = 0;
-    for (LayerHealth h : snapshot.layerHealth)
+    for (LayerHealth h : m_layerHealth)
         bad += h == LayerHealth::Bad;
     const qint64 lastStep = snapshot.steps.empty() ? -1 : snapshot.steps.back();
     m_statusRun->setText(tr("%1  \u2014  %2 steps (last %3), %4 layers (%5 with non-finite gradients), "
@@ -384,7 +420,8 @@ void MainWindow::screenshotWhenLoaded(const QString& path)
 
 void MainWindow::maybeTakeScreenshot()
 {
-    if (m_screenshotPath.isEmpty() || !m_loaded || (m_layerPending && m_snapshot.error.isEmpty()))
+    if (m_screenshotPath.isEmpty() || !m_loaded ||
+        (m_snapshot.error.isEmpty() && (m_layerPending || m_heatmapPending)))
         return;
     const QString path = m_screenshotPath;
     m_screenshotPath.clear();

@@ -61,6 +61,8 @@ public slots:
 
 signals:
     void runLoaded(bool ok);
+    // The gradient heatmap and the layers' health, which follow the overview.
+    void layersJudged();
     void layerShown(const QString& layer);
     void screenshotDone(bool saved);
     // To the session thread.
@@ -79,6 +81,9 @@ private:
     void onLoaded(const RunSnapshot& snapshot);
     void onGrew(const RunSnapshot& snapshot);
     void showSnapshot(const RunSnapshot& snapshot);
+    void onHeatmap(const LayerHeatmap& heatmap);
+    void showLayerTree();
+    void updateStatus();
     void onProgress(int percent, const QString& what);
     void rememberRun(const QString& directory);
     void updateRecentMenu();
@@ -112,6 +117,8 @@ private:
     QString m_screenshotPath;
     bool m_loaded = false;
     bool m_layerPending = false;
+    bool m_heatmapPending = false;
+    std::vector<LayerHealth> m_layerHealth;
 };
 
 } // namespace nanscope

@@ -18,33 +18,6 @@ std::vector<double> toDouble(const std::vector<float>& values)
     return std::vector<double>(values.begin(), values.end());
 }
 
-std::vector<LayerHealth> judgeLayers(const LayerHeatmap& heatmap)
-{
-    // Bad: any non-finite gradient. Warning: a peak three orders of magnitude above the layer's
-    // own typical level, or a gradient that has all but vanished.
-    std::vector<LayerHealth> health(heatmap.rows.size(), LayerHealth::Ok);
-    const size_t bins = heatmap.bins();
-    for (size_t r = 0; r < heatmap.rows.size(); ++r) {
-        std::vector<float> finite;
-        for (size_t b = 0; b < bins; ++b) {
-            if (heatmap.nonfinite[r * bins + b]) {
-                health[r] = LayerHealth::Bad;
-                break;
-            }
-            finite.push_back(heatmap.at(r, b));
-        }
-        if (health[r] == LayerHealth::Bad || finite.empty())
-            continue;
-        std::vector<float> sorted = finite;
-        std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
-        const float median = sorted[sorted.size() / 2];
-        const float peak = *std::max_element(finite.begin(), finite.end());
-        if (peak - median > 3.f || median < -8.f)
-            health[r] = LayerHealth::Warning;
-    }
-    return health;
-}
-
 } // namespace
 
 RunSession::RunSession(QObject* parent)
@@ -88,6 +61,8 @@ void RunSession::open(const QString& directory)
     snapshot = buildSnapshot();
     emit progress(100, QString());
     emit loaded(snapshot);
+    if (snapshot.error.isEmpty() && !snapshot.layers.empty())
+        requestHeatmap(int(HeatmapQuantity::GradNormLog10));
     if (!m_pollTimer) {
         m_pollTimer = new QTimer(this);
         m_pollTimer->setInterval(1000);
@@ -112,6 +87,7 @@ void RunSession::poll()
     if (!refreshed || !*refreshed)
         return;
     emit grew(buildSnapshot());
+    requestHeatmap(int(m_lastHeatmapQuantity));
 }
 
 RunSnapshot RunSession::buildSnapshot()
@@ -133,15 +109,10 @@ RunSnapshot RunSession::buildSnapshot()
             if (it->second[i] > 0.5)
                 snapshot.skippedSteps.push_back(snapshot.steps[i]);
 
-    if (const TableInfo* layers = snapshot.info.table(rf::kLayers)) {
+    // The heatmap reads every row of /layers: it comes after the overview (requestHeatmap), so
+    // the window shows the scalars at once, however large the run.
+    if (const TableInfo* layers = snapshot.info.table(rf::kLayers))
         snapshot.layers = layers->names;
-        auto heatmap = buildLayerHeatmap(*m_reader, HeatmapQuantity::GradNormLog10, size_t(m_heatmapBins),
-                                         progressCallback(tr("Reading layer gradients")));
-        if (heatmap) {
-            snapshot.heatmap = std::move(*heatmap);
-            snapshot.layerHealth = judgeLayers(snapshot.heatmap);
-        }
-    }
     if (const TableInfo* buffers = snapshot.info.table(rf::kBuffers)) {
         for (size_t c = 0; c < buffers->names.size(); ++c) {
             BatchNormSeries series;
@@ -215,6 +186,7 @@ void RunSession::requestHeatmap(int quantity)
     if (!m_reader)
         return;
     m_cancelled = false;
+    m_lastHeatmapQuantity = HeatmapQuantity(quantity);
     auto heatmap = buildLayerHeatmap(*m_reader, HeatmapQuantity(quantity), size_t(m_heatmapBins),
                                      progressCallback(tr("Building heatmap")));
     emit progress(100, QString());

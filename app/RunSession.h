@@ -26,8 +26,6 @@ struct RunSnapshot
     std::map<std::string, std::vector<double>> scalars;
     std::vector<int64_t> skippedSteps;
     std::vector<std::string> layers;
-    std::vector<LayerHealth> layerHealth;
-    LayerHeatmap heatmap; // log10 grad norm, binned to the screen
     std::vector<BatchNormSeries> batchNorm;
 };
 
@@ -68,6 +66,7 @@ private:
     QTimer* m_pollTimer = nullptr;
     std::atomic<bool> m_cancelled{false};
     int m_heatmapBins = 1200;
+    HeatmapQuantity m_lastHeatmapQuantity = HeatmapQuantity::GradNormLog10;
 };
 
 } // namespace nanscope

@@ -37,7 +37,7 @@ void addBandGraphs(QCustomPlot* plot, const std::vector<int64_t>& steps, const s
     bottom->setData(x, lo, true);
     QCPGraph* top = plot->addGraph();
     top->setName(name);
-    top->setPen(QPen(colour.darker(120), 0.8));
+    top->setPen(QPen(colour.darker(120), 1));
     colour.setAlpha(70);
     top->setBrush(colour);
     top->setChannelFillGraph(bottom);

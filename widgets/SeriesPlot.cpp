@@ -115,10 +115,11 @@ SeriesPlot::SeriesPlot(const QString& title, QWidget* parent)
 
     m_values = m_plot->addGraph();
     m_values->setName(title);
-    m_values->setPen(QPen(QColor(37, 99, 235), 1.4));
+    // Width 1: QCustomPlot draws wider antialiased pens ~100x slower (1,000,000 points: 1.3 s vs 12 ms).
+    m_values->setPen(QPen(QColor(37, 99, 235), 1));
     m_values->setAdaptiveSampling(true);
     m_overlay = m_plot->addGraph();
-    m_overlay->setPen(QPen(QColor(16, 150, 110), 1.2));
+    m_overlay->setPen(QPen(QColor(16, 150, 110), 1));
     m_overlay->setAdaptiveSampling(true);
     m_overlay->setVisible(false);
     m_trend = m_plot->addGraph();

@@ -2,6 +2,8 @@
 
 // Plain values the views are fed with. The app reads them from core off the GUI thread.
 
+#include "core/LayerHeatmap.h"
+
 #include <QString>
 
 #include <cstdint>
@@ -9,8 +11,6 @@
 #include <vector>
 
 namespace nanscope {
-
-enum class LayerHealth { Ok, Warning, Bad };
 
 struct BatchNormSeries
 {

@@ -1,0 +1,117 @@
+// GUI figures on a 100,000-step x 1,000-layer run (issue #6), rendered offscreen:
+// - open to a drawn overview (target < 1 s);
+// - redraw after a pan or zoom of a 1,000,000-point series (target < 50 ms), against the same
+//   plot drawn without QCustomPlot's adaptive sampling, the baseline;
+// - draw the layer x step heatmap (target < 200 ms), and, apart, build it from disk.
+//
+// usage: QT_QPA_PLATFORM=offscreen bench_gui [WORK_DIR] [STEPS] [LAYERS]
+#include "BenchRuns.h"
+
+#include "app/MainWindow.h"
+#include "widgets/HeatmapView.h"
+#include "widgets/OverviewView.h"
+#include "widgets/SeriesPlot.h"
+
+#include <qcustomplot.h>
+
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QSignalSpy>
+
+#include <algorithm>
+#include <cstdio>
+
+static double median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+static double timeReplots(nanscope::SeriesPlot& plot, int repeats)
+{
+    std::vector<double> times;
+    QCPAxis* x = plot.plot()->xAxis;
+    for (int i = 0; i < repeats; ++i) {
+        // Alternate a pan and a zoom, as a user dragging and scrolling does.
+        const double width = i % 2 ? 400000.0 : 900000.0;
+        x->setRange(i * 5000.0, i * 5000.0 + width);
+        QElapsedTimer timer;
+        timer.start();
+        plot.plot()->replot(QCustomPlot::rpImmediateRefresh);
+        times.push_back(timer.nsecsElapsed() / 1e6);
+    }
+    return median(times);
+}
+
+int main(int argc, char** argv)
+{
+    qputenv("QT_QPA_PLATFORM", qgetenv("QT_QPA_PLATFORM").isEmpty() ? "offscreen" : qgetenv("QT_QPA_PLATFORM"));
+    QApplication app(argc, argv);
+    const QStringList args = app.arguments();
+    const QString dir = args.value(1, QDir::temp().filePath("nanscope-bench-gui"));
+    const int64_t steps = args.value(2, "100000").toLongLong();
+    const int64_t layers = args.value(3, "1000").toLongLong();
+    QElapsedTimer timer;
+    timer.start();
+    auto written = nanscope::bench::writeLargeRun(dir.toStdString(), steps, layers);
+    if (!written) {
+        std::fprintf(stderr, "%s\n", written.error().c_str());
+        return 1;
+    }
+    std::printf("wrote %lld x %lld run in %.1f s\n", (long long)steps, (long long)layers, timer.elapsed() / 1000.0);
+
+    // 1. Open to a drawn overview.
+    nanscope::MainWindow window;
+    window.resize(1600, 1000);
+    window.show();
+    QSignalSpy loaded(&window, &nanscope::MainWindow::runLoaded);
+    QSignalSpy judged(&window, &nanscope::MainWindow::layersJudged);
+    timer.restart();
+    window.openRun(dir);
+    if (!loaded.wait(60000))
+        return 1;
+    for (auto* plot : window.overview()->plots())
+        if (plot->isVisible())
+            plot->plot()->replot(QCustomPlot::rpImmediateRefresh);
+    const double openMs = timer.nsecsElapsed() / 1e6;
+    if (!judged.wait(120000))
+        return 1;
+    const double heatmapBuildMs = timer.nsecsElapsed() / 1e6;
+
+    // 2. A 1,000,000-point series.
+    std::vector<int64_t> x(1000000);
+    std::vector<double> y(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+        x[i] = int64_t(i);
+        y[i] = 1.0 + std::sin(double(i) * 1e-3) + (i % 7919 == 0 ? 50.0 : 0.0);
+    }
+    nanscope::SeriesPlot series("grad norm");
+    series.resize(1400, 300);
+    series.show();
+    series.setSeries(x, y);
+    const double sampled = timeReplots(series, 20);
+    series.plot()->graph(0)->setAdaptiveSampling(false);
+    const double unsampled = timeReplots(series, 5);
+
+    // 3. Drawing the heatmap.
+    nanscope::HeatmapView& heatmap = *window.heatmap();
+    window.showView(nanscope::MainWindow::View::Heatmap);
+    std::vector<double> heatmapTimes;
+    for (int i = 0; i < 5; ++i) {
+        timer.restart();
+        heatmap.setHeatmap(heatmap.heatmap());
+        heatmap.plot()->replot(QCustomPlot::rpImmediateRefresh);
+        heatmapTimes.push_back(timer.nsecsElapsed() / 1e6);
+    }
+    const double heatmapDraw = median(heatmapTimes);
+
+    std::printf("open to a drawn overview            %8.1f ms   target < 1000 ms: %s\n", openMs,
+                openMs < 1000 ? "met" : "MISSED");
+    std::printf("  heatmap + layer health follow at  %8.1f ms (background, with progress)\n", heatmapBuildMs);
+    std::printf("pan/zoom redraw, 1,000,000 points   %8.2f ms   baseline without adaptive sampling %.1f ms (%.0fx)   target < 50 ms: %s\n",
+                sampled, unsampled, unsampled / sampled, sampled < 50 ? "met" : "MISSED");
+    std::printf("heatmap draw (%lld layers x %zu bins) %8.1f ms   target < 200 ms: %s\n", (long long)layers,
+                heatmap.heatmap().bins(), heatmapDraw, heatmapDraw < 200 ? "met" : "MISSED");
+    QDir(dir).removeRecursively();
+    return 0;
+}
