@@ -68,3 +68,29 @@ TEST(CommandLine, HelpListsEveryCommand)
     EXPECT_EQ(infoHelp.exitCode, 0);
     EXPECT_TRUE(infoHelp.out.contains("--json"));
 }
+
+TEST(CommandLine, ReplayJsonNamesTheCulpritAndTheBadSample)
+{
+    const auto result = runNanscope({"replay", demoRun("division-by-zero"), "--step", "180", "--bisect", "--json"});
+    ASSERT_EQ(result.exitCode, 0) << result.err.toStdString();
+    EXPECT_TRUE(result.err.contains("runs code from the file")) << "replay says that it executes the checkpoint";
+    const QJsonObject root = QJsonDocument::fromJson(result.out.toUtf8()).object();
+    EXPECT_EQ(root["step"].toInt(), 180);
+    EXPECT_TRUE(root["loss"].isNull()) << "a NaN loss is null in JSON";
+    const QJsonObject culprit = root["forward"].toObject()["first_nonfinite"].toObject();
+    EXPECT_EQ(culprit["op"].toString(), "aten::div");
+    EXPECT_EQ(culprit["module"].toString(), "norm");
+    EXPECT_EQ(culprit["inputs"].toArray().size(), 2);
+    EXPECT_EQ(culprit["output"].toObject()["nan"].toInt(), 16);
+    EXPECT_FALSE(root["forward"].toObject()["ops"].toArray().isEmpty());
+    EXPECT_FALSE(root["backward"].toObject()["params"].toArray().isEmpty());
+    EXPECT_EQ(root["bad_samples"].toArray(), QJsonArray{5});
+}
+
+TEST(CommandLine, ReplayOfAStepWithoutCheckpointListsTheStepsThatHaveOne)
+{
+    const auto result = runNanscope({"replay", demoRun("healthy"), "--step", "7"});
+    EXPECT_EQ(result.exitCode, 2);
+    EXPECT_TRUE(result.err.contains("no checkpoint for step 7")) << result.err.toStdString();
+    EXPECT_TRUE(result.err.contains("0, 50, 100")) << result.err.toStdString();
+}

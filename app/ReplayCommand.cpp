@@ -1,0 +1,223 @@
+#include "CliSupport.h"
+#include "Subcommands.h"
+
+#include "core/Replay.h"
+#include "core/RunReader.h"
+#include "core/RunWriter.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+
+#include <cmath>
+
+namespace nanscope::cli {
+
+namespace {
+
+QJsonValue number(double v)
+{
+    return std::isfinite(v) ? QJsonValue(v) : QJsonValue(); // NaN is no JSON: null
+}
+
+QJsonObject toJson(const ValueStats& s)
+{
+    if (!s.defined())
+        return {};
+    QJsonArray shape;
+    for (int64_t d : s.shape)
+        shape.append(qint64(d));
+    return {{"shape", shape},       {"dtype", fromStd(s.dtype)},   {"numel", qint64(s.numel)},
+            {"min", number(s.min)}, {"max", number(s.max)},        {"mean", number(s.mean)},
+            {"std", number(s.std)}, {"absmax", number(s.absmax)},  {"nan", qint64(s.nan)},
+            {"posinf", qint64(s.posinf)}, {"neginf", qint64(s.neginf)}, {"inf", qint64(s.posinf + s.neginf)}};
+}
+
+QJsonObject toJson(const ReplayOp& op, bool withInputs)
+{
+    QJsonObject o{{"index", op.index},
+                  {"op", fromStd(op.op)},
+                  {"module", fromStd(op.module)},
+                  {"source", fromStd(op.source)},
+                  {"output", toJson(op.output)}};
+    if (withInputs) {
+        QJsonArray inputs;
+        for (const auto& s : op.inputs)
+            inputs.append(toJson(s));
+        o["inputs"] = inputs;
+    }
+    if (op.grad.defined())
+        o["grad"] = toJson(op.grad);
+    if (!op.gradFunction.empty())
+        o["grad_fn"] = fromStd(op.gradFunction);
+    return o;
+}
+
+QString range(const ValueStats& s)
+{
+    if (!s.defined())
+        return "-";
+    QString text = std::isfinite(s.min) ? QString("[%1, %2]").arg(s.min, 0, 'g', 4).arg(s.max, 0, 'g', 4) : QString("[no finite value]");
+    if (!s.finite())
+        text += QString("  NaN %1 +Inf %2 -Inf %3").arg(s.nan).arg(s.posinf).arg(s.neginf);
+    return text;
+}
+
+QString stepList(const std::map<int64_t, std::string>& a, const std::map<int64_t, std::string>& b)
+{
+    QStringList both;
+    for (const auto& [step, path] : a)
+        if (b.count(step))
+            both << QString::number(step);
+    return both.isEmpty() ? QString("none") : both.join(", ");
+}
+
+} // namespace
+
+int runReplay(const QStringList& arguments)
+{
+    QCommandLineParser parser;
+    parser.setApplicationDescription(
+        "Replay one training step: run the saved batch through the saved checkpoint with every intermediate\n"
+        "value captured, forward and backward, down to the first op that produced a NaN or Inf.\n"
+        "Note: a TorchScript checkpoint is a program; replaying it runs code from the file.");
+    parser.addPositionalArgument("RUN_DIR", "The run directory.");
+    parser.addOption({"step", "The step to replay (checkpoint N + batch N).", "N"});
+    parser.addOption({"checkpoint", "A TorchScript checkpoint to use instead of checkpoints/step_N.pt.", "FILE"});
+    parser.addOption({"batch", "A batch file to use instead of batches/step_N.pt.", "FILE"});
+    parser.addOption({"layer", "List only ops of modules under this path (all still run).", "PREFIX"});
+    parser.addOption({"bisect", "Find the samples of the batch that cause non-finite values."});
+    parser.addOption({"dtype", "Replay in float16, bfloat16, float32 or float64 (precision what-if).", "DTYPE", "float32"});
+    parser.addOption({"device", "cpu, or cuda when LibTorch has it.", "DEVICE", "cpu"});
+    parser.addOption({"eval", "Replay in evaluation mode (default: training mode, as the step ran)."});
+    parser.addOption({"json", "Print JSON instead of text."});
+    int code = 0;
+    if (!parse(parser, arguments, code))
+        return code;
+    if (parser.positionalArguments().size() != 1)
+        return fail("replay takes one RUN_DIR\n" + parser.helpText());
+    const QString runDir = parser.positionalArguments().first();
+    const bool explicitFiles = parser.isSet("checkpoint") && parser.isSet("batch");
+    if (!parser.isSet("step") && !explicitFiles)
+        return fail("replay needs --step N (or both --checkpoint and --batch)");
+    bool stepOk = true;
+    const qint64 step = parser.value("step").toLongLong(&stepOk);
+    if (parser.isSet("step") && !stepOk)
+        return fail("--step takes a number, not '" + parser.value("step") + "'");
+
+    ReplayOptions options;
+    // run.h5 supplies the loss name when the batch lacks one; replay works without it.
+    if (auto reader = RunReader::open(runDir.toStdString())) {
+        const auto& attributes = (*reader)->info().attributes;
+        if (auto it = attributes.find("loss_name"); it != attributes.end())
+            options.lossName = it->second;
+    }
+    const auto checkpoints = listSteppedFiles(QDir(runDir).filePath("checkpoints").toStdString());
+    const auto batches = listSteppedFiles(QDir(runDir).filePath("batches").toStdString());
+    options.checkpoint = parser.value("checkpoint").toStdString();
+    options.batch = parser.value("batch").toStdString();
+    if (options.checkpoint.empty()) {
+        auto it = checkpoints.find(step);
+        if (it == checkpoints.end())
+            return fail(QString("%1 has no checkpoint for step %2. Steps with both a checkpoint and a batch: %3")
+                            .arg(runDir).arg(step).arg(stepList(checkpoints, batches)));
+        options.checkpoint = it->second;
+    }
+    if (options.batch.empty()) {
+        auto it = batches.find(step);
+        if (it == batches.end())
+            return fail(QString("%1 has no saved batch for step %2. Steps with both a checkpoint and a batch: %3")
+                            .arg(runDir).arg(step).arg(stepList(checkpoints, batches)));
+        options.batch = it->second;
+    }
+    for (const auto& file : {options.checkpoint, options.batch})
+        if (!QFileInfo::exists(fromStd(file)))
+            return fail(fromStd(file) + ": no such file");
+    options.layerPrefix = parser.value("layer").toStdString();
+    options.bisect = parser.isSet("bisect");
+    options.dtype = parser.value("dtype").toStdString();
+    options.device = parser.value("device").toStdString();
+    options.eval = parser.isSet("eval");
+    err() << "nanscope: replaying " << fromStd(options.checkpoint)
+          << " (TorchScript: this runs code from the file)" << Qt::endl;
+
+    auto replayed = replayStep(options);
+    if (!replayed)
+        return fail(fromStd(replayed.error()));
+    const ReplayResult& r = *replayed;
+    const qint64 shownStep = r.step >= 0 ? r.step : step;
+
+    if (parser.isSet("json")) {
+        QJsonArray ops;
+        for (const auto& op : r.ops)
+            ops.append(toJson(op, false));
+        QJsonArray params;
+        for (const auto& p : r.params)
+            params.append(QJsonObject{{"name", fromStd(p.name)}, {"value", toJson(p.value)}, {"grad", toJson(p.grad)}});
+        QJsonObject root{{"step", shownStep},
+                         {"loss", number(r.loss)},
+                         {"loss_name", fromStd(r.lossName)},
+                         {"checkpoint", fromStd(options.checkpoint)},
+                         {"batch", fromStd(options.batch)},
+                         {"dtype", fromStd(options.dtype)},
+                         {"mode", options.eval ? "eval" : "train"},
+                         {"forward", QJsonObject{{"first_nonfinite", r.firstNonfinite ? QJsonValue(toJson(*r.firstNonfinite, true)) : QJsonValue()},
+                                                 {"ops", ops}}},
+                         {"backward", QJsonObject{{"first_nonfinite", r.firstNonfiniteGrad ? QJsonValue(toJson(*r.firstNonfiniteGrad, true)) : QJsonValue()},
+                                                  {"params", params}}}};
+        if (r.bisected) {
+            QJsonArray bad;
+            for (int64_t i : r.badSamples)
+                bad.append(qint64(i));
+            root["bad_samples"] = bad;
+        }
+        QJsonArray notes;
+        for (const auto& n : r.notes)
+            notes.append(fromStd(n));
+        root["notes"] = notes;
+        out() << QJsonDocument(root).toJson(QJsonDocument::Indented);
+        return kExitOk;
+    }
+
+    out() << QString("step %1   loss (%2) = %3   %4 ops captured\n\n")
+                 .arg(shownStep).arg(fromStd(r.lossName)).arg(r.loss, 0, 'g', 6).arg(r.ops.size());
+    out() << QString("%1 %2 %3 %4 %5\n").arg("#", 4).arg("op", -22).arg("module", -14).arg("source", -22).arg("output range");
+    for (const auto& op : r.ops) {
+        const bool culprit = r.firstNonfinite && r.firstNonfinite->index == op.index;
+        out() << QString("%1 %2 %3 %4 %5%6\n")
+                     .arg(op.index, 4)
+                     .arg(fromStd(op.op), -22)
+                     .arg(fromStd(op.module.empty() ? "(root)" : op.module), -14)
+                     .arg(fromStd(op.source), -22)
+                     .arg(range(op.output))
+                     .arg(culprit ? "   <== first non-finite" : "");
+    }
+    if (r.firstNonfinite) {
+        const auto& op = *r.firstNonfinite;
+        out() << QString("\nFirst non-finite value: op #%1 %2 in module '%3' at %4\n")
+                     .arg(op.index).arg(fromStd(op.op), fromStd(op.module), fromStd(op.source));
+        for (size_t i = 0; i < op.inputs.size(); ++i)
+            out() << QString("  input %1: %2\n").arg(i).arg(range(op.inputs[i]));
+        out() << QString("  output : %1\n").arg(range(op.output));
+    } else {
+        out() << "\nThe forward pass is finite.\n";
+    }
+    if (r.firstNonfiniteGrad)
+        out() << QString("First non-finite gradient (backward order): op #%1 %2 in '%3' (%4)\n")
+                     .arg(r.firstNonfiniteGrad->index)
+                     .arg(fromStd(r.firstNonfiniteGrad->op), fromStd(r.firstNonfiniteGrad->module),
+                          fromStd(r.firstNonfiniteGrad->gradFunction));
+    if (r.bisected) {
+        QStringList bad;
+        for (int64_t i : r.badSamples)
+            bad << QString::number(i);
+        out() << "Samples that cause non-finite values: " << (bad.isEmpty() ? QString("none") : bad.join(", ")) << "\n";
+    }
+    for (const auto& n : r.notes)
+        out() << "note: " << fromStd(n) << "\n";
+    return kExitOk;
+}
+
+} // namespace nanscope::cli

@@ -1,0 +1,137 @@
+// Replays of the demo runs' saved steps: the culprit op, its module, its inputs, the samples.
+#include "TestRuns.h"
+
+#include "core/Replay.h"
+#include "core/RunWriter.h"
+
+#include <cmath>
+
+using namespace nanscope;
+
+namespace {
+
+ReplayOptions demoStep(const std::string& run, int64_t step)
+{
+    ReplayOptions options;
+    options.checkpoint = test::demoRun(run) + "/checkpoints/" + stepFileStem(step) + ".pt";
+    options.batch = test::demoRun(run) + "/batches/" + stepFileStem(step) + ".pt";
+    options.lossName = "cross_entropy";
+    return options;
+}
+
+} // namespace
+
+TEST(Replay, DivisionByZeroIsTracedToTheDivOfTheNormLayerAndOneSample)
+{
+    ReplayOptions options = demoStep("division-by-zero", 180);
+    options.bisect = true;
+    auto result = replayStep(options);
+    ASSERT_TRUE(result) << result.error();
+    EXPECT_EQ(result->step, 180);
+    EXPECT_FALSE(result->lossFinite);
+    ASSERT_TRUE(result->firstNonfinite);
+    const ReplayOp& culprit = *result->firstNonfinite;
+    EXPECT_EQ(culprit.op, "aten::div");
+    EXPECT_EQ(culprit.module, "norm");
+    EXPECT_FALSE(culprit.source.empty());
+    ASSERT_EQ(culprit.inputs.size(), 2u);
+    EXPECT_TRUE(culprit.inputs[0].finite() && culprit.inputs[1].finite()) << "finite in, non-finite out";
+    EXPECT_EQ(culprit.inputs[1].min, 0.0) << "the divisor range shows the zero";
+    EXPECT_EQ(culprit.output.nan, 16) << "one sample's 16 features";
+    EXPECT_EQ(result->badSamples, std::vector<int64_t>{5});
+    ASSERT_TRUE(result->firstNonfiniteGrad);
+    EXPECT_FALSE(result->firstNonfiniteGrad->gradFunction.empty());
+    ASSERT_FALSE(result->params.empty());
+    EXPECT_EQ(result->params.front().name, "fc1.weight");
+    EXPECT_GT(result->params.front().grad.nan, 0);
+    // Ops come in execution order, each with its module.
+    ASSERT_GE(result->ops.size(), 5u);
+    EXPECT_EQ(result->ops.front().module, "norm");
+    EXPECT_EQ(result->ops.back().module, "fc3");
+}
+
+TEST(Replay, HealthyStepIsFiniteEverywhere)
+{
+    auto result = replayStep(demoStep("division-by-zero", 150));
+    ASSERT_TRUE(result) << result.error();
+    EXPECT_FALSE(result->firstNonfinite);
+    EXPECT_FALSE(result->firstNonfiniteGrad);
+    EXPECT_TRUE(result->lossFinite);
+    EXPECT_GT(result->loss, 0);
+}
+
+TEST(Replay, BisectionFindsTheNanSampleThroughBatchNorm)
+{
+    ReplayOptions options = demoStep("batchnorm-poisoned", 200);
+    options.bisect = true;
+    auto result = replayStep(options);
+    ASSERT_TRUE(result) << result.error();
+    EXPECT_EQ(result->badSamples, std::vector<int64_t>{2}) << "one-sample batches cannot run BatchNorm in training mode";
+    ASSERT_TRUE(result->firstNonfinite);
+    EXPECT_EQ(result->firstNonfinite->module, "fc1") << "the NaN input enters at the first layer";
+}
+
+TEST(Replay, EvalModeShowsThePoisonedRunningStatistics)
+{
+    ReplayOptions options = demoStep("batchnorm-poisoned", 250);
+    options.eval = true;
+    auto result = replayStep(options);
+    ASSERT_TRUE(result) << result.error();
+    ASSERT_TRUE(result->firstNonfinite);
+    EXPECT_EQ(result->firstNonfinite->op, "aten::batch_norm");
+    EXPECT_EQ(result->firstNonfinite->module, "bn1");
+    EXPECT_FALSE(result->notes.empty()) << "the NaN came from the model's state, and the replay says so";
+
+    options.eval = false; // training mode uses batch statistics: the same step is finite
+    auto train = replayStep(options);
+    ASSERT_TRUE(train);
+    EXPECT_FALSE(train->firstNonfinite);
+}
+
+TEST(Replay, LayerFilterListsOnlyThatModule)
+{
+    ReplayOptions options = demoStep("division-by-zero", 180);
+    options.layerPrefix = "fc2";
+    auto result = replayStep(options);
+    ASSERT_TRUE(result);
+    ASSERT_FALSE(result->ops.empty());
+    for (const auto& op : result->ops)
+        EXPECT_EQ(op.module, "fc2");
+    ASSERT_TRUE(result->firstNonfinite) << "the culprit is found over the whole model";
+    EXPECT_EQ(result->firstNonfinite->module, "norm");
+}
+
+TEST(Replay, PrecisionWhatIfRunsInBfloat16AndFloat64)
+{
+    for (const char* dtype : {"bfloat16", "float64"}) {
+        ReplayOptions options = demoStep("division-by-zero", 180);
+        options.dtype = dtype;
+        auto result = replayStep(options);
+        ASSERT_TRUE(result) << dtype << ": " << result.error();
+        ASSERT_TRUE(result->firstNonfinite) << dtype;
+        EXPECT_EQ(result->firstNonfinite->module, "norm");
+        EXPECT_EQ(result->ops.front().output.dtype, dtype == std::string("bfloat16") ? "BFloat16" : "Double");
+    }
+}
+
+TEST(Replay, WrongFilesGiveClearErrors)
+{
+    ReplayOptions swapped = demoStep("division-by-zero", 180);
+    std::swap(swapped.checkpoint, swapped.batch);
+    auto result = replayStep(swapped);
+    ASSERT_FALSE(result);
+    EXPECT_NE(result.error().find(swapped.batch), std::string::npos) << result.error();
+
+    ReplayOptions otherModel = demoStep("division-by-zero", 180);
+    otherModel.batch = test::demoRun("gradual-blowup") + "/batches/" + stepFileStem(100) + ".pt";
+    otherModel.lossName = "mse";
+    auto mismatch = replayStep(otherModel);
+    ASSERT_FALSE(mismatch) << "a regression batch does not fit a classifier";
+    EXPECT_NE(mismatch.error().find("does not fit the batch's targets"), std::string::npos) << mismatch.error();
+
+    ReplayOptions missing = demoStep("division-by-zero", 180);
+    missing.batch = "/nonexistent/step_00000001.pt";
+    auto noFile = replayStep(missing);
+    ASSERT_FALSE(noFile);
+    EXPECT_NE(noFile.error().find("/nonexistent/step_00000001.pt"), std::string::npos);
+}
