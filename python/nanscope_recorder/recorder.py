@@ -1,6 +1,7 @@
 """The recorder: hooks into a PyTorch training loop and writes a run directory nanscope reads."""
 import math
 import os
+import re
 import warnings
 
 import numpy as np
@@ -12,6 +13,7 @@ from .checkpoints import Checkpointer, save_batch
 from .run_file import RunFile, log_path
 
 _BUFFER_NAMES = ("running_mean", "running_var", "num_batches_tracked")
+STEP_FILE = re.compile(r"step_\d{8,}\.(pt|safetensors)(\.partial)?")
 
 
 def _tensors_of(value):
@@ -38,6 +40,13 @@ def _named_inputs(inputs, targets):
     elif isinstance(targets, (list, tuple)):
         named.extend(("y%d" % i, t) for i, t in enumerate(targets) if isinstance(t, torch.Tensor))
     return named
+
+
+def _remove_step_files(directory):
+    if os.path.isdir(directory):
+        for name in os.listdir(directory):
+            if STEP_FILE.fullmatch(name):
+                os.remove(os.path.join(directory, name))
 
 
 def _is_leaf(name, module):
@@ -95,6 +104,9 @@ class Recorder:
             os.remove(log_path(run_dir))
         self._checkpoint_dir = os.path.join(run_dir, "checkpoints")
         self._batch_dir = os.path.join(run_dir, "batches")
+        if overwrite:
+            _remove_step_files(self._checkpoint_dir)  # another run's checkpoints would mislead
+            _remove_step_files(self._batch_dir)
 
         self._params = [(name, p) for name, p in model.named_parameters()]
         self._norms = [(name, m) for name, m in model.named_modules()
@@ -119,12 +131,17 @@ class Recorder:
         self._last_loss_scale = None
         self._warned = set()
         self._last_event_step = -(2 ** 62)
+        self._input_stats = []
+        self._inputs = self._targets = None
+        self._closed = False
 
     # ---------------------------------------------------------------- the training loop's calls
 
     def begin_step(self, step, inputs=None, targets=None):
         """Call before the forward pass of optimizer step `step` (a global step, increasing)."""
         step = int(step)
+        if self._closed:
+            raise RuntimeError("begin_step after close()")
         if self._in_step:
             raise RuntimeError("begin_step(%d) before end_step of step %d" % (step, self._step))
         if self._last_step is not None and step <= self._last_step:
@@ -155,6 +172,10 @@ class Recorder:
             extra["lr"] = lr
         if loss_scale is not None:
             extra["loss_scale"] = loss_scale
+        reserved = {"loss", "grad_norm", "param_norm", "skipped"}.intersection(scalars)
+        if reserved:
+            raise ValueError("end_step: %s is computed by the recorder; log your own value under another name"
+                             % ", ".join(sorted(reserved)))
         extra.update(scalars)
         extra = {k: float(v.item() if isinstance(v, torch.Tensor) else v) for k, v in extra.items()}
         scalar_row = self._scalar_row(extra) if self._file is not None else None
@@ -218,6 +239,7 @@ class Recorder:
             self._file.flush()
 
     def close(self):
+        self._closed = True
         self._disarm_hooks()
         if self._file is None and self._pending_events:
             self._create_file({}, None)
@@ -237,7 +259,10 @@ class Recorder:
 
     def _gather(self, loss):
         """Computes the step's statistics on the device and copies them to the host at once."""
-        loss_t = loss.detach().reshape(-1)[:1] if isinstance(loss, torch.Tensor) else torch.tensor([float(loss)])
+        loss_t = loss.detach().reshape(-1) if isinstance(loss, torch.Tensor) else torch.tensor([float(loss)])
+        if loss_t.numel() != 1:
+            raise ValueError("end_step: the loss must be a single value, not a tensor of shape %s"
+                             % tuple(loss.shape))
         params = [p.detach() for _, p in self._params]
         present = [i for i, (_, p) in enumerate(self._params) if p.grad is not None]
         grads = [self._params[i][1].grad.detach() for i in present]
@@ -369,8 +394,10 @@ class Recorder:
             reason = "non-finite loss (%s)" % loss_value
         else:
             bad = [self._params[i][0] for i in np.flatnonzero(grad_nonfinite)]
-            reason = "non-finite gradients in %d parameter(s)%s" % (
-                len(bad), (" (first: %s)" % bad[0]) if bad else "")
+            if bad:
+                reason = "non-finite gradients in %d parameter(s) (first: %s)" % (len(bad), bad[0])
+            else:
+                reason = "the gradient norm overflowed, though every gradient value is finite"
         self._event(step, "skipped_step", reason)
         if not self._checkpoint_saved:
             self._save_checkpoint(step, overrides=self._snapshot_overrides())

@@ -144,6 +144,17 @@ class RecorderRules(unittest.TestCase):
             Recorder(self.run_dir, fx.bn_mlp())
         Recorder(self.run_dir, fx.bn_mlp(), overwrite=True).close()
 
+    def test_restore_buffers_on_skip_keeps_batchnorm_clean(self):
+        _, model = fx.train(self.run_dir, fx.bn_mlp(), 4, nan_at=2, restore_buffers_on_skip=True)
+        self.assertTrue(torch.isfinite(model[1].running_mean).all())
+        self.assertEqual(int(model[1].num_batches_tracked), 3)
+
+    def test_overwrite_removes_the_old_runs_step_files(self):
+        fx.train(self.run_dir, fx.bn_mlp(), 6, nan_at=3, checkpoint_every=5)
+        fx.train(self.run_dir, fx.bn_mlp(), 2, overwrite=True)
+        self.assertEqual(sorted(os.listdir(os.path.join(self.run_dir, "checkpoints"))), ["step_00000000.pt"])
+        self.assertEqual(os.listdir(os.path.join(self.run_dir, "batches")), [])
+
     def test_extra_scalars_and_loss_scale(self):
         model = fx.bn_mlp()
         with Recorder(self.run_dir, model, checkpoint_every=0) as rec:
