@@ -134,6 +134,7 @@ class Recorder:
         self._input_stats = []
         self._inputs = self._targets = None
         self._closed = False
+        self._present_index = (None, None)
 
     # ---------------------------------------------------------------- the training loop's calls
 
@@ -276,7 +277,10 @@ class Recorder:
                 # A parameter without a gradient received none this step: its gradient norm is 0.
                 norms = torch.zeros(len(params), device=device)
                 if grads:
-                    norms[torch.tensor(present, device=device)] = stats.tensor_norms(grads).to(device)
+                    key = (tuple(present), device)
+                    if self._present_index[0] != key:  # the same parameters lack gradients step after step
+                        self._present_index = (key, torch.tensor(present, device=device))
+                    norms[self._present_index[1]] = stats.tensor_norms(grads).to(device)
                 parts["grad_norm"] = norms
         if self._norms:
             rows = []
