@@ -155,6 +155,33 @@ class RecorderRules(unittest.TestCase):
         self.assertEqual(sorted(os.listdir(os.path.join(self.run_dir, "checkpoints"))), ["step_00000000.pt"])
         self.assertEqual(os.listdir(os.path.join(self.run_dir, "batches")), [])
 
+    def test_module_called_twice_gets_one_merged_column(self):
+        class TwiceRelu(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc1 = torch.nn.Linear(fx.FEATURES, 8)
+                self.fc2 = torch.nn.Linear(8, fx.CLASSES)
+                self.relu = torch.nn.ReLU()
+
+            def forward(self, x):
+                return self.fc2(self.relu(self.fc1(self.relu(x))))
+
+        model = TwiceRelu()
+        with Recorder(self.run_dir, model, checkpoint_every=0, activations_every=1,
+                      activation_filter=lambda name, m: name in ("relu", "fc1")) as rec:
+            x, y = fx.batch(0)
+            x[0, 0] = float("nan")
+            rec.begin_step(0, inputs=x, targets=y)
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            rec.end_step(loss)
+        with fx.open_run(self.run_dir) as f:
+            self.assertEqual(fx.strings(f["activations/names"]), ["fc1", "relu"])
+            relu = fx.strings(f["activations/names"]).index("relu")
+            # The NaN passes the first call's ReLU and poisons fc1's row 0: 1 + 8 NaN in all.
+            self.assertEqual(f["activations/nan"][0, relu], 1 + 8)
+            self.assertEqual(f["activations/min"][0, relu], 0)
+
     def test_extra_scalars_and_loss_scale(self):
         model = fx.bn_mlp()
         with Recorder(self.run_dir, model, checkpoint_every=0) as rec:

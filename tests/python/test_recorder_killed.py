@@ -1,4 +1,5 @@
-"""A training process killed with SIGKILL mid-run leaves a run.h5 whose flushed rows nanscope reads."""
+"""nanscope reads a run while it is being written, and a training process killed with SIGKILL
+mid-run leaves a run.h5 whose flushed rows nanscope reads."""
 import os
 import signal
 import subprocess
@@ -56,6 +57,10 @@ class KilledTraining(unittest.TestCase):
                     if not line:
                         break
                     last = int(line)
+                # nanscope reads the run while it is being written.
+                status, live = fx.nanscope_info(run_dir)
+                self.assertEqual(status, 0, live)
+                self.assertGreaterEqual(live["groups"]["scalars"]["rows"], last + 1)
             finally:
                 proc.send_signal(signal.SIGKILL)
                 _, err = proc.communicate(timeout=60)
