@@ -167,7 +167,8 @@ def main():
         print("\nthe recorder's own time per step:")
         print("  begin_step + end_step, mean           %8.1f ms = %.2f %% of a plain step"
               % (in_calls * 1e3, in_calls / step * 100))
-        print("  activation hooks, one step in 10      %8.1f ms = %.2f %%" % (hooks / 10 * 1e3, hooks / 10 / step * 100))
+        print("  activation hooks, one step in 10      %8.1f ms = %.2f %%"
+              % (hooks / 10 * 1e3, hooks / 10 / step * 100))
 
         checkpointer = Checkpointer(model, os.path.join(tmp, "checkpoints"))
         checkpointer.save(0)  # scripts the model once
