@@ -1,0 +1,114 @@
+"""Tensor statistics computed on the tensor's device without waiting for it.
+
+Everything here returns tensors; the recorder concatenates one step's results and copies them to
+the host once (one synchronisation per step on a GPU, none per parameter or per module).
+"""
+import math
+
+import torch
+
+# Order of a range-statistics vector. `finite` (the number of finite elements) lets the host merge
+# the statistics of a module that ran more than once in a forward pass.
+RANGE_FIELDS = ("min", "max", "mean", "std", "nan", "inf", "finite")
+RANGE_WIDTH = len(RANGE_FIELDS)
+
+_NAN = float("nan")
+
+
+def _as_float(t):
+    t = t.detach()
+    if t.dtype in (torch.float32, torch.float64):
+        return t
+    if t.is_complex():
+        t = torch.view_as_real(t)
+    return t.to(torch.float32) if t.is_floating_point() else t.to(torch.float64)
+
+
+def range_stats(tensor):
+    """[min, max, mean, std, nan, inf, finite] (float64) over the finite elements of `tensor`.
+    min/max/mean/std are NaN when no element is finite, like the C++ side's RangeStats."""
+    x = _as_float(tensor).reshape(-1)
+    n = x.numel()
+    if n == 0:
+        return torch.tensor([_NAN, _NAN, _NAN, _NAN, 0.0, 0.0, 0.0], dtype=torch.float64, device=x.device)
+    if x.device.type == "cpu":
+        # On the CPU a host check costs nothing: all-finite tensors (the usual case) take two passes.
+        lo, hi = torch.aminmax(x)
+        if math.isfinite(lo.item()) and math.isfinite(hi.item()):
+            # torch.std and a float32 mean are several times faster here than std_mean or a
+            # float64 mean (the CPU sum is pairwise, so float32 loses little).
+            std = torch.std(x) if n > 1 else torch.zeros((), dtype=x.dtype)
+            mean = torch.mean(x)
+            return torch.stack([lo.double(), hi.double(), mean.double(), std.double(),
+                                torch.zeros((), dtype=torch.float64), torch.zeros((), dtype=torch.float64),
+                                torch.tensor(float(n), dtype=torch.float64)])
+    return _masked_range_stats(x)
+
+
+def _masked_range_stats(x):
+    """range_stats without any host synchronisation."""
+    finite = torch.isfinite(x)
+    nan = torch.isnan(x).sum().double()
+    count = finite.sum().double()
+    inf = x.numel() - count - nan
+    lo = torch.where(finite, x, torch.full_like(x, math.inf)).amin().double()
+    hi = torch.where(finite, x, torch.full_like(x, -math.inf)).amax().double()
+    zeros = torch.zeros_like(x)
+    mean = torch.where(finite, x, zeros).sum(dtype=torch.float64) / count.clamp(min=1)
+    centred = torch.where(finite, x.double() - mean, zeros.double())
+    var = (centred * centred).sum() / (count - 1).clamp(min=1)
+    none = count == 0
+    nan_t = torch.full((), _NAN, dtype=torch.float64, device=x.device)
+    return torch.stack([torch.where(none, nan_t, lo), torch.where(none, nan_t, hi),
+                        torch.where(none, nan_t, mean), torch.where(none, nan_t, var.sqrt()),
+                        nan, inf, count])
+
+
+def merge_range_stats(rows):
+    """Host-side merge of several range_stats vectors (a module called more than once)."""
+    if len(rows) == 1:
+        return rows[0][:6]
+    nan = sum(r[4] for r in rows)
+    inf = sum(r[5] for r in rows)
+    parts = [r for r in rows if r[6] > 0]
+    total = sum(r[6] for r in parts)
+    if total == 0:
+        return [_NAN, _NAN, _NAN, _NAN, nan, inf]
+    mean = sum(r[6] * r[2] for r in parts) / total
+    m2 = sum((r[6] - 1) * r[3] * r[3] + r[6] * (r[2] - mean) ** 2 for r in parts)
+    std = math.sqrt(m2 / (total - 1)) if total > 1 else 0.0
+    return [min(r[0] for r in parts), max(r[1] for r in parts), mean, std, nan, inf]
+
+
+def finite_min_max(tensor):
+    """(min, max) over the finite elements, NaN when there are none; no host synchronisation."""
+    x = _as_float(tensor).reshape(-1)
+    finite = torch.isfinite(x)
+    lo = torch.where(finite, x, torch.full_like(x, math.inf)).amin()
+    hi = torch.where(finite, x, torch.full_like(x, -math.inf)).amax()
+    none = ~finite.any()
+    return torch.where(none, torch.full_like(lo, _NAN), lo), torch.where(none, torch.full_like(hi, _NAN), hi)
+
+
+def nonfinite_count(tensor):
+    return (~torch.isfinite(tensor.detach())).sum()
+
+
+_HAS_FOREACH_NORM = hasattr(torch, "_foreach_norm")
+
+
+def tensor_norms(tensors):
+    """L2 norm of each tensor as one float32 vector on the first tensor's device. Uses the fused
+    torch._foreach_norm where it exists (PyTorch >= 1.13) and the tensors allow it."""
+    if not tensors:
+        return torch.zeros(0)
+    device = tensors[0].device
+    dtype = tensors[0].dtype
+    fused = _HAS_FOREACH_NORM and dtype in (torch.float32, torch.float64) and \
+        all(t.device == device and t.dtype == dtype for t in tensors)
+    if fused:
+        return torch.stack(torch._foreach_norm(tensors)).float()
+    # Half precision, mixed dtypes or devices: norms accumulated in float32, gathered on one device.
+    norms = [torch.linalg.vector_norm(t if t.dtype in (torch.float32, torch.float64) else t.float())
+             .float().to(device, non_blocking=True) for t in tensors]
+    return torch.stack(norms)

@@ -1,0 +1,121 @@
+"""The recorder's checkpoints: TorchScript that replays a NaN step, untouched by the recorder's
+hooks, and a state_dict for models that do not script."""
+import os
+import sys
+import tempfile
+import unittest
+
+import torch
+import torch.nn.functional as F
+
+from nanscope_recorder import Recorder
+
+import recorder_fixtures as fx
+
+NAN_AT = 6
+
+
+def checkpoint(run_dir, step):
+    return os.path.join(run_dir, "checkpoints/step_%08d.pt" % step)
+
+
+class ScriptedCheckpoints(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.run_dir = os.path.join(cls.tmp.name, "run")
+        # Activations every step: the hooks are on the model in every step that saves a checkpoint.
+        cls.applied, cls.model = fx.train(cls.run_dir, fx.bn_mlp(), 10, nan_at=NAN_AT,
+                                          checkpoint_every=3, activations_every=1)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_checkpoints_are_torchscript_despite_the_hooks(self):
+        for step in (0, 3, NAN_AT, 9):
+            model = torch.jit.load(checkpoint(self.run_dir, step))
+            self.assertIsInstance(model, torch.jit.ScriptModule)
+        with fx.open_run(self.run_dir) as f:
+            self.assertEqual(f["activations/steps"][:].tolist(), list(range(10)))
+
+    def test_the_model_keeps_no_recorder_hooks_and_still_scripts(self):
+        for module in self.model.modules():
+            self.assertEqual(len(module._forward_hooks), 0)
+        torch.jit.script(self.model)
+
+    def test_checkpoint_of_the_nan_step_replays_the_nan(self):
+        model = torch.jit.load(checkpoint(self.run_dir, NAN_AT))
+        batch = torch.load(os.path.join(self.run_dir, "batches/step_%08d.pt" % NAN_AT))
+        out = model(batch["inputs"])
+        # In training mode BatchNorm spreads the one NaN input through its batch statistics.
+        self.assertTrue(torch.isnan(out).any())
+        self.assertTrue(torch.isnan(F.cross_entropy(out, batch["targets"])))
+
+    def test_checkpoint_holds_weights_and_buffers_before_the_step(self):
+        model = torch.jit.load(checkpoint(self.run_dir, NAN_AT))
+        buffers = dict(model.named_buffers())
+        # The live model's running stats were poisoned by the NaN forward; the checkpoint's are not.
+        self.assertFalse(torch.isfinite(self.model[1].running_mean).all())
+        self.assertTrue(torch.isfinite(buffers["1.running_mean"]).all())
+        self.assertTrue(torch.isfinite(buffers["1.running_var"]).all())
+        self.assertEqual(int(buffers["1.num_batches_tracked"]), NAN_AT)
+        # Checkpoint N holds the weights step N's forward used; the NaN step's update was skipped.
+        with fx.open_run(self.run_dir) as f:
+            norms = f["layers/param_norm"][:]
+        for step in (NAN_AT, 9):
+            saved = torch.jit.load(checkpoint(self.run_dir, step))
+            for i, (name, p) in enumerate(saved.named_parameters()):
+                self.assertAlmostEqual(p.norm().item(), float(norms[step, i]), places=4, msg=name)
+        self.assertTrue((norms[NAN_AT] == norms[NAN_AT + 1]).all())
+        self.assertFalse((norms[NAN_AT - 1] == norms[NAN_AT]).all())
+
+    def test_replaying_a_regular_checkpoint_gives_the_logged_loss(self):
+        model = torch.jit.load(checkpoint(self.run_dir, 3))
+        x, y = fx.batch(3)
+        with fx.open_run(self.run_dir) as f:
+            logged = f["scalars/loss"][3]
+        self.assertAlmostEqual(F.cross_entropy(model(x), y).item(), logged, places=5)
+
+
+class StateDictFallback(unittest.TestCase):
+    def test_unscriptable_model_gets_state_dict_checkpoints(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            run_dir = os.path.join(tmp, "run")
+            model = fx.Unscriptable()
+            with self.assertRaises(Exception):
+                torch.jit.script(model)
+            applied, _ = fx.train(run_dir, model, 6, nan_at=4, checkpoint_every=2)
+            self.assertEqual([s for s, ok in applied.items() if not ok], [4])
+            state = torch.load(checkpoint(run_dir, 4))
+            self.assertEqual(set(state), set(model.state_dict()))
+            # Pre-forward BatchNorm statistics, while the live ones hold the NaN.
+            self.assertTrue(torch.isfinite(state["bn.running_mean"]).all())
+            self.assertFalse(torch.isfinite(model.bn.running_mean).all())
+            status, info = fx.nanscope_info(run_dir)
+            self.assertEqual(status, 0, info)
+            self.assertEqual(info["checkpoints"], [0, 2, 4])
+            with fx.open_run(run_dir) as f:
+                notes = [m for k, m in zip(fx.strings(f["events/kind"]), fx.strings(f["events/message"]))
+                         if k == "note"]
+            self.assertTrue(any("does not script" in m for m in notes), notes)
+
+    def test_hooks_of_the_user_are_left_alone(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            model = fx.bn_mlp()
+            seen = []
+            model[0].register_forward_hook(lambda m, i, o: seen.append(o.shape))
+            rec = Recorder(os.path.join(tmp, "run"), model, checkpoint_every=1, activations_every=1)
+            x, y = fx.batch(0)
+            rec.begin_step(0, inputs=x, targets=y)
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            rec.end_step(loss)
+            rec.close()
+            self.assertEqual(len(seen), 1)
+            self.assertEqual(len(model[0]._forward_hooks), 1)
+
+
+if __name__ == "__main__":
+    result = unittest.main(exit=False, verbosity=2).result
+    sys.exit(0 if result.wasSuccessful() else 1)

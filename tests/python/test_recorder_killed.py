@@ -1,0 +1,89 @@
+"""nanscope reads a run while it is being written, and a training process killed with SIGKILL
+mid-run leaves a run.h5 whose flushed rows nanscope reads."""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import unittest
+
+import numpy as np
+
+import recorder_fixtures as fx
+
+# Trains until killed; prints each step once end_step has flushed it.
+TRAINER = textwrap.dedent("""
+    import sys
+    import torch
+    import torch.nn.functional as F
+    from nanscope_recorder import Recorder
+    import recorder_fixtures as fx
+
+    model = fx.bn_mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    rec = Recorder(sys.argv[1], model, loss_name="cross_entropy", checkpoint_every=4, activations_every=3)
+    step = 0
+    while True:
+        x, y = fx.batch(step)
+        rec.begin_step(step, inputs=x, targets=y)
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        if rec.end_step(loss, lr=0.1):
+            opt.step()
+        print(step, flush=True)
+        step += 1
+""")
+
+MIN_STEPS = 15
+
+
+class KilledTraining(unittest.TestCase):
+    def test_rows_flushed_before_sigkill_are_readable(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            run_dir = os.path.join(tmp, "killed")
+            env = dict(os.environ)
+            env["PYTHONPATH"] = os.pathsep.join(
+                [os.path.dirname(os.path.abspath(__file__)), env.get("PYTHONPATH", "")])
+            proc = subprocess.Popen([sys.executable, "-c", TRAINER, run_dir], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, env=env, text=True)
+            try:
+                last = -1
+                deadline = time.monotonic() + 120
+                while last < MIN_STEPS and time.monotonic() < deadline:
+                    line = proc.stdout.readline()
+                    if not line:
+                        break
+                    last = int(line)
+                # nanscope reads the run while it is being written.
+                status, live = fx.nanscope_info(run_dir)
+                self.assertEqual(status, 0, live)
+                self.assertGreaterEqual(live["groups"]["scalars"]["rows"], last + 1)
+            finally:
+                proc.send_signal(signal.SIGKILL)
+                _, err = proc.communicate(timeout=60)
+            self.assertGreaterEqual(last, MIN_STEPS, err)
+            self.assertEqual(proc.returncode, -signal.SIGKILL)
+
+            status, info = fx.nanscope_info(run_dir)
+            self.assertEqual(status, 0, info)
+            groups = info["groups"]
+            # Every step printed was flushed; a few more may have been before the kill landed.
+            for table in ("scalars", "layers", "buffers", "inputs"):
+                self.assertGreaterEqual(groups[table]["rows"], last + 1, table)
+            self.assertGreaterEqual(groups["activations"]["rows"], last // 3 + 1)
+            self.assertIn(12, info["checkpoints"])
+
+            with fx.open_run(run_dir) as f:
+                rows = groups["scalars"]["rows"]
+                steps = f["scalars/steps"][:rows]
+                self.assertEqual(steps.tolist(), list(range(rows)))
+                self.assertTrue(np.isfinite(f["scalars/loss"][:rows]).all())
+                self.assertTrue(np.isfinite(f["layers/grad_norm"][:groups["layers"]["rows"]]).all())
+
+
+if __name__ == "__main__":
+    result = unittest.main(exit=False, verbosity=2).result
+    sys.exit(0 if result.wasSuccessful() else 1)

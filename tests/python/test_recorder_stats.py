@@ -1,0 +1,74 @@
+"""The recorder's tensor statistics: the synchronisation-free path a GPU takes agrees with the CPU
+path, NaN and Inf are counted and left out of the ranges, and merged calls equal one big tensor."""
+import math
+import sys
+import unittest
+
+import numpy as np
+import torch
+
+from nanscope_recorder import stats
+
+
+def reference(values):
+    """[min, max, mean, std, nan, inf] computed the slow, obvious way in float64."""
+    v = values.double().reshape(-1)
+    finite = v[torch.isfinite(v)]
+    nan, inf = float(torch.isnan(v).sum()), float(torch.isinf(v).sum())
+    if finite.numel() == 0:
+        return [math.nan] * 4 + [nan, inf]
+    std = finite.std().item() if finite.numel() > 1 else 0.0
+    return [finite.min().item(), finite.max().item(), finite.mean().item(), std, nan, inf]
+
+
+def cases():
+    torch.manual_seed(0)
+    plain = torch.randn(64, 33) * 3 + 1
+    poisoned = plain.clone()
+    poisoned[0, 0], poisoned[5, 7], poisoned[9, 9] = math.nan, math.inf, -math.inf
+    return {
+        "finite": plain,
+        "nan and inf": poisoned,
+        "all nan": torch.full((4, 4), math.nan),
+        "one element": torch.tensor([2.5]),
+        "half": (torch.randn(100) * 10).half(),
+        "integers": torch.arange(10),
+        "large offset": torch.randn(1000) + 1e4,
+        "empty": torch.zeros(0),
+    }
+
+
+class RangeStats(unittest.TestCase):
+    def assert_stats(self, got, expected, label):
+        np.testing.assert_allclose(np.asarray(got[:6], dtype=np.float64), expected, rtol=1e-4, atol=1e-5,
+                                   equal_nan=True, err_msg=label)
+
+    def test_cpu_and_device_paths_agree_with_the_reference(self):
+        for label, t in cases().items():
+            expected = reference(t)
+            self.assert_stats(stats.range_stats(t).tolist(), expected, label + " (cpu path)")
+            if t.numel():
+                x = t.double() if not t.is_floating_point() else t.float()
+                self.assert_stats(stats._masked_range_stats(x.reshape(-1)).tolist(), expected,
+                                  label + " (device path)")
+
+    def test_merged_calls_equal_one_tensor(self):
+        parts = [torch.randn(50) * 2, torch.randn(70) + 3, torch.tensor([math.nan, 1.0, math.inf])]
+        merged = stats.merge_range_stats([stats.range_stats(p).tolist() for p in parts])
+        self.assert_stats(merged, reference(torch.cat(parts)), "merged")
+
+    def test_finite_min_max_and_norms(self):
+        t = torch.tensor([math.nan, -2.0, 5.0, math.inf])
+        lo, hi = stats.finite_min_max(t)
+        self.assertEqual((lo.item(), hi.item()), (-2.0, 5.0))
+        lo, hi = stats.finite_min_max(torch.full((3,), math.nan))
+        self.assertTrue(math.isnan(lo.item()) and math.isnan(hi.item()))
+        tensors = [torch.randn(3, 4), torch.randn(7), torch.randn(2).half()]
+        norms = stats.tensor_norms(tensors)
+        np.testing.assert_allclose(norms.numpy(), [t.float().norm().item() for t in tensors], rtol=1e-3)
+        self.assertTrue(math.isnan(stats.tensor_norms([torch.tensor([1.0, math.nan])])[0].item()))
+
+
+if __name__ == "__main__":
+    result = unittest.main(exit=False, verbosity=2).result
+    sys.exit(0 if result.wasSuccessful() else 1)
