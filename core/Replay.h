@@ -70,6 +70,7 @@ struct ReplayResult
     bool bisected = false;
     std::vector<int64_t> badSamples;
     std::vector<std::string> notes; // what the replay had to assume or could not do
+    double instrumentedMs = 0;      // instrumented forward + loss + backward + statistics
 };
 
 // Replays one step: runs the checkpoint's forward on the batch with every intermediate tensor

@@ -9,8 +9,10 @@
 #include <torch/script.h>
 #include <torch/torch.h>
 
+#include <chrono>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <set>
 #include <fstream>
@@ -24,6 +26,44 @@ namespace {
 using torch::jit::Node;
 using torch::jit::Value;
 
+// One pass over the elements: min/max/sum/sum of squares of the finite ones and the non-finite
+// counts together. Separate torch reductions (isnan, isinf, masked min, max, mean, std) read the
+// tensor seven times and made the instrumented replay of a small CNN 8x slower than a plain one.
+template<typename T>
+void accumulate(const T* data, int64_t n, ValueStats& s)
+{
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo, sum = 0, sumSquares = 0;
+    int64_t finite = 0, nan = 0, posinf = 0, neginf = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const double v = double(data[i]);
+        if (std::isfinite(v)) {
+            lo = std::min(lo, v);
+            hi = std::max(hi, v);
+            sum += v;
+            sumSquares += v * v;
+            ++finite;
+        } else if (std::isnan(v)) {
+            ++nan;
+        } else if (v > 0) {
+            ++posinf;
+        } else {
+            ++neginf;
+        }
+    }
+    s.nan = nan;
+    s.posinf = posinf;
+    s.neginf = neginf;
+    if (finite == 0) {
+        s.min = s.max = s.mean = s.std = s.absmax = std::nan("");
+        return;
+    }
+    s.min = lo;
+    s.max = hi;
+    s.mean = sum / double(finite);
+    s.std = finite > 1 ? std::sqrt(std::max(0.0, (sumSquares - sum * s.mean) / double(finite - 1))) : 0.0;
+    s.absmax = std::max(std::fabs(lo), std::fabs(hi));
+}
+
 ValueStats statsOf(const torch::Tensor& tensor)
 {
     ValueStats s;
@@ -33,32 +73,18 @@ ValueStats statsOf(const torch::Tensor& tensor)
     s.shape = tensor.sizes().vec();
     s.dtype = std::string(c10::toString(tensor.scalar_type()));
     s.numel = tensor.numel();
-    if (!tensor.is_floating_point() && !tensor.is_complex()) {
-        const auto v = tensor.detach().to(torch::kDouble).flatten();
-        if (s.numel > 0) {
-            s.min = v.min().item<double>();
-            s.max = v.max().item<double>();
-            s.mean = v.mean().item<double>();
-            s.std = s.numel > 1 ? v.std().item<double>() : 0.0;
-            s.absmax = v.abs().max().item<double>();
-        }
+    if (s.numel == 0)
         return s;
-    }
-    const auto v = tensor.detach().to(torch::kDouble).flatten();
-    const auto nanMask = torch::isnan(v);
-    s.nan = nanMask.sum().item<int64_t>();
-    s.posinf = torch::isposinf(v).sum().item<int64_t>();
-    s.neginf = torch::isneginf(v).sum().item<int64_t>();
-    const auto finite = v.masked_select(torch::isfinite(v));
-    if (finite.numel() == 0) {
-        s.min = s.max = s.mean = s.std = s.absmax = std::nan("");
-        return s;
-    }
-    s.min = finite.min().item<double>();
-    s.max = finite.max().item<double>();
-    s.mean = finite.mean().item<double>();
-    s.std = finite.numel() > 1 ? finite.std().item<double>() : 0.0;
-    s.absmax = finite.abs().max().item<double>();
+    // Float32 and float64 are read in place; other dtypes (and GPU tensors) are copied to a
+    // float64 CPU tensor first.
+    torch::Tensor values = tensor.detach();
+    if (!values.is_cpu() || (values.scalar_type() != torch::kFloat && values.scalar_type() != torch::kDouble))
+        values = values.to(torch::kCPU, torch::kDouble);
+    values = values.contiguous();
+    if (values.scalar_type() == torch::kFloat)
+        accumulate(values.data_ptr<float>(), s.numel, s);
+    else
+        accumulate(values.data_ptr<double>(), s.numel, s);
     return s;
 }
 
@@ -241,7 +267,9 @@ public:
 
         if (!reportProgress(m_progress, 0.15, "instrumented forward"))
             return Error{"cancelled"};
+        const auto started = std::chrono::steady_clock::now();
         Status status = instrumentedForward(result);
+        result.instrumentedMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
         if (!status)
             return Error{status.error()};
         if (m_options.bisect) {
@@ -326,6 +354,15 @@ private:
             if (v.requires_grad() && !v.is_leaf())
                 v.retain_grad();
 
+        // Statistics once per value: an op's input is usually the previous op's output.
+        std::map<const Value*, ValueStats> statsCache;
+        auto statsFor = [&](const Value* v) -> const ValueStats& {
+            auto it = statsCache.find(v);
+            if (it == statsCache.end())
+                it = statsCache.emplace(v, statsOf(tensorFor(v))).first;
+            return it->second;
+        };
+
         std::vector<ReplayOp> allOps;
         std::set<const Node*> seen;
         for (const auto& [node, value] : captured) {
@@ -336,12 +373,12 @@ private:
             op.op = node->kind().toQualString();
             op.module = modulePathOf(node);
             op.source = sourceOf(node);
-            op.output = statsOf(values[capturedIndex[value]]);
+            op.output = statsFor(value);
             if (auto fn = values[capturedIndex[value]].grad_fn())
                 op.gradFunction = fn->name();
             for (const Value* input : node->inputs())
                 if (input->type()->cast<c10::TensorType>())
-                    op.inputs.push_back(statsOf(tensorFor(input)));
+                    op.inputs.push_back(statsFor(input));
             allOps.push_back(std::move(op));
             m_opValues.push_back(values[capturedIndex[value]]);
         }

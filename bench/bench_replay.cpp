@@ -1,0 +1,115 @@
+// Replay overhead (issue #5): instrumented forward + backward (every intermediate captured, with
+// statistics) against a plain forward + backward of the same TorchScript model on the same batch,
+// measured in the same run. Target: at most 1.5x. For comparison, PyTorch's anomaly mode is
+// reported at 2.5-3x and a full TorchLens trace at about 14x.
+#include "core/Replay.h"
+
+#include <torch/script.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+
+static torch::jit::Module mlp()
+{
+    torch::jit::Module m("__torch__.bench.Mlp");
+    m.register_attribute("training", c10::BoolType::get(), true);
+    const int64_t sizes[] = {784, 512, 512, 10};
+    for (int i = 0; i < 3; ++i) {
+        m.register_parameter("w" + std::to_string(i), (torch::randn({sizes[i + 1], sizes[i]}) * 0.05).requires_grad_(), false);
+        m.register_parameter("b" + std::to_string(i), torch::zeros({sizes[i + 1]}).requires_grad_(), false);
+    }
+    m.define(R"(
+def forward(self, x):
+    x = torch.relu(torch.linear(x, self.w0, self.b0))
+    x = torch.relu(torch.linear(x, self.w1, self.b1))
+    return torch.linear(x, self.w2, self.b2)
+)");
+    return m;
+}
+
+static torch::jit::Module cnn()
+{
+    torch::jit::Module m("__torch__.bench.Cnn");
+    m.register_attribute("training", c10::BoolType::get(), true);
+    m.register_parameter("c1", (torch::randn({16, 3, 3, 3}) * 0.1).requires_grad_(), false);
+    m.register_parameter("c2", (torch::randn({32, 16, 3, 3}) * 0.1).requires_grad_(), false);
+    for (const char* bn : {"n1", "n2"}) {
+        const int64_t c = std::string(bn) == "n1" ? 16 : 32;
+        m.register_parameter(std::string(bn) + "w", torch::ones({c}).requires_grad_(), false);
+        m.register_parameter(std::string(bn) + "b", torch::zeros({c}).requires_grad_(), false);
+        m.register_buffer(std::string(bn) + "m", torch::zeros({c}));
+        m.register_buffer(std::string(bn) + "v", torch::ones({c}));
+    }
+    m.register_parameter("fw", (torch::randn({10, 32 * 8 * 8}) * 0.01).requires_grad_(), false);
+    m.register_parameter("fb", torch::zeros({10}).requires_grad_(), false);
+    m.define(R"(
+def forward(self, x):
+    x = torch.conv2d(x, self.c1, None, [1, 1], [1, 1])
+    x = torch.relu(torch.batch_norm(x, self.n1w, self.n1b, self.n1m, self.n1v, self.training, 0.1, 1e-05, False))
+    x = torch.max_pool2d(x, [2, 2])
+    x = torch.conv2d(x, self.c2, None, [1, 1], [1, 1])
+    x = torch.relu(torch.batch_norm(x, self.n2w, self.n2b, self.n2m, self.n2v, self.training, 0.1, 1e-05, False))
+    x = torch.max_pool2d(x, [2, 2])
+    return torch.linear(torch.flatten(x, 1), self.fw, self.fb)
+)");
+    return m;
+}
+
+static double median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+static void measure(const char* name, torch::jit::Module model, torch::Tensor inputs, torch::Tensor targets)
+{
+    const fs::path dir = fs::temp_directory_path() / ("nanscope-bench-replay-" + std::string(name));
+    fs::create_directories(dir);
+    model.save((dir / "model.pt").string());
+    c10::impl::GenericDict batch(c10::StringType::get(), c10::AnyType::get());
+    batch.insert("inputs", inputs);
+    batch.insert("targets", targets);
+    batch.insert("loss", std::string("cross_entropy"));
+    const auto bytes = torch::pickle_save(c10::IValue(batch));
+    std::ofstream((dir / "batch.pt").string(), std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+
+    std::vector<double> plain, instrumented;
+    for (int i = 0; i < 7; ++i) {
+        auto loaded = torch::jit::load((dir / "model.pt").string());
+        loaded.train();
+        const auto start = std::chrono::steady_clock::now();
+        auto out = loaded.forward({inputs}).toTensor();
+        torch::nn::functional::cross_entropy(out, targets).backward();
+        plain.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+
+        nanscope::ReplayOptions options;
+        options.checkpoint = (dir / "model.pt").string();
+        options.batch = (dir / "batch.pt").string();
+        auto result = nanscope::replayStep(options);
+        if (!result) {
+            std::fprintf(stderr, "%s\n", result.error().c_str());
+            return;
+        }
+        instrumented.push_back(result->instrumentedMs);
+        if (i == 0)
+            std::printf("%-4s %zu ops captured\n", name, result->ops.size());
+    }
+    const double p = median(plain), r = median(instrumented);
+    std::printf("%-4s plain forward+backward %8.2f ms   instrumented %8.2f ms   ratio %.2fx   target <= 1.5x: %s\n", name,
+                p, r, r / p, r / p <= 1.5 ? "met" : "MISSED");
+    fs::remove_all(dir);
+}
+
+int main()
+{
+    torch::manual_seed(0);
+    measure("mlp", mlp(), torch::randn({256, 784}), torch::randint(10, {256}));
+    measure("cnn", cnn(), torch::randn({64, 3, 32, 32}), torch::randint(10, {64}));
+    return 0;
+}
