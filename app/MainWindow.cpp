@@ -5,6 +5,8 @@
 #include "widgets/LayerDetailView.h"
 #include "widgets/LayerTreeModel.h"
 #include "widgets/OverviewView.h"
+#include "widgets/ReplayView.h"
+#include "ReplayProcess.h"
 #include "widgets/SeriesPlot.h"
 
 #include <QApplication>
@@ -56,6 +58,8 @@ MainWindow::MainWindow(QWidget* parent)
     , m_layerDetail(new LayerDetailView(this))
     , m_heatmap(new HeatmapView(this))
     , m_batchNorm(new BatchNormView(this))
+    , m_replay(new ReplayView(this))
+    , m_replayProcess(new ReplayProcess(this))
     , m_layerModel(new LayerTreeModel(this))
     , m_layerFilter(new QSortFilterProxyModel(this))
 {
@@ -78,6 +82,7 @@ MainWindow::MainWindow(QWidget* parent)
     m_tabs->addTab(m_layerDetail, tr("Layer"));
     m_tabs->addTab(m_heatmap, tr("Heatmap"));
     m_tabs->addTab(m_batchNorm, tr("BatchNorm"));
+    m_tabs->addTab(m_replay, tr("Replay"));
     m_pages->addWidget(m_placeholder);
     m_pages->addWidget(m_errorLabel);
     m_pages->addWidget(m_tabs);
@@ -149,6 +154,34 @@ MainWindow::MainWindow(QWidget* parent)
     connect(m_batchNorm, &BatchNormView::stepClicked, this, &MainWindow::selectStep);
     connect(m_heatmap, &HeatmapView::layerClicked, this, &MainWindow::selectLayer);
     connect(m_heatmap, &HeatmapView::quantityRequested, this, &MainWindow::heatmapRequested);
+    connect(m_replay, &ReplayView::replayRequested, this, &MainWindow::runReplay);
+    connect(m_replay, &ReplayView::cancelRequested, this, [this] {
+        m_replayProcess->cancel();
+        m_replay->setRunning(false);
+    });
+    connect(m_replay, &ReplayView::moduleClicked, this, [this](const QString& module) {
+        ReplayRequest request = m_replay->request();
+        request.layerPrefix = module;
+        m_replay->setLayerPrefix(module);
+        runReplay(request);
+    });
+    connect(m_replayProcess, &ReplayProcess::finished, this, [this](const ReplayReport& report) {
+        m_replay->setRunning(false);
+        m_replay->setReport(report);
+        m_replayPending = false;
+        statusBar()->showMessage(report.error.isEmpty() ? tr("Replayed step %1").arg(report.step)
+                                                        : tr("Replay of step %1 failed").arg(report.step),
+                                 5000);
+        emit replayFinished(report.error.isEmpty());
+        maybeTakeScreenshot();
+    });
+    // Double-clicking a layer replays its module at the selected step.
+    connect(m_layerTree, &QTreeView::doubleClicked, this, [this](const QModelIndex& index) {
+        const QString module = index.data(LayerTreeModel::ModulePathRole).toString();
+        m_replay->setLayerPrefix(module);
+        showView(View::Replay);
+        runReplay(m_replay->request());
+    });
     connect(m_filterEdit, &QLineEdit::textChanged, m_layerFilter, &QSortFilterProxyModel::setFilterFixedString);
     connect(m_layerTree->selectionModel(), &QItemSelectionModel::currentChanged, this, [this](const QModelIndex& index) {
         const QString name = index.data(LayerTreeModel::ParameterNameRole).toString();
@@ -185,7 +218,8 @@ void MainWindow::buildMenus()
     const std::pair<QString, View> views[] = {{tr("&Overview"), View::Overview},
                                               {tr("&Layer"), View::Layers},
                                               {tr("&Heatmap"), View::Heatmap},
-                                              {tr("&BatchNorm"), View::BatchNorm}};
+                                              {tr("&BatchNorm"), View::BatchNorm},
+                                              {tr("&Replay"), View::Replay}};
     int key = Qt::Key_1;
     for (const auto& [label, view] : views) {
         const View target = view;
@@ -261,10 +295,18 @@ void MainWindow::onLoaded(const RunSnapshot& snapshot)
 
     m_selectedLayer.clear();
     m_heatmapPending = !snapshot.layers.empty();
+    std::vector<qint64> replayable;
+    for (const auto& [step, path] : snapshot.info.checkpoints)
+        if (snapshot.info.batches.count(step))
+            replayable.push_back(step);
+    m_replay->setReplayableSteps(replayable);
+    m_tabs->setTabEnabled(int(View::Replay), !replayable.empty());
     if (!m_initialLayer.isEmpty())
         selectLayer(m_initialLayer);
     if (m_initialStep >= 0)
         selectStep(m_initialStep);
+    if (m_tabs->currentIndex() == int(View::Replay) && m_initialStep >= 0 && !m_screenshotPath.isEmpty())
+        runReplay(m_replay->request()); // a screenshot of the replay view shows a replay
     emit runLoaded(true);
     maybeTakeScreenshot();
 }
@@ -349,6 +391,22 @@ void MainWindow::selectStep(qint64 step)
     m_heatmap->setSelectedStep(step);
     m_layerDetail->setSelectedStep(step);
     m_batchNorm->setSelectedStep(step);
+    m_replay->chooseStepNear(step);
+}
+
+void MainWindow::setReplayProgram(const QString& program)
+{
+    m_replayProcess->setProgram(program);
+}
+
+void MainWindow::runReplay(const ReplayRequest& request)
+{
+    if (m_snapshot.directory.isEmpty() || request.step < 0)
+        return;
+    m_replayPending = true;
+    m_replay->setRunning(true);
+    statusBar()->showMessage(tr("Replaying step %1 in a child process…").arg(request.step));
+    m_replayProcess->start(m_snapshot.directory, request);
 }
 
 void MainWindow::selectLayer(const QString& layer)
@@ -421,7 +479,7 @@ void MainWindow::screenshotWhenLoaded(const QString& path)
 void MainWindow::maybeTakeScreenshot()
 {
     if (m_screenshotPath.isEmpty() || !m_loaded ||
-        (m_snapshot.error.isEmpty() && (m_layerPending || m_heatmapPending)))
+        (m_snapshot.error.isEmpty() && (m_layerPending || m_heatmapPending || m_replayPending)))
         return;
     const QString path = m_screenshotPath;
     m_screenshotPath.clear();

@@ -23,6 +23,8 @@ class HeatmapView;
 class LayerDetailView;
 class LayerTreeModel;
 class OverviewView;
+class ReplayProcess;
+class ReplayView;
 class SeriesPlot;
 
 // The window a user lives in. Wiring only: the RunSession (on its own thread) reads, the views
@@ -31,7 +33,7 @@ class MainWindow : public QMainWindow
 {
     Q_OBJECT
 public:
-    enum class View { Overview, Layers, Heatmap, BatchNorm };
+    enum class View { Overview, Layers, Heatmap, BatchNorm, Replay };
 
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
@@ -49,6 +51,11 @@ public:
     HeatmapView* heatmap() const { return m_heatmap; }
     LayerDetailView* layerDetail() const { return m_layerDetail; }
     BatchNormView* batchNorm() const { return m_batchNorm; }
+    ReplayView* replay() const { return m_replay; }
+    // Replays a step (with the replay view's precision and mode) in a child process.
+    void runReplay(const ReplayRequest& request);
+    // The nanscope executable that replays (default: this program; tests point it elsewhere).
+    void setReplayProgram(const QString& program);
     LayerTreeModel* layerModel() const { return m_layerModel; }
     QSortFilterProxyModel* layerFilter() const { return m_layerFilter; }
     qint64 selectedStep() const { return m_selectedStep; }
@@ -64,6 +71,7 @@ signals:
     // The gradient heatmap and the layers' health, which follow the overview.
     void layersJudged();
     void layerShown(const QString& layer);
+    void replayFinished(bool ok);
     void screenshotDone(bool saved);
     // To the session thread.
     void openRequested(const QString& directory);
@@ -101,6 +109,8 @@ private:
     LayerDetailView* m_layerDetail = nullptr;
     HeatmapView* m_heatmap = nullptr;
     BatchNormView* m_batchNorm = nullptr;
+    ReplayView* m_replay = nullptr;
+    ReplayProcess* m_replayProcess = nullptr;
     LayerTreeModel* m_layerModel = nullptr;
     QSortFilterProxyModel* m_layerFilter = nullptr;
     QTreeView* m_layerTree = nullptr;
@@ -118,6 +128,7 @@ private:
     bool m_loaded = false;
     bool m_layerPending = false;
     bool m_heatmapPending = false;
+    bool m_replayPending = false;
     std::vector<LayerHealth> m_layerHealth;
 };
 

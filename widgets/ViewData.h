@@ -5,6 +5,7 @@
 #include "core/LayerHeatmap.h"
 
 #include <QString>
+#include <QStringList>
 
 #include <cstdint>
 #include <string>
@@ -29,6 +30,58 @@ struct LayerDetail
     std::vector<double> gradNorm, paramNorm, gradNonfinite;
     std::vector<int64_t> activationSteps;
     std::vector<double> activationMin, activationMax, activationMean, activationStd, activationNan, activationInf;
+};
+
+} // namespace nanscope
+
+namespace nanscope {
+
+// A replay as the replay pane shows it (parsed from `nanscope replay --json`, run in a child
+// process so that a model that crashes LibTorch cannot take the window down).
+struct ReplayValue
+{
+    bool defined = false;
+    QString shape;
+    double min = 0, max = 0, mean = 0, std = 0; // NaN when no element is finite
+    qint64 nan = 0, posinf = 0, neginf = 0;
+    bool finite() const { return nan == 0 && posinf == 0 && neginf == 0; }
+};
+
+struct ReplayOpRow
+{
+    int index = 0;
+    QString op, module, source, gradFunction;
+    std::vector<ReplayValue> inputs;
+    ReplayValue output, grad;
+};
+
+struct ReplayReport
+{
+    QString error; // non-empty: the replay failed or crashed, and this says why
+    qint64 step = -1;
+    double loss = 0;
+    QString lossName, dtype, mode;
+    std::vector<ReplayOpRow> ops;
+    int firstNonfinite = -1;     // op index, or -1
+    ReplayOpRow culprit;         // with inputs
+    bool hasBackwardCulprit = false;
+    ReplayOpRow backwardCulprit;
+    bool bisected = false;
+    std::vector<qint64> badSamples;
+    QStringList notes;
+};
+
+} // namespace nanscope
+
+namespace nanscope {
+
+struct ReplayRequest
+{
+    qint64 step = -1;
+    QString layerPrefix;
+    QString dtype = "float32";
+    bool eval = false;
+    bool bisect = false;
 };
 
 } // namespace nanscope

@@ -1,0 +1,95 @@
+// The replay pane, driven end to end offscreen on a demo run; and a crashing replay.
+#include "AppTestSupport.h"
+
+#include "app/MainWindow.h"
+#include "app/ReplayProcess.h"
+#include "widgets/ReplayOpModel.h"
+#include "widgets/ReplayView.h"
+
+#include <QAbstractItemModelTester>
+#include <QFile>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+
+#include <gtest/gtest.h>
+
+using namespace nanscope;
+
+TEST(ReplayPane, ReplaysAStepInAChildProcessAndHighlightsTheCulprit)
+{
+    MainWindow window;
+    window.setReplayProgram(NANSCOPE_BINARY);
+    QSignalSpy loaded(&window, &MainWindow::runLoaded);
+    window.openRun(test::demoRun("division-by-zero"));
+    ASSERT_TRUE(loaded.wait(30000));
+    QAbstractItemModelTester tester(window.replay()->model(), QAbstractItemModelTester::FailureReportingMode::Fatal);
+
+    window.selectStep(185); // the pane picks the replayable step at or before it
+    ReplayRequest request = window.replay()->request();
+    EXPECT_EQ(request.step, 180);
+    request.bisect = true;
+    QSignalSpy finished(&window, &MainWindow::replayFinished);
+    window.runReplay(request);
+    ASSERT_TRUE(finished.wait(120000));
+    ASSERT_TRUE(finished.first().first().toBool()) << window.replay()->report().error.toStdString();
+
+    const ReplayReport& report = window.replay()->report();
+    EXPECT_EQ(report.culprit.op, "aten::div");
+    EXPECT_EQ(report.badSamples, std::vector<qint64>{5});
+    ReplayOpModel* model = window.replay()->model();
+    const int row = model->rowOfOp(report.firstNonfinite);
+    ASSERT_GE(row, 0);
+    EXPECT_TRUE(model->index(row, 0).data(ReplayOpModel::IsCulpritRole).toBool());
+    EXPECT_EQ(model->index(row, ReplayOpModel::Module).data().toString(), "norm");
+    EXPECT_TRUE(window.replay()->summaryText().contains("aten::div"));
+    EXPECT_TRUE(window.replay()->summaryText().contains("<b>5</b>")) << "the bad sample is named";
+}
+
+TEST(ReplayPane, ACrashingReplayIsReportedAndTheWindowSurvives)
+{
+    QTemporaryDir dir;
+    const QString crasher = dir.filePath("crashing-nanscope");
+    QFile script(crasher);
+    ASSERT_TRUE(script.open(QIODevice::WriteOnly));
+    script.write("#!/bin/sh\necho 'Segmentation fault in libtorch' >&2\nkill -SEGV $$\n");
+    script.close();
+    script.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
+
+    ReplayProcess process;
+    process.setProgram(crasher);
+    QSignalSpy finished(&process, &ReplayProcess::finished);
+    ReplayRequest request;
+    request.step = 180;
+    process.start(test::demoRun("division-by-zero"), request);
+    ASSERT_TRUE(finished.wait(30000));
+    const auto report = finished.first().first().value<ReplayReport>();
+    EXPECT_TRUE(report.error.contains("crashed")) << report.error.toStdString();
+    EXPECT_EQ(report.step, 180);
+}
+
+TEST(ReplayPane, AMissingStepIsAnErrorInThePane)
+{
+    ReplayProcess process;
+    process.setProgram(NANSCOPE_BINARY);
+    QSignalSpy finished(&process, &ReplayProcess::finished);
+    ReplayRequest request;
+    request.step = 7;
+    process.start(test::demoRun("healthy"), request);
+    ASSERT_TRUE(finished.wait(60000));
+    const auto report = finished.first().first().value<ReplayReport>();
+    EXPECT_TRUE(report.error.contains("no checkpoint for step 7")) << report.error.toStdString();
+}
+
+TEST(ReplayPane, ParsesTheCommandLineJson)
+{
+    const auto result = test::runNanscope({"replay", test::demoRun("batchnorm-poisoned"), "--step", "250", "--eval", "--json"});
+    ASSERT_EQ(result.exitCode, 0) << result.err.toStdString();
+    const ReplayReport report = parseReplayJson(result.out.toUtf8());
+    EXPECT_TRUE(report.error.isEmpty());
+    EXPECT_EQ(report.mode, "eval");
+    EXPECT_EQ(report.culprit.op, "aten::batch_norm");
+    ASSERT_GE(report.culprit.inputs.size(), 4u);
+    EXPECT_FALSE(report.culprit.inputs[3].finite()) << "the running mean is the poisoned input";
+    EXPECT_FALSE(report.notes.isEmpty());
+    EXPECT_TRUE(parseReplayJson("not json").error.contains("no valid JSON"));
+}

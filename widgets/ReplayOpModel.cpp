@@ -1,0 +1,101 @@
+#include "ReplayOpModel.h"
+
+#include <QBrush>
+#include <QColor>
+
+#include <cmath>
+
+namespace nanscope {
+
+namespace {
+QString number(double v)
+{
+    return std::isfinite(v) ? QString::number(v, 'g', 4) : QString("\u2014");
+}
+} // namespace
+
+ReplayOpModel::ReplayOpModel(QObject* parent)
+    : QAbstractTableModel(parent)
+{
+}
+
+void ReplayOpModel::setReport(const ReplayReport& report)
+{
+    beginResetModel();
+    m_ops = report.ops;
+    m_culprit = report.firstNonfinite;
+    endResetModel();
+}
+
+int ReplayOpModel::rowOfOp(int opIndex) const
+{
+    for (size_t i = 0; i < m_ops.size(); ++i)
+        if (m_ops[i].index == opIndex)
+            return int(i);
+    return -1;
+}
+
+int ReplayOpModel::rowCount(const QModelIndex& parent) const
+{
+    return parent.isValid() ? 0 : int(m_ops.size());
+}
+
+int ReplayOpModel::columnCount(const QModelIndex& parent) const
+{
+    return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant ReplayOpModel::data(const QModelIndex& index, int role) const
+{
+    if (!index.isValid() || index.row() >= int(m_ops.size()))
+        return {};
+    const ReplayOpRow& op = m_ops[size_t(index.row())];
+    const bool culprit = op.index == m_culprit;
+    switch (role) {
+    case OpIndexRole:
+        return op.index;
+    case IsCulpritRole:
+        return culprit;
+    case ModuleRole:
+        return op.module;
+    case Qt::BackgroundRole:
+        return culprit ? QBrush(QColor(255, 205, 205)) : QVariant();
+    case Qt::ForegroundRole:
+        if (culprit)
+            return QBrush(QColor(20, 20, 20)); // readable on the pink row in a dark palette too
+        if ((index.column() == NaN && op.output.nan > 0) || (index.column() == Inf && op.output.posinf + op.output.neginf > 0))
+            return QBrush(QColor(200, 20, 20));
+        return {};
+    case Qt::ToolTipRole:
+        return culprit ? tr("First op whose output is non-finite while its inputs are finite") : QVariant();
+    case Qt::DisplayRole:
+        switch (Column(index.column())) {
+        case Index: return op.index;
+        case Op: return op.op;
+        case Module: return op.module.isEmpty() ? tr("(root)") : op.module;
+        case Source: return op.source;
+        case Min: return number(op.output.min);
+        case Max: return number(op.output.max);
+        case NaN: return op.output.nan;
+        case Inf: return op.output.posinf + op.output.neginf;
+        case GradAbs:
+            if (!op.grad.defined)
+                return QString();
+            return op.grad.finite() ? number(std::max(std::fabs(op.grad.min), std::fabs(op.grad.max))) : tr("non-finite");
+        case ColumnCount: break;
+        }
+        return {};
+    default:
+        return {};
+    }
+}
+
+QVariant ReplayOpModel::headerData(int section, Qt::Orientation orientation, int role) const
+{
+    if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
+        return QAbstractTableModel::headerData(section, orientation, role);
+    static const char* titles[] = {"#", "op", "module", "source", "output min", "output max", "NaN", "Inf", "|grad| max"};
+    return section >= 0 && section < ColumnCount ? tr(titles[section]) : QVariant();
+}
+
+} // namespace nanscope

@@ -1,0 +1,186 @@
+#include "ReplayView.h"
+
+#include "ReplayOpModel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+namespace nanscope {
+
+namespace {
+QString rangeText(const ReplayValue& v)
+{
+    if (!v.defined)
+        return "\u2014";
+    QString text = std::isfinite(v.min) ? QString("[%1, %2]").arg(v.min, 0, 'g', 4).arg(v.max, 0, 'g', 4)
+                                        : QObject::tr("no finite value");
+    if (!v.finite())
+        text += QString("  <span style='color:#c00'>NaN %1, +Inf %2, \u2212Inf %3</span>").arg(v.nan).arg(v.posinf).arg(v.neginf);
+    return text;
+}
+} // namespace
+
+ReplayView::ReplayView(QWidget* parent)
+    : QWidget(parent)
+    , m_step(new QComboBox(this))
+    , m_dtype(new QComboBox(this))
+    , m_eval(new QCheckBox(tr("eval mode"), this))
+    , m_bisect(new QCheckBox(tr("find bad samples"), this))
+    , m_layer(new QLineEdit(this))
+    , m_run(new QPushButton(tr("Replay"), this))
+    , m_cancel(new QPushButton(tr("Cancel"), this))
+    , m_busy(new QProgressBar(this))
+    , m_warning(new QLabel(this))
+    , m_summary(new QLabel(this))
+    , m_table(new QTableView(this))
+    , m_model(new ReplayOpModel(this))
+{
+    auto* layout = new QVBoxLayout(this);
+    auto* controls = new QHBoxLayout();
+    controls->addWidget(new QLabel(tr("Step:"), this));
+    controls->addWidget(m_step);
+    controls->addWidget(new QLabel(tr("Precision:"), this));
+    for (const char* dtype : {"float32", "float64", "bfloat16", "float16"})
+        m_dtype->addItem(dtype);
+    controls->addWidget(m_dtype);
+    controls->addWidget(m_eval);
+    controls->addWidget(m_bisect);
+    controls->addWidget(new QLabel(tr("Layer:"), this));
+    m_layer->setPlaceholderText(tr("all modules"));
+    m_layer->setClearButtonEnabled(true);
+    controls->addWidget(m_layer, 1);
+    controls->addWidget(m_run);
+    controls->addWidget(m_cancel);
+    m_busy->setRange(0, 0);
+    m_busy->setMaximumWidth(120);
+    controls->addWidget(m_busy);
+    layout->addLayout(controls);
+    m_warning->setText(tr("Replay loads the checkpoint as TorchScript, which runs code from the file. "
+                          "It runs in a separate process: a crash there cannot take this window down."));
+    m_warning->setWordWrap(true);
+    m_warning->setStyleSheet("color: palette(mid);");
+    layout->addWidget(m_warning);
+    m_summary->setWordWrap(true);
+    m_summary->setTextFormat(Qt::RichText);
+    m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addWidget(m_summary);
+    m_table->setModel(m_model);
+    m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_table->verticalHeader()->hide();
+    m_table->horizontalHeader()->setStretchLastSection(true);
+    m_table->setAlternatingRowColors(true);
+    layout->addWidget(m_table, 1);
+    setRunning(false);
+    m_summary->setText(tr("Pick a step that has a saved checkpoint and batch, then Replay. "
+                          "Double-clicking a layer in the tree replays its module."));
+
+    connect(m_run, &QPushButton::clicked, this, [this] { emit replayRequested(request()); });
+    connect(m_cancel, &QPushButton::clicked, this, &ReplayView::cancelRequested);
+    connect(m_table, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
+        emit moduleClicked(index.data(ReplayOpModel::ModuleRole).toString());
+    });
+}
+
+void ReplayView::setReplayableSteps(const std::vector<qint64>& steps)
+{
+    m_step->clear();
+    for (qint64 s : steps)
+        m_step->addItem(QString::number(s), s);
+    m_run->setEnabled(!steps.empty());
+    if (steps.empty())
+        m_summary->setText(tr("This run has no step with both a saved checkpoint and a saved batch: nothing to replay."));
+}
+
+void ReplayView::chooseStepNear(qint64 step)
+{
+    int best = -1;
+    for (int i = 0; i < m_step->count(); ++i)
+        if (m_step->itemData(i).toLongLong() <= step)
+            best = i;
+    if (best < 0 && m_step->count() > 0)
+        best = 0;
+    if (best >= 0)
+        m_step->setCurrentIndex(best);
+}
+
+void ReplayView::setLayerPrefix(const QString& prefix)
+{
+    m_layer->setText(prefix);
+}
+
+void ReplayView::setRunning(bool running)
+{
+    m_run->setEnabled(!running && m_step->count() > 0);
+    m_cancel->setVisible(running);
+    m_busy->setVisible(running);
+}
+
+ReplayRequest ReplayView::request() const
+{
+    ReplayRequest r;
+    r.step = m_step->currentData().toLongLong();
+    r.layerPrefix = m_layer->text().trimmed();
+    r.dtype = m_dtype->currentText();
+    r.eval = m_eval->isChecked();
+    r.bisect = m_bisect->isChecked();
+    return r;
+}
+
+void ReplayView::setReport(const ReplayReport& report)
+{
+    m_report = report;
+    m_model->setReport(report);
+    m_table->resizeColumnsToContents();
+    m_summary->setText(summaryText());
+    const int row = m_model->rowOfOp(report.firstNonfinite);
+    if (row >= 0)
+        m_table->scrollTo(m_model->index(row, 0));
+}
+
+QString ReplayView::summaryText() const
+{
+    const ReplayReport& r = m_report;
+    if (!r.error.isEmpty())
+        return QString("<span style='color:#b00020'><b>%1</b></span>").arg(r.error.toHtmlEscaped());
+    QString html = tr("<b>Step %1</b> (%2, %3): %4 loss = %5. ")
+                       .arg(r.step)
+                       .arg(r.mode, r.dtype, r.lossName)
+                       .arg(std::isfinite(r.loss) ? QString::number(r.loss, 'g', 5) : QString("<span style='color:#c00'>non-finite</span>"));
+    if (r.firstNonfinite >= 0) {
+        const ReplayOpRow& c = r.culprit;
+        html += tr("<br>First non-finite value: <b>%1</b> in module <b>%2</b> at <tt>%3</tt> (op #%4).")
+                    .arg(c.op.toHtmlEscaped(), (c.module.isEmpty() ? tr("(root)") : c.module).toHtmlEscaped(),
+                         c.source.toHtmlEscaped())
+                    .arg(c.index);
+        for (size_t i = 0; i < c.inputs.size(); ++i)
+            html += tr("<br>&nbsp;&nbsp;input %1: %2").arg(i).arg(rangeText(c.inputs[i]));
+        html += tr("<br>&nbsp;&nbsp;output: %1").arg(rangeText(c.output));
+    } else {
+        html += tr("The forward pass is finite.");
+    }
+    if (r.hasBackwardCulprit)
+        html += tr("<br>First non-finite gradient in backward order: %1 in %2 (%3).")
+                    .arg(r.backwardCulprit.op, r.backwardCulprit.module.isEmpty() ? tr("(root)") : r.backwardCulprit.module,
+                         r.backwardCulprit.gradFunction);
+    if (r.bisected) {
+        QStringList samples;
+        for (qint64 s : r.badSamples)
+            samples << QString::number(s);
+        html += tr("<br>Samples that cause non-finite values: <b>%1</b>").arg(samples.isEmpty() ? tr("none") : samples.join(", "));
+    }
+    for (const QString& note : r.notes)
+        html += "<br><i>" + note.toHtmlEscaped() + "</i>";
+    return html;
+}
+
+} // namespace nanscope

@@ -1,0 +1,60 @@
+#pragma once
+
+#include "ViewData.h"
+
+#include <QWidget>
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+class QTableView;
+
+namespace nanscope {
+
+class ReplayOpModel;
+
+// Replays a saved step: choose the step (steps with both a checkpoint and a batch), the
+// precision and the mode, run, and read the ops down to the first non-finite one.
+class ReplayView : public QWidget
+{
+    Q_OBJECT
+public:
+    explicit ReplayView(QWidget* parent = nullptr);
+
+    void setReplayableSteps(const std::vector<qint64>& steps);
+    // Picks the replayable step at or before `step` (the nearest one after, if none is before).
+    void chooseStepNear(qint64 step);
+    void setLayerPrefix(const QString& prefix);
+    void setRunning(bool running);
+    void setReport(const ReplayReport& report);
+
+    ReplayRequest request() const;
+    const ReplayReport& report() const { return m_report; }
+    ReplayOpModel* model() const { return m_model; }
+    QString summaryText() const;
+
+signals:
+    void replayRequested(const nanscope::ReplayRequest& request);
+    void cancelRequested();
+    void moduleClicked(const QString& module);
+
+private:
+    QComboBox* m_step = nullptr;
+    QComboBox* m_dtype = nullptr;
+    QCheckBox* m_eval = nullptr;
+    QCheckBox* m_bisect = nullptr;
+    QLineEdit* m_layer = nullptr;
+    QPushButton* m_run = nullptr;
+    QPushButton* m_cancel = nullptr;
+    QProgressBar* m_busy = nullptr;
+    QLabel* m_warning = nullptr;
+    QLabel* m_summary = nullptr;
+    QTableView* m_table = nullptr;
+    ReplayOpModel* m_model = nullptr;
+    ReplayReport m_report;
+};
+
+} // namespace nanscope
