@@ -8,5 +8,6 @@ namespace nanscope::cli {
 
 int runInfo(const QStringList& arguments);
 int runDemo(const QStringList& arguments);
+int runScan(const QStringList& arguments);
 
 } // namespace nanscope::cli
