@@ -159,6 +159,27 @@ struct Rise
     double delta = 0;       // decades above the baseline that count as "worse"
 };
 
+// Trailing running mean over the 2h + 1 rows up to and including each row: it sees a rise made
+// of growing spikes that the median still ignores, and, looking only back, it cannot see a jump
+// before it happens. A non-finite row makes the windows that hold it "worse than anything".
+std::vector<double> trailingMean(const LogSeries& s, size_t begin, size_t end, int64_t h)
+{
+    std::vector<double> out;
+    out.reserve(end - begin);
+    const size_t width = size_t(2 * h + 1);
+    for (size_t i = begin; i < end; ++i) {
+        const size_t lo = i + 1 >= begin + width ? i + 1 - width : begin;
+        double sum = 0;
+        bool nonfinite = false;
+        for (size_t j = lo; j <= i; ++j) {
+            nonfinite = nonfinite || !s.finite[j];
+            sum += s.finite[j] ? s.log[j] : 0.0;
+        }
+        out.push_back(nonfinite ? kNonfiniteLog : sum / double(i + 1 - lo));
+    }
+    return out;
+}
+
 Rise findOnset(const LogSeries& s, size_t a, size_t f, const ScanConfig& config)
 {
     Rise rise;
@@ -173,9 +194,11 @@ Rise findOnset(const LogSeries& s, size_t a, size_t f, const ScanConfig& config)
             finiteSmooth.push_back(v);
     if (finiteSmooth.empty())
         return rise;
+    const std::vector<double> mean = trailingMean(s, a, f, h);
+    // At baseline: both the median and the mean of the window are within the noise band.
     auto walkBack = [&](double threshold) {
         for (size_t i = f; i-- > a;)
-            if (m[i - a] <= threshold)
+            if (m[i - a] <= threshold && mean[i - a] <= threshold)
                 return i + 1;
         return a;
     };
@@ -816,12 +839,27 @@ private:
         return !std::isfinite(before) || medianOf(after) <= before + m_config.recoveryDecades;
     }
 
+    // A NaN that comes at the end of a finite explosion is that explosion's failure, even when
+    // the numbers look finite again afterwards: the weights it left behind are destroyed.
+    bool explodedBefore(const Burst& burst) const
+    {
+        const LogSeries& s = primary();
+        const size_t lead = size_t(std::max<int64_t>(m_config.jumpSteps, 2 * m_config.smoothingRows + 1));
+        const size_t from = burst.firstRow >= lead ? burst.firstRow - lead : 0;
+        const double before = levelBefore(from);
+        double peak = -kInf;
+        for (size_t r = from; r < burst.firstRow; ++r)
+            if (s.finite[r])
+                peak = std::max(peak, s.log[r]);
+        return std::isfinite(before) && std::isfinite(peak) && peak - before >= m_config.blowupDecades;
+    }
+
     Status detectNonfiniteAndBlowup()
     {
         const std::vector<Burst> bursts = nonfiniteBursts();
         size_t failureRow = m_scalarSteps.size();
         for (const Burst& burst : bursts) {
-            if (recoveredAfter(burst)) {
+            if (recoveredAfter(burst) && !explodedBefore(burst)) {
                 if (Status s = reportNonfiniteBurst(burst); !s)
                     return s;
                 continue;
@@ -919,7 +957,20 @@ private:
                 riseRow = r;
                 break;
             }
-        const bool sudden = riseRow < s.size() && m_scalarSteps[riseRow] - onsetStep <= m_config.jumpSteps;
+        // Sudden: up by jump_decades within jump_steps of the onset, and it stays up (or goes
+        // non-finite) until the failure. Spikes that come and go on the way up are an escalation,
+        // which is gradual.
+        // The jump itself must be one step of at least jump_decades: fast but steady exponential
+        // growth (0.3 decades a step, say) is a gradual blow-up.
+        double largestStep = -kInf;
+        for (size_t r = std::max<size_t>(onsetRow, 1); r < s.size() && m_scalarSteps[r] - onsetStep <= m_config.jumpSteps; ++r)
+            largestStep = std::max(largestStep, !s.finite[r] ? kInf : s.finite[r - 1] ? s.log[r] - s.log[r - 1] : -kInf);
+        bool sudden = riseRow < s.size() && m_scalarSteps[riseRow] - onsetStep <= m_config.jumpSteps &&
+                      largestStep >= m_config.jumpDecades;
+        const size_t lastRow = terminalNonfinite ? failureRow : s.size() - 1;
+        for (size_t r = riseRow; sudden && r <= lastRow && r < s.size(); ++r)
+            if (s.finite[r] && s.log[r] - baseline < m_config.jumpDecades)
+                sudden = false;
         incident.pattern = sudden ? BlowupPattern::Sudden : BlowupPattern::Gradual;
 
         const size_t endRow = terminalNonfinite ? failureRow : s.size() - 1;
@@ -1129,17 +1180,25 @@ private:
         const size_t rows = size_t(end - begin);
         std::vector<int64_t> windowSteps(steps.begin() + begin, steps.begin() + end);
         for (size_t c = 0; c < width; ++c) {
-            std::vector<double> column(rows);
+            std::vector<double> column;
+            std::vector<int64_t> columnSteps;
+            column.reserve(rows);
+            columnSteps.reserve(rows);
             for (size_t r = 0; r < rows; ++r) {
                 const size_t k = r * width + c;
                 double v = values->empty() ? kNaN : double((*values)[k]);
                 if (!lows->empty() && std::isfinite((*lows)[k]))
                     v = std::isfinite(v) ? std::max(std::fabs(v), std::fabs(double((*lows)[k]))) : v;
                 const bool counted = (!a->empty() && (*a)[k] > 0) || (!b->empty() && (*b)[k] > 0);
-                column[r] = counted ? kNaN : v;
+                // An exact zero (a dead unit, a step with no gradient) says nothing about a rise;
+                // as a baseline it would make any later value look like 40 decades.
+                if (v == 0 && !counted)
+                    continue;
+                column.push_back(counted ? kNaN : v);
+                columnSteps.push_back(windowSteps[r]);
             }
             columns.push_back({info->names[c], std::string(table) + (isActivation ? "" : "/" + std::string(value)), 0,
-                               makeLogSeries(windowSteps, column)});
+                               makeLogSeries(columnSteps, column)});
         }
         return columns;
     }
@@ -1292,6 +1351,13 @@ private:
             for (size_t r = 0; r < end; ++r) {
                 if (!s.finite[r] || excludedFromSpikes(r))
                     continue;
+                if (s.steps[r] < s.steps.front() + m_config.warmupSteps) {
+                    // Early training is turbulent by nature: learn the baseline, report nothing.
+                    window.push_back(s.log[r]);
+                    if (window.size() > width)
+                        window.erase(window.begin());
+                    continue;
+                }
                 if (window.size() >= width / 2) {
                     const double median = medianOf(window);
                     const double noise = sigmaOf(window, median);

@@ -41,6 +41,7 @@ const std::vector<SettingField>& fields()
         {{"burst_gap_steps", "non-finite steps closer than this form one incident"}, &ScanConfig::burstGapSteps},
         {{"spike_decades", "jump (decades) above the running median that counts as a spike"},
          &ScanConfig::spikeDecades},
+        {{"warmup_steps", "spikes in the first steps of training are not reported"}, &ScanConfig::warmupSteps},
         {{"spike_noise_sigmas", "a spike must also exceed this many noise widths"}, &ScanConfig::spikeNoiseSigmas},
         {{"spike_baseline_rows", "finite rows in the running median a spike is measured against"},
          &ScanConfig::spikeBaselineRows},

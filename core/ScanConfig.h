@@ -39,6 +39,8 @@ struct ScanConfig
     // Spike: a jump of at least spikeDecades (and spikeNoiseSigmas noise widths) above the median
     // of the previous spikeBaselineRows finite values, back to normal within recoveryRows.
     double spikeDecades = 1.0;
+    // Spikes in the first warmupSteps steps are not reported: early training is turbulent.
+    int64_t warmupSteps = 50;
     double spikeNoiseSigmas = 6.0;
     int64_t spikeBaselineRows = 20;
 
