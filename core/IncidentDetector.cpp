@@ -1104,9 +1104,15 @@ private:
             if (badRow == s.size())
                 return;
             const Rise rise = findOnset(s, 0, badRow, m_config);
-            const size_t onsetRow = std::min(rise.onsetRow, badRow);
-            LayerOnset onset{column.name, column.source, s.steps[onsetRow], 0.0, false, std::nullopt};
             const double base = std::isfinite(rise.baseline) ? rise.baseline : baseline;
+            // Layers are compared by when their rise first reached half of layer_decades (x3 for
+            // the default): one yardstick for all, whatever each layer's own noise, so a quiet
+            // layer's wobble a step early does not count as going bad first.
+            size_t onsetRow = std::min(rise.onsetRow, badRow);
+            while (onsetRow < badRow && s.finite[onsetRow] &&
+                   !(std::isfinite(base) && s.log[onsetRow] - base >= 0.5 * m_config.layerDecades))
+                ++onsetRow;
+            LayerOnset onset{column.name, column.source, s.steps[onsetRow], 0.0, false, std::nullopt};
             // Magnitude: how far above its baseline the layer was at its onset step.
             double magnitude = !s.finite[onsetRow] ? kInf
                                : std::isfinite(base) ? s.log[onsetRow] - base
