@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <future>
 #include <limits>
 #include <map>
 #include <set>
@@ -31,6 +32,21 @@ constexpr double kSentinels[] = {32767.0, 32768.0, 65535.0, 99999.0, 999999.0, 9
 // ---------------------------------------------------------------------------------------------
 // Small robust statistics
 
+// Reorders `values`. The hot paths (running medians) use it on scratch buffers.
+double medianInPlace(std::vector<double>& values)
+{
+    if (values.empty())
+        return std::numeric_limits<double>::quiet_NaN();
+    const size_t mid = values.size() / 2;
+    std::nth_element(values.begin(), values.begin() + mid, values.end());
+    double m = values[mid];
+    if (values.size() % 2 == 0) {
+        const double below = *std::max_element(values.begin(), values.begin() + mid);
+        m = (m >= 1e300 || below >= 1e300) ? std::max(m, below) : 0.5 * (m + below);
+    }
+    return m;
+}
+
 double medianOf(std::vector<double> values)
 {
     if (values.empty())
@@ -43,16 +59,6 @@ double medianOf(std::vector<double> values)
         m = (m >= kNonfiniteLog || below >= kNonfiniteLog) ? std::max(m, below) : 0.5 * (m + below);
     }
     return m;
-}
-
-// Median absolute deviation scaled to a normal sigma.
-double sigmaOf(const std::vector<double>& values, double centre)
-{
-    std::vector<double> deviations;
-    deviations.reserve(values.size());
-    for (double v : values)
-        deviations.push_back(std::fabs(v - centre));
-    return 1.4826 * medianOf(std::move(deviations));
 }
 
 // Theil-Sen slope of y over x, on at most ~120 evenly picked points so it stays cheap.
@@ -72,16 +78,41 @@ double theilSenSlope(const std::vector<double>& x, const std::vector<double>& y)
 
 // log10 for the streaming pass: exponent bits plus a quadratic for the mantissa, within ~0.004
 // decades, several times faster than std::log10 on a hundred million values.
-inline float fastLog10(float x)
+inline float fastLog10Bits(uint32_t bits)
 {
-    uint32_t bits;
-    std::memcpy(&bits, &x, sizeof bits);
     const float exponent = float(int((bits >> 23) & 0xFF) - 127);
     bits = (bits & 0x007FFFFFu) | 0x3F800000u;
     float m;
     std::memcpy(&m, &bits, sizeof m);
     const float log2m = (-0.34484843f * m + 2.02466578f) * m - 0.67487759f;
     return (exponent + log2m) * 0.30102999566f;
+}
+
+inline float fastLog10(float x)
+{
+    uint32_t bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    return fastLog10Bits(bits);
+}
+
+// One row of a [n, L] float table into per-column tallies: non-finite values are skipped, zeros
+// counted, the others' log10 summed. Works on the bits with no branches, so the compiler
+// vectorises it: this loop sees every value of the largest dataset in a run.
+void accumulateRow(const uint32_t* __restrict row, size_t width, float* __restrict sums,
+                   int32_t* __restrict counted, int32_t* __restrict zeros, int32_t* __restrict positive)
+{
+    for (size_t l = 0; l < width; ++l) {
+        const uint32_t magnitude = row[l] & 0x7FFFFFFFu;             // |v|
+        const uint32_t finite = magnitude < 0x7F800000u;            // exponent not all ones
+        const uint32_t zero = magnitude == 0u;
+        const uint32_t usable = finite & (1u - zero);
+        const uint32_t mask = 0u - usable;                          // all ones when usable
+        const uint32_t argument = (magnitude & mask) | (0x3F800000u & ~mask); // 1.0f otherwise: log 0
+        counted[l] += int32_t(finite);
+        zeros[l] += int32_t(zero);
+        positive[l] += int32_t(usable);
+        sums[l] += fastLog10Bits(argument);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -143,7 +174,7 @@ std::vector<double> smoothed(const LogSeries& s, size_t begin, size_t end, int64
         const size_t hi = std::min(s.size(), i + size_t(h) + 1);
         for (size_t j = lo; j < hi; ++j)
             window.push_back(s.at(j));
-        out.push_back(medianOf(window));
+        out.push_back(medianInPlace(window));
     }
     return out;
 }
@@ -523,21 +554,35 @@ private:
             std::string note;
         };
         std::vector<BadRow> bad;
-        // Small tables ([n, K] with a handful of inputs): column reads stay bounded by n floats.
-        for (size_t column = 0; column < inputs->names.size(); ++column) {
-            std::vector<float> nan, inf, lo, hi;
-            for (auto [dataset, into] : {std::pair<const char*, std::vector<float>*>{"nan", &nan},
-                                         {"inf", &inf},
-                                         {"min", &lo},
-                                         {"max", &hi}}) {
-                if (!hasDataset(rf::kInputs, dataset))
-                    continue;
-                auto values = m_reader.readColumn(rf::kInputs, dataset, int64_t(column));
-                if (!values)
-                    return Error{values.error()};
-                *into = std::move(*values);
-                into->resize(rows, 0.f);
+        // A handful of inputs: their columns, n floats each, read in row blocks (a column read
+        // of a chunked table touches every chunk once per column).
+        const size_t width = inputs->names.size();
+        std::map<std::string, std::vector<std::vector<float>>> columns;
+        for (const char* dataset : {"nan", "inf", "min", "max"}) {
+            if (!hasDataset(rf::kInputs, dataset))
+                continue;
+            auto& perColumn = columns[dataset];
+            perColumn.assign(width, std::vector<float>(rows, 0.f));
+            for (int64_t begin = 0; begin < int64_t(rows); begin += m_config.blockRows) {
+                const int64_t count = std::min<int64_t>(m_config.blockRows, int64_t(rows) - begin);
+                auto block = m_reader.readBlock(rf::kInputs, dataset, begin, count);
+                if (!block)
+                    return Error{block.error()};
+                for (int64_t r = 0; r < count; ++r)
+                    for (size_t c = 0; c < width; ++c)
+                        perColumn[c][size_t(begin + r)] = (*block)[size_t(r) * width + c];
             }
+        }
+        for (size_t column = 0; column < width; ++column) {
+            static const std::vector<float> none;
+            auto get = [&](const char* dataset) -> const std::vector<float>& {
+                auto it = columns.find(dataset);
+                return it == columns.end() ? none : it->second[column];
+            };
+            const std::vector<float>& nan = get("nan");
+            const std::vector<float>& inf = get("inf");
+            const std::vector<float>& lo = get("min");
+            const std::vector<float>& hi = get("max");
             std::vector<double> magnitudes(rows, kNaN);
             std::vector<double> logs;
             for (size_t r = 0; r < rows; ++r) {
@@ -668,6 +713,21 @@ private:
                 if (!block)
                     return Error{block.error()};
                 var = std::move(*block);
+            }
+            // Fast path for the usual clean block: nothing non-finite, no variance at the floor.
+            const double floor = m_config.runningVarFloor;
+            bool clean = true;
+            for (float v : nonfinite)
+                clean &= !(v > 0);
+            for (float v : var)
+                clean &= !(v <= floor); // NaN (no finite element) passes, as below
+            if (clean) {
+                for (size_t b = 0; b < width; ++b)
+                    nonfiniteAtEnd[b] = 0;
+                for (size_t k = 0; k < var.size(); ++k)
+                    if (std::isfinite(var[k]))
+                        lowestVar[k % width] = std::min(lowestVar[k % width], double(var[k]));
+                continue;
             }
             for (int64_t r = 0; r < count; ++r) {
                 const int64_t step = steps[size_t(begin + r)];
@@ -1008,7 +1068,11 @@ private:
                 break;
             }
         const int64_t windowEnd = terminalNonfinite ? failureStep + m_config.jumpSteps : m_report.lastStep;
-        auto blame = blameLayers(m_scalarSteps[windowBegin], onsetStep, windowEnd);
+        // Layers are judged over a shorter look-back than the total: their own baseline just
+        // before the onset is what matters, and a thousand layers times the full window is slow.
+        const int64_t layerWindowBegin =
+            std::max(m_scalarSteps[windowBegin], onsetStep - std::max<int64_t>(4 * m_config.baselineRows, 100));
+        auto blame = blameLayers(layerWindowBegin, onsetStep, windowEnd);
         if (!blame)
             return Error{blame.error()};
         for (const auto& [onset, position] : *blame) {
@@ -1352,6 +1416,7 @@ private:
                 return;
             std::vector<double> window; // the last spikeBaselineRows finite, non-spike values
             const size_t width = size_t(std::max<int64_t>(3, m_config.spikeBaselineRows));
+            std::vector<double> scratch;
             // Not into a blow-up: its first rows are its onset, not a spike.
             const size_t end = m_blowupOnsetRow ? (*m_blowupOnsetRow > 2 ? *m_blowupOnsetRow - 2 : 0) : s.size();
             for (size_t r = 0; r < end; ++r) {
@@ -1365,9 +1430,15 @@ private:
                     continue;
                 }
                 if (window.size() >= width / 2) {
-                    const double median = medianOf(window);
-                    const double noise = sigmaOf(window, median);
+                    scratch.assign(window.begin(), window.end());
+                    const double median = medianInPlace(scratch);
                     const double excess = s.log[r] - median;
+                    double noise = 0;
+                    if (excess >= m_config.spikeDecades) { // the noise only matters past that
+                        for (double& v : scratch)
+                            v = std::fabs(v - median);
+                        noise = 1.4826 * medianInPlace(scratch);
+                    }
                     if (excess >= std::max(m_config.spikeDecades, m_config.spikeNoiseSigmas * noise)) {
                         // Recovered: the next rows are back near the median.
                         std::vector<double> after;
@@ -1585,7 +1656,8 @@ private:
             double zeroFraction;
         };
         std::vector<Vanished> vanished;
-        std::vector<double> sumLog(width), cellMean(width);
+        std::vector<float> sumLog(width);
+        std::vector<double> cellMean(width);
         std::vector<int32_t> positive(width), zeros(width), counted(width);
         std::vector<double> scratch;
         scratch.reserve(width);
@@ -1598,7 +1670,7 @@ private:
         auto finishCell = [&](int64_t cellBegin, int64_t cellEnd) {
             scratch.clear();
             for (size_t l = 0; l < width; ++l) {
-                cellMean[l] = positive[l] ? sumLog[l] / positive[l] : kNaN;
+                cellMean[l] = positive[l] ? double(sumLog[l]) / positive[l] : kNaN;
                 if (std::isfinite(cellMean[l]))
                     scratch.push_back(cellMean[l]);
             }
@@ -1620,35 +1692,38 @@ private:
                     closeRun(l);
                 }
             }
-            std::fill(sumLog.begin(), sumLog.end(), 0.0);
+            std::fill(sumLog.begin(), sumLog.end(), 0.f);
             std::fill(positive.begin(), positive.end(), 0);
             std::fill(zeros.begin(), zeros.end(), 0);
             std::fill(counted.begin(), counted.end(), 0);
         };
 
+        // The next block is read on a helper thread while this one is analysed: reading and
+        // analysing cost about the same, so this halves the time. Only that thread calls HDF5
+        // meanwhile, so HDF5 needs no thread safety; memory is two blocks.
+        auto readBlockAt = [this, rows](int64_t begin) {
+            return m_reader.readBlock(rf::kLayers, "grad_norm", begin, std::min(m_config.blockRows, rows - begin));
+        };
+        std::future<Result<std::vector<float>>> next = std::async(std::launch::async, readBlockAt, int64_t(0));
         for (int64_t begin = 0; begin < rows; begin += m_config.blockRows) {
             const int64_t count = std::min(m_config.blockRows, rows - begin);
-            auto block = m_reader.readBlock(rf::kLayers, "grad_norm", begin, count);
+            Result<std::vector<float>> block = next.get();
             if (!block)
                 return Error{block.error()};
+            if (begin + m_config.blockRows < rows)
+                next = std::async(std::launch::async, readBlockAt, begin + m_config.blockRows);
             const float* data = block->data();
             for (int64_t cell = 0; cell < count; cell += kCellRows) {
                 const int64_t cellCount = std::min(kCellRows, count - cell);
-                for (int64_t r = cell; r < cell + cellCount; ++r) {
-                    const float* row = data + size_t(r) * width;
-                    for (size_t l = 0; l < width; ++l) {
-                        const float v = std::fabs(row[l]);
-                        if (!(v <= std::numeric_limits<float>::max()))
-                            continue; // NaN or Inf
-                        ++counted[l];
-                        if (v == 0.f) {
-                            ++zeros[l];
-                        } else {
-                            sumLog[l] += fastLog10(v);
-                            ++positive[l];
-                        }
-                    }
-                }
+                // Branch-free so the compiler vectorises it: this loop sees every value of the
+                // largest dataset in the run.
+                float* sums = sumLog.data();
+                int32_t* nCounted = counted.data();
+                int32_t* nZeros = zeros.data();
+                int32_t* nPositive = positive.data();
+                for (int64_t r = cell; r < cell + cellCount; ++r)
+                    accumulateRow(reinterpret_cast<const uint32_t*>(data + size_t(r) * width), width, sums, nCounted,
+                                  nZeros, nPositive);
                 finishCell(begin + cell, begin + cell + cellCount);
             }
             if (!progressed(0.3 + 0.7 * double(begin + count) / double(rows), "layers"))
