@@ -54,7 +54,7 @@ const std::vector<SettingField>& fields()
          &ScanConfig::vanishingDecades},
         {{"vanishing_min_steps", "steps a layer must stay vanished"}, &ScanConfig::vanishingMinSteps},
         {{"running_var_floor", "running variance at or below this has collapsed"}, &ScanConfig::runningVarFloor},
-        {{"input_decades", "rise (decades) of an input's largest magnitude over its running median"},
+        {{"input_decades", "rise (decades) of an input's largest magnitude over its median over the run"},
          &ScanConfig::inputDecades},
         {{"loss_scale_cascade", "consecutive loss-scale decreases that form a cascade"},
          &ScanConfig::lossScaleCascade},

@@ -59,8 +59,8 @@ struct ScanConfig
     // BatchNorm and alike: running variance below this (or negative) has collapsed.
     double runningVarFloor = 1e-10;
 
-    // Inputs: a batch whose largest magnitude exceeds the running median by inputDecades, or that
-    // holds a known fill or saturation value (32767, 65535, 999999999, ...).
+    // Inputs: a batch whose largest magnitude exceeds the input's median over the run by
+    // inputDecades. Known fill and saturation values (32767, 65535, 999999999, ...) are named.
     double inputDecades = 2.0;
 
     // AMP loss scale: at least lossScaleCascade consecutive decreases, ending at or below
