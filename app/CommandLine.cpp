@@ -23,6 +23,7 @@ const std::vector<Subcommand>& subcommands()
     static const std::vector<Subcommand> commands{
         {"info", "what a run directory holds", runInfo},
         {"demo", "train small models and write the demo runs", runDemo},
+        {"scan", "find and classify incidents", runScan},
         {"replay", "re-run a saved batch through a saved checkpoint, op by op", runReplay},
     };
     return commands;

@@ -8,6 +8,7 @@ namespace nanscope::cli {
 
 int runInfo(const QStringList& arguments);
 int runDemo(const QStringList& arguments);
+int runScan(const QStringList& arguments);
 int runReplay(const QStringList& arguments);
 
 } // namespace nanscope::cli

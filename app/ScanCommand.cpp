@@ -1,0 +1,237 @@
+#include "CliSupport.h"
+#include "Subcommands.h"
+
+#include "core/IncidentDetector.h"
+#include "core/RunReader.h"
+#include "core/ScanConfig.h"
+
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+
+#include <cmath>
+
+namespace nanscope::cli {
+
+namespace {
+
+// Settings files: a JSON object ({"spike_decades": 1.5}) or INI lines (spike_decades = 1.5, with
+// # or ; comments and an optional [scan] section).
+bool loadConfigFile(const QString& path, ScanConfig& config, QString& error)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly)) {
+        error = path + ": cannot open the scan settings file: " + file.errorString();
+        return false;
+    }
+    const QByteArray text = file.readAll();
+    if (text.trimmed().startsWith('{')) {
+        QJsonParseError parseError;
+        const QJsonDocument document = QJsonDocument::fromJson(text, &parseError);
+        if (parseError.error != QJsonParseError::NoError || !document.isObject()) {
+            error = path + ": not a JSON object: " + parseError.errorString();
+            return false;
+        }
+        const QJsonObject object = document.object();
+        for (auto it = object.begin(); it != object.end(); ++it) {
+            const QString value = it.value().isDouble() ? QString::number(it.value().toDouble(), 'g', 17)
+                                                        : it.value().toString();
+            if (Status s = applyScanSetting(config, it.key().toStdString(), value.toStdString()); !s) {
+                error = path + ": " + fromStd(s.error());
+                return false;
+            }
+        }
+        return true;
+    }
+    int lineNumber = 0;
+    for (const QByteArray& rawLine : text.split('\n')) {
+        ++lineNumber;
+        const QString line = QString::fromUtf8(rawLine).trimmed();
+        if (line.isEmpty() || line.startsWith('#') || line.startsWith(';') || line.startsWith('['))
+            continue;
+        const int equals = line.indexOf('=');
+        if (equals < 0) {
+            error = QString("%1:%2: expected key = value").arg(path).arg(lineNumber);
+            return false;
+        }
+        const QString key = line.left(equals).trimmed();
+        QString value = line.mid(equals + 1).trimmed();
+        for (const QChar comment : {QChar('#'), QChar(';')})
+            if (int at = value.indexOf(comment); at >= 0)
+                value = value.left(at).trimmed();
+        if (Status s = applyScanSetting(config, key.toStdString(), value.toStdString()); !s) {
+            error = QString("%1:%2: %3").arg(path).arg(lineNumber).arg(fromStd(s.error()));
+            return false;
+        }
+    }
+    return true;
+}
+
+QJsonValue number(const std::optional<double>& value)
+{
+    return value && std::isfinite(*value) ? QJsonValue(*value) : QJsonValue(QJsonValue::Null);
+}
+
+QJsonObject toJson(const Incident& incident)
+{
+    QJsonArray layers;
+    for (const auto& name : incident.layers)
+        layers.append(fromStd(name));
+    const IncidentEvidence& e = incident.evidence;
+    QJsonArray onsets;
+    for (const auto& onset : e.layerOnsets)
+        onsets.append(QJsonObject{{"name", fromStd(onset.name)},
+                                  {"source", fromStd(onset.source)},
+                                  {"onset_step", qint64(onset.onsetStep)},
+                                  {"magnitude_decades", number(onset.magnitudeDecades)},
+                                  {"nonfinite", onset.nonfinite}});
+    QJsonObject evidence{{"series", fromStd(e.series)},
+                         {"window", QJsonArray{qint64(e.windowBeginStep), qint64(e.windowEndStep)}},
+                         {"baseline", number(e.baseline)},
+                         {"peak", number(e.peak)},
+                         {"jump_ratio", number(e.jumpRatio)},
+                         {"growth_decades_per_step", number(e.growthDecadesPerStep)},
+                         {"count", e.count ? QJsonValue(qint64(*e.count)) : QJsonValue(QJsonValue::Null)},
+                         {"layer_onsets", onsets},
+                         {"note", fromStd(e.note)}};
+    return QJsonObject{
+        {"kind", toString(incident.kind)},
+        {"severity", toString(incident.severity)},
+        {"onset_step", qint64(incident.onsetStep)},
+        {"nonfinite_step",
+         incident.nonfiniteStep ? QJsonValue(qint64(*incident.nonfiniteStep)) : QJsonValue(QJsonValue::Null)},
+        {"pattern", incident.pattern ? QJsonValue(toString(*incident.pattern)) : QJsonValue(QJsonValue::Null)},
+        {"layers", layers},
+        {"cause", fromStd(incident.cause)},
+        {"suggestion", fromStd(incident.suggestion)},
+        {"evidence", evidence},
+    };
+}
+
+void printText(const ScanReport& report)
+{
+    out() << "run " << fromStd(report.runName) << "  steps " << report.firstStep << ".." << report.lastStep << "\n";
+    if (report.incidents.empty()) {
+        out() << "no incidents: the run looks healthy\n";
+    } else {
+        out() << QString("\n%1 %2 %3 %4 %5  %6\n")
+                     .arg("severity", -9)
+                     .arg("kind", -20)
+                     .arg("onset", 7)
+                     .arg("nonfinite", 9)
+                     .arg("pattern", -8)
+                     .arg("layers (first bad first)");
+        for (const auto& incident : report.incidents) {
+            QStringList layers;
+            for (size_t i = 0; i < incident.layers.size() && i < 3; ++i)
+                layers << fromStd(incident.layers[i]);
+            if (incident.layers.size() > 3)
+                layers << QString("+%1").arg(incident.layers.size() - 3);
+            out() << QString("%1 %2 %3 %4 %5  %6\n")
+                         .arg(toString(incident.severity), -9)
+                         .arg(toString(incident.kind), -20)
+                         .arg(incident.onsetStep, 7)
+                         .arg(incident.nonfiniteStep ? QString::number(*incident.nonfiniteStep) : QString("-"), 9)
+                         .arg(incident.pattern ? toString(*incident.pattern) : "-", -8)
+                         .arg(layers.isEmpty() ? QString("-") : layers.join(", "));
+        }
+        for (const auto& incident : report.incidents) {
+            out() << "\n" << toString(incident.kind) << " at step " << incident.onsetStep << " ("
+                  << toString(incident.severity) << ")\n";
+            out() << "  cause:      " << fromStd(incident.cause) << "\n";
+            out() << "  suggestion: " << fromStd(incident.suggestion) << "\n";
+            const auto& e = incident.evidence;
+            QStringList facts;
+            if (!e.series.empty())
+                facts << fromStd(e.series);
+            facts << QString("steps %1..%2").arg(e.windowBeginStep).arg(e.windowEndStep);
+            if (e.baseline)
+                facts << "baseline " + QString::number(*e.baseline, 'g', 3);
+            if (e.peak)
+                facts << "peak " + QString::number(*e.peak, 'g', 3);
+            if (e.jumpRatio)
+                facts << "ratio x" + QString::number(*e.jumpRatio, 'g', 3);
+            if (e.growthDecadesPerStep)
+                facts << QString::number(*e.growthDecadesPerStep, 'g', 3) + " decades/step";
+            if (e.count)
+                facts << QString("count %1").arg(*e.count);
+            out() << "  evidence:   " << facts.join(", ") << "\n";
+            if (!e.note.empty())
+                out() << "              " << fromStd(e.note) << "\n";
+        }
+    }
+    for (const auto& note : report.notes)
+        out() << "note: " << fromStd(note) << "\n";
+}
+
+} // namespace
+
+int runScan(const QStringList& arguments)
+{
+    QCommandLineParser parser;
+    parser.setApplicationDescription(
+        "Find, locate and classify training incidents (blow-ups, NaN losses, spikes, BatchNorm corruption, bad "
+        "inputs, loss-scale collapse, skipped steps, vanishing gradients).\n"
+        "Exit status: 0 no critical incident, 1 a critical incident, 2 a usage or input error.\n"
+        "Thresholds: docs/scan.md, or --print-config.");
+    parser.addPositionalArgument("RUN_DIR", "The run directory (holding run.h5).");
+    parser.addOption({"json", "Print JSON: {\"run\": {...}, \"incidents\": [...]}."});
+    parser.addOption({"config", "Scan settings from FILE (JSON object or INI key = value).", "FILE"});
+    parser.addOption({"set", "Override one setting (repeatable), e.g. --set spike_decades=1.5.", "KEY=VALUE"});
+    parser.addOption({"print-config", "Print the effective settings and exit."});
+    int code = 0;
+    if (!parse(parser, arguments, code))
+        return code;
+
+    ScanConfig config;
+    if (parser.isSet("config")) {
+        QString error;
+        if (!loadConfigFile(parser.value("config"), config, error))
+            return fail(error);
+    }
+    for (const QString& assignment : parser.values("set")) {
+        const int equals = assignment.indexOf('=');
+        if (equals < 0)
+            return fail("--set takes KEY=VALUE, not '" + assignment + "'");
+        if (Status s = applyScanSetting(config, assignment.left(equals).trimmed().toStdString(),
+                                        assignment.mid(equals + 1).trimmed().toStdString());
+            !s)
+            return fail(fromStd(s.error()));
+    }
+    if (parser.isSet("print-config")) {
+        for (const auto& setting : scanSettings())
+            out() << QString("%1 = %2").arg(setting.key, -24).arg(fromStd(scanSettingValue(config, setting.key)), -8)
+                  << "  # " << setting.description << "\n";
+        return kExitOk;
+    }
+    if (parser.positionalArguments().size() != 1)
+        return fail("scan takes one RUN_DIR\n" + parser.helpText());
+
+    auto reader = RunReader::open(parser.positionalArguments().first().toStdString());
+    if (!reader)
+        return fail(fromStd(reader.error()));
+    auto report = scanRun(**reader, config);
+    if (!report)
+        return fail(fromStd(report.error()));
+
+    if (parser.isSet("json")) {
+        QJsonArray incidents;
+        for (const auto& incident : report->incidents)
+            incidents.append(toJson(incident));
+        QJsonArray notes;
+        for (const auto& note : report->notes)
+            notes.append(fromStd(note));
+        const QJsonObject run{{"name", fromStd(report->runName)},
+                              {"directory", fromStd(report->directory)},
+                              {"first_step", qint64(report->firstStep)},
+                              {"last_step", qint64(report->lastStep)}};
+        out() << QJsonDocument(QJsonObject{{"run", run}, {"incidents", incidents}, {"notes", notes}})
+                     .toJson(QJsonDocument::Indented);
+    } else {
+        printText(*report);
+    }
+    return report->hasCritical() ? kExitFinding : kExitOk;
+}
+
+} // namespace nanscope::cli

@@ -1,0 +1,97 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nanscope {
+
+// What went wrong in a training run, as `nanscope scan` and the GUI show it. Plain values: the
+// scanner fills them on any thread and hands them over by copy.
+enum class IncidentKind {
+    Blowup,            // loss or gradient norm becomes non-finite or grows by orders of magnitude for good
+    BnCorruption,      // normalisation running statistics non-finite, negative or collapsed to ~0
+    LossScaleCollapse, // the AMP loss scale halves step after step down to its floor
+    BadInput,          // an input batch holds NaN/Inf, fill or saturation values
+    SkippedSteps,      // many consecutive optimizer steps skipped
+    NonfiniteLoss,     // a non-finite loss the training skipped and recovered from
+    Vanishing,         // layers whose gradient is zero or orders of magnitude below the rest
+    Spike              // an isolated jump in gradient norm or loss that recovers
+};
+
+enum class Severity { Critical, Warning, Info };
+
+enum class BlowupPattern {
+    Sudden, // a jump of at least an order of magnitude within a few steps from a stable baseline
+    Gradual // sustained growth over tens to hundreds of steps before the failure
+};
+
+// One layer's part in an incident: when it went bad and by how much.
+struct LayerOnset
+{
+    std::string name;   // parameter name (/layers), module path (/activations, /buffers) or input name
+    std::string source; // the dataset that showed it: "layers/grad_norm", "activations", "buffers", ...
+    int64_t onsetStep = 0;
+    // Decades (log10) above the layer's own baseline just after its onset (within jump_steps);
+    // +inf when it was non-finite there. Breaks ties between layers bad at the same step.
+    double magnitudeDecades = 0;
+    bool nonfinite = false;              // it went non-finite in the incident's window
+    std::optional<int64_t> nonfiniteStep; // where it first did
+};
+
+// The figures an incident rests on. Fields that do not apply to a kind stay empty.
+struct IncidentEvidence
+{
+    std::string series;             // what triggered it: "scalars/grad_norm", "buffers/nonfinite", ...
+    int64_t windowBeginStep = 0;    // the steps the evidence covers
+    int64_t windowEndStep = 0;
+    std::optional<double> baseline; // typical value before the incident (the series' own units)
+    std::optional<double> peak;     // largest finite value in the window
+    // peak / baseline within the first few steps after the onset (sudden) or over the window.
+    std::optional<double> jumpRatio;
+    // Robust slope of log10(series) per step from onset to failure: 0.05 means x10 every 20 steps.
+    std::optional<double> growthDecadesPerStep;
+    std::optional<int64_t> count; // steps affected: skipped, non-finite, scale decreases, ...
+    std::vector<LayerOnset> layerOnsets; // every layer that went bad, first bad first
+    std::string note;                    // one more fact in words, when there is one
+};
+
+struct Incident
+{
+    IncidentKind kind = IncidentKind::Spike;
+    Severity severity = Severity::Warning;
+    int64_t onsetStep = 0;                    // where the deterioration began
+    std::optional<int64_t> nonfiniteStep;     // blowup: first NaN/Inf in loss, grad norm or any layer
+    std::optional<BlowupPattern> pattern;     // blowup only
+    std::vector<std::string> layers;          // first bad first
+    std::string cause;                        // probable cause, in words
+    std::string suggestion;                   // what to do
+    IncidentEvidence evidence;
+};
+
+struct ScanReport
+{
+    std::string runName;
+    std::string directory;
+    int64_t firstStep = 0;
+    int64_t lastStep = 0;          // the last logged step (a run may still be written)
+    std::vector<Incident> incidents; // most severe first, then by onset
+    // Datasets the run lacks that would have allowed more checks ("no /layers: no layer blame").
+    std::vector<std::string> notes;
+
+    bool hasCritical() const
+    {
+        for (const auto& incident : incidents)
+            if (incident.severity == Severity::Critical)
+                return true;
+        return false;
+    }
+};
+
+// Stable lower-case names used in JSON and text output: "blowup", "bn_corruption", "critical", ...
+const char* toString(IncidentKind kind);
+const char* toString(Severity severity);
+const char* toString(BlowupPattern pattern);
+
+} // namespace nanscope
