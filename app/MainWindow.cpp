@@ -2,6 +2,7 @@
 
 #include "widgets/BatchNormView.h"
 #include "widgets/HeatmapView.h"
+#include "widgets/IncidentModel.h"
 #include "widgets/LayerDetailView.h"
 #include "widgets/LayerTreeModel.h"
 #include "widgets/OverviewView.h"
@@ -27,6 +28,7 @@
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QStatusBar>
+#include <QTableView>
 #include <QTabWidget>
 #include <QThread>
 #include <QTimer>
@@ -62,6 +64,7 @@ MainWindow::MainWindow(QWidget* parent)
     , m_replayProcess(new ReplayProcess(this))
     , m_layerModel(new LayerTreeModel(this))
     , m_layerFilter(new QSortFilterProxyModel(this))
+    , m_incidentModel(new IncidentModel(this))
 {
     initResources();
     setWindowTitle("nanscope");
@@ -111,6 +114,20 @@ MainWindow::MainWindow(QWidget* parent)
     addDockWidget(Qt::LeftDockWidgetArea, layerDock);
     resizeDocks({layerDock}, {260}, Qt::Horizontal);
 
+    // What scan found, docked under the views.
+    m_incidentTable = new QTableView(this);
+    m_incidentTable->setModel(m_incidentModel);
+    m_incidentTable->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_incidentTable->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_incidentTable->verticalHeader()->hide();
+    m_incidentTable->horizontalHeader()->setStretchLastSection(true);
+    m_incidentTable->setWordWrap(false);
+    auto* incidentDock = new QDockWidget(tr("Incidents"), this);
+    incidentDock->setObjectName("IncidentsDock");
+    incidentDock->setWidget(m_incidentTable);
+    addDockWidget(Qt::BottomDockWidgetArea, incidentDock);
+    resizeDocks({incidentDock}, {170}, Qt::Vertical);
+
     m_progress = new QProgressBar(this);
     m_progress->setMaximumWidth(220);
     m_progress->setVisible(false);
@@ -134,6 +151,9 @@ MainWindow::MainWindow(QWidget* parent)
     connect(m_session, &RunSession::grew, this, &MainWindow::onGrew);
     connect(m_session, &RunSession::progress, this, &MainWindow::onProgress);
     connect(m_session, &RunSession::heatmapReady, this, &MainWindow::onHeatmap);
+    connect(m_session, &RunSession::scanned, this, &MainWindow::onScanned);
+    connect(m_incidentTable->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+            [this](const QModelIndex& current) { showIncident(current.row()); });
     connect(m_session, &RunSession::layerDetailReady, this, [this](const LayerDetail& detail) {
         if (detail.layer != m_selectedLayer)
             return; // a later click already replaced this request
@@ -295,6 +315,7 @@ void MainWindow::onLoaded(const RunSnapshot& snapshot)
 
     m_selectedLayer.clear();
     m_heatmapPending = !snapshot.layers.empty();
+    m_scanPending = true;
     std::vector<qint64> replayable;
     for (const auto& [step, path] : snapshot.info.checkpoints)
         if (snapshot.info.batches.count(step))
@@ -326,6 +347,12 @@ void MainWindow::onHeatmap(const LayerHeatmap& heatmap)
     if (heatmap.quantity == HeatmapQuantity::GradNormLog10) {
         m_layerHealth = judgeLayerHealth(heatmap);
         showLayerTree();
+        if (m_selectedLayer.isEmpty() && m_incidentModel->rowCount() > 0)
+            for (const auto& layer : m_incidentModel->incidentAt(0)->layers)
+                if (const QString p = parameterForLayer(QString::fromStdString(layer)); !p.isEmpty()) {
+                    selectLayer(p);
+                    break;
+                }
         if (m_selectedLayer.isEmpty()) {
             // Start where the trouble is: the first bad layer, else the first one.
             QString layer;
@@ -342,6 +369,49 @@ void MainWindow::onHeatmap(const LayerHeatmap& heatmap)
     }
     m_heatmapPending = false;
     maybeTakeScreenshot();
+}
+
+void MainWindow::onScanned(const ScanReport& report)
+{
+    m_incidentModel->setReport(report);
+    m_overview->setIncidents(report.incidents);
+    m_incidentTable->resizeColumnsToContents();
+    m_incidentTable->setColumnWidth(IncidentModel::Layers, std::min(m_incidentTable->columnWidth(IncidentModel::Layers), 260));
+    m_scanPending = false;
+    updateStatus();
+    emit incidentsFound(int(report.incidents.size()));
+    maybeTakeScreenshot();
+}
+
+QString MainWindow::parameterForLayer(const QString& layer) const
+{
+    // Scan names parameters ("fc1.weight") or modules ("fc1"): map a module to its first parameter.
+    for (const auto& name : m_snapshot.layers) {
+        const QString parameter = QString::fromStdString(name);
+        if (parameter == layer || parameter.startsWith(layer + "."))
+            return parameter;
+    }
+    return QString();
+}
+
+void MainWindow::showIncident(int row)
+{
+    const Incident* incident = m_incidentModel->incidentAt(row);
+    if (!incident)
+        return;
+    const double onset = double(incident->onsetStep);
+    const double end = double(IncidentModel::endStep(*incident));
+    const double margin = std::max(20.0, (end - onset) * 0.6);
+    m_overview->showStepRange(onset - margin, end + margin);
+    selectStep(incident->onsetStep);
+    for (const auto& layer : incident->layers) {
+        const QString parameter = parameterForLayer(QString::fromStdString(layer));
+        if (!parameter.isEmpty()) {
+            selectLayer(parameter);
+            break;
+        }
+    }
+    statusBar()->showMessage(QString::fromStdString(incident->cause), 10000);
 }
 
 void MainWindow::showLayerTree()
@@ -373,7 +443,7 @@ void MainWindow::updateStatus()
         bad += h == LayerHealth::Bad;
     const qint64 lastStep = snapshot.steps.empty() ? -1 : snapshot.steps.back();
     m_statusRun->setText(tr("%1  \u2014  %2 steps (last %3), %4 layers (%5 with non-finite gradients), "
-                            "%6 checkpoints, %7 batches%8")
+                            "%6 checkpoints, %7 batches, %9 incidents%8")
                              .arg(snapshot.directory)
                              .arg(snapshot.steps.size())
                              .arg(lastStep)
@@ -381,7 +451,8 @@ void MainWindow::updateStatus()
                              .arg(bad)
                              .arg(snapshot.info.checkpoints.size())
                              .arg(snapshot.info.batches.size())
-                             .arg(snapshot.info.openedForSwmr ? tr(", following live") : QString()));
+                             .arg(snapshot.info.openedForSwmr ? tr(", following live") : QString())
+                             .arg(m_incidentModel->rowCount()));
 }
 
 void MainWindow::selectStep(qint64 step)
@@ -479,7 +550,7 @@ void MainWindow::screenshotWhenLoaded(const QString& path)
 void MainWindow::maybeTakeScreenshot()
 {
     if (m_screenshotPath.isEmpty() || !m_loaded ||
-        (m_snapshot.error.isEmpty() && (m_layerPending || m_heatmapPending || m_replayPending)))
+        (m_snapshot.error.isEmpty() && (m_layerPending || m_heatmapPending || m_replayPending || m_scanPending)))
         return;
     const QString path = m_screenshotPath;
     m_screenshotPath.clear();

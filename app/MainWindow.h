@@ -11,6 +11,7 @@ class QMenu;
 class QProgressBar;
 class QSortFilterProxyModel;
 class QStackedWidget;
+class QTableView;
 class QTabWidget;
 class QThread;
 class QToolButton;
@@ -19,6 +20,7 @@ class QTreeView;
 namespace nanscope {
 
 class BatchNormView;
+class IncidentModel;
 class HeatmapView;
 class LayerDetailView;
 class LayerTreeModel;
@@ -57,6 +59,9 @@ public:
     // The nanscope executable that replays (default: this program; tests point it elsewhere).
     void setReplayProgram(const QString& program);
     LayerTreeModel* layerModel() const { return m_layerModel; }
+    IncidentModel* incidentModel() const { return m_incidentModel; }
+    // Moves the plots to an incident and selects its first bad layer.
+    void showIncident(int row);
     QSortFilterProxyModel* layerFilter() const { return m_layerFilter; }
     qint64 selectedStep() const { return m_selectedStep; }
     QString selectedLayer() const { return m_selectedLayer; }
@@ -72,6 +77,7 @@ signals:
     void layersJudged();
     void layerShown(const QString& layer);
     void replayFinished(bool ok);
+    void incidentsFound(int count);
     void screenshotDone(bool saved);
     // To the session thread.
     void openRequested(const QString& directory);
@@ -96,6 +102,8 @@ private:
     void rememberRun(const QString& directory);
     void updateRecentMenu();
     void maybeTakeScreenshot();
+    void onScanned(const ScanReport& report);
+    QString parameterForLayer(const QString& layer) const;
 
     QThread* m_sessionThread = nullptr;
     RunSession* m_session = nullptr;
@@ -114,6 +122,8 @@ private:
     LayerTreeModel* m_layerModel = nullptr;
     QSortFilterProxyModel* m_layerFilter = nullptr;
     QTreeView* m_layerTree = nullptr;
+    IncidentModel* m_incidentModel = nullptr;
+    QTableView* m_incidentTable = nullptr;
     QLineEdit* m_filterEdit = nullptr;
     QMenu* m_recentMenu = nullptr;
     QProgressBar* m_progress = nullptr;
@@ -129,6 +139,7 @@ private:
     bool m_layerPending = false;
     bool m_heatmapPending = false;
     bool m_replayPending = false;
+    bool m_scanPending = false;
     std::vector<LayerHealth> m_layerHealth;
 };
 

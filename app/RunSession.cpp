@@ -1,5 +1,6 @@
 #include "RunSession.h"
 
+#include "core/IncidentDetector.h"
 #include "core/RunFormat.h"
 
 #include <QTimer>
@@ -27,6 +28,7 @@ RunSession::RunSession(QObject* parent)
         qRegisterMetaType<RunSnapshot>();
         qRegisterMetaType<LayerDetail>();
         qRegisterMetaType<LayerHeatmap>();
+        qRegisterMetaType<ScanReport>();
         return true;
     }();
     (void)registered;
@@ -61,6 +63,8 @@ void RunSession::open(const QString& directory)
     snapshot = buildSnapshot();
     emit progress(100, QString());
     emit loaded(snapshot);
+    if (snapshot.error.isEmpty())
+        requestScan();
     if (snapshot.error.isEmpty() && !snapshot.layers.empty())
         requestHeatmap(int(HeatmapQuantity::GradNormLog10));
     if (!m_pollTimer) {
@@ -87,6 +91,7 @@ void RunSession::poll()
     if (!refreshed || !*refreshed)
         return;
     emit grew(buildSnapshot());
+    requestScan();
     requestHeatmap(int(m_lastHeatmapQuantity));
 }
 
@@ -192,6 +197,21 @@ void RunSession::requestHeatmap(int quantity)
     emit progress(100, QString());
     if (heatmap)
         emit heatmapReady(*heatmap);
+}
+
+} // namespace nanscope
+
+namespace nanscope {
+
+void RunSession::requestScan()
+{
+    if (!m_reader)
+        return;
+    m_cancelled = false;
+    auto report = scanRun(*m_reader, ScanConfig{}, progressCallback(tr("Scanning for incidents")));
+    emit progress(100, QString());
+    if (report)
+        emit scanned(*report);
 }
 
 } // namespace nanscope

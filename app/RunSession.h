@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/Incident.h"
 #include "core/LayerHeatmap.h"
 #include "core/RunReader.h"
 #include "widgets/ViewData.h"
@@ -47,6 +48,7 @@ public slots:
     void close();
     void requestLayerDetail(const QString& layer);
     void requestHeatmap(int quantity);
+    void requestScan();
     // Live follow: rereads what grew since the last look. Started by open().
     void poll();
 
@@ -56,6 +58,7 @@ signals:
     void progress(int percent, const QString& what);
     void layerDetailReady(const nanscope::LayerDetail& detail);
     void heatmapReady(const nanscope::LayerHeatmap& heatmap);
+    void scanned(const nanscope::ScanReport& report);
 
 private:
     RunSnapshot buildSnapshot();
@@ -74,3 +77,4 @@ private:
 Q_DECLARE_METATYPE(nanscope::RunSnapshot)
 Q_DECLARE_METATYPE(nanscope::LayerDetail)
 Q_DECLARE_METATYPE(nanscope::LayerHeatmap)
+Q_DECLARE_METATYPE(nanscope::ScanReport)

@@ -3,6 +3,8 @@
 #include "SeriesPlot.h"
 
 #include <QSplitter>
+
+#include <cmath>
 #include <QVBoxLayout>
 
 namespace nanscope {
@@ -79,6 +81,47 @@ void OverviewView::showStepRange(double lower, double upper)
 {
     for (auto* plot : m_plots)
         plot->setStepRange(lower, upper);
+}
+
+void OverviewView::setIncidents(const std::vector<Incident>& incidents)
+{
+    for (auto* plot : m_plots)
+        plot->clearBands();
+    for (const Incident& incident : incidents) {
+        const double onset = double(incident.onsetStep);
+        const double end = double(incident.nonfiniteStep ? *incident.nonfiniteStep
+                                                         : std::max(incident.onsetStep, incident.evidence.windowEndStep));
+        const bool critical = incident.severity == Severity::Critical;
+        QColor colour = critical ? QColor(220, 38, 38) : QColor(217, 119, 6);
+        QString label = QString(toString(incident.kind));
+        double from = onset - 0.5, to = onset + 0.5;
+        if (incident.pattern == BlowupPattern::Gradual) {
+            colour = QColor(234, 88, 12);
+            from = onset;
+            to = std::max(end, onset + 1);
+            label = tr("gradual growth");
+            if (incident.evidence.growthDecadesPerStep)
+                label += tr(" (x10 every %1 steps)").arg(1.0 / *incident.evidence.growthDecadesPerStep, 0, 'f', 0);
+        } else if (incident.pattern == BlowupPattern::Sudden) {
+            label = tr("sudden jump");
+            if (incident.evidence.jumpRatio)
+                label += QString(" x%1").arg(*incident.evidence.jumpRatio, 0, 'g', 2);
+        }
+        for (auto* plot : m_plots)
+            plot->addBand(from, to, colour, plot == m_plots.front() ? label : QString());
+        // The fitted trend: baseline times 10^(rate x steps since onset), on the grad-norm plot.
+        if (incident.pattern == BlowupPattern::Gradual && incident.evidence.growthDecadesPerStep &&
+            incident.evidence.baseline && *incident.evidence.baseline > 0) {
+            std::vector<double> x, y;
+            for (int i = 0; i <= 50; ++i) {
+                const double step = onset + (to - onset) * i / 50.0;
+                x.push_back(step);
+                y.push_back(*incident.evidence.baseline * std::pow(10.0, *incident.evidence.growthDecadesPerStep * (step - onset)));
+            }
+            if (SeriesPlot* grad = plot("grad_norm"))
+                grad->setTrendLine(x, y);
+        }
+    }
 }
 
 void OverviewView::linkRanges(SeriesPlot* source, double lower, double upper)

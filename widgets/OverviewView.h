@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/Incident.h"
+
 #include <QWidget>
 
 #include <cstdint>
@@ -23,6 +25,9 @@ public:
                     const std::vector<int64_t>& skippedSteps);
     void setSelectedStep(int64_t step);
     void showStepRange(double lower, double upper);
+    // Marks incidents on every plot: a sudden blow-up as a sharp band at its onset, a gradual one
+    // as a shaded growth region from onset to failure with its fitted trend on the grad-norm plot.
+    void setIncidents(const std::vector<Incident>& incidents);
 
     SeriesPlot* plot(const QString& scalar) const;
     QList<SeriesPlot*> plots() const { return m_plots; }
