@@ -23,6 +23,8 @@ const std::vector<Subcommand>& subcommands()
     static const std::vector<Subcommand> commands{
         {"info", "what a run directory holds", runInfo},
         {"demo", "train small models and write the demo runs", runDemo},
+        {"stats", "tensor health of a checkpoint (torch.save, TorchScript, safetensors)", runStats},
+        {"diff", "compare two checkpoints: relative updates, new NaN/Inf", runDiff},
     };
     return commands;
 }

@@ -8,5 +8,7 @@ namespace nanscope::cli {
 
 int runInfo(const QStringList& arguments);
 int runDemo(const QStringList& arguments);
+int runStats(const QStringList& arguments);
+int runDiff(const QStringList& arguments);
 
 } // namespace nanscope::cli
