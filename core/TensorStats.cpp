@@ -14,20 +14,20 @@
 // are combined in double with Chan's formula, so large tensors keep full accuracy while the
 // inner loops stay in the tensor's own precision and vectorise (explicit lanes: the compiler may
 // not reorder a floating-point sum on its own). This file is built with -O3; on x86-64 the hot
-// loop is also compiled for Haswell (AVX2, F16C, FMA) and picked at run time.
+// loop is also compiled for AVX2 and picked at run time by CPU feature (not by CPU model).
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define NANSCOPE_MULTIVERSION __attribute__((target_clones("default", "arch=haswell")))
-#else
-#define NANSCOPE_MULTIVERSION
+#if defined(__x86_64__) && defined(__GNUC__)
+#define NANSCOPE_HAVE_AVX2_CLONE 1
 #endif
+// The vector helpers are always inlined, so no 32-byte vector ever crosses a call boundary.
+#pragma GCC diagnostic ignored "-Wpsabi"
 #define NANSCOPE_ALWAYS_INLINE __attribute__((always_inline)) inline
 
 namespace nanscope {
 
 namespace {
 
-constexpr int kBlock = 2048;
+constexpr int kBlock = 4096; // 16 KB of float32: stays in L1 between the two reads
 constexpr int64_t kElementsPerThread = int64_t(1) << 21;
 
 typedef float __attribute__((may_alias)) AliasFloat;
@@ -71,118 +71,233 @@ struct Moments
     }
 };
 
+// 32-byte vectors in GCC's vector extension: one AVX register, or two SSE registers in the
+// baseline build. Explicit vectors because the compiler may not reorder a floating-point sum on
+// its own, and its automatic vectorisation of this kernel spills and shuffles.
 template<typename F>
-NANSCOPE_ALWAYS_INLINE void blockKernel(const F* p, int n, F minNormal, Moments& acc)
+struct Lanes;
+template<>
+struct Lanes<float>
 {
-    constexpr int L = 64 / sizeof(F); // two AVX2 registers per accumulator
-    using Count = std::conditional_t<sizeof(F) == 4, int32_t, int64_t>;
+    typedef float V __attribute__((vector_size(32)));
+    typedef int32_t Mask __attribute__((vector_size(32)));
+    static constexpr int kWidth = 8;
+};
+template<>
+struct Lanes<double>
+{
+    typedef double V __attribute__((vector_size(32)));
+    typedef int64_t Mask __attribute__((vector_size(32)));
+    static constexpr int kWidth = 4;
+};
+
+template<typename V>
+NANSCOPE_ALWAYS_INLINE V loadVector(const void* p)
+{
+    V v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+template<typename V>
+NANSCOPE_ALWAYS_INLINE V splat(typename std::remove_reference<decltype(V{}[0])>::type x)
+{
+    return V{} + x;
+}
+
+// Pass two of a block: sums of the deviations from a rough mean and of their squares, on values
+// scaled by a power of two (exact) so that the block's largest magnitude is about 1. So squares of
+// float32 values near 1e-30 or 1e30 neither underflow nor overflow, and the shift keeps the sum
+// of squares free of cancellation. `kSkipNonFinite` only on the rare blocks that hold NaN or Inf.
+template<typename F, bool kSkipNonFinite>
+NANSCOPE_ALWAYS_INLINE void blockDeviations(const F* p, int n, int64_t count, double roughMean, double low, double high,
+                                            const F* next, Moments& acc)
+{
+    using V = typename Lanes<F>::V;
+    constexpr int W = Lanes<F>::kWidth;
     constexpr F big = std::numeric_limits<F>::max();
-    constexpr F inf = std::numeric_limits<F>::infinity();
-
-    F sum[L], lo[L], hi[L];
-    Count nonfinite[L], zero[L], subnormal[L];
-    for (int j = 0; j < L; ++j) {
-        sum[j] = 0;
-        lo[j] = inf;
-        hi[j] = -inf;
-        nonfinite[j] = zero[j] = subnormal[j] = 0;
-    }
-    const int whole = n - n % L;
-    for (int i = 0; i < whole; i += L) {
-        for (int j = 0; j < L; ++j) {
-            const F v = p[i + j];
-            const F a = std::fabs(v);
-            const bool finite = a <= big; // false for NaN and +-Inf
-            sum[j] += finite ? v : F(0);
-            const F low = finite ? v : inf;
-            const F high = finite ? v : -inf;
-            lo[j] = low < lo[j] ? low : lo[j];
-            hi[j] = high > hi[j] ? high : hi[j];
-            nonfinite[j] += Count(!finite);
-            zero[j] += Count(v == F(0));
-            subnormal[j] += Count((a < minNormal) & (a != F(0)));
-        }
-    }
-    for (int i = whole; i < n; ++i) {
-        const F v = p[i];
-        const F a = std::fabs(v);
-        const bool finite = a <= big;
-        if (finite) {
-            sum[0] += v;
-            lo[0] = std::min(lo[0], v);
-            hi[0] = std::max(hi[0], v);
-        }
-        nonfinite[0] += Count(!finite);
-        zero[0] += Count(v == F(0));
-        subnormal[0] += Count((a < minNormal) & (a != F(0)));
-    }
-    double total = 0;
-    int64_t bad = 0;
-    for (int j = 0; j < L; ++j) {
-        total += double(sum[j]); // may be +-Inf for float32 values near the type's limit: see below
-        acc.min = std::min(acc.min, double(lo[j]));
-        acc.max = std::max(acc.max, double(hi[j]));
-        bad += nonfinite[j];
-        acc.zero += zero[j];
-        acc.subnormal += subnormal[j];
-    }
-    if (bad > 0) { // rare: tell NaN from +Inf and -Inf
-        for (int i = 0; i < n; ++i) {
-            const F v = p[i];
-            if (std::isnan(v))
-                ++acc.nan;
-            else if (v == inf)
-                ++acc.posinf;
-            else if (v == -inf)
-                ++acc.neginf;
-        }
-    }
-    const int64_t count = n - bad;
-    if (count == 0)
-        return;
-
-    // Pass two works on values scaled by a power of two (exact) so that the block's largest
-    // magnitude is about 1: squares of float32 values near 1e-30 or 1e30 neither underflow nor
-    // overflow. The shift (the block's rough mean) makes the sum of squares free of cancellation.
-    double low = double(lo[0]), high = double(hi[0]);
-    for (int j = 1; j < L; ++j) {
-        low = std::min(low, double(lo[j]));
-        high = std::max(high, double(hi[j]));
-    }
     const double largest = std::max(std::fabs(low), std::fabs(high));
     const int exponent = largest > 0 ? std::clamp(-std::ilogb(largest), std::numeric_limits<F>::min_exponent - 1,
                                                   std::numeric_limits<F>::max_exponent - 1)
                                      : 0;
     const F scale = F(std::ldexp(1.0, exponent)); // a normal number of type F
-    double roughMean = total / double(count);
     if (!std::isfinite(roughMean)) // the block's sum overflowed: any value inside the range will do
         roughMean = low / 2 + high / 2;
     const F shift = F(roughMean) * scale;
-    F deviation[L], square[L];
-    for (int j = 0; j < L; ++j)
-        deviation[j] = square[j] = 0;
-    for (int i = 0; i < whole; i += L) {
-        for (int j = 0; j < L; ++j) {
-            const F v = p[i + j];
-            const F t = std::fabs(v) <= big ? v * scale - shift : F(0);
-            deviation[j] += t;
-            square[j] += t * t;
+
+    using Mask = typename Lanes<F>::Mask;
+    const V vScale = splat<V>(scale), vShift = splat<V>(shift), vBig = splat<V>(big), vZero = {};
+    const Mask absMask = Mask{} + std::numeric_limits<typename std::remove_reference<decltype(Mask{}[0])>::type>::max();
+    V d0 = {}, d1 = {}, q0 = {}, q1 = {};
+    int i = 0;
+    for (; i + 2 * W <= n; i += 2 * W) {
+        // This pass reads L1 only; meanwhile fetch the next block, one cache line a step, so the
+        // memory bus never idles.
+        if (next)
+            __builtin_prefetch(next + i);
+        const V a = loadVector<V>(p + i);
+        const V b = loadVector<V>(p + i + W);
+        V t0 = a * vScale - vShift;
+        V t1 = b * vScale - vShift;
+        if constexpr (kSkipNonFinite) {
+            t0 = reinterpret_cast<V>(reinterpret_cast<Mask>(a) & absMask) <= vBig ? t0 : vZero;
+            t1 = reinterpret_cast<V>(reinterpret_cast<Mask>(b) & absMask) <= vBig ? t1 : vZero;
         }
-    }
-    for (int i = whole; i < n; ++i) {
-        const F v = p[i];
-        const F t = std::fabs(v) <= big ? v * scale - shift : F(0);
-        deviation[0] += t;
-        square[0] += t * t;
+        d0 += t0;
+        d1 += t1;
+        q0 += t0 * t0;
+        q1 += t1 * t1;
     }
     double d = 0, q = 0;
-    for (int j = 0; j < L; ++j) {
-        d += double(deviation[j]);
-        q += double(square[j]);
+    const V dv = d0 + d1, qv = q0 + q1;
+    for (int j = 0; j < W; ++j) {
+        d += double(dv[j]);
+        q += double(qv[j]);
+    }
+    for (; i < n; ++i) {
+        const F v = p[i];
+        if (kSkipNonFinite && !(std::fabs(v) <= big))
+            continue;
+        const double t = double(v * scale - shift);
+        d += t;
+        q += t * t;
     }
     const double unscale = 1.0 / double(scale);
     const double m2 = std::max(0.0, q - d * d / double(count)) * unscale * unscale;
     acc.addMoments(count, double(shift) * unscale + d * unscale / double(count), m2);
+}
+
+// One block, read twice while it sits in L1. The first read needs no per-element select: a
+// NaN never wins a `<` comparison, and any NaN or Inf (or an overflow) makes the plain sum
+// non-finite, which sends the rare block that holds one down the careful path.
+// `next`: the following block of the same tensor, or nullptr; prefetched while this one is in L1.
+template<typename F>
+NANSCOPE_ALWAYS_INLINE void blockKernel(const F* p, int n, F minNormal, const F* next, Moments& acc)
+{
+    using V = typename Lanes<F>::V;
+    using Mask = typename Lanes<F>::Mask;
+    constexpr int W = Lanes<F>::kWidth;
+    constexpr F big = std::numeric_limits<F>::max();
+    constexpr F inf = std::numeric_limits<F>::infinity();
+
+    const V vZero = {};
+    const V vTiny = splat<V>(minNormal);
+    const Mask absMask = Mask{} + std::numeric_limits<typename std::remove_reference<decltype(Mask{}[0])>::type>::max();
+    // Four vectors a step, each with its own sum, min and max chain, so that no dependency chain
+    // holds the loop back.
+    V sum0 = {}, sum1 = {}, sum2 = {}, sum3 = {};
+    V lo0 = splat<V>(inf), lo1 = lo0, hi0 = splat<V>(-inf), hi1 = hi0;
+    Mask zero = {}, tiny = {}; // tiny: |x| below the smallest normal, zeros included
+    auto magnitude = [&](const V& v) { return reinterpret_cast<V>(reinterpret_cast<Mask>(v) & absMask); };
+    int i = 0;
+    for (; i + 4 * W <= n; i += 4 * W) {
+        const V a = loadVector<V>(p + i);
+        const V b = loadVector<V>(p + i + W);
+        const V c = loadVector<V>(p + i + 2 * W);
+        const V e = loadVector<V>(p + i + 3 * W);
+        sum0 += a;
+        sum1 += b;
+        sum2 += c;
+        sum3 += e;
+        lo0 = a < lo0 ? a : lo0;
+        hi0 = a > hi0 ? a : hi0;
+        lo1 = b < lo1 ? b : lo1;
+        hi1 = b > hi1 ? b : hi1;
+        lo0 = c < lo0 ? c : lo0;
+        hi0 = c > hi0 ? c : hi0;
+        lo1 = e < lo1 ? e : lo1;
+        hi1 = e > hi1 ? e : hi1;
+        zero -= ((a == vZero) + (b == vZero)) + ((c == vZero) + (e == vZero)); // a true comparison is -1
+        tiny -= ((magnitude(a) < vTiny) + (magnitude(b) < vTiny)) + ((magnitude(c) < vTiny) + (magnitude(e) < vTiny));
+    }
+    const V lo = lo0 < lo1 ? lo0 : lo1;
+    const V hi = hi0 > hi1 ? hi0 : hi1;
+    double total = 0, low = double(inf), high = -double(inf);
+    int64_t zeros = 0, tinies = 0;
+    const V sum = (sum0 + sum1) + (sum2 + sum3);
+    for (int j = 0; j < W; ++j) {
+        total += double(sum[j]);
+        low = std::min(low, double(lo[j]));
+        high = std::max(high, double(hi[j]));
+        zeros += zero[j];
+        tinies += tiny[j];
+    }
+    for (; i < n; ++i) {
+        const F v = p[i];
+        total += double(v);
+        low = v < low ? double(v) : low;
+        high = v > high ? double(v) : high;
+        zeros += v == F(0);
+        tinies += std::fabs(v) < minNormal;
+    }
+    acc.zero += zeros;
+    acc.subnormal += tinies - zeros;
+    if (std::isfinite(total) && std::isfinite(low) && std::isfinite(high)) {
+        acc.min = std::min(acc.min, low);
+        acc.max = std::max(acc.max, high);
+        blockDeviations<F, false>(p, n, n, total / double(n), low, high, next, acc);
+        return;
+    }
+
+    // The careful path: NaN, +-Inf, or a sum that overflowed. Sums in double lanes here, since
+    // an overflow of the plain sum may be why the block came here.
+    using Wide = typename Lanes<double>::V;
+    constexpr int kWide = Lanes<double>::kWidth;
+    const V vBig = splat<V>(big), vInf = splat<V>(inf);
+    V low2 = splat<V>(inf), high2 = splat<V>(-inf);
+    Mask finiteCount = {}, nanCount = {}, posinfCount = {};
+    Wide wideSum = {};
+    i = 0;
+    for (; i + W <= n; i += W) {
+        const V a = loadVector<V>(p + i);
+        const Mask finite = reinterpret_cast<V>(reinterpret_cast<Mask>(a) & absMask) <= vBig;
+        const V kept = finite ? a : vZero;
+        for (int j = 0; j < W; j += kWide) { // widen W lanes into double lanes
+            Wide part;
+            for (int k = 0; k < kWide; ++k)
+                part[k] = double(kept[j + k]);
+            wideSum += part;
+        }
+        low2 = finite ? (a < low2 ? a : low2) : low2;
+        high2 = finite ? (a > high2 ? a : high2) : high2;
+        finiteCount -= finite;
+        nanCount -= a != a;
+        posinfCount -= a == vInf;
+    }
+    int64_t count = 0, nans = 0, posinfs = 0;
+    total = 0;
+    low = double(inf);
+    high = -double(inf);
+    for (int j = 0; j < kWide; ++j)
+        total += wideSum[j];
+    for (int j = 0; j < W; ++j) {
+        low = std::min(low, double(low2[j]));
+        high = std::max(high, double(high2[j]));
+        count += finiteCount[j];
+        nans += nanCount[j];
+        posinfs += posinfCount[j];
+    }
+    for (; i < n; ++i) {
+        const F v = p[i];
+        if (std::fabs(v) <= big) {
+            ++count;
+            total += double(v);
+            low = std::min(low, double(v));
+            high = std::max(high, double(v));
+        } else if (std::isnan(v)) {
+            ++nans;
+        } else if (v > 0) {
+            ++posinfs;
+        }
+    }
+    acc.nan += nans;
+    acc.posinf += posinfs;
+    acc.neginf += (n - count) - nans - posinfs;
+    if (count == 0)
+        return;
+    acc.min = std::min(acc.min, low);
+    acc.max = std::max(acc.max, high);
+    blockDeviations<F, true>(p, n, count, total / double(count), low, high, next, acc);
 }
 
 NANSCOPE_ALWAYS_INLINE float halfToFloat(uint16_t h)
@@ -232,40 +347,69 @@ NANSCOPE_ALWAYS_INLINE void integersToDouble(const uint8_t* data, DType dtype, i
     }
 }
 
-NANSCOPE_MULTIVERSION
-void rangeMoments(const uint8_t* data, DType dtype, int64_t begin, int64_t end, Moments& acc)
+NANSCOPE_ALWAYS_INLINE void rangeMomentsBody(const uint8_t* data, DType dtype, int64_t begin, int64_t end, Moments& acc)
 {
     float floats[kBlock];
     double doubles[kBlock];
+    const size_t itemSize = dtypeSize(dtype);
     for (int64_t start = begin; start < end; start += kBlock) {
         const int n = int(std::min<int64_t>(kBlock, end - start));
+        // The next block's bytes, to prefetch (a prefetch past the end never faults).
+        const uint8_t* next = start + kBlock < end ? data + size_t(start + kBlock) * itemSize : nullptr;
         switch (dtype) {
         case DType::Float32:
-            blockKernel<float>(reinterpret_cast<const AliasFloat*>(data) + start, n, FLT_MIN, acc);
+            blockKernel<float>(reinterpret_cast<const AliasFloat*>(data) + start, n, FLT_MIN,
+                               reinterpret_cast<const AliasFloat*>(next), acc);
             break;
         case DType::Float64:
-            blockKernel<double>(reinterpret_cast<const AliasDouble*>(data) + start, n, DBL_MIN, acc);
+            blockKernel<double>(reinterpret_cast<const AliasDouble*>(data) + start, n, DBL_MIN,
+                                reinterpret_cast<const AliasDouble*>(next), acc);
             break;
         case DType::Float16: {
             const AliasU16* h = reinterpret_cast<const AliasU16*>(data) + start;
             for (int i = 0; i < n; ++i)
                 floats[i] = halfToFloat(h[i]);
-            blockKernel<float>(floats, n, 6.103515625e-05f, acc); // 2^-14, float16's smallest normal
+            blockKernel<float>(floats, n, 6.103515625e-05f, reinterpret_cast<const AliasFloat*>(next), acc); // 2^-14, float16's smallest normal
             break;
         }
         case DType::BFloat16: {
             const AliasU16* h = reinterpret_cast<const AliasU16*>(data) + start;
             for (int i = 0; i < n; ++i)
                 floats[i] = bfloat16ToFloat(h[i]);
-            blockKernel<float>(floats, n, FLT_MIN, acc); // bfloat16 shares float32's exponent range
+            blockKernel<float>(floats, n, FLT_MIN, reinterpret_cast<const AliasFloat*>(next), acc); // bfloat16 shares float32's exponent range
             break;
         }
         default:
             integersToDouble(data, dtype, start, n, doubles);
-            blockKernel<double>(doubles, n, 0.0, acc); // integers have no subnormals
+            blockKernel<double>(doubles, n, 0.5, reinterpret_cast<const AliasDouble*>(next), acc); // integers: "below 0.5" is exactly zero, so no subnormals
             break;
         }
     }
+}
+
+void rangeMomentsBaseline(const uint8_t* data, DType dtype, int64_t begin, int64_t end, Moments& acc)
+{
+    rangeMomentsBody(data, dtype, begin, end, acc);
+}
+
+#ifdef NANSCOPE_HAVE_AVX2_CLONE
+__attribute__((target("avx2,fma,f16c"))) void rangeMomentsAvx2(const uint8_t* data, DType dtype, int64_t begin,
+                                                                int64_t end, Moments& acc)
+{
+    rangeMomentsBody(data, dtype, begin, end, acc);
+}
+#endif
+
+// Chosen by CPU feature at run time, so one binary runs everywhere and uses AVX2 where it exists.
+void rangeMoments(const uint8_t* data, DType dtype, int64_t begin, int64_t end, Moments& acc)
+{
+#ifdef NANSCOPE_HAVE_AVX2_CLONE
+    static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
+                             && __builtin_cpu_supports("f16c");
+    if (avx2)
+        return rangeMomentsAvx2(data, dtype, begin, end, acc);
+#endif
+    rangeMomentsBaseline(data, dtype, begin, end, acc);
 }
 
 Moments contiguousMoments(const uint8_t* data, DType dtype, int64_t numel)
