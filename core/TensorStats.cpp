@@ -167,12 +167,37 @@ NANSCOPE_ALWAYS_INLINE void blockDeviations(const F* p, int n, int64_t count, do
     acc.addMoments(count, double(shift) * unscale + d * unscale / double(count), m2);
 }
 
-// One block, read twice while it sits in L1. The first read needs no per-element select: a
-// NaN never wins a `<` comparison, and any NaN or Inf (or an overflow) makes the plain sum
-// non-finite, which sends the rare block that holds one down the careful path.
-// `next`: the following block of the same tensor, or nullptr; prefetched while this one is in L1.
+// Where the one-pass sums of a range of blocks are centred and scaled: the mean and the largest
+// magnitude seen so far, so that the sums of squares neither cancel nor overflow.
+struct Centre
+{
+    bool valid = false;
+    double shift = 0;    // in the data's units
+    int exponent = 0;    // the scale is 2^exponent
+};
+
 template<typename F>
-NANSCOPE_ALWAYS_INLINE void blockKernel(const F* p, int n, F minNormal, const F* next, Moments& acc)
+NANSCOPE_ALWAYS_INLINE void updateCentre(const Moments& acc, Centre& centre)
+{
+    if (acc.count == 0)
+        return;
+    const double largest = std::max(std::fabs(acc.min), std::fabs(acc.max));
+    centre.valid = true;
+    centre.shift = acc.mean;
+    centre.exponent = largest > 0 ? std::clamp(-std::ilogb(largest), std::numeric_limits<F>::min_exponent - 1,
+                                               std::numeric_limits<F>::max_exponent - 1)
+                                  : 0;
+}
+
+// One block in one read. Deviations from the running centre and their squares are summed on
+// values scaled by a power of two (exact): squares of float32 values near 1e-30 or 1e30 neither
+// underflow nor overflow, and the shift keeps the sum of squares free of cancellation. No
+// per-element select: a NaN never wins a `<` comparison, and any NaN or Inf (or an overflow)
+// makes the sums non-finite, which sends the rare block that holds one down the careful path.
+// Zeros and subnormals are counted only in blocks whose smallest magnitude is below normal.
+// `next`: the following block, prefetched a cache line a step.
+template<typename F>
+NANSCOPE_ALWAYS_INLINE void blockKernel(const F* p, int n, F minNormal, const F* next, Moments& acc, Centre& centre)
 {
     using V = typename Lanes<F>::V;
     using Mask = typename Lanes<F>::Mask;
@@ -183,62 +208,114 @@ NANSCOPE_ALWAYS_INLINE void blockKernel(const F* p, int n, F minNormal, const F*
     const V vZero = {};
     const V vTiny = splat<V>(minNormal);
     const Mask absMask = Mask{} + std::numeric_limits<typename std::remove_reference<decltype(Mask{}[0])>::type>::max();
-    // Four vectors a step, each with its own sum, min and max chain, so that no dependency chain
-    // holds the loop back.
-    V sum0 = {}, sum1 = {}, sum2 = {}, sum3 = {};
-    V lo0 = splat<V>(inf), lo1 = lo0, hi0 = splat<V>(-inf), hi1 = hi0;
-    Mask zero = {}, tiny = {}; // tiny: |x| below the smallest normal, zeros included
     auto magnitude = [&](const V& v) { return reinterpret_cast<V>(reinterpret_cast<Mask>(v) & absMask); };
+
+    if (!centre.valid) { // the range's first block: centre on its first finite values
+        Moments probe;
+        for (int k = 0; k < std::min(n, 64); ++k) {
+            if (std::fabs(p[k]) <= big) {
+                probe.addMoments(1, double(p[k]), 0.0);
+                probe.min = std::min(probe.min, double(p[k]));
+                probe.max = std::max(probe.max, double(p[k]));
+            }
+        }
+        updateCentre<F>(probe, centre);
+    }
     int i = 0;
-    for (; i + 4 * W <= n; i += 4 * W) {
-        const V a = loadVector<V>(p + i);
-        const V b = loadVector<V>(p + i + W);
-        const V c = loadVector<V>(p + i + 2 * W);
-        const V e = loadVector<V>(p + i + 3 * W);
-        sum0 += a;
-        sum1 += b;
-        sum2 += c;
-        sum3 += e;
-        lo0 = a < lo0 ? a : lo0;
-        hi0 = a > hi0 ? a : hi0;
-        lo1 = b < lo1 ? b : lo1;
-        hi1 = b > hi1 ? b : hi1;
-        lo0 = c < lo0 ? c : lo0;
-        hi0 = c > hi0 ? c : hi0;
-        lo1 = e < lo1 ? e : lo1;
-        hi1 = e > hi1 ? e : hi1;
-        zero -= ((a == vZero) + (b == vZero)) + ((c == vZero) + (e == vZero)); // a true comparison is -1
-        tiny -= ((magnitude(a) < vTiny) + (magnitude(b) < vTiny)) + ((magnitude(c) < vTiny) + (magnitude(e) < vTiny));
-    }
-    const V lo = lo0 < lo1 ? lo0 : lo1;
-    const V hi = hi0 > hi1 ? hi0 : hi1;
-    double total = 0, low = double(inf), high = -double(inf);
-    int64_t zeros = 0, tinies = 0;
-    const V sum = (sum0 + sum1) + (sum2 + sum3);
-    for (int j = 0; j < W; ++j) {
-        total += double(sum[j]);
-        low = std::min(low, double(lo[j]));
-        high = std::max(high, double(hi[j]));
-        zeros += zero[j];
-        tinies += tiny[j];
-    }
-    for (; i < n; ++i) {
-        const F v = p[i];
-        total += double(v);
-        low = v < low ? double(v) : low;
-        high = v > high ? double(v) : high;
-        zeros += v == F(0);
-        tinies += std::fabs(v) < minNormal;
-    }
-    acc.zero += zeros;
-    acc.subnormal += tinies - zeros;
-    if (std::isfinite(total) && std::isfinite(low) && std::isfinite(high)) {
-        acc.min = std::min(acc.min, low);
-        acc.max = std::max(acc.max, high);
-        blockDeviations<F, false>(p, n, n, total / double(n), low, high, next, acc);
-        return;
+    if (centre.valid) {
+        const F scale = F(std::ldexp(1.0, centre.exponent));
+        const F shift = F(centre.shift) * scale;
+        const V vScale = splat<V>(scale), vShift = splat<V>(shift);
+        V d0 = {}, d1 = {}, q0 = {}, q1 = {};
+        V lo = splat<V>(inf), hi = splat<V>(-inf), smallest = splat<V>(inf);
+        for (; i + 4 * W <= n; i += 4 * W) {
+            if (next)
+                __builtin_prefetch(next + i);
+            const V a = loadVector<V>(p + i);
+            const V b = loadVector<V>(p + i + W);
+            const V c = loadVector<V>(p + i + 2 * W);
+            const V e = loadVector<V>(p + i + 3 * W);
+            const V ta = a * vScale - vShift, tb = b * vScale - vShift;
+            const V tc = c * vScale - vShift, te = e * vScale - vShift;
+            d0 += ta;
+            q0 += ta * ta;
+            d1 += tb;
+            q1 += tb * tb;
+            d0 += tc;
+            q0 += tc * tc;
+            d1 += te;
+            q1 += te * te;
+            const V lab = a < b ? a : b, hab = a > b ? a : b;
+            const V lce = c < e ? c : e, hce = c > e ? c : e;
+            lo = lab < lo ? lab : lo;
+            hi = hab > hi ? hab : hi;
+            lo = lce < lo ? lce : lo;
+            hi = hce > hi ? hce : hi;
+            const V mab = magnitude(a) < magnitude(b) ? magnitude(a) : magnitude(b);
+            const V mce = magnitude(c) < magnitude(e) ? magnitude(c) : magnitude(e);
+            smallest = mab < smallest ? mab : smallest;
+            smallest = mce < smallest ? mce : smallest;
+        }
+        double d = 0, q = 0, low = double(inf), high = -double(inf), least = double(inf);
+        const V dv = d0 + d1, qv = q0 + q1;
+        for (int j = 0; j < W; ++j) {
+            d += double(dv[j]);
+            q += double(qv[j]);
+            low = std::min(low, double(lo[j]));
+            high = std::max(high, double(hi[j]));
+            least = std::min(least, double(smallest[j]));
+        }
+        for (int k = i; k < n; ++k) {
+            const F v = p[k];
+            const double t = double(v * scale - shift);
+            d += t;
+            q += t * t;
+            low = v < low ? double(v) : low;
+            high = v > high ? double(v) : high;
+            least = std::fabs(v) < least ? double(std::fabs(v)) : least;
+        }
+        if (std::isfinite(d) && std::isfinite(q) && std::isfinite(low) && std::isfinite(high)) {
+            if (least < double(minNormal)) { // rare outside integer tensors: count in a second, L1-resident read
+                Mask zero = {}, tiny = {};
+                int k = 0;
+                for (; k + W <= n; k += W) {
+                    const V a = loadVector<V>(p + k);
+                    zero -= a == vZero;
+                    tiny -= magnitude(a) < vTiny;
+                }
+                int64_t zeros = 0, tinies = 0;
+                for (int j = 0; j < W; ++j) {
+                    zeros += zero[j];
+                    tinies += tiny[j];
+                }
+                for (; k < n; ++k) {
+                    zeros += p[k] == F(0);
+                    tinies += std::fabs(p[k]) < minNormal;
+                }
+                acc.zero += zeros;
+                acc.subnormal += tinies - zeros;
+            }
+            const double unscale = 1.0 / double(scale);
+            const double m2 = std::max(0.0, q - d * d / double(n)) * unscale * unscale;
+            acc.min = std::min(acc.min, low);
+            acc.max = std::max(acc.max, high);
+            acc.addMoments(n, double(shift) * unscale + d * unscale / double(n), m2);
+            updateCentre<F>(acc, centre);
+            return;
+        }
     }
 
+    // Counted here for the careful path below, which handles NaN, +-Inf and overflow.
+    {
+        int64_t zeros = 0, tinies = 0;
+        for (int k = 0; k < n; ++k) {
+            zeros += p[k] == F(0);
+            tinies += std::fabs(p[k]) < minNormal;
+        }
+        acc.zero += zeros;
+        acc.subnormal += tinies - zeros;
+    }
+    double total = 0, low = double(inf), high = -double(inf);
     // The careful path: NaN, +-Inf, or a sum that overflowed. Sums in double lanes here, since
     // an overflow of the plain sum may be why the block came here.
     using Wide = typename Lanes<double>::V;
@@ -298,6 +375,7 @@ NANSCOPE_ALWAYS_INLINE void blockKernel(const F* p, int n, F minNormal, const F*
     acc.min = std::min(acc.min, low);
     acc.max = std::max(acc.max, high);
     blockDeviations<F, true>(p, n, count, total / double(count), low, high, next, acc);
+    updateCentre<F>(acc, centre);
 }
 
 NANSCOPE_ALWAYS_INLINE float halfToFloat(uint16_t h)
@@ -352,6 +430,7 @@ NANSCOPE_ALWAYS_INLINE void rangeMomentsBody(const uint8_t* data, DType dtype, i
     float floats[kBlock];
     double doubles[kBlock];
     const size_t itemSize = dtypeSize(dtype);
+    Centre centre;
     for (int64_t start = begin; start < end; start += kBlock) {
         const int n = int(std::min<int64_t>(kBlock, end - start));
         // The next block's bytes, to prefetch (a prefetch past the end never faults).
@@ -359,29 +438,29 @@ NANSCOPE_ALWAYS_INLINE void rangeMomentsBody(const uint8_t* data, DType dtype, i
         switch (dtype) {
         case DType::Float32:
             blockKernel<float>(reinterpret_cast<const AliasFloat*>(data) + start, n, FLT_MIN,
-                               reinterpret_cast<const AliasFloat*>(next), acc);
+                               reinterpret_cast<const AliasFloat*>(next), acc, centre);
             break;
         case DType::Float64:
             blockKernel<double>(reinterpret_cast<const AliasDouble*>(data) + start, n, DBL_MIN,
-                                reinterpret_cast<const AliasDouble*>(next), acc);
+                                reinterpret_cast<const AliasDouble*>(next), acc, centre);
             break;
         case DType::Float16: {
             const AliasU16* h = reinterpret_cast<const AliasU16*>(data) + start;
             for (int i = 0; i < n; ++i)
                 floats[i] = halfToFloat(h[i]);
-            blockKernel<float>(floats, n, 6.103515625e-05f, reinterpret_cast<const AliasFloat*>(next), acc); // 2^-14, float16's smallest normal
+            blockKernel<float>(floats, n, 6.103515625e-05f, reinterpret_cast<const AliasFloat*>(next), acc, centre); // 2^-14, float16's smallest normal
             break;
         }
         case DType::BFloat16: {
             const AliasU16* h = reinterpret_cast<const AliasU16*>(data) + start;
             for (int i = 0; i < n; ++i)
                 floats[i] = bfloat16ToFloat(h[i]);
-            blockKernel<float>(floats, n, FLT_MIN, reinterpret_cast<const AliasFloat*>(next), acc); // bfloat16 shares float32's exponent range
+            blockKernel<float>(floats, n, FLT_MIN, reinterpret_cast<const AliasFloat*>(next), acc, centre); // bfloat16 shares float32's exponent range
             break;
         }
         default:
             integersToDouble(data, dtype, start, n, doubles);
-            blockKernel<double>(doubles, n, 0.5, reinterpret_cast<const AliasDouble*>(next), acc); // integers: "below 0.5" is exactly zero, so no subnormals
+            blockKernel<double>(doubles, n, 0.5, reinterpret_cast<const AliasDouble*>(next), acc, centre); // integers: "below 0.5" is exactly zero, so no subnormals
             break;
         }
     }

@@ -235,6 +235,46 @@ TEST(TensorStatsTest, CountsEveryKindOfValue)
     EXPECT_EQ(s.histogram.front() + s.histogram.back(), s.finite());
 }
 
+TEST(TensorStatsTest, BlocksOfVeryDifferentMagnitudeKeepFullAccuracy)
+{
+    // The one-pass kernel centres each block on what came before: a block of 1e30s after a block
+    // of 1e-3s, a constant block at 1000, zeros, subnormals and a NaN must all come out exact.
+    std::vector<float> values;
+    for (int i = 0; i < 5000; ++i)
+        values.push_back(1e-3f * float(1 + i % 13));
+    for (int i = 0; i < 5000; ++i)
+        values.push_back(1e30f * float(1 + i % 7));
+    for (int i = 0; i < 9000; ++i)
+        values.push_back(1000.0f);
+    for (int i = 0; i < 3000; ++i)
+        values.push_back(i % 3 == 0 ? 0.0f : (i % 3 == 1 ? 1e-41f : -2.5f));
+    values[12345] = std::nanf("");
+    double count = 0, sum = 0;
+    for (float v : values)
+        if (std::isfinite(v)) {
+            sum += v;
+            ++count;
+        }
+    const double mean = sum / count;
+    double m2 = 0;
+    for (float v : values)
+        if (std::isfinite(v))
+            m2 += (double(v) - mean) * (double(v) - mean);
+    TensorView view;
+    view.shape = {int64_t(values.size())};
+    view.strides = {1};
+    view.storage = std::make_shared<std::vector<uint8_t>>(reinterpret_cast<uint8_t*>(values.data()),
+                                                          reinterpret_cast<uint8_t*>(values.data() + values.size()));
+    const auto s = computeTensorStats("x", view);
+    EXPECT_EQ(s.nan, 1);
+    EXPECT_EQ(s.zero, 1000);
+    EXPECT_EQ(s.subnormal, 1000);
+    EXPECT_NEAR(*s.mean, mean, 1e-6 * std::fabs(mean));
+    EXPECT_NEAR(*s.std, std::sqrt(m2 / (count - 1)), 1e-6 * std::sqrt(m2 / (count - 1)));
+    EXPECT_DOUBLE_EQ(*s.min, -2.5);
+    EXPECT_DOUBLE_EQ(*s.max, double(7e30f));
+}
+
 TEST(TensorStatsTest, TorchPathAgreesWithTheFusedKernel)
 {
     std::vector<double> values(300000);
