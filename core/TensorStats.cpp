@@ -9,18 +9,17 @@
 #include <limits>
 #include <thread>
 
-// The fused CPU pass. Each block of kBlock elements is read twice while it sits in L1: once for
-// the counts, the sum, min and max, once for the squared deviations from the block's mean. Blocks
-// are combined in double with Chan's formula, so large tensors keep full accuracy while the
-// inner loops stay in the tensor's own precision and vectorise (explicit lanes: the compiler may
-// not reorder a floating-point sum on its own). This file is built with -O3; on x86-64 the hot
-// loop is also compiled for AVX2 and picked at run time by CPU feature (not by CPU model).
+// The fused CPU pass. Each block of kBlock elements is read once: sum of deviations from the
+// running mean and of their squares (on values scaled by a power of two), min, max and the
+// smallest magnitude, in 32-byte vectors. Blocks are combined in double with Chan's formula, so
+// large tensors keep full accuracy while the inner loop stays in the tensor's own precision.
+// Rare blocks (NaN, Inf, overflow, zeros or subnormals) take an extra L1-resident read. Large
+// tensors are split across threads. This file is built with -O3; on x86-64 the kernel is also
+// compiled for AVX2 + FMA and picked at run time by CPU feature (not by CPU model).
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define NANSCOPE_HAVE_AVX2_CLONE 1
 #endif
-// The vector helpers are always inlined, so no 32-byte vector ever crosses a call boundary.
-#pragma GCC diagnostic ignored "-Wpsabi"
 #define NANSCOPE_ALWAYS_INLINE __attribute__((always_inline)) inline
 
 namespace nanscope {
