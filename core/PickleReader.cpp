@@ -16,6 +16,8 @@ constexpr int kMaxDepth = 200;
 // shares a list with itself a thousand times cannot turn a few bytes into gigabytes.
 constexpr int64_t kMaxConvertedValues = 20'000'000;
 constexpr size_t kMaxDimensions = 64;
+// A view larger than its storage (stride 0) is accepted up to this size.
+constexpr int64_t kMaxRepeatingViewBytes = int64_t(64) << 20;
 
 struct Node
 {
@@ -341,6 +343,14 @@ Node* Machine::rebuildTensor(const std::vector<Node*>& args)
         if (!multiplyChecked(numel, extent->integer, numel))
             failAt("tensor shape overflows");
     }
+    // A view may repeat elements (stride 0, as expand() makes), but a view far larger than its
+    // storage is an absurd shape, not a checkpoint: refuse it before anything walks it.
+    int64_t viewBytes = 0;
+    const int64_t storageBytes = storage->storageNumel * int64_t(dtypeSize(storage->dtype));
+    if (!multiplyChecked(numel, int64_t(dtypeSize(storage->dtype)), viewBytes)
+        || (viewBytes > storageBytes && viewBytes > kMaxRepeatingViewBytes))
+        failAt("tensor of " + std::to_string(numel) + " elements needs " + std::to_string(viewBytes)
+               + " bytes but its storage holds " + std::to_string(storageBytes) + " (absurd shape)");
     if (numel > 0) {
         for (size_t d = 0; d < view->shape.size(); ++d) {
             int64_t reach = 0;

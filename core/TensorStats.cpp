@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <thread>
@@ -482,8 +483,9 @@ __attribute__((target("avx2,fma,f16c"))) void rangeMomentsAvx2(const uint8_t* da
 void rangeMoments(const uint8_t* data, DType dtype, int64_t begin, int64_t end, Moments& acc)
 {
 #ifdef NANSCOPE_HAVE_AVX2_CLONE
-    static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
-                             && __builtin_cpu_supports("f16c");
+    // NANSCOPE_NO_AVX2=1 forces the baseline build of the kernel, so tests can check both.
+    static const bool avx2 = !std::getenv("NANSCOPE_NO_AVX2") && __builtin_cpu_supports("avx2")
+                             && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
     if (avx2)
         return rangeMomentsAvx2(data, dtype, begin, end, acc);
 #endif

@@ -137,6 +137,16 @@ TEST_F(CheckpointReaderTest, AbsurdShapeOverflowIsRefused)
     EXPECT_NE(checkpoint.error().find("overflow"), std::string::npos) << checkpoint.error();
 }
 
+TEST_F(CheckpointReaderTest, HugeViewOfATinyStorageIsRefused)
+{
+    // Stride 0 keeps every index in range, but walking 2^40 elements is no checkpoint.
+    PickleWriter p;
+    p.tensor("FloatStorage", "0", 4, 0, {int64_t(1) << 20, int64_t(1) << 20}, {0, 0});
+    auto checkpoint = readCheckpoint(write("expand.pt", archiveWithPickle(p.finish())));
+    ASSERT_FALSE(checkpoint);
+    EXPECT_NE(checkpoint.error().find("absurd shape"), std::string::npos) << checkpoint.error();
+}
+
 TEST_F(CheckpointReaderTest, SelfContainingListIsRefused)
 {
     // l = []; l.append(l)

@@ -16,8 +16,9 @@ BINARY = os.environ["NANSCOPE_BINARY"]
 RUNS = os.environ["NANSCOPE_TEST_RUNS"]
 
 
-def nanscope(*args, expect=0):
-    result = subprocess.run([BINARY, *args], capture_output=True, text=True, timeout=300)
+def nanscope(*args, expect=0, env=None):
+    result = subprocess.run([BINARY, *args], capture_output=True, text=True, timeout=300,
+                            env=dict(os.environ, **(env or {})))
     if result.returncode != expect:
         raise AssertionError(f"nanscope {' '.join(args)} exited {result.returncode}, not {expect}:\n"
                              f"{result.stdout}\n{result.stderr}")
@@ -162,6 +163,9 @@ class StatsMatchPyTorch(unittest.TestCase):
         torch.save(tensors, self.path("dtypes.pt"))
         reported = stats_json(self.path("dtypes.pt"))
         self.assert_matches(reported, tensors)
+        # The kernel's baseline build (CPUs without AVX2) must agree as well.
+        baseline = json.loads(nanscope("stats", self.path("dtypes.pt"), "--json", env={"NANSCOPE_NO_AVX2": "1"}).stdout)
+        self.assert_matches(baseline, tensors)
         all_nan = next(t for t in reported["tensors"] if t["name"] == "all_nan")
         self.assertIsNone(all_nan["min"])
         self.assertIn("12 NaN", all_nan["flags"])
@@ -177,6 +181,8 @@ class StatsMatchPyTorch(unittest.TestCase):
         }
         torch.save(tensors, self.path("extreme.pt"))
         self.assert_matches(stats_json(self.path("extreme.pt")), tensors)
+        baseline = json.loads(nanscope("stats", self.path("extreme.pt"), "--json", env={"NANSCOPE_NO_AVX2": "1"}).stdout)
+        self.assert_matches(baseline, tensors)
 
     def test_shared_storage_and_views(self):
         base = torch.arange(48, dtype=torch.float32).reshape(6, 8) - 20
