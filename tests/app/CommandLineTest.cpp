@@ -62,7 +62,7 @@ TEST(CommandLine, HelpListsEveryCommand)
 {
     const auto result = runNanscope({"help"});
     EXPECT_EQ(result.exitCode, 0);
-    for (const char* command : {"info", "demo", "scan"})
+    for (const char* command : {"info", "demo", "scan", "replay", "stats", "diff"})
         EXPECT_TRUE(result.out.contains(command)) << command;
     const auto infoHelp = runNanscope({"info", "--help"});
     EXPECT_EQ(infoHelp.exitCode, 0);

@@ -1,0 +1,117 @@
+// How fast is the fused statistics pass of `nanscope stats`? Prints figures, asserts nothing.
+//
+// Baselines measured in the same run, on the same bytes:
+//   - a plain torch sum (LibTorch's vectorised, multi-threaded reduction): the memory bandwidth
+//     one read of the tensor costs. The fused pass should reach >= 70% of it.
+//   - the naive way: separate LibTorch calls for isnan, isinf, zeros, then min, max, mean, std and
+//     norm over the finite values. The fused pass should be >= 3x faster.
+
+#include "core/TensorStats.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+using namespace nanscope;
+
+namespace {
+
+template<typename F>
+double bestSeconds(int repeats, F&& f)
+{
+    double best = 1e30;
+    for (int r = 0; r < repeats; ++r) {
+        const auto start = std::chrono::steady_clock::now();
+        f();
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    return best;
+}
+
+double sink = 0;
+
+void naiveStats(const torch::Tensor& t)
+{
+    const auto nan = torch::isnan(t).sum().item<int64_t>();
+    const auto inf = torch::isinf(t).sum().item<int64_t>();
+    const auto zero = (t == 0).sum().item<int64_t>();
+    const auto finite = t.masked_select(torch::isfinite(t));
+    const double min = finite.min().item<double>();
+    const double max = finite.max().item<double>();
+    const double mean = finite.mean().item<double>();
+    const double std = finite.std().item<double>();
+    const double norm = finite.norm().item<double>();
+    sink += double(nan + inf + zero) + min + max + mean + std + norm;
+}
+
+void run(const char* label, torch::ScalarType type, DType dtype, int64_t numel)
+{
+    auto source = torch::randn({numel}, torch::kFloat64).mul_(3.0);
+    source.index_put_({torch::indexing::Slice(0, torch::indexing::None, 100003)}, NAN);
+    const auto typed = source.to(type).contiguous();
+    const size_t bytes = size_t(typed.numel()) * typed.element_size();
+    auto storage = std::make_shared<std::vector<uint8_t>>(bytes);
+    std::memcpy(storage->data(), typed.data_ptr(), bytes);
+    // Every contender reads the same bytes.
+    const auto tensor = torch::from_blob(storage->data(), {numel}, torch::TensorOptions().dtype(type));
+    TensorView view;
+    view.dtype = dtype;
+    view.shape = {numel};
+    view.strides = {1};
+    view.storage = storage;
+    NamedTensor named{"x", view};
+
+    // Interleaved, best of each: on a shared machine both see the same background load.
+    double sumSeconds = 1e30, fusedSeconds = 1e30;
+    for (int r = 0; r < 9; ++r) {
+        sumSeconds = std::min(sumSeconds, bestSeconds(1, [&] { sink += tensor.sum().item<double>(); }));
+        fusedSeconds = std::min(fusedSeconds, bestSeconds(1, [&] { sink += computeTensorStats("x", view).norm; }));
+    }
+    const double naiveSeconds = bestSeconds(2, [&] { naiveStats(tensor); });
+    const double torchPathSeconds = bestSeconds(2, [&] {
+        sink += (*computeCheckpointStats({named}, {StatsDevice::TorchCpu}))[0].norm;
+    });
+    const double gb = double(bytes) / 1e9;
+    std::printf("%-9s %6.0f MB | torch sum %6.2f GB/s | fused %6.2f GB/s = %4.0f%% of sum | naive %7.1f ms, fused %4.1fx "
+                "faster | LibTorch stats path %7.1f ms\n",
+                label, double(bytes) / 1e6, gb / sumSeconds, gb / fusedSeconds, 100.0 * sumSeconds / fusedSeconds,
+                naiveSeconds * 1e3, naiveSeconds / fusedSeconds, torchPathSeconds * 1e3);
+}
+
+} // namespace
+
+int main()
+{
+    std::printf("threads: LibTorch intra-op %d, hardware %u\n", torch::get_num_threads(),
+                std::thread::hardware_concurrency());
+    const int64_t numel = int64_t(32) << 20; // 128 MB of float32: far beyond the caches
+    run("float32", torch::kFloat32, DType::Float32, numel);
+    run("float64", torch::kFloat64, DType::Float64, numel / 2);
+    run("bfloat16", torch::kBFloat16, DType::BFloat16, numel);
+    run("float16", torch::kFloat16, DType::Float16, numel);
+    // A checkpoint-shaped case: many small tensors, where per-call overhead dominates.
+    {
+        std::vector<NamedTensor> tensors;
+        std::vector<torch::Tensor> torchTensors;
+        for (int i = 0; i < 2000; ++i) {
+            const auto t = torch::randn({4096});
+            auto storage = std::make_shared<std::vector<uint8_t>>(4096 * 4);
+            std::memcpy(storage->data(), t.data_ptr(), 4096 * 4);
+            torchTensors.push_back(torch::from_blob(storage->data(), {4096}));
+            tensors.push_back({"t" + std::to_string(i), {DType::Float32, {4096}, {1}, 0, storage, "cpu"}});
+        }
+        const double fused = bestSeconds(3, [&] { sink += (*computeCheckpointStats(tensors, {StatsDevice::Cpu}))[0].norm; });
+        const double naive = bestSeconds(3, [&] {
+            for (const auto& t : torchTensors)
+                naiveStats(t);
+        });
+        std::printf("2000 x 4096 float32 tensors | fused %6.1f ms | naive %7.1f ms | fused %5.1fx faster\n",
+                    fused * 1e3, naive * 1e3, naive / fused);
+    }
+    std::printf("(checksum %g)\n", sink);
+    return 0;
+}

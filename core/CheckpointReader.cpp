@@ -1,0 +1,601 @@
+#include "CheckpointReader.h"
+
+#include "PickleReader.h"
+#include "ZipArchive.h"
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+
+namespace nanscope {
+
+const char* dtypeName(DType dtype)
+{
+    switch (dtype) {
+    case DType::Float32: return "float32";
+    case DType::Float64: return "float64";
+    case DType::Float16: return "float16";
+    case DType::BFloat16: return "bfloat16";
+    case DType::Int64: return "int64";
+    case DType::Int32: return "int32";
+    case DType::Int16: return "int16";
+    case DType::Int8: return "int8";
+    case DType::UInt8: return "uint8";
+    case DType::Bool: return "bool";
+    }
+    return "?";
+}
+
+size_t dtypeSize(DType dtype)
+{
+    switch (dtype) {
+    case DType::Float64:
+    case DType::Int64: return 8;
+    case DType::Float32:
+    case DType::Int32: return 4;
+    case DType::Float16:
+    case DType::BFloat16:
+    case DType::Int16: return 2;
+    case DType::Int8:
+    case DType::UInt8:
+    case DType::Bool: return 1;
+    }
+    return 1;
+}
+
+bool isFloatingPoint(DType dtype)
+{
+    return dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::Float16 || dtype == DType::BFloat16;
+}
+
+const char* checkpointFormatName(CheckpointFormat format)
+{
+    switch (format) {
+    case CheckpointFormat::StateDict: return "state_dict";
+    case CheckpointFormat::TorchScript: return "torchscript";
+    case CheckpointFormat::Safetensors: return "safetensors";
+    case CheckpointFormat::Tensor: return "tensor";
+    }
+    return "?";
+}
+
+int64_t TensorView::numel() const
+{
+    int64_t n = 1;
+    for (int64_t extent : shape)
+        n *= extent; // validated when read: cannot overflow
+    return n;
+}
+
+bool TensorView::isContiguous() const
+{
+    int64_t expected = 1;
+    for (size_t d = shape.size(); d-- > 0;) {
+        if (shape[d] != 1 && strides[d] != expected)
+            return false;
+        expected *= shape[d];
+    }
+    return true;
+}
+
+const uint8_t* TensorView::contiguousData() const
+{
+    if (!storage || !isContiguous())
+        return nullptr;
+    return storage->data() + storageOffset * int64_t(dtypeSize(dtype));
+}
+
+std::vector<uint8_t> TensorView::contiguousBytes() const
+{
+    const size_t item = dtypeSize(dtype);
+    const int64_t count = numel();
+    std::vector<uint8_t> out(size_t(count) * item);
+    if (count == 0)
+        return out;
+    if (const uint8_t* p = contiguousData()) {
+        std::memcpy(out.data(), p, out.size());
+        return out;
+    }
+    // Walk the index space like an odometer; the innermost dimension is copied element by element.
+    std::vector<int64_t> index(shape.size(), 0);
+    int64_t offset = storageOffset;
+    for (int64_t i = 0; i < count; ++i) {
+        std::memcpy(out.data() + size_t(i) * item, storage->data() + size_t(offset) * item, item);
+        for (size_t d = shape.size(); d-- > 0;) {
+            if (++index[d] < shape[d]) {
+                offset += strides[d];
+                break;
+            }
+            offset -= strides[d] * (shape[d] - 1);
+            index[d] = 0;
+        }
+    }
+    return out;
+}
+
+const PickledValue* PickledValue::find(const std::string& key) const
+{
+    if (kind != Kind::Dict && kind != Kind::Object)
+        return nullptr;
+    for (const auto& [k, v] : entries)
+        if (k.kind == Kind::String && k.text == key)
+            return &v;
+    return nullptr;
+}
+
+namespace {
+
+constexpr int kMaxTreeDepth = 256;
+
+void collect(const PickledValue& value, const std::string& name, std::vector<NamedTensor>& out, int depth)
+{
+    if (depth > kMaxTreeDepth)
+        return;
+    auto child = [&](const std::string& key) { return name.empty() ? key : name + "." + key; };
+    switch (value.kind) {
+    case PickledValue::Kind::Tensor:
+        out.push_back({name, *value.tensor});
+        break;
+    case PickledValue::Kind::List:
+        for (size_t i = 0; i < value.items.size(); ++i)
+            collect(value.items[i], child(std::to_string(i)), out, depth + 1);
+        break;
+    case PickledValue::Kind::Dict:
+    case PickledValue::Kind::Object:
+        for (const auto& [key, item] : value.entries) {
+            std::string keyText;
+            if (key.kind == PickledValue::Kind::String)
+                keyText = key.text;
+            else if (key.kind == PickledValue::Kind::Int)
+                keyText = std::to_string(key.integer);
+            else
+                continue; // tensors under tensor or tuple keys have no readable name
+            collect(item, child(keyText), out, depth + 1);
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+// The one "<prefix>/data.pkl" of a torch.save or torch.jit.save archive.
+Result<std::string> archivePrefix(const ZipArchive& zip)
+{
+    std::string prefix;
+    for (const auto& entry : zip.entries()) {
+        const auto slash = entry.name.find('/');
+        if (slash != std::string::npos && entry.name.compare(slash, std::string::npos, "/data.pkl") == 0) {
+            if (!prefix.empty())
+                return Error{zip.path() + ": two data.pkl records; not a torch.save archive"};
+            prefix = entry.name.substr(0, slash);
+        }
+    }
+    if (prefix.empty())
+        return Error{zip.path() + ": a zip archive without data.pkl: not written by torch.save or torch.jit.save"};
+    return prefix;
+}
+
+struct ZipPickle
+{
+    PickledValue root;
+    bool torchScript = false;
+    std::vector<NamedTensor> constants;
+};
+
+Result<ZipPickle> readZipPickle(const std::string& path)
+{
+    auto zip = ZipArchive::open(path);
+    if (!zip)
+        return Error{zip.error()};
+    auto prefix = archivePrefix(*zip);
+    if (!prefix)
+        return Error{prefix.error()};
+    if (const auto* order = zip->find(*prefix + "/byteorder")) {
+        auto bytes = zip->read(*order);
+        if (bytes && std::string(bytes->begin(), bytes->end()) != "little")
+            return Error{path + ": tensors saved big-endian are not supported"};
+    }
+
+    ZipPickle result;
+    for (const auto& entry : zip->entries())
+        if (entry.name == *prefix + "/constants.pkl" || entry.name.rfind(*prefix + "/code/", 0) == 0)
+            result.torchScript = true;
+
+    auto readRecord = [&](const std::string& record, const std::string& storageFolder) -> Result<PickledValue> {
+        auto bytes = zip->read(*prefix + "/" + record);
+        if (!bytes)
+            return Error{bytes.error()};
+        std::map<std::string, StorageBytes> storages;
+        StorageLoader loader = [&](const StorageRequest& request) -> Result<StorageBytes> {
+            if (request.key.empty() || request.key.find('/') != std::string::npos || request.key.find("..") != std::string::npos)
+                return Error{path + ": malformed storage key '" + request.key + "'"};
+            auto data = zip->read(*prefix + "/" + storageFolder + "/" + request.key);
+            if (!data)
+                return Error{data.error()};
+            return std::make_shared<const std::vector<uint8_t>>(std::move(*data));
+        };
+        return readPickle(bytes->data(), bytes->size(), loader, path + " (" + record + ")");
+    };
+
+    auto root = readRecord("data.pkl", "data");
+    if (!root)
+        return Error{root.error()};
+    result.root = std::move(*root);
+    if (result.torchScript && zip->find(*prefix + "/constants.pkl")) {
+        // Tensors the model's code uses as literals; never the code itself.
+        auto constants = readRecord("constants.pkl", "constants");
+        if (!constants)
+            return Error{constants.error()};
+        result.constants = collectTensors(*constants, "constants");
+        for (auto& c : result.constants)
+            if (c.name.rfind("constants", 0) != 0)
+                c.name = "constants." + c.name;
+    }
+    return result;
+}
+
+// --- safetensors -------------------------------------------------------------------------------
+// The header is JSON: {"name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}, ...}.
+// A small parser is enough; core stays free of Qt and of a JSON dependency.
+
+struct Json
+{
+    enum class Kind { Null, Bool, Number, String, Array, Object } kind = Kind::Null;
+    double number = 0;
+    bool numberIsInteger = false;
+    int64_t integer = 0;
+    std::string text;
+    std::vector<Json> items;
+    std::vector<std::pair<std::string, Json>> members;
+};
+
+class JsonParser
+{
+public:
+    JsonParser(const std::string& text)
+        : m_text(text)
+    {
+    }
+    bool parse(Json& out, std::string& error)
+    {
+        if (!value(out, 0)) {
+            error = m_error + " at byte " + std::to_string(m_pos);
+            return false;
+        }
+        skipSpace();
+        if (m_pos != m_text.size()) {
+            error = "trailing bytes after the JSON header";
+            return false;
+        }
+        return true;
+    }
+
+private:
+    void skipSpace()
+    {
+        while (m_pos < m_text.size() && (m_text[m_pos] == ' ' || m_text[m_pos] == '\n' || m_text[m_pos] == '\r' || m_text[m_pos] == '\t'))
+            ++m_pos;
+    }
+    bool failWith(const std::string& message)
+    {
+        m_error = message;
+        return false;
+    }
+    bool literal(const char* word)
+    {
+        const size_t n = std::strlen(word);
+        if (m_text.compare(m_pos, n, word) != 0)
+            return failWith("bad JSON literal");
+        m_pos += n;
+        return true;
+    }
+    bool string(std::string& out)
+    {
+        ++m_pos; // opening quote
+        while (m_pos < m_text.size()) {
+            const char c = m_text[m_pos++];
+            if (c == '"')
+                return true;
+            if (c == '\\') {
+                if (m_pos >= m_text.size())
+                    break;
+                const char e = m_text[m_pos++];
+                switch (e) {
+                case 'n': out += '\n'; break;
+                case 't': out += '\t'; break;
+                case 'r': out += '\r'; break;
+                case 'b': out += '\b'; break;
+                case 'f': out += '\f'; break;
+                case 'u': {
+                    if (m_pos + 4 > m_text.size())
+                        return failWith("bad \\u escape");
+                    const unsigned code = unsigned(std::stoul(m_text.substr(m_pos, 4), nullptr, 16));
+                    m_pos += 4;
+                    // Names are ASCII in practice; encode the BMP code point as UTF-8.
+                    if (code < 0x80) {
+                        out += char(code);
+                    } else if (code < 0x800) {
+                        out += char(0xc0 | (code >> 6));
+                        out += char(0x80 | (code & 0x3f));
+                    } else {
+                        out += char(0xe0 | (code >> 12));
+                        out += char(0x80 | ((code >> 6) & 0x3f));
+                        out += char(0x80 | (code & 0x3f));
+                    }
+                    break;
+                }
+                default: out += e;
+                }
+            } else {
+                out += c;
+            }
+        }
+        return failWith("unterminated JSON string");
+    }
+    bool value(Json& out, int depth)
+    {
+        if (depth > 64)
+            return failWith("JSON nested too deep");
+        skipSpace();
+        if (m_pos >= m_text.size())
+            return failWith("JSON ends early");
+        const char c = m_text[m_pos];
+        if (c == '{') {
+            out.kind = Json::Kind::Object;
+            ++m_pos;
+            skipSpace();
+            if (m_pos < m_text.size() && m_text[m_pos] == '}') {
+                ++m_pos;
+                return true;
+            }
+            while (true) {
+                skipSpace();
+                if (m_pos >= m_text.size() || m_text[m_pos] != '"')
+                    return failWith("expected a JSON key");
+                std::string key;
+                if (!string(key))
+                    return false;
+                skipSpace();
+                if (m_pos >= m_text.size() || m_text[m_pos] != ':')
+                    return failWith("expected ':'");
+                ++m_pos;
+                Json member;
+                if (!value(member, depth + 1))
+                    return false;
+                out.members.emplace_back(std::move(key), std::move(member));
+                skipSpace();
+                if (m_pos < m_text.size() && m_text[m_pos] == ',') {
+                    ++m_pos;
+                    continue;
+                }
+                if (m_pos < m_text.size() && m_text[m_pos] == '}') {
+                    ++m_pos;
+                    return true;
+                }
+                return failWith("expected ',' or '}'");
+            }
+        }
+        if (c == '[') {
+            out.kind = Json::Kind::Array;
+            ++m_pos;
+            skipSpace();
+            if (m_pos < m_text.size() && m_text[m_pos] == ']') {
+                ++m_pos;
+                return true;
+            }
+            while (true) {
+                Json item;
+                if (!value(item, depth + 1))
+                    return false;
+                out.items.push_back(std::move(item));
+                skipSpace();
+                if (m_pos < m_text.size() && m_text[m_pos] == ',') {
+                    ++m_pos;
+                    continue;
+                }
+                if (m_pos < m_text.size() && m_text[m_pos] == ']') {
+                    ++m_pos;
+                    return true;
+                }
+                return failWith("expected ',' or ']'");
+            }
+        }
+        if (c == '"') {
+            out.kind = Json::Kind::String;
+            return string(out.text);
+        }
+        if (c == 't') {
+            out.kind = Json::Kind::Bool;
+            return literal("true");
+        }
+        if (c == 'f') {
+            out.kind = Json::Kind::Bool;
+            return literal("false");
+        }
+        if (c == 'n')
+            return literal("null");
+        const size_t start = m_pos;
+        while (m_pos < m_text.size() && std::strchr("+-0123456789.eE", m_text[m_pos]))
+            ++m_pos;
+        if (start == m_pos)
+            return failWith("unexpected character in JSON");
+        const std::string token = m_text.substr(start, m_pos - start);
+        out.kind = Json::Kind::Number;
+        out.numberIsInteger = token.find_first_of(".eE") == std::string::npos;
+        try {
+            out.number = std::stod(token);
+            if (out.numberIsInteger)
+                out.integer = std::stoll(token);
+        } catch (const std::exception&) {
+            return failWith("bad JSON number");
+        }
+        return true;
+    }
+
+    const std::string& m_text;
+    size_t m_pos = 0;
+    std::string m_error;
+};
+
+bool safetensorsDtype(const std::string& name, DType& dtype)
+{
+    static const std::map<std::string, DType> names{
+        {"F32", DType::Float32}, {"F64", DType::Float64}, {"F16", DType::Float16}, {"BF16", DType::BFloat16},
+        {"I64", DType::Int64},   {"I32", DType::Int32},   {"I16", DType::Int16},   {"I8", DType::Int8},
+        {"U8", DType::UInt8},    {"BOOL", DType::Bool},
+    };
+    const auto it = names.find(name);
+    if (it == names.end())
+        return false;
+    dtype = it->second;
+    return true;
+}
+
+constexpr uint64_t kMaxSafetensorsHeader = 100u << 20; // the format's own limit
+
+Result<Checkpoint> readSafetensors(const std::string& path, uint64_t fileSize)
+{
+    auto fail = [&](const std::string& what) { return Error{path + ": " + what}; };
+    std::ifstream file(path, std::ios::binary);
+    uint8_t lengthBytes[8];
+    if (!file.read(reinterpret_cast<char*>(lengthBytes), 8))
+        return fail("truncated safetensors file");
+    uint64_t headerLength = 0;
+    for (int k = 7; k >= 0; --k)
+        headerLength = (headerLength << 8) | lengthBytes[k];
+    if (headerLength > kMaxSafetensorsHeader || headerLength > fileSize - 8)
+        return fail("safetensors header of " + std::to_string(headerLength) + " bytes does not fit the "
+                    + std::to_string(fileSize) + "-byte file");
+    std::string header(headerLength, '\0');
+    if (!file.read(header.data(), std::streamsize(headerLength)))
+        return fail("truncated safetensors header");
+    Json json;
+    std::string jsonError;
+    if (!JsonParser(header).parse(json, jsonError))
+        return fail("bad safetensors header: " + jsonError);
+    if (json.kind != Json::Kind::Object)
+        return fail("bad safetensors header: not a JSON object");
+    const uint64_t dataSize = fileSize - 8 - headerLength;
+    const uint64_t dataStart = 8 + headerLength;
+
+    Checkpoint checkpoint;
+    checkpoint.path = path;
+    checkpoint.format = CheckpointFormat::Safetensors;
+    for (const auto& [name, info] : json.members) {
+        if (name == "__metadata__")
+            continue;
+        const Json* dtypeField = nullptr;
+        const Json* shapeField = nullptr;
+        const Json* offsetsField = nullptr;
+        for (const auto& [key, field] : info.members) {
+            if (key == "dtype")
+                dtypeField = &field;
+            else if (key == "shape")
+                shapeField = &field;
+            else if (key == "data_offsets")
+                offsetsField = &field;
+        }
+        if (!dtypeField || !shapeField || !offsetsField || dtypeField->kind != Json::Kind::String
+            || shapeField->kind != Json::Kind::Array || offsetsField->kind != Json::Kind::Array
+            || offsetsField->items.size() != 2)
+            return fail("tensor '" + name + "': header entry lacks dtype, shape or data_offsets");
+        TensorView view;
+        if (!safetensorsDtype(dtypeField->text, view.dtype))
+            return fail("tensor '" + name + "': unsupported dtype " + dtypeField->text);
+        int64_t numel = 1;
+        for (const Json& extent : shapeField->items) {
+            if (extent.kind != Json::Kind::Number || !extent.numberIsInteger || extent.integer < 0
+                || __builtin_mul_overflow(numel, extent.integer, &numel))
+                return fail("tensor '" + name + "': bad shape");
+            view.shape.push_back(extent.integer);
+        }
+        if (view.shape.size() > 64)
+            return fail("tensor '" + name + "': too many dimensions");
+        const Json& begin = offsetsField->items[0];
+        const Json& end = offsetsField->items[1];
+        if (begin.kind != Json::Kind::Number || end.kind != Json::Kind::Number || !begin.numberIsInteger
+            || !end.numberIsInteger || begin.integer < 0 || end.integer < begin.integer || uint64_t(end.integer) > dataSize)
+            return fail("tensor '" + name + "': data_offsets lie outside the file's " + std::to_string(dataSize)
+                        + " data bytes");
+        int64_t bytes = 0;
+        if (__builtin_mul_overflow(numel, int64_t(dtypeSize(view.dtype)), &bytes) || bytes != end.integer - begin.integer)
+            return fail("tensor '" + name + "': shape and dtype need a different byte count than data_offsets give");
+        auto data = std::make_shared<std::vector<uint8_t>>(size_t(bytes));
+        file.seekg(std::streamoff(dataStart + uint64_t(begin.integer)));
+        if (bytes > 0 && !file.read(reinterpret_cast<char*>(data->data()), bytes))
+            return fail("tensor '" + name + "': read error");
+        view.storage = std::move(data);
+        int64_t stride = 1;
+        view.strides.assign(view.shape.size(), 1);
+        for (size_t d = view.shape.size(); d-- > 0;) {
+            view.strides[d] = stride;
+            stride *= std::max<int64_t>(view.shape[d], 1);
+        }
+        view.location = "cpu";
+        checkpoint.tensors.push_back({name, std::move(view)});
+    }
+    return checkpoint;
+}
+
+} // namespace
+
+std::vector<NamedTensor> collectTensors(const PickledValue& root, const std::string& rootName)
+{
+    std::vector<NamedTensor> out;
+    if (root.kind == PickledValue::Kind::Tensor)
+        out.push_back({rootName, *root.tensor});
+    else
+        collect(root, std::string(), out, 0);
+    return out;
+}
+
+Result<PickledValue> readPickledFile(const std::string& path)
+{
+    auto pickle = readZipPickle(path);
+    if (!pickle)
+        return Error{pickle.error()};
+    return std::move(pickle->root);
+}
+
+Result<Checkpoint> readCheckpoint(const std::string& path)
+{
+    try {
+        std::ifstream file(path, std::ios::binary | std::ios::ate);
+        if (!file)
+            return Error{path + ": cannot open: " + std::strerror(errno)};
+        const uint64_t fileSize = uint64_t(file.tellg());
+        file.seekg(0);
+        uint8_t head[9] = {};
+        file.read(reinterpret_cast<char*>(head), std::min<uint64_t>(fileSize, 9));
+        file.close();
+
+        if (fileSize >= 4 && head[0] == 'P' && head[1] == 'K') {
+            auto pickle = readZipPickle(path);
+            if (!pickle)
+                return Error{pickle.error()};
+            Checkpoint checkpoint;
+            checkpoint.path = path;
+            if (pickle->torchScript)
+                checkpoint.format = CheckpointFormat::TorchScript;
+            else if (pickle->root.kind == PickledValue::Kind::Tensor)
+                checkpoint.format = CheckpointFormat::Tensor;
+            checkpoint.tensors = collectTensors(pickle->root);
+            for (auto& constant : pickle->constants)
+                checkpoint.tensors.push_back(std::move(constant));
+            return checkpoint;
+        }
+        if (fileSize >= 2 && head[0] == 0x80 && head[1] <= 5)
+            return Error{path + ": a legacy torch.save file (written with _use_new_zipfile_serialization=False or by "
+                                "PyTorch before 1.6); re-save it with a current torch.save"};
+        if (fileSize >= 9 && head[8] == '{')
+            return readSafetensors(path, fileSize);
+        if (fileSize == 0)
+            return Error{path + ": empty file"};
+        return Error{path + ": not a checkpoint: neither a torch.save / torch.jit.save zip archive nor a safetensors file"};
+    } catch (const std::bad_alloc&) {
+        return Error{path + ": out of memory while reading"};
+    }
+}
+
+} // namespace nanscope

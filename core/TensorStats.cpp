@@ -1,0 +1,719 @@
+#include "TensorStats.h"
+
+#include "torch/TorchTensorStats.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <thread>
+
+// The fused CPU pass. Each block of kBlock elements is read once: sum of deviations from the
+// running mean and of their squares (on values scaled by a power of two), min, max and the
+// smallest magnitude, in 32-byte vectors. Blocks are combined in double with Chan's formula, so
+// large tensors keep full accuracy while the inner loop stays in the tensor's own precision.
+// Rare blocks (NaN, Inf, overflow, zeros or subnormals) take an extra L1-resident read. Large
+// tensors are split across threads. This file is built with -O3; on x86-64 the kernel is also
+// compiled for AVX2 + FMA and picked at run time by CPU feature (not by CPU model).
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define NANSCOPE_HAVE_AVX2_CLONE 1
+#endif
+#define NANSCOPE_ALWAYS_INLINE __attribute__((always_inline)) inline
+
+namespace nanscope {
+
+namespace {
+
+constexpr int kBlock = 4096; // 16 KB of float32: stays in L1 between the two reads
+constexpr int64_t kElementsPerThread = int64_t(1) << 21;
+
+typedef float __attribute__((may_alias)) AliasFloat;
+typedef double __attribute__((may_alias)) AliasDouble;
+typedef uint16_t __attribute__((may_alias)) AliasU16;
+
+struct Moments
+{
+    int64_t count = 0; // finite elements
+    double mean = 0, m2 = 0;
+    double min = std::numeric_limits<double>::infinity();
+    double max = -std::numeric_limits<double>::infinity();
+    int64_t nan = 0, posinf = 0, neginf = 0, zero = 0, subnormal = 0;
+
+    void addMoments(int64_t n, double blockMean, double blockM2)
+    {
+        if (n == 0)
+            return;
+        if (count == 0) {
+            count = n;
+            mean = blockMean;
+            m2 = blockM2;
+            return;
+        }
+        const double total = double(count + n);
+        const double delta = blockMean - mean;
+        mean += delta * (double(n) / total);
+        m2 += blockM2 + delta * delta * (double(count) * double(n) / total);
+        count += n;
+    }
+    void merge(const Moments& o)
+    {
+        addMoments(o.count, o.mean, o.m2);
+        min = std::min(min, o.min);
+        max = std::max(max, o.max);
+        nan += o.nan;
+        posinf += o.posinf;
+        neginf += o.neginf;
+        zero += o.zero;
+        subnormal += o.subnormal;
+    }
+};
+
+// 32-byte vectors in GCC's vector extension: one AVX register, or two SSE registers in the
+// baseline build. Explicit vectors because the compiler may not reorder a floating-point sum on
+// its own, and its automatic vectorisation of this kernel spills and shuffles.
+template<typename F>
+struct Lanes;
+template<>
+struct Lanes<float>
+{
+    typedef float V __attribute__((vector_size(32)));
+    typedef int32_t Mask __attribute__((vector_size(32)));
+    static constexpr int kWidth = 8;
+};
+template<>
+struct Lanes<double>
+{
+    typedef double V __attribute__((vector_size(32)));
+    typedef int64_t Mask __attribute__((vector_size(32)));
+    static constexpr int kWidth = 4;
+};
+
+template<typename V>
+NANSCOPE_ALWAYS_INLINE V loadVector(const void* p)
+{
+    V v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+template<typename V>
+NANSCOPE_ALWAYS_INLINE V splat(typename std::remove_reference<decltype(V{}[0])>::type x)
+{
+    return V{} + x;
+}
+
+// Pass two of a block: sums of the deviations from a rough mean and of their squares, on values
+// scaled by a power of two (exact) so that the block's largest magnitude is about 1. So squares of
+// float32 values near 1e-30 or 1e30 neither underflow nor overflow, and the shift keeps the sum
+// of squares free of cancellation. `kSkipNonFinite` only on the rare blocks that hold NaN or Inf.
+template<typename F, bool kSkipNonFinite>
+NANSCOPE_ALWAYS_INLINE void blockDeviations(const F* p, int n, int64_t count, double roughMean, double low, double high,
+                                            const F* next, Moments& acc)
+{
+    using V = typename Lanes<F>::V;
+    constexpr int W = Lanes<F>::kWidth;
+    constexpr F big = std::numeric_limits<F>::max();
+    const double largest = std::max(std::fabs(low), std::fabs(high));
+    const int exponent = largest > 0 ? std::clamp(-std::ilogb(largest), std::numeric_limits<F>::min_exponent - 1,
+                                                  std::numeric_limits<F>::max_exponent - 1)
+                                     : 0;
+    const F scale = F(std::ldexp(1.0, exponent)); // a normal number of type F
+    if (!std::isfinite(roughMean)) // the block's sum overflowed: any value inside the range will do
+        roughMean = low / 2 + high / 2;
+    const F shift = F(roughMean) * scale;
+
+    using Mask = typename Lanes<F>::Mask;
+    const V vScale = splat<V>(scale), vShift = splat<V>(shift), vBig = splat<V>(big), vZero = {};
+    const Mask absMask = Mask{} + std::numeric_limits<typename std::remove_reference<decltype(Mask{}[0])>::type>::max();
+    V d0 = {}, d1 = {}, q0 = {}, q1 = {};
+    int i = 0;
+    for (; i + 2 * W <= n; i += 2 * W) {
+        // This pass reads L1 only; meanwhile fetch the next block, one cache line a step, so the
+        // memory bus never idles.
+        if (next)
+            __builtin_prefetch(next + i);
+        const V a = loadVector<V>(p + i);
+        const V b = loadVector<V>(p + i + W);
+        V t0 = a * vScale - vShift;
+        V t1 = b * vScale - vShift;
+        if constexpr (kSkipNonFinite) {
+            t0 = reinterpret_cast<V>(reinterpret_cast<Mask>(a) & absMask) <= vBig ? t0 : vZero;
+            t1 = reinterpret_cast<V>(reinterpret_cast<Mask>(b) & absMask) <= vBig ? t1 : vZero;
+        }
+        d0 += t0;
+        d1 += t1;
+        q0 += t0 * t0;
+        q1 += t1 * t1;
+    }
+    double d = 0, q = 0;
+    const V dv = d0 + d1, qv = q0 + q1;
+    for (int j = 0; j < W; ++j) {
+        d += double(dv[j]);
+        q += double(qv[j]);
+    }
+    for (; i < n; ++i) {
+        const F v = p[i];
+        if (kSkipNonFinite && !(std::fabs(v) <= big))
+            continue;
+        const double t = double(v * scale - shift);
+        d += t;
+        q += t * t;
+    }
+    const double unscale = 1.0 / double(scale);
+    const double m2 = std::max(0.0, q - d * d / double(count)) * unscale * unscale;
+    acc.addMoments(count, double(shift) * unscale + d * unscale / double(count), m2);
+}
+
+// Where the one-pass sums of a range of blocks are centred and scaled: the mean and the largest
+// magnitude seen so far, so that the sums of squares neither cancel nor overflow.
+struct Centre
+{
+    bool valid = false;
+    double shift = 0;    // in the data's units
+    int exponent = 0;    // the scale is 2^exponent
+};
+
+template<typename F>
+NANSCOPE_ALWAYS_INLINE void updateCentre(const Moments& acc, Centre& centre)
+{
+    if (acc.count == 0)
+        return;
+    const double largest = std::max(std::fabs(acc.min), std::fabs(acc.max));
+    centre.valid = true;
+    centre.shift = acc.mean;
+    centre.exponent = largest > 0 ? std::clamp(-std::ilogb(largest), std::numeric_limits<F>::min_exponent - 1,
+                                               std::numeric_limits<F>::max_exponent - 1)
+                                  : 0;
+}
+
+// One block in one read. Deviations from the running centre and their squares are summed on
+// values scaled by a power of two (exact): squares of float32 values near 1e-30 or 1e30 neither
+// underflow nor overflow, and the shift keeps the sum of squares free of cancellation. No
+// per-element select: a NaN never wins a `<` comparison, and any NaN or Inf (or an overflow)
+// makes the sums non-finite, which sends the rare block that holds one down the careful path.
+// Zeros and subnormals are counted only in blocks whose smallest magnitude is below normal.
+// `next`: the following block, prefetched a cache line a step.
+template<typename F>
+NANSCOPE_ALWAYS_INLINE void blockKernel(const F* p, int n, F minNormal, const F* next, Moments& acc, Centre& centre)
+{
+    using V = typename Lanes<F>::V;
+    using Mask = typename Lanes<F>::Mask;
+    constexpr int W = Lanes<F>::kWidth;
+    constexpr F big = std::numeric_limits<F>::max();
+    constexpr F inf = std::numeric_limits<F>::infinity();
+
+    const V vZero = {};
+    const V vTiny = splat<V>(minNormal);
+    const Mask absMask = Mask{} + std::numeric_limits<typename std::remove_reference<decltype(Mask{}[0])>::type>::max();
+    auto magnitude = [&](const V& v) { return reinterpret_cast<V>(reinterpret_cast<Mask>(v) & absMask); };
+
+    if (!centre.valid) { // the range's first block: centre on its first finite values
+        Moments probe;
+        for (int k = 0; k < std::min(n, 64); ++k) {
+            if (std::fabs(p[k]) <= big) {
+                probe.addMoments(1, double(p[k]), 0.0);
+                probe.min = std::min(probe.min, double(p[k]));
+                probe.max = std::max(probe.max, double(p[k]));
+            }
+        }
+        updateCentre<F>(probe, centre);
+    }
+    int i = 0;
+    if (centre.valid) {
+        const F scale = F(std::ldexp(1.0, centre.exponent));
+        const F shift = F(centre.shift) * scale;
+        const V vScale = splat<V>(scale), vShift = splat<V>(shift);
+        V d0 = {}, d1 = {}, q0 = {}, q1 = {};
+        V lo = splat<V>(inf), hi = splat<V>(-inf), smallest = splat<V>(inf);
+        for (; i + 4 * W <= n; i += 4 * W) {
+            if (next)
+                __builtin_prefetch(next + i);
+            const V a = loadVector<V>(p + i);
+            const V b = loadVector<V>(p + i + W);
+            const V c = loadVector<V>(p + i + 2 * W);
+            const V e = loadVector<V>(p + i + 3 * W);
+            const V ta = a * vScale - vShift, tb = b * vScale - vShift;
+            const V tc = c * vScale - vShift, te = e * vScale - vShift;
+            d0 += ta;
+            q0 += ta * ta;
+            d1 += tb;
+            q1 += tb * tb;
+            d0 += tc;
+            q0 += tc * tc;
+            d1 += te;
+            q1 += te * te;
+            const V lab = a < b ? a : b, hab = a > b ? a : b;
+            const V lce = c < e ? c : e, hce = c > e ? c : e;
+            lo = lab < lo ? lab : lo;
+            hi = hab > hi ? hab : hi;
+            lo = lce < lo ? lce : lo;
+            hi = hce > hi ? hce : hi;
+            const V mab = magnitude(a) < magnitude(b) ? magnitude(a) : magnitude(b);
+            const V mce = magnitude(c) < magnitude(e) ? magnitude(c) : magnitude(e);
+            smallest = mab < smallest ? mab : smallest;
+            smallest = mce < smallest ? mce : smallest;
+        }
+        double d = 0, q = 0, low = double(inf), high = -double(inf), least = double(inf);
+        const V dv = d0 + d1, qv = q0 + q1;
+        for (int j = 0; j < W; ++j) {
+            d += double(dv[j]);
+            q += double(qv[j]);
+            low = std::min(low, double(lo[j]));
+            high = std::max(high, double(hi[j]));
+            least = std::min(least, double(smallest[j]));
+        }
+        for (int k = i; k < n; ++k) {
+            const F v = p[k];
+            const double t = double(v * scale - shift);
+            d += t;
+            q += t * t;
+            low = v < low ? double(v) : low;
+            high = v > high ? double(v) : high;
+            least = std::fabs(v) < least ? double(std::fabs(v)) : least;
+        }
+        if (std::isfinite(d) && std::isfinite(q) && std::isfinite(low) && std::isfinite(high)) {
+            if (least < double(minNormal)) { // rare outside integer tensors: count in a second, L1-resident read
+                Mask zero = {}, tiny = {};
+                int k = 0;
+                for (; k + W <= n; k += W) {
+                    const V a = loadVector<V>(p + k);
+                    zero -= a == vZero;
+                    tiny -= magnitude(a) < vTiny;
+                }
+                int64_t zeros = 0, tinies = 0;
+                for (int j = 0; j < W; ++j) {
+                    zeros += zero[j];
+                    tinies += tiny[j];
+                }
+                for (; k < n; ++k) {
+                    zeros += p[k] == F(0);
+                    tinies += std::fabs(p[k]) < minNormal;
+                }
+                acc.zero += zeros;
+                acc.subnormal += tinies - zeros;
+            }
+            const double unscale = 1.0 / double(scale);
+            const double m2 = std::max(0.0, q - d * d / double(n)) * unscale * unscale;
+            acc.min = std::min(acc.min, low);
+            acc.max = std::max(acc.max, high);
+            acc.addMoments(n, double(shift) * unscale + d * unscale / double(n), m2);
+            updateCentre<F>(acc, centre);
+            return;
+        }
+    }
+
+    // Counted here for the careful path below, which handles NaN, +-Inf and overflow.
+    {
+        int64_t zeros = 0, tinies = 0;
+        for (int k = 0; k < n; ++k) {
+            zeros += p[k] == F(0);
+            tinies += std::fabs(p[k]) < minNormal;
+        }
+        acc.zero += zeros;
+        acc.subnormal += tinies - zeros;
+    }
+    double total = 0, low = double(inf), high = -double(inf);
+    // The careful path: NaN, +-Inf, or a sum that overflowed. Sums in double lanes here, since
+    // an overflow of the plain sum may be why the block came here.
+    using Wide = typename Lanes<double>::V;
+    constexpr int kWide = Lanes<double>::kWidth;
+    const V vBig = splat<V>(big), vInf = splat<V>(inf);
+    V low2 = splat<V>(inf), high2 = splat<V>(-inf);
+    Mask finiteCount = {}, nanCount = {}, posinfCount = {};
+    Wide wideSum = {};
+    i = 0;
+    for (; i + W <= n; i += W) {
+        const V a = loadVector<V>(p + i);
+        const Mask finite = reinterpret_cast<V>(reinterpret_cast<Mask>(a) & absMask) <= vBig;
+        const V kept = finite ? a : vZero;
+        for (int j = 0; j < W; j += kWide) { // widen W lanes into double lanes
+            Wide part;
+            for (int k = 0; k < kWide; ++k)
+                part[k] = double(kept[j + k]);
+            wideSum += part;
+        }
+        low2 = finite ? (a < low2 ? a : low2) : low2;
+        high2 = finite ? (a > high2 ? a : high2) : high2;
+        finiteCount -= finite;
+        nanCount -= a != a;
+        posinfCount -= a == vInf;
+    }
+    int64_t count = 0, nans = 0, posinfs = 0;
+    total = 0;
+    low = double(inf);
+    high = -double(inf);
+    for (int j = 0; j < kWide; ++j)
+        total += wideSum[j];
+    for (int j = 0; j < W; ++j) {
+        low = std::min(low, double(low2[j]));
+        high = std::max(high, double(high2[j]));
+        count += finiteCount[j];
+        nans += nanCount[j];
+        posinfs += posinfCount[j];
+    }
+    for (; i < n; ++i) {
+        const F v = p[i];
+        if (std::fabs(v) <= big) {
+            ++count;
+            total += double(v);
+            low = std::min(low, double(v));
+            high = std::max(high, double(v));
+        } else if (std::isnan(v)) {
+            ++nans;
+        } else if (v > 0) {
+            ++posinfs;
+        }
+    }
+    acc.nan += nans;
+    acc.posinf += posinfs;
+    acc.neginf += (n - count) - nans - posinfs;
+    if (count == 0)
+        return;
+    acc.min = std::min(acc.min, low);
+    acc.max = std::max(acc.max, high);
+    blockDeviations<F, true>(p, n, count, total / double(count), low, high, next, acc);
+    updateCentre<F>(acc, centre);
+}
+
+NANSCOPE_ALWAYS_INLINE float halfToFloat(uint16_t h)
+{
+    const uint32_t sign = uint32_t(h & 0x8000) << 16;
+    const uint32_t exponent = (h >> 10) & 0x1f;
+    const uint32_t mantissa = h & 0x3ff;
+    const uint32_t normal = sign | ((exponent + 112) << 23) | (mantissa << 13);
+    const uint32_t special = sign | 0x7f800000 | (mantissa << 13);
+    const float tiny = float(mantissa) * 5.9604644775390625e-8f; // subnormal: mantissa * 2^-24
+    uint32_t tinyBits;
+    std::memcpy(&tinyBits, &tiny, 4);
+    tinyBits |= sign;
+    const uint32_t bits = exponent == 0 ? tinyBits : (exponent == 31 ? special : normal);
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+NANSCOPE_ALWAYS_INLINE float bfloat16ToFloat(uint16_t h)
+{
+    const uint32_t bits = uint32_t(h) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+template<typename T>
+NANSCOPE_ALWAYS_INLINE T loadAs(const uint8_t* p)
+{
+    T value;
+    std::memcpy(&value, p, sizeof(T));
+    return value;
+}
+
+// Converts elements [begin, begin + n) of a contiguous buffer to double.
+NANSCOPE_ALWAYS_INLINE void integersToDouble(const uint8_t* data, DType dtype, int64_t begin, int n, double* out)
+{
+    switch (dtype) {
+    case DType::Int64: for (int i = 0; i < n; ++i) out[i] = double(loadAs<int64_t>(data + (begin + i) * 8)); break;
+    case DType::Int32: for (int i = 0; i < n; ++i) out[i] = double(loadAs<int32_t>(data + (begin + i) * 4)); break;
+    case DType::Int16: for (int i = 0; i < n; ++i) out[i] = double(loadAs<int16_t>(data + (begin + i) * 2)); break;
+    case DType::Int8: for (int i = 0; i < n; ++i) out[i] = double(int8_t(data[begin + i])); break;
+    case DType::UInt8:
+    case DType::Bool: for (int i = 0; i < n; ++i) out[i] = double(data[begin + i]); break;
+    default: break;
+    }
+}
+
+NANSCOPE_ALWAYS_INLINE void rangeMomentsBody(const uint8_t* data, DType dtype, int64_t begin, int64_t end, Moments& acc)
+{
+    float floats[kBlock];
+    double doubles[kBlock];
+    const size_t itemSize = dtypeSize(dtype);
+    Centre centre;
+    for (int64_t start = begin; start < end; start += kBlock) {
+        const int n = int(std::min<int64_t>(kBlock, end - start));
+        // The next block's bytes, to prefetch (a prefetch past the end never faults).
+        const uint8_t* next = start + kBlock < end ? data + size_t(start + kBlock) * itemSize : nullptr;
+        switch (dtype) {
+        case DType::Float32:
+            blockKernel<float>(reinterpret_cast<const AliasFloat*>(data) + start, n, FLT_MIN,
+                               reinterpret_cast<const AliasFloat*>(next), acc, centre);
+            break;
+        case DType::Float64:
+            blockKernel<double>(reinterpret_cast<const AliasDouble*>(data) + start, n, DBL_MIN,
+                                reinterpret_cast<const AliasDouble*>(next), acc, centre);
+            break;
+        case DType::Float16: {
+            const AliasU16* h = reinterpret_cast<const AliasU16*>(data) + start;
+            for (int i = 0; i < n; ++i)
+                floats[i] = halfToFloat(h[i]);
+            blockKernel<float>(floats, n, 6.103515625e-05f, reinterpret_cast<const AliasFloat*>(next), acc, centre); // 2^-14, float16's smallest normal
+            break;
+        }
+        case DType::BFloat16: {
+            const AliasU16* h = reinterpret_cast<const AliasU16*>(data) + start;
+            for (int i = 0; i < n; ++i)
+                floats[i] = bfloat16ToFloat(h[i]);
+            blockKernel<float>(floats, n, FLT_MIN, reinterpret_cast<const AliasFloat*>(next), acc, centre); // bfloat16 shares float32's exponent range
+            break;
+        }
+        default:
+            integersToDouble(data, dtype, start, n, doubles);
+            blockKernel<double>(doubles, n, 0.5, reinterpret_cast<const AliasDouble*>(next), acc, centre); // integers: "below 0.5" is exactly zero, so no subnormals
+            break;
+        }
+    }
+}
+
+void rangeMomentsBaseline(const uint8_t* data, DType dtype, int64_t begin, int64_t end, Moments& acc)
+{
+    rangeMomentsBody(data, dtype, begin, end, acc);
+}
+
+#ifdef NANSCOPE_HAVE_AVX2_CLONE
+__attribute__((target("avx2,fma,f16c"))) void rangeMomentsAvx2(const uint8_t* data, DType dtype, int64_t begin,
+                                                                int64_t end, Moments& acc)
+{
+    rangeMomentsBody(data, dtype, begin, end, acc);
+}
+#endif
+
+// Chosen by CPU feature at run time, so one binary runs everywhere and uses AVX2 where it exists.
+void rangeMoments(const uint8_t* data, DType dtype, int64_t begin, int64_t end, Moments& acc)
+{
+#ifdef NANSCOPE_HAVE_AVX2_CLONE
+    // NANSCOPE_NO_AVX2=1 forces the baseline build of the kernel, so tests can check both.
+    static const bool avx2 = !std::getenv("NANSCOPE_NO_AVX2") && __builtin_cpu_supports("avx2")
+                             && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    if (avx2)
+        return rangeMomentsAvx2(data, dtype, begin, end, acc);
+#endif
+    rangeMomentsBaseline(data, dtype, begin, end, acc);
+}
+
+Moments contiguousMoments(const uint8_t* data, DType dtype, int64_t numel)
+{
+    const int64_t hardware = std::max<int64_t>(1, std::thread::hardware_concurrency());
+    const int64_t threads = std::min<int64_t>(hardware, numel / kElementsPerThread);
+    if (threads <= 1) {
+        Moments m;
+        rangeMoments(data, dtype, 0, numel, m);
+        return m;
+    }
+    // Chunks are whole blocks, so results do not depend on where the chunks start.
+    const int64_t blocks = (numel + kBlock - 1) / kBlock;
+    std::vector<Moments> parts(static_cast<size_t>(threads));
+    std::vector<std::thread> workers;
+    for (int64_t t = 0; t < threads; ++t) {
+        const int64_t begin = std::min(numel, blocks * t / threads * kBlock);
+        const int64_t end = std::min(numel, blocks * (t + 1) / threads * kBlock);
+        workers.emplace_back([=, &parts] { rangeMoments(data, dtype, begin, end, parts[size_t(t)]); });
+    }
+    for (auto& w : workers)
+        w.join();
+    Moments total;
+    for (const auto& part : parts)
+        total.merge(part);
+    return total;
+}
+
+double elementAsDouble(const uint8_t* data, DType dtype, int64_t i)
+{
+    switch (dtype) {
+    case DType::Float32: return loadAs<float>(data + i * 4);
+    case DType::Float64: return loadAs<double>(data + i * 8);
+    case DType::Float16: return halfToFloat(loadAs<uint16_t>(data + i * 2));
+    case DType::BFloat16: return bfloat16ToFloat(loadAs<uint16_t>(data + i * 2));
+    default: {
+        double d = 0;
+        integersToDouble(data, dtype, i, 1, &d);
+        return d;
+    }
+    }
+}
+
+// The contiguous bytes of a view: the storage itself when possible, else a copy held in `copy`.
+const uint8_t* contiguous(const TensorView& tensor, std::vector<uint8_t>& copy)
+{
+    if (const uint8_t* p = tensor.contiguousData())
+        return p;
+    copy = tensor.contiguousBytes();
+    return copy.data();
+}
+
+} // namespace
+
+std::vector<double> tensorToDoubles(const TensorView& tensor)
+{
+    std::vector<uint8_t> copy;
+    const uint8_t* data = contiguous(tensor, copy);
+    const int64_t n = tensor.numel();
+    std::vector<double> out(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+        out[size_t(i)] = elementAsDouble(data, tensor.dtype, i);
+    return out;
+}
+
+TensorStats computeTensorStats(const std::string& name, const TensorView& tensor, int histogramBins)
+{
+    TensorStats s;
+    s.name = name;
+    s.shape = tensor.shape;
+    s.dtype = tensor.dtype;
+    s.numel = tensor.numel();
+    if (s.numel == 0)
+        return s;
+    std::vector<uint8_t> copy;
+    const uint8_t* data = contiguous(tensor, copy);
+    const Moments m = contiguousMoments(data, tensor.dtype, s.numel);
+    s.nan = m.nan;
+    s.posinf = m.posinf;
+    s.neginf = m.neginf;
+    s.zero = m.zero;
+    s.subnormal = m.subnormal;
+    if (m.count > 0) {
+        s.min = m.min;
+        s.max = m.max;
+        s.mean = m.mean;
+        s.std = m.count > 1 ? std::sqrt(m.m2 / double(m.count - 1)) : 0.0;
+        s.norm = std::sqrt(m.m2 + double(m.count) * m.mean * m.mean);
+        s.absmax = std::max(std::fabs(m.min), std::fabs(m.max));
+    }
+    if (histogramBins > 0 && m.count > 0) {
+        s.histogram.assign(size_t(histogramBins), 0);
+        const double width = (m.max - m.min) / histogramBins;
+        for (int64_t i = 0; i < s.numel; ++i) {
+            const double v = elementAsDouble(data, tensor.dtype, i);
+            if (!std::isfinite(v))
+                continue;
+            int64_t bin = width > 0 ? int64_t((v - m.min) / width) : 0;
+            s.histogram[size_t(std::clamp<int64_t>(bin, 0, histogramBins - 1))] += 1;
+        }
+    }
+    return s;
+}
+
+std::optional<double> spectralNorm(const TensorView& tensor)
+{
+    if (!isFloatingPoint(tensor.dtype) || tensor.shape.size() < 2 || tensor.numel() == 0)
+        return std::nullopt;
+    const std::vector<double> w = tensorToDoubles(tensor);
+    for (double v : w)
+        if (!std::isfinite(v))
+            return std::nullopt;
+    const size_t rows = size_t(tensor.shape[0]);
+    const size_t cols = w.size() / rows;
+    // Power iteration on W^T W from a fixed, generic start vector.
+    std::vector<double> v(cols), u(rows);
+    for (size_t j = 0; j < cols; ++j)
+        v[j] = 1.0 + 0.1 * double((j * 2654435761u) % 97) / 97.0;
+    double sigma = 0;
+    for (int iteration = 0; iteration < 100; ++iteration) {
+        double uNorm = 0;
+        for (size_t i = 0; i < rows; ++i) {
+            double acc = 0;
+            for (size_t j = 0; j < cols; ++j)
+                acc += w[i * cols + j] * v[j];
+            u[i] = acc;
+            uNorm += acc * acc;
+        }
+        uNorm = std::sqrt(uNorm);
+        if (uNorm == 0)
+            return 0.0;
+        for (double& x : u)
+            x /= uNorm;
+        std::fill(v.begin(), v.end(), 0.0);
+        for (size_t i = 0; i < rows; ++i)
+            for (size_t j = 0; j < cols; ++j)
+                v[j] += w[i * cols + j] * u[i];
+        double vNorm = 0;
+        for (double x : v)
+            vNorm += x * x;
+        vNorm = std::sqrt(vNorm);
+        if (vNorm == 0)
+            return 0.0;
+        for (double& x : v)
+            x /= vNorm;
+        const bool converged = std::fabs(vNorm - sigma) <= 1e-12 * vNorm;
+        sigma = vNorm;
+        if (converged)
+            break;
+    }
+    return sigma;
+}
+
+bool cudaAvailable()
+{
+    return torchstats::cudaAvailable();
+}
+
+Result<std::vector<TensorStats>> computeCheckpointStats(const std::vector<NamedTensor>& tensors,
+                                                        const StatsOptions& options)
+{
+    if (options.device == StatsDevice::Cuda && !cudaAvailable())
+        return Error{"no CUDA device: LibTorch was built without CUDA or sees no GPU; use --device cpu"};
+    std::vector<TensorStats> stats(tensors.size());
+    std::vector<size_t> onTorch;
+    const bool haveCuda = options.device == StatsDevice::Auto && cudaAvailable();
+    for (size_t i = 0; i < tensors.size(); ++i) {
+        const bool useTorch = options.device == StatsDevice::Cuda || options.device == StatsDevice::TorchCpu
+                              || (haveCuda && tensors[i].tensor.location.rfind("cuda", 0) == 0);
+        if (useTorch)
+            onTorch.push_back(i);
+        else
+            stats[i] = computeTensorStats(tensors[i].name, tensors[i].tensor, options.histogramBins);
+    }
+    if (!onTorch.empty()) {
+        std::vector<const NamedTensor*> batch;
+        for (size_t i : onTorch)
+            batch.push_back(&tensors[i]);
+        auto results = torchstats::computeWithTorch(batch, options.device != StatsDevice::TorchCpu);
+        if (!results)
+            return Error{results.error()};
+        for (size_t k = 0; k < onTorch.size(); ++k) {
+            stats[onTorch[k]] = std::move((*results)[k]);
+            if (options.histogramBins > 0) // bins need min and max first; a second pass on the CPU
+                stats[onTorch[k]].histogram
+                    = computeTensorStats("", tensors[onTorch[k]].tensor, options.histogramBins).histogram;
+        }
+    }
+    if (options.spectralNorm)
+        for (size_t i = 0; i < tensors.size(); ++i)
+            stats[i].spectralNorm = spectralNorm(tensors[i].tensor);
+    return stats;
+}
+
+namespace {
+std::string shortNumber(double value)
+{
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g", value);
+    return text;
+}
+} // namespace
+
+std::vector<std::string> healthFlags(const TensorStats& s, const HealthThresholds& thresholds)
+{
+    std::vector<std::string> flags;
+    if (s.nan)
+        flags.push_back(std::to_string(s.nan) + " NaN");
+    if (s.posinf)
+        flags.push_back(std::to_string(s.posinf) + " +Inf");
+    if (s.neginf)
+        flags.push_back(std::to_string(s.neginf) + " -Inf");
+    const std::string suffix = "running_var";
+    const bool runningVar = s.name.size() >= suffix.size()
+                            && s.name.compare(s.name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    if (runningVar && s.min && *s.min <= 0)
+        flags.push_back("running_var <= 0");
+    if (runningVar && s.nonfinite() > 0)
+        flags.push_back("running_var not finite");
+    if (s.norm > thresholds.normAbove)
+        flags.push_back("norm " + shortNumber(s.norm) + " > " + shortNumber(thresholds.normAbove));
+    if (s.spectralNorm && *s.spectralNorm > thresholds.spectralNormAbove)
+        flags.push_back("spectral norm " + shortNumber(*s.spectralNorm) + " > " + shortNumber(thresholds.spectralNormAbove));
+    return flags;
+}
+
+} // namespace nanscope

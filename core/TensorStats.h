@@ -1,0 +1,82 @@
+#pragma once
+
+// Health statistics of checkpoint tensors, each computed in one fused pass: on the CPU by a
+// plain C++ kernel over the raw bytes, or by LibTorch on a CUDA device. Value structs only; no
+// LibTorch in this header.
+
+#include "CheckpointReader.h"
+#include "Result.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nanscope {
+
+struct TensorStats
+{
+    std::string name;
+    std::vector<int64_t> shape;
+    DType dtype = DType::Float32;
+    int64_t numel = 0;
+
+    // Over the finite elements; empty when none is finite. std is the unbiased (n - 1) estimate,
+    // as torch.std gives it, and 0 for a single finite element.
+    std::optional<double> min, max, mean, std;
+    double norm = 0;   // L2 norm of the finite elements
+    double absmax = 0; // largest |x| over the finite elements
+
+    int64_t nan = 0, posinf = 0, neginf = 0, zero = 0;
+    int64_t subnormal = 0; // nonzero values below the smallest normal number of the tensor's dtype
+
+    // Only when asked for: bin counts of the finite values over [min, max].
+    std::vector<int64_t> histogram;
+    // Only when asked for, for 2-D and higher weights (flattened to [rows, -1] as torch does).
+    std::optional<double> spectralNorm;
+
+    int64_t inf() const { return posinf + neginf; }
+    int64_t nonfinite() const { return nan + posinf + neginf; }
+    int64_t finite() const { return numel - nonfinite(); }
+};
+
+enum class StatsDevice {
+    Auto,     // CUDA for tensors saved from CUDA when LibTorch has a GPU, else the CPU kernel
+    Cpu,      // the fused C++ kernel
+    Cuda,     // LibTorch on the GPU; fails when LibTorch has no CUDA
+    TorchCpu, // the LibTorch path on the CPU: what the CUDA path computes, checkable without a GPU
+};
+
+struct StatsOptions
+{
+    StatsDevice device = StatsDevice::Auto;
+    int histogramBins = 0; // 0: none
+    bool spectralNorm = false;
+};
+
+// One fused pass over the tensor's bytes on the CPU; a strided view is walked as a copy.
+TensorStats computeTensorStats(const std::string& name, const TensorView& tensor, int histogramBins = 0);
+
+// Every tensor of a checkpoint. The CUDA path queues every tensor's reductions and reads the results
+// back once, so there is no host synchronisation per tensor.
+Result<std::vector<TensorStats>> computeCheckpointStats(const std::vector<NamedTensor>& tensors,
+                                                        const StatsOptions& options = {});
+
+bool cudaAvailable();
+
+// Largest singular value of a 2-D (or flattened N-D) float tensor by power iteration; empty for
+// other tensors or when a value is not finite.
+std::optional<double> spectralNorm(const TensorView& tensor);
+
+struct HealthThresholds
+{
+    double normAbove = 1e6;
+    double spectralNormAbove = 1e6;
+};
+
+// Short, readable findings: "3 NaN", "running_var <= 0", "norm 2.1e+07 > 1e+06".
+std::vector<std::string> healthFlags(const TensorStats& stats, const HealthThresholds& thresholds = {});
+
+// Element access for other analyses (diff): every element converted to double, row-major.
+std::vector<double> tensorToDoubles(const TensorView& tensor);
+
+} // namespace nanscope

@@ -1,0 +1,53 @@
+#pragma once
+
+// A read-only zip central-directory reader for the archives torch.save and torch.jit.save write.
+// They store every entry uncompressed (STORED), so reading an entry is a bounded copy of bytes that
+// lie in the file; compressed entries are listed but refused when read. Every offset and size is
+// checked against the file's size before anything is allocated.
+
+#include "Result.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace nanscope {
+
+class ZipArchive
+{
+public:
+    struct Entry
+    {
+        std::string name;
+        uint16_t method = 0; // 0: stored, 8: deflate
+        uint16_t flags = 0;
+        uint64_t compressedSize = 0;
+        uint64_t size = 0;
+        uint64_t localHeaderOffset = 0;
+    };
+
+    static Result<ZipArchive> open(const std::string& path);
+
+    const std::string& path() const { return m_path; }
+    uint64_t fileSize() const { return m_fileSize; }
+    const std::vector<Entry>& entries() const { return m_entries; }
+    const Entry* find(const std::string& name) const;
+
+    // The bytes of a stored entry. Fails, naming the archive and the entry, for compressed or
+    // encrypted entries and for entries whose data would lie outside the file.
+    Result<std::vector<uint8_t>> read(const Entry& entry) const;
+    Result<std::vector<uint8_t>> read(const std::string& name) const;
+
+private:
+    Status readCentralDirectory();
+    Status readAt(uint64_t offset, void* buffer, uint64_t size) const;
+    Error error(const std::string& what) const;
+
+    std::string m_path;
+    uint64_t m_fileSize = 0;
+    std::vector<Entry> m_entries;
+    std::map<std::string, size_t> m_index;
+};
+
+} // namespace nanscope

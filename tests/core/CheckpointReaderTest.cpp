@@ -1,0 +1,355 @@
+#include "CheckpointFixtures.h"
+#include "TestRuns.h"
+
+#include "core/CheckpointReader.h"
+#include "core/PickleReader.h"
+#include "core/TensorStats.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+namespace fs = std::filesystem;
+using namespace nanscope;
+using namespace nanscope::test;
+
+namespace {
+
+class CheckpointReaderTest : public ::testing::Test
+{
+protected:
+    std::string write(const std::string& name, const std::string& bytes)
+    {
+        const std::string path = m_dir / name;
+        writeFile(path, bytes);
+        return path;
+    }
+
+    // A state_dict {"w": float32 tensor of `values`} as torch.save lays it out.
+    std::string stateDict(const std::vector<float>& values)
+    {
+        PickleWriter p;
+        p.emptyOrderedDict().mark().text("w").tensor("FloatStorage", "0", int64_t(values.size()), 0,
+                                                       {int64_t(values.size())}, {1});
+        p.op('u');
+        return makeZip({{"ckpt/data.pkl", p.finish()}, {"ckpt/data/0", rawBytes(values)}, {"ckpt/version", "3\n"}});
+    }
+
+    std::string archiveWithPickle(const std::string& pickle, const std::string& storage = std::string(16, '\0'))
+    {
+        return makeZip({{"ckpt/data.pkl", pickle}, {"ckpt/data/0", storage}});
+    }
+
+    ScratchDir m_dir;
+};
+
+TEST_F(CheckpointReaderTest, ReadsAStateDictWrittenLikeTorchSave)
+{
+    const auto path = write("sd.pt", stateDict({1.f, -2.f, 3.f, 0.f}));
+    auto checkpoint = readCheckpoint(path);
+    ASSERT_TRUE(checkpoint) << checkpoint.error();
+    EXPECT_EQ(checkpoint->format, CheckpointFormat::StateDict);
+    ASSERT_EQ(checkpoint->tensors.size(), 1u);
+    EXPECT_EQ(checkpoint->tensors[0].name, "w");
+    const auto stats = computeTensorStats("w", checkpoint->tensors[0].tensor);
+    EXPECT_EQ(stats.numel, 4);
+    EXPECT_DOUBLE_EQ(*stats.min, -2.0);
+    EXPECT_DOUBLE_EQ(*stats.max, 3.0);
+    EXPECT_DOUBLE_EQ(*stats.mean, 0.5);
+    EXPECT_EQ(stats.zero, 1);
+}
+
+TEST_F(CheckpointReaderTest, TruncatedArchiveIsAnErrorNamingTheFile)
+{
+    const std::string whole = stateDict({1.f, 2.f, 3.f, 4.f});
+    // Every truncation and a sweep of corrupted bytes: an error or a result, never a crash.
+    for (size_t length = 0; length < whole.size(); ++length) {
+        const auto path = write("cut.pt", whole.substr(0, length));
+        auto checkpoint = readCheckpoint(path);
+        if (length < whole.size() - 22)
+            ASSERT_FALSE(checkpoint) << "length " << length;
+        if (!checkpoint)
+            EXPECT_NE(checkpoint.error().find(path), std::string::npos) << checkpoint.error();
+    }
+    for (size_t i = 0; i < whole.size(); ++i) {
+        std::string corrupted = whole;
+        corrupted[i] = char(corrupted[i] ^ 0xa5);
+        (void)readCheckpoint(write("flip.pt", corrupted));
+    }
+}
+
+TEST_F(CheckpointReaderTest, PickleCallingOsSystemIsRefused)
+{
+    PickleWriter p;
+    p.global("os", "system").mark().text("touch /tmp/nanscope-pwned").tuple().op('R');
+    const auto path = write("evil.pt", archiveWithPickle(p.finish()));
+    auto checkpoint = readCheckpoint(path);
+    ASSERT_FALSE(checkpoint);
+    EXPECT_NE(checkpoint.error().find("os.system"), std::string::npos) << checkpoint.error();
+    EXPECT_NE(checkpoint.error().find(path), std::string::npos);
+    EXPECT_FALSE(fs::exists("/tmp/nanscope-pwned"));
+}
+
+TEST_F(CheckpointReaderTest, BuiltinsEvalThroughStackGlobalIsRefused)
+{
+    PickleWriter p;
+    p.text("builtins").text("eval").op(char(0x93)).mark().text("1+1").tuple().op('R');
+    auto checkpoint = readCheckpoint(write("evil.pt", archiveWithPickle(p.finish())));
+    ASSERT_FALSE(checkpoint);
+    EXPECT_NE(checkpoint.error().find("builtins.eval"), std::string::npos) << checkpoint.error();
+}
+
+TEST_F(CheckpointReaderTest, UnknownOpcodeIsRefused)
+{
+    std::string pickle = "\x80\x02" "I1\n.";
+    auto checkpoint = readCheckpoint(write("op.pt", archiveWithPickle(pickle)));
+    ASSERT_FALSE(checkpoint);
+    EXPECT_NE(checkpoint.error().find("unsupported pickle opcode 0x49"), std::string::npos) << checkpoint.error();
+}
+
+TEST_F(CheckpointReaderTest, TensorReachingPastItsStorageIsRefused)
+{
+    PickleWriter p;
+    p.emptyOrderedDict().mark().text("w").tensor("FloatStorage", "0", 4, 2, {3}, {1}).op('u');
+    auto checkpoint = readCheckpoint(write("range.pt", archiveWithPickle(p.finish())));
+    ASSERT_FALSE(checkpoint);
+    EXPECT_NE(checkpoint.error().find("out of range"), std::string::npos) << checkpoint.error();
+}
+
+TEST_F(CheckpointReaderTest, StorageLargerThanItsBytesIsRefusedBeforeAllocating)
+{
+    PickleWriter p;
+    p.tensor("FloatStorage", "0", int64_t(1) << 60, 0, {int64_t(1) << 60}, {1});
+    auto checkpoint = readCheckpoint(write("big.pt", archiveWithPickle(p.finish())));
+    ASSERT_FALSE(checkpoint);
+    EXPECT_NE(checkpoint.error().find("holds 16 bytes"), std::string::npos) << checkpoint.error();
+}
+
+TEST_F(CheckpointReaderTest, AbsurdShapeOverflowIsRefused)
+{
+    PickleWriter p;
+    const int64_t huge = int64_t(1) << 40;
+    p.tensor("FloatStorage", "0", 4, 0, {huge, huge, huge}, {0, 0, 0});
+    auto checkpoint = readCheckpoint(write("shape.pt", archiveWithPickle(p.finish())));
+    ASSERT_FALSE(checkpoint);
+    EXPECT_NE(checkpoint.error().find("overflow"), std::string::npos) << checkpoint.error();
+}
+
+TEST_F(CheckpointReaderTest, HugeViewOfATinyStorageIsRefused)
+{
+    // Stride 0 keeps every index in range, but walking 2^40 elements is no checkpoint.
+    PickleWriter p;
+    p.tensor("FloatStorage", "0", 4, 0, {int64_t(1) << 20, int64_t(1) << 20}, {0, 0});
+    auto checkpoint = readCheckpoint(write("expand.pt", archiveWithPickle(p.finish())));
+    ASSERT_FALSE(checkpoint);
+    EXPECT_NE(checkpoint.error().find("absurd shape"), std::string::npos) << checkpoint.error();
+}
+
+TEST_F(CheckpointReaderTest, SelfContainingListIsRefused)
+{
+    // l = []; l.append(l)
+    const std::string pickle("\x80\x02]q\x00h\x00" "a.", 9);
+    auto checkpoint = readCheckpoint(write("cycle.pt", archiveWithPickle(pickle)));
+    ASSERT_FALSE(checkpoint);
+    EXPECT_NE(checkpoint.error().find("nested deeper"), std::string::npos) << checkpoint.error();
+}
+
+TEST_F(CheckpointReaderTest, CompressedEntryIsExplained)
+{
+    PickleWriter p;
+    p.op('N');
+    const auto path = write("deflate.pt", makeZip({{"ckpt/data.pkl", p.finish(), 8}}));
+    auto checkpoint = readCheckpoint(path);
+    ASSERT_FALSE(checkpoint);
+    EXPECT_NE(checkpoint.error().find("compressed"), std::string::npos) << checkpoint.error();
+}
+
+TEST_F(CheckpointReaderTest, NotACheckpointIsAClearError)
+{
+    auto checkpoint = readCheckpoint(write("text.pt", "hello, world"));
+    ASSERT_FALSE(checkpoint);
+    EXPECT_NE(checkpoint.error().find("not a checkpoint"), std::string::npos) << checkpoint.error();
+    auto missing = readCheckpoint(m_dir / "missing.pt");
+    ASSERT_FALSE(missing);
+    EXPECT_NE(missing.error().find("missing.pt"), std::string::npos);
+}
+
+TEST_F(CheckpointReaderTest, SafetensorsWithOffsetsOutsideTheFileIsRefused)
+{
+    const std::string header = R"({"w":{"dtype":"F32","shape":[1000000],"data_offsets":[0,4000000]}})";
+    std::string file;
+    putLe(file, header.size(), 8);
+    file += header + std::string(16, '\0');
+    auto checkpoint = readCheckpoint(write("bad.safetensors", file));
+    ASSERT_FALSE(checkpoint);
+    EXPECT_NE(checkpoint.error().find("outside"), std::string::npos) << checkpoint.error();
+}
+
+TEST_F(CheckpointReaderTest, ReadsSafetensors)
+{
+    const std::string header = R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}})";
+    std::string file;
+    putLe(file, header.size(), 8);
+    file += header + rawBytes(std::vector<float>{1.f, 2.f, std::nanf(""), 4.f});
+    auto checkpoint = readCheckpoint(write("ok.safetensors", file));
+    ASSERT_TRUE(checkpoint) << checkpoint.error();
+    EXPECT_EQ(checkpoint->format, CheckpointFormat::Safetensors);
+    ASSERT_EQ(checkpoint->tensors.size(), 1u);
+    const auto stats = computeTensorStats("a", checkpoint->tensors[0].tensor);
+    EXPECT_EQ(stats.nan, 1);
+    EXPECT_DOUBLE_EQ(*stats.max, 4.0);
+}
+
+TEST_F(CheckpointReaderTest, StridedViewIsReadInItsOwnOrder)
+{
+    // A transposed 2x3 view of a 6-element storage, starting one element in: [[1,3],[2,4],...]
+    PickleWriter p;
+    p.tensor("FloatStorage", "0", 7, 1, {3, 2}, {1, 3});
+    const auto path = write("view.pt", makeZip({{"ckpt/data.pkl", p.finish()},
+                                                 {"ckpt/data/0", rawBytes(std::vector<float>{9, 1, 2, 3, 4, 5, 6})}}));
+    auto checkpoint = readCheckpoint(path);
+    ASSERT_TRUE(checkpoint) << checkpoint.error();
+    EXPECT_EQ(checkpoint->format, CheckpointFormat::Tensor);
+    const auto bytes = checkpoint->tensors[0].tensor.contiguousBytes();
+    std::vector<float> values(6);
+    std::memcpy(values.data(), bytes.data(), 24);
+    EXPECT_EQ(values, (std::vector<float>{1, 4, 2, 5, 3, 6}));
+}
+
+TEST(TensorStatsTest, CountsEveryKindOfValue)
+{
+    const float inf = std::numeric_limits<float>::infinity();
+    std::vector<float> values(10000, 1.0f);
+    values[3] = std::nanf("");
+    values[4] = inf;
+    values[5] = -inf;
+    values[6] = -inf;
+    values[7] = 0.0f;
+    values[8] = 1e-40f; // subnormal in float32
+    values[9999] = -7.0f;
+    TensorView view;
+    view.shape = {int64_t(values.size())};
+    view.strides = {1};
+    view.storage = std::make_shared<std::vector<uint8_t>>(reinterpret_cast<uint8_t*>(values.data()),
+                                                          reinterpret_cast<uint8_t*>(values.data() + values.size()));
+    const auto s = computeTensorStats("x", view, 4);
+    EXPECT_EQ(s.nan, 1);
+    EXPECT_EQ(s.posinf, 1);
+    EXPECT_EQ(s.neginf, 2);
+    EXPECT_EQ(s.zero, 1);
+    EXPECT_EQ(s.subnormal, 1);
+    EXPECT_DOUBLE_EQ(*s.min, -7.0);
+    EXPECT_DOUBLE_EQ(*s.max, 1.0);
+    EXPECT_EQ(s.histogram.front() + s.histogram.back(), s.finite());
+}
+
+TEST(TensorStatsTest, BlocksOfVeryDifferentMagnitudeKeepFullAccuracy)
+{
+    // The one-pass kernel centres each block on what came before: a block of 1e30s after a block
+    // of 1e-3s, a constant block at 1000, zeros, subnormals and a NaN must all come out exact.
+    std::vector<float> values;
+    for (int i = 0; i < 5000; ++i)
+        values.push_back(1e-3f * float(1 + i % 13));
+    for (int i = 0; i < 5000; ++i)
+        values.push_back(1e30f * float(1 + i % 7));
+    for (int i = 0; i < 9000; ++i)
+        values.push_back(1000.0f);
+    for (int i = 0; i < 3000; ++i)
+        values.push_back(i % 3 == 0 ? 0.0f : (i % 3 == 1 ? 1e-41f : -2.5f));
+    values[12345] = std::nanf("");
+    double count = 0, sum = 0;
+    for (float v : values)
+        if (std::isfinite(v)) {
+            sum += v;
+            ++count;
+        }
+    const double mean = sum / count;
+    double m2 = 0;
+    for (float v : values)
+        if (std::isfinite(v))
+            m2 += (double(v) - mean) * (double(v) - mean);
+    TensorView view;
+    view.shape = {int64_t(values.size())};
+    view.strides = {1};
+    view.storage = std::make_shared<std::vector<uint8_t>>(reinterpret_cast<uint8_t*>(values.data()),
+                                                          reinterpret_cast<uint8_t*>(values.data() + values.size()));
+    const auto s = computeTensorStats("x", view);
+    EXPECT_EQ(s.nan, 1);
+    EXPECT_EQ(s.zero, 1000);
+    EXPECT_EQ(s.subnormal, 1000);
+    EXPECT_NEAR(*s.mean, mean, 1e-6 * std::fabs(mean));
+    EXPECT_NEAR(*s.std, std::sqrt(m2 / (count - 1)), 1e-6 * std::sqrt(m2 / (count - 1)));
+    EXPECT_DOUBLE_EQ(*s.min, -2.5);
+    EXPECT_DOUBLE_EQ(*s.max, double(7e30f));
+}
+
+TEST(TensorStatsTest, TorchPathAgreesWithTheFusedKernel)
+{
+    std::vector<double> values(300000);
+    for (size_t i = 0; i < values.size(); ++i)
+        values[i] = 1000.0 + std::sin(double(i)) * (i % 7);
+    values[17] = std::numeric_limits<double>::quiet_NaN();
+    NamedTensor t{"w", {}};
+    t.tensor.dtype = DType::Float64;
+    t.tensor.shape = {300, 1000};
+    t.tensor.strides = {1000, 1};
+    t.tensor.storage = std::make_shared<std::vector<uint8_t>>(reinterpret_cast<uint8_t*>(values.data()),
+                                                              reinterpret_cast<uint8_t*>(values.data() + values.size()));
+    auto viaTorch = computeCheckpointStats({t}, {StatsDevice::TorchCpu});
+    auto viaKernel = computeCheckpointStats({t}, {StatsDevice::Cpu});
+    ASSERT_TRUE(viaTorch) << viaTorch.error();
+    ASSERT_TRUE(viaKernel);
+    const auto& a = (*viaTorch)[0];
+    const auto& b = (*viaKernel)[0];
+    EXPECT_EQ(a.nan, b.nan);
+    EXPECT_DOUBLE_EQ(*a.min, *b.min);
+    EXPECT_DOUBLE_EQ(*a.max, *b.max);
+    EXPECT_NEAR(*a.mean, *b.mean, 1e-9 * std::fabs(*b.mean));
+    EXPECT_NEAR(*a.std, *b.std, 1e-9 * *b.std);
+    EXPECT_NEAR(a.norm, b.norm, 1e-9 * b.norm);
+}
+
+TEST(TensorStatsTest, CudaWithoutAGpuIsAnErrorNotACrash)
+{
+    if (cudaAvailable())
+        GTEST_SKIP() << "a GPU is present";
+    auto stats = computeCheckpointStats({}, {StatsDevice::Cuda});
+    ASSERT_FALSE(stats);
+    EXPECT_NE(stats.error().find("CUDA"), std::string::npos);
+}
+
+TEST(DemoCheckpointTest, PoisonedBatchNormRunningMeanIsAllNaN)
+{
+    const std::string path = std::string(NANSCOPE_TEST_RUNS) + "/batchnorm-poisoned/checkpoints/step_00000250.pt";
+    auto checkpoint = readCheckpoint(path);
+    ASSERT_TRUE(checkpoint) << checkpoint.error();
+    EXPECT_EQ(checkpoint->format, CheckpointFormat::TorchScript);
+    bool found = false;
+    for (const auto& t : checkpoint->tensors) {
+        if (t.name != "bn1.running_mean")
+            continue;
+        found = true;
+        const auto s = computeTensorStats(t.name, t.tensor);
+        EXPECT_EQ(s.nan, s.numel);
+        EXPECT_FALSE(s.mean.has_value());
+    }
+    EXPECT_TRUE(found);
+}
+
+TEST(DemoCheckpointTest, BatchFileReadsAsAnObjectTree)
+{
+    const std::string path = std::string(NANSCOPE_TEST_RUNS) + "/division-by-zero/batches/step_00000180.pt";
+    auto batch = readPickledFile(path);
+    ASSERT_TRUE(batch) << batch.error();
+    ASSERT_NE(batch->find("inputs"), nullptr);
+    EXPECT_TRUE(batch->find("inputs")->isTensor());
+    EXPECT_EQ(batch->find("inputs")->tensor->shape, (std::vector<int64_t>{32, 16}));
+    ASSERT_NE(batch->find("loss"), nullptr);
+    EXPECT_EQ(batch->find("loss")->text, "cross_entropy");
+    ASSERT_NE(batch->find("step"), nullptr);
+    EXPECT_EQ(batch->find("step")->integer, 180);
+}
+
+} // namespace
