@@ -1,11 +1,12 @@
 #include "core/Replay.h"
 
+#include "core/CheckpointReader.h"
+
 #include <torch/csrc/jit/frontend/source_range.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/ir/scope.h>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
-#include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/script.h>
 #include <torch/torch.h>
 
@@ -141,48 +142,48 @@ struct Batch
     int64_t step = -1;
 };
 
+torch::Tensor toTorch(const TensorView& view)
+{
+    static const std::map<DType, c10::ScalarType> types{
+        {DType::Float32, torch::kFloat},  {DType::Float64, torch::kDouble}, {DType::Float16, torch::kHalf},
+        {DType::BFloat16, torch::kBFloat16}, {DType::Int64, torch::kLong}, {DType::Int32, torch::kInt},
+        {DType::Int16, torch::kShort},    {DType::Int8, torch::kChar},     {DType::UInt8, torch::kByte},
+        {DType::Bool, torch::kBool}};
+    std::vector<uint8_t> bytes = view.contiguousBytes();
+    return torch::from_blob(bytes.data(), view.shape, types.at(view.dtype)).clone();
+}
+
+// The batch is read with the project's restricted unpickler: a batch file is data, and reading
+// it must not run anything named in it.
 Result<Batch> readBatch(const std::string& path)
 {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        return Error{path + ": cannot open the batch file"};
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    c10::IValue value;
-    try {
-        value = torch::pickle_load(bytes);
-    } catch (const c10::Error& e) {
-        return Error{path + ": not a torch.save file this reader understands (" + e.what_without_backtrace() + ")"};
-    }
-    if (!value.isGenericDict())
+    auto tree = readPickledFile(path);
+    if (!tree)
+        return Error{tree.error()};
+    if (tree->kind != PickledValue::Kind::Dict)
         return Error{path + ": a batch file must hold a dict with \"inputs\" (and \"targets\", \"loss\")"};
     Batch batch;
-    for (const auto& item : value.toGenericDict()) {
-        if (!item.key().isString())
-            continue;
-        const std::string key = item.key().toStringRef();
-        const c10::IValue& v = item.value();
-        if (key == "inputs") {
-            if (v.isTensor())
-                batch.inputs.push_back(v.toTensor());
-            else if (v.isList() || v.isTuple()) {
-                const auto elements = v.isList() ? v.toListRef().vec() : v.toTupleRef().elements().vec();
-                for (const auto& e : elements) {
-                    if (!e.isTensor())
-                        return Error{path + ": \"inputs\" must be a tensor or a list of tensors"};
-                    batch.inputs.push_back(e.toTensor());
-                }
-            } else
+    const PickledValue* inputs = tree->find("inputs");
+    if (!inputs)
+        return Error{path + ": the batch has no \"inputs\""};
+    if (inputs->isTensor())
+        batch.inputs.push_back(toTorch(*inputs->tensor));
+    else if (inputs->kind == PickledValue::Kind::List) {
+        for (const auto& item : inputs->items) {
+            if (!item.isTensor())
                 return Error{path + ": \"inputs\" must be a tensor or a list of tensors"};
-        } else if (key == "targets" && v.isTensor()) {
-            batch.targets = v.toTensor();
-        } else if (key == "loss" && v.isString()) {
-            batch.lossName = v.toStringRef();
-        } else if (key == "step" && v.isInt()) {
-            batch.step = v.toInt();
+            batch.inputs.push_back(toTorch(*item.tensor));
         }
-    }
+    } else
+        return Error{path + ": \"inputs\" must be a tensor or a list of tensors"};
     if (batch.inputs.empty())
         return Error{path + ": the batch has no \"inputs\""};
+    if (const PickledValue* targets = tree->find("targets"); targets && targets->isTensor())
+        batch.targets = toTorch(*targets->tensor);
+    if (const PickledValue* loss = tree->find("loss"); loss && loss->kind == PickledValue::Kind::String)
+        batch.lossName = loss->text;
+    if (const PickledValue* step = tree->find("step"); step && step->kind == PickledValue::Kind::Int)
+        batch.step = step->integer;
     return batch;
 }
 
