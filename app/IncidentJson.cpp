@@ -1,0 +1,54 @@
+#include "IncidentJson.h"
+
+#include "CliSupport.h"
+
+#include <QJsonArray>
+
+#include <cmath>
+
+namespace nanscope {
+
+using cli::fromStd;
+
+QJsonValue number(const std::optional<double>& value)
+{
+    return value && std::isfinite(*value) ? QJsonValue(*value) : QJsonValue(QJsonValue::Null);
+}
+
+QJsonObject toJson(const Incident& incident)
+{
+    QJsonArray layers;
+    for (const auto& name : incident.layers)
+        layers.append(fromStd(name));
+    const IncidentEvidence& e = incident.evidence;
+    QJsonArray onsets;
+    for (const auto& onset : e.layerOnsets)
+        onsets.append(QJsonObject{{"name", fromStd(onset.name)},
+                                  {"source", fromStd(onset.source)},
+                                  {"onset_step", qint64(onset.onsetStep)},
+                                  {"magnitude_decades", number(onset.magnitudeDecades)},
+                                  {"nonfinite", onset.nonfinite}});
+    QJsonObject evidence{{"series", fromStd(e.series)},
+                         {"window", QJsonArray{qint64(e.windowBeginStep), qint64(e.windowEndStep)}},
+                         {"baseline", number(e.baseline)},
+                         {"peak", number(e.peak)},
+                         {"jump_ratio", number(e.jumpRatio)},
+                         {"growth_decades_per_step", number(e.growthDecadesPerStep)},
+                         {"count", e.count ? QJsonValue(qint64(*e.count)) : QJsonValue(QJsonValue::Null)},
+                         {"layer_onsets", onsets},
+                         {"note", fromStd(e.note)}};
+    return QJsonObject{
+        {"kind", toString(incident.kind)},
+        {"severity", toString(incident.severity)},
+        {"onset_step", qint64(incident.onsetStep)},
+        {"nonfinite_step",
+         incident.nonfiniteStep ? QJsonValue(qint64(*incident.nonfiniteStep)) : QJsonValue(QJsonValue::Null)},
+        {"pattern", incident.pattern ? QJsonValue(toString(*incident.pattern)) : QJsonValue(QJsonValue::Null)},
+        {"layers", layers},
+        {"cause", fromStd(incident.cause)},
+        {"suggestion", fromStd(incident.suggestion)},
+        {"evidence", evidence},
+    };
+}
+
+} // namespace nanscope
