@@ -32,7 +32,7 @@ struct Expected
     int64_t onsetMax;
     std::optional<BlowupPattern> pattern;
     std::string firstLayer; // prefix the first named layer should have; empty: not checked
-    // For gradual blow-ups: the onset must come at least this many steps before the NaN.
+    // When reported gradual: the onset must come at least this many steps before the NaN.
     int64_t leadBeforeNonfinite = 0;
     // False: not scripted by the scenario but found in its data by inspection (a real LibTorch
     // run does more than it was told: dead ReLUs, a stray spike). Reported apart.
@@ -318,7 +318,9 @@ TEST(ScanQuality, PrecisionAndRecallOnGeneratedRuns)
                 if (matched[i] || e.kind != incident.kind || incident.onsetStep < e.onsetMin ||
                     incident.onsetStep > e.onsetMax || (e.pattern && incident.pattern != e.pattern))
                     continue;
-                if (e.leadBeforeNonfinite > 0 && incident.nonfiniteStep &&
+                // A gradual blow-up must begin well before its NaN; a sudden one is a jump right
+                // before it by definition.
+                if (e.leadBeforeNonfinite > 0 && incident.nonfiniteStep && incident.pattern == BlowupPattern::Gradual &&
                     incident.onsetStep > *incident.nonfiniteStep - e.leadBeforeNonfinite)
                     continue;
                 matched[i] = hit = true;
