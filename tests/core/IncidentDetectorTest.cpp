@@ -217,6 +217,29 @@ TEST(IncidentDetector, VanishingLayerIsNamedAndAFrozenOneIsOnlyInfo)
     EXPECT_FALSE(report.hasCritical());
 }
 
+TEST(IncidentDetector, ExplosionAfterWhichTheLossNeverRecoversIsABlowupNotASpike)
+{
+    // Seen in real runs: a corrupt batch sends the gradients up a million-fold, the weights die,
+    // the gradient norm looks normal again but the loss sits at chance level for good.
+    ScratchDir dir;
+    SyntheticRun run;
+    run.shape = [](SyntheticRow& row) {
+        if (row.step >= 200 && row.step < 203)
+            for (auto& g : row.grads)
+                g *= 1e6f;
+        if (row.step >= 203)
+            row.scalars["loss"] = 1.386 * (1.0 + 0.01 * double(row.step % 3));
+    };
+    writeSyntheticRun(dir / "run", run);
+    const ScanReport report = scanDirectory(dir / "run");
+    auto blowups = ofKind(report, IncidentKind::Blowup);
+    ASSERT_EQ(blowups.size(), 1u) << describe(report);
+    EXPECT_EQ(blowups.front()->onsetStep, 200);
+    EXPECT_EQ(blowups.front()->pattern, BlowupPattern::Sudden);
+    EXPECT_EQ(blowups.front()->severity, Severity::Critical);
+    EXPECT_TRUE(ofKind(report, IncidentKind::Spike).empty()) << describe(report);
+}
+
 TEST(IncidentDetector, IsolatedGradientSpikeThatRecoversIsAWarning)
 {
     ScratchDir dir;
