@@ -408,6 +408,12 @@ public:
             m_report.notes.push_back("the run has no logged steps yet");
             return m_report;
         }
+        if (!m_reader.table(rf::kLayers))
+            m_report.notes.push_back("no /layers: incidents cannot name parameters, vanishing gradients are not checked");
+        if (!m_reader.table(rf::kActivations))
+            m_report.notes.push_back("no /activations: the module that produced a NaN cannot be named");
+        if (!m_reader.table(rf::kInputs))
+            m_report.notes.push_back("no /inputs: bad input batches cannot be seen");
         m_report.firstStep = m_scalarSteps.front();
         m_report.lastStep = m_scalarSteps.back();
         if (!progressed(0.05, "scalars"))
@@ -1547,6 +1553,8 @@ private:
                 scan(m_loss, "scalars/loss");
         }
         std::sort(spikes.begin(), spikes.end(), [](const SpikeRow& x, const SpikeRow& y) { return x.row < y.row; });
+        constexpr int kSpikesBlamed = 20;
+        int blamed = 0;
         size_t i = 0;
         while (i < spikes.size()) {
             size_t j = i + 1;
@@ -1587,10 +1595,12 @@ private:
             incident.suggestion = "Inspect the batch of step " + std::to_string(incident.onsetStep) +
                                   "; gradient clipping keeps such batches from moving the weights far." +
                                   batchNote(incident.onsetStep);
-            if (auto layers = m_report.incidents.size() > 50 ? Result<std::vector<std::pair<LayerOnset, int>>>(Error{"skipped"}) : blameLayers(m_scalarSteps[spikes[i].row > 30 ? spikes[i].row - 30 : 0],
-                                          incident.onsetStep, e.windowEndStep);
-                layers)
-                fillLayers(incident, *layers);
+            // Layer blame reads a window per spike: only for the first few of a spiky run.
+            if (++blamed <= kSpikesBlamed) {
+                const size_t from = spikes[i].row > 30 ? spikes[i].row - 30 : 0;
+                if (auto layers = blameLayers(m_scalarSteps[from], incident.onsetStep, e.windowEndStep))
+                    fillLayers(incident, *layers);
+            }
             m_report.incidents.push_back(incident);
             i = j;
         }
