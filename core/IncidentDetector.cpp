@@ -500,18 +500,36 @@ private:
             m_report.notes.push_back("no /scalars/grad_norm: blow-ups are found on the loss alone");
             m_primaryName = "scalars/loss";
         }
-        // Skipped steps from events when the scalar is missing.
-        if (m_skipped.empty() && hasDataset(rf::kEvents, "kind")) {
+        // Skipped steps and loss-scale decreases from events when the scalars are missing.
+        // (RunReader lists no string datasets for /events: ask for the table, not the dataset.)
+        const TableInfo* events = m_reader.table(rf::kEvents);
+        if ((m_skipped.empty() || m_lossScale.empty()) && events && events->rows > 0) {
             auto kinds = m_reader.readStrings(rf::kEvents, "kind");
             const auto& eventSteps = m_reader.steps(rf::kEvents);
+            const bool skippedFromEvents = m_skipped.empty();
+            const bool scaleFromEvents = m_lossScale.empty();
+            std::vector<uint8_t> decreased(m_scalarSteps.size(), 0);
+            bool anyDecrease = false;
             if (kinds) {
-                m_skipped.assign(m_scalarSteps.size(), 0.0);
-                for (size_t i = 0; i < kinds->size() && i < eventSteps.size(); ++i)
-                    if ((*kinds)[i] == "skipped_step") {
-                        const size_t row = rowAtOrAfter(m_scalarSteps, eventSteps[i]);
-                        if (row < m_scalarSteps.size() && m_scalarSteps[row] == eventSteps[i])
-                            m_skipped[row] = 1.0;
-                    }
+                if (skippedFromEvents)
+                    m_skipped.assign(m_scalarSteps.size(), 0.0);
+                for (size_t i = 0; i < kinds->size() && i < eventSteps.size(); ++i) {
+                    const size_t row = rowAtOrAfter(m_scalarSteps, eventSteps[i]);
+                    if (row >= m_scalarSteps.size() || m_scalarSteps[row] != eventSteps[i])
+                        continue;
+                    if (skippedFromEvents && (*kinds)[i] == "skipped_step")
+                        m_skipped[row] = 1.0;
+                    if (scaleFromEvents && (*kinds)[i] == "loss_scale_decrease")
+                        decreased[row] = anyDecrease = true;
+                }
+            }
+            // A stand-in scale that halves at each decrease: enough to see a cascade (its floor
+            // is unknown, so only the warm-up rule tells cascades from the start-up search).
+            if (anyDecrease) {
+                double scale = 65536.0;
+                for (uint8_t d : decreased)
+                    m_lossScale.push_back(scale = d ? scale / 2 : scale);
+                m_lossScaleFromEvents = true;
             }
         }
         return Status::success();
@@ -1626,7 +1644,7 @@ private:
             const double from = m_lossScale[start - 1];
             const double to = m_lossScale[r - 1];
             const int64_t startStep = m_scalarSteps[start];
-            const bool atFloor = to <= m_config.lossScaleFloor;
+            const bool atFloor = !m_lossScaleFromEvents && to <= m_config.lossScaleFloor;
             if (decreases < m_config.lossScaleCascade || (!atFloor && startStep < m_config.lossScaleWarmupSteps))
                 continue;
             // How long it stays down: the scale recovering means training went on.
@@ -1638,7 +1656,7 @@ private:
             incident.severity = Severity::Critical;
             incident.onsetStep = startStep;
             auto& e = incident.evidence;
-            e.series = "scalars/loss_scale";
+            e.series = m_lossScaleFromEvents ? "events/loss_scale_decrease" : "scalars/loss_scale";
             e.windowBeginStep = startStep;
             e.windowEndStep = m_scalarSteps[stay - 1];
             e.baseline = from;
@@ -1920,6 +1938,7 @@ private:
     LogSeries m_gradNorm;
     std::string m_primaryName;
     std::vector<double> m_skipped, m_lossScale, m_evalLoss, m_lr;
+    bool m_lossScaleFromEvents = false;
 
     std::vector<Incident> m_badInputs;
     std::optional<size_t> m_lastBurstEndRow;

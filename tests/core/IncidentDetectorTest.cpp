@@ -173,6 +173,25 @@ TEST(IncidentDetector, LossScaleCascadeToTheFloorIsCriticalButWarmUpDecreasesAre
     EXPECT_TRUE(ofKind(calmReport, IncidentKind::LossScaleCollapse).empty()) << describe(calmReport);
 }
 
+TEST(IncidentDetector, LossScaleCascadeIsFoundFromEventsWhenTheScaleIsNotLogged)
+{
+    ScratchDir dir;
+    SyntheticRun run;
+    run.events = [](int64_t step) -> std::vector<std::pair<std::string, std::string>> {
+        if (step == 3 || step == 4 || step == 150 || (step >= 280 && step < 292))
+            return {{"loss_scale_decrease", "overflow: scale halved"}, {"skipped_step", "inf gradients"}};
+        return {};
+    };
+    run.skippedScalar = false;
+    writeSyntheticRun(dir / "run", run);
+    const ScanReport report = scanDirectory(dir / "run");
+    auto collapses = ofKind(report, IncidentKind::LossScaleCollapse);
+    ASSERT_EQ(collapses.size(), 1u) << describe(report);
+    EXPECT_EQ(collapses.front()->onsetStep, 280);
+    EXPECT_EQ(collapses.front()->evidence.count, 12);
+    EXPECT_TRUE(ofKind(report, IncidentKind::SkippedSteps).empty()) << "explained by the cascade";
+}
+
 TEST(IncidentDetector, ManyConsecutiveSkippedStepsAreReported)
 {
     ScratchDir dir;
