@@ -25,6 +25,8 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kZeroLog = -46.0;
 // Non-finite rows enter running medians as this: they are worse than any finite value.
 constexpr double kNonfiniteLog = 1e300;
+// A loss this much (x1.6) above its level before an explosion, for good, means a destroyed model.
+constexpr double kDeadLossDecades = 0.2;
 // Known fill and saturation values of data pipelines (int16, uint16, "missing" fills).
 constexpr double kSentinels[] = {32767.0, 32768.0, 65535.0, 99999.0, 999999.0, 9999999.0, 99999999.0,
                                  999999999.0, 3.4028234663852886e38};
@@ -406,6 +408,12 @@ public:
             m_report.notes.push_back("the run has no logged steps yet");
             return m_report;
         }
+        if (!m_reader.table(rf::kLayers))
+            m_report.notes.push_back("no /layers: incidents cannot name parameters, vanishing gradients are not checked");
+        if (!m_reader.table(rf::kActivations))
+            m_report.notes.push_back("no /activations: the module that produced a NaN cannot be named");
+        if (!m_reader.table(rf::kInputs))
+            m_report.notes.push_back("no /inputs: bad input batches cannot be seen");
         m_report.firstStep = m_scalarSteps.front();
         m_report.lastStep = m_scalarSteps.back();
         if (!progressed(0.05, "scalars"))
@@ -492,18 +500,36 @@ private:
             m_report.notes.push_back("no /scalars/grad_norm: blow-ups are found on the loss alone");
             m_primaryName = "scalars/loss";
         }
-        // Skipped steps from events when the scalar is missing.
-        if (m_skipped.empty() && hasDataset(rf::kEvents, "kind")) {
+        // Skipped steps and loss-scale decreases from events when the scalars are missing.
+        // (RunReader lists no string datasets for /events: ask for the table, not the dataset.)
+        const TableInfo* events = m_reader.table(rf::kEvents);
+        if ((m_skipped.empty() || m_lossScale.empty()) && events && events->rows > 0) {
             auto kinds = m_reader.readStrings(rf::kEvents, "kind");
             const auto& eventSteps = m_reader.steps(rf::kEvents);
+            const bool skippedFromEvents = m_skipped.empty();
+            const bool scaleFromEvents = m_lossScale.empty();
+            std::vector<uint8_t> decreased(m_scalarSteps.size(), 0);
+            bool anyDecrease = false;
             if (kinds) {
-                m_skipped.assign(m_scalarSteps.size(), 0.0);
-                for (size_t i = 0; i < kinds->size() && i < eventSteps.size(); ++i)
-                    if ((*kinds)[i] == "skipped_step") {
-                        const size_t row = rowAtOrAfter(m_scalarSteps, eventSteps[i]);
-                        if (row < m_scalarSteps.size() && m_scalarSteps[row] == eventSteps[i])
-                            m_skipped[row] = 1.0;
-                    }
+                if (skippedFromEvents)
+                    m_skipped.assign(m_scalarSteps.size(), 0.0);
+                for (size_t i = 0; i < kinds->size() && i < eventSteps.size(); ++i) {
+                    const size_t row = rowAtOrAfter(m_scalarSteps, eventSteps[i]);
+                    if (row >= m_scalarSteps.size() || m_scalarSteps[row] != eventSteps[i])
+                        continue;
+                    if (skippedFromEvents && (*kinds)[i] == "skipped_step")
+                        m_skipped[row] = 1.0;
+                    if (scaleFromEvents && (*kinds)[i] == "loss_scale_decrease")
+                        decreased[row] = anyDecrease = true;
+                }
+            }
+            // A stand-in scale that halves at each decrease: enough to see a cascade (its floor
+            // is unknown, so only the warm-up rule tells cascades from the start-up search).
+            if (anyDecrease) {
+                double scale = 65536.0;
+                for (uint8_t d : decreased)
+                    m_lossScale.push_back(scale = d ? scale / 2 : scale);
+                m_lossScaleFromEvents = true;
             }
         }
         return Status::success();
@@ -914,6 +940,42 @@ private:
         return std::isfinite(before) && std::isfinite(peak) && peak - before >= m_config.blowupDecades;
     }
 
+    // A finite explosion of blow-up size after which the gradient norm looks normal again but
+    // the loss never comes back: the update destroyed the weights (dead units, a collapsed
+    // output). Returns the note and the first row after the explosion.
+    std::optional<std::pair<std::string, size_t>> destroyedByExplosion() const
+    {
+        const LogSeries& s = primary();
+        const size_t settle = size_t(std::max<int64_t>(1, m_config.recoveryRows));
+        for (size_t r = 1; r < s.size(); ++r) {
+            if (!s.finite[r] || excludedFromSpikes(r))
+                continue;
+            const double before = levelBefore(r);
+            if (!(s.log[r] - before >= m_config.blowupDecades))
+                continue;
+            size_t end = r;
+            while (end < s.size() && (!s.finite[end] || s.log[end] - before >= m_config.jumpDecades))
+                ++end;
+            auto lossMedian = [&](size_t from, size_t to) {
+                std::vector<double> v;
+                for (size_t k = from; k < to && k < m_loss.size(); ++k)
+                    if (m_loss.finite[k] && m_loss.raw[k] > 0)
+                        v.push_back(m_loss.log[k]);
+                return v.size() >= 5 ? medianOf(v) : kNaN;
+            };
+            const double lossBefore = lossMedian(r > 20 ? r - 20 : 0, r);
+            const double lossAfter = lossMedian(end + settle, end + 3 * settle);
+            if (std::isfinite(lossBefore) && std::isfinite(lossAfter) && lossAfter - lossBefore >= kDeadLossDecades)
+                return std::make_pair("the gradient norm came back but the loss did not (" +
+                                          formatNumber(std::pow(10.0, lossAfter)) + " after, " +
+                                          formatNumber(std::pow(10.0, lossBefore)) +
+                                          " before): the update destroyed the weights",
+                                      end);
+            r = end;
+        }
+        return std::nullopt;
+    }
+
     Status detectNonfiniteAndBlowup()
     {
         const std::vector<Burst> bursts = nonfiniteBursts();
@@ -931,6 +993,11 @@ private:
         bool terminalNonfinite = failureRow < m_scalarSteps.size();
         Severity severity = Severity::Critical;
         std::string note;
+        if (!terminalNonfinite) {
+            if (auto destroyed = destroyedByExplosion())
+                return reportBlowup(destroyed->second, false, Severity::Critical, destroyed->first,
+                                    destroyed->second > 0 ? destroyed->second - 1 : 0);
+        }
         if (!terminalNonfinite) {
             // No NaN, but a rise of orders of magnitude that does not come back.
             const size_t n = s.size();
@@ -986,7 +1053,8 @@ private:
         return reportBlowup(failureRow, terminalNonfinite, severity, note);
     }
 
-    Status reportBlowup(size_t failureRow, bool terminalNonfinite, Severity severity, const std::string& note)
+    Status reportBlowup(size_t failureRow, bool terminalNonfinite, Severity severity, const std::string& note,
+                        std::optional<size_t> endRowOverride = std::nullopt)
     {
         const LogSeries& s = primary();
         const int64_t failureStep = m_scalarSteps[failureRow];
@@ -994,8 +1062,61 @@ private:
         // Do not look back past an earlier incident's burst: it is not the baseline.
         if (m_lastBurstEndRow && *m_lastBurstEndRow + 1 > windowBegin && *m_lastBurstEndRow + 1 < failureRow)
             windowBegin = *m_lastBurstEndRow + 1;
+        const size_t lastRow = std::min(s.size() - 1, endRowOverride ? *endRowOverride
+                                                      : terminalNonfinite ? failureRow
+                                                                          : s.size() - 1);
+        // First the sudden case, read directly: one step up by jump_decades (or into NaN) near
+        // the failure that stays up until it, from a level that was still the baseline. Noise and
+        // small level shifts just before such a jump must not move its onset.
+        // ... and no rise began well before it (a gradual blow-up can end in a jump).
         const Rise rise = findOnset(s, windowBegin, failureRow, m_config);
-        const size_t onsetRow = std::min(rise.onsetRow, failureRow);
+        bool sudden = false;
+        size_t onsetRow = failureRow;
+        double baseline = kNaN;
+        const size_t h = size_t(m_config.smoothingRows);
+        const size_t searchFrom = std::max(windowBegin + 1, failureRow > 20 ? failureRow - 20 : size_t(1));
+        for (size_t r = searchFrom; r <= lastRow && r < s.size() && !sudden; ++r) {
+            if (!s.finite[r - 1])
+                continue;
+            const double before = s.log[r - 1];
+            if (s.finite[r] && s.log[r] - before < m_config.jumpDecades)
+                continue;
+            bool sustained = true;
+            for (size_t k = r; k <= lastRow && k < s.size() && sustained; ++k)
+                sustained = !s.finite[k] || s.log[k] - before >= m_config.jumpDecades;
+            if (!sustained || r < windowBegin + h + 6 || rise.onsetRow + 2 * h < r)
+                continue;
+            std::vector<double> pre, reference;
+            for (size_t k = r - h - 1; k < r; ++k)
+                if (s.finite[k])
+                    pre.push_back(s.log[k]);
+            const size_t referenceEnd = r - h - 1;
+            const size_t referenceBegin = referenceEnd >= windowBegin + size_t(m_config.baselineRows)
+                                              ? referenceEnd - size_t(m_config.baselineRows)
+                                              : windowBegin;
+            for (size_t k = referenceBegin; k < referenceEnd; ++k)
+                if (s.finite[k])
+                    reference.push_back(s.log[k]);
+            if (pre.empty() || reference.size() < 5)
+                continue;
+            const double level = medianOf(reference);
+            std::vector<double> deviations;
+            for (double v : reference)
+                deviations.push_back(std::fabs(v - level));
+            const double noise = 1.4826 * medianOf(deviations);
+            // The rows just before the jump were still at the baseline (within half a jump, or
+            // the noise of their median): nothing was growing yet.
+            if (medianOf(pre) - level <=
+                std::max(0.5 * m_config.jumpDecades, m_config.noiseSigmas * noise / std::sqrt(double(pre.size())))) {
+                sudden = true;
+                onsetRow = r;
+                baseline = level;
+            }
+        }
+        if (!sudden) {
+            onsetRow = std::min(rise.onsetRow, failureRow);
+            baseline = rise.baseline;
+        }
         const int64_t onsetStep = m_scalarSteps[onsetRow];
 
         Incident incident;
@@ -1006,34 +1127,14 @@ private:
         evidence.series = m_primaryName;
         evidence.windowBeginStep = onsetStep;
         evidence.note = note;
-        const double baseline = rise.baseline;
         if (std::isfinite(baseline))
             evidence.baseline = std::pow(10.0, baseline);
 
-        // Where it first reached jump height, and how fast it got there.
-        size_t riseRow = s.size();
-        for (size_t r = onsetRow; r < s.size(); ++r)
-            if (!s.finite[r] || (std::isfinite(baseline) && s.log[r] - baseline >= m_config.jumpDecades)) {
-                riseRow = r;
-                break;
-            }
-        // Sudden: up by jump_decades within jump_steps of the onset, and it stays up (or goes
-        // non-finite) until the failure. Spikes that come and go on the way up are an escalation,
-        // which is gradual.
-        // The jump itself must be one step of at least jump_decades: fast but steady exponential
-        // growth (0.3 decades a step, say) is a gradual blow-up.
-        double largestStep = -kInf;
-        for (size_t r = std::max<size_t>(onsetRow, 1); r < s.size() && m_scalarSteps[r] - onsetStep <= m_config.jumpSteps; ++r)
-            largestStep = std::max(largestStep, !s.finite[r] ? kInf : s.finite[r - 1] ? s.log[r] - s.log[r - 1] : -kInf);
-        bool sudden = riseRow < s.size() && m_scalarSteps[riseRow] - onsetStep <= m_config.jumpSteps &&
-                      largestStep >= m_config.jumpDecades;
-        const size_t lastRow = terminalNonfinite ? failureRow : s.size() - 1;
-        for (size_t r = riseRow; sudden && r <= lastRow && r < s.size(); ++r)
-            if (s.finite[r] && s.log[r] - baseline < m_config.jumpDecades)
-                sudden = false;
+        // Not a sustained one-step jump from the baseline: a gradual blow-up (steady exponential
+        // growth, or an escalation of spikes that come and go on the way up).
         incident.pattern = sudden ? BlowupPattern::Sudden : BlowupPattern::Gradual;
 
-        const size_t endRow = terminalNonfinite ? failureRow : s.size() - 1;
+        const size_t endRow = lastRow;
         double peak = -kInf;
         double jumpPeak = -kInf;
         std::vector<double> x, y;
@@ -1470,6 +1571,8 @@ private:
                 scan(m_loss, "scalars/loss");
         }
         std::sort(spikes.begin(), spikes.end(), [](const SpikeRow& x, const SpikeRow& y) { return x.row < y.row; });
+        constexpr int kSpikesBlamed = 20;
+        int blamed = 0;
         size_t i = 0;
         while (i < spikes.size()) {
             size_t j = i + 1;
@@ -1510,10 +1613,12 @@ private:
             incident.suggestion = "Inspect the batch of step " + std::to_string(incident.onsetStep) +
                                   "; gradient clipping keeps such batches from moving the weights far." +
                                   batchNote(incident.onsetStep);
-            if (auto layers = m_report.incidents.size() > 50 ? Result<std::vector<std::pair<LayerOnset, int>>>(Error{"skipped"}) : blameLayers(m_scalarSteps[spikes[i].row > 30 ? spikes[i].row - 30 : 0],
-                                          incident.onsetStep, e.windowEndStep);
-                layers)
-                fillLayers(incident, *layers);
+            // Layer blame reads a window per spike: only for the first few of a spiky run.
+            if (++blamed <= kSpikesBlamed) {
+                const size_t from = spikes[i].row > 30 ? spikes[i].row - 30 : 0;
+                if (auto layers = blameLayers(m_scalarSteps[from], incident.onsetStep, e.windowEndStep))
+                    fillLayers(incident, *layers);
+            }
             m_report.incidents.push_back(incident);
             i = j;
         }
@@ -1539,7 +1644,7 @@ private:
             const double from = m_lossScale[start - 1];
             const double to = m_lossScale[r - 1];
             const int64_t startStep = m_scalarSteps[start];
-            const bool atFloor = to <= m_config.lossScaleFloor;
+            const bool atFloor = !m_lossScaleFromEvents && to <= m_config.lossScaleFloor;
             if (decreases < m_config.lossScaleCascade || (!atFloor && startStep < m_config.lossScaleWarmupSteps))
                 continue;
             // How long it stays down: the scale recovering means training went on.
@@ -1551,7 +1656,7 @@ private:
             incident.severity = Severity::Critical;
             incident.onsetStep = startStep;
             auto& e = incident.evidence;
-            e.series = "scalars/loss_scale";
+            e.series = m_lossScaleFromEvents ? "events/loss_scale_decrease" : "scalars/loss_scale";
             e.windowBeginStep = startStep;
             e.windowEndStep = m_scalarSteps[stay - 1];
             e.baseline = from;
@@ -1833,6 +1938,7 @@ private:
     LogSeries m_gradNorm;
     std::string m_primaryName;
     std::vector<double> m_skipped, m_lossScale, m_evalLoss, m_lr;
+    bool m_lossScaleFromEvents = false;
 
     std::vector<Incident> m_badInputs;
     std::optional<size_t> m_lastBurstEndRow;

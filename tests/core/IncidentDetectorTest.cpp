@@ -173,6 +173,25 @@ TEST(IncidentDetector, LossScaleCascadeToTheFloorIsCriticalButWarmUpDecreasesAre
     EXPECT_TRUE(ofKind(calmReport, IncidentKind::LossScaleCollapse).empty()) << describe(calmReport);
 }
 
+TEST(IncidentDetector, LossScaleCascadeIsFoundFromEventsWhenTheScaleIsNotLogged)
+{
+    ScratchDir dir;
+    SyntheticRun run;
+    run.events = [](int64_t step) -> std::vector<std::pair<std::string, std::string>> {
+        if (step == 3 || step == 4 || step == 150 || (step >= 280 && step < 292))
+            return {{"loss_scale_decrease", "overflow: scale halved"}, {"skipped_step", "inf gradients"}};
+        return {};
+    };
+    run.skippedScalar = false;
+    writeSyntheticRun(dir / "run", run);
+    const ScanReport report = scanDirectory(dir / "run");
+    auto collapses = ofKind(report, IncidentKind::LossScaleCollapse);
+    ASSERT_EQ(collapses.size(), 1u) << describe(report);
+    EXPECT_EQ(collapses.front()->onsetStep, 280);
+    EXPECT_EQ(collapses.front()->evidence.count, 12);
+    EXPECT_TRUE(ofKind(report, IncidentKind::SkippedSteps).empty()) << "explained by the cascade";
+}
+
 TEST(IncidentDetector, ManyConsecutiveSkippedStepsAreReported)
 {
     ScratchDir dir;
@@ -215,6 +234,29 @@ TEST(IncidentDetector, VanishingLayerIsNamedAndAFrozenOneIsOnlyInfo)
     EXPECT_EQ(frozen->severity, Severity::Info);
     EXPECT_EQ(frozen->layers, std::vector<std::string>{"embedding.weight"});
     EXPECT_FALSE(report.hasCritical());
+}
+
+TEST(IncidentDetector, ExplosionAfterWhichTheLossNeverRecoversIsABlowupNotASpike)
+{
+    // Seen in real runs: a corrupt batch sends the gradients up a million-fold, the weights die,
+    // the gradient norm looks normal again but the loss sits at chance level for good.
+    ScratchDir dir;
+    SyntheticRun run;
+    run.shape = [](SyntheticRow& row) {
+        if (row.step >= 200 && row.step < 203)
+            for (auto& g : row.grads)
+                g *= 1e6f;
+        if (row.step >= 203)
+            row.scalars["loss"] = 1.386 * (1.0 + 0.01 * double(row.step % 3));
+    };
+    writeSyntheticRun(dir / "run", run);
+    const ScanReport report = scanDirectory(dir / "run");
+    auto blowups = ofKind(report, IncidentKind::Blowup);
+    ASSERT_EQ(blowups.size(), 1u) << describe(report);
+    EXPECT_EQ(blowups.front()->onsetStep, 200);
+    EXPECT_EQ(blowups.front()->pattern, BlowupPattern::Sudden);
+    EXPECT_EQ(blowups.front()->severity, Severity::Critical);
+    EXPECT_TRUE(ofKind(report, IncidentKind::Spike).empty()) << describe(report);
 }
 
 TEST(IncidentDetector, IsolatedGradientSpikeThatRecoversIsAWarning)

@@ -32,7 +32,7 @@ struct Expected
     int64_t onsetMax;
     std::optional<BlowupPattern> pattern;
     std::string firstLayer; // prefix the first named layer should have; empty: not checked
-    // For gradual blow-ups: the onset must come at least this many steps before the NaN.
+    // When reported gradual: the onset must come at least this many steps before the NaN.
     int64_t leadBeforeNonfinite = 0;
     // False: not scripted by the scenario but found in its data by inspection (a real LibTorch
     // run does more than it was told: dead ReLUs, a stray spike). Reported apart.
@@ -221,6 +221,58 @@ std::vector<Case> cases()
     return all;
 }
 
+// NANSCOPE_QUALITY_SWEEP=N adds N more demo runs with knobs drawn from a fixed sequence: for a
+// wider measurement by hand (about a second each), not for every test run.
+std::vector<Case> sweepCases(int count)
+{
+    using K = IncidentKind;
+    using P = BlowupPattern;
+    std::vector<Case> sweep;
+    const DemoFailure failures[] = {DemoFailure::None, DemoFailure::CorruptBatch, DemoFailure::LearningRateRamp,
+                                    DemoFailure::DivisionByZero, DemoFailure::PoisonedBatchNorm};
+    const DemoLearningRateSchedule schedules[] = {DemoLearningRateSchedule::Constant, DemoLearningRateSchedule::Cosine,
+                                                  DemoLearningRateSchedule::StepDecay, DemoLearningRateSchedule::Warmup};
+    const double noises[] = {0.5, 1.0, 1.5};
+    const int64_t intervals[] = {1, 3, 5, 7, 10};
+    for (int i = 0; i < count; ++i) {
+        const DemoFailure failure = failures[i % 5];
+        const int64_t failureStep = 100 + (37 * i) % 200;
+        auto s = scenario("sweep-" + std::to_string(i), failure, uint64_t(100 + i), failureStep);
+        s.schedule = schedules[(i / 5) % 4];
+        s.inputNoise = noises[(i / 3) % 3];
+        s.activationsEvery = intervals[(i / 2) % 5];
+        std::vector<Expected> expected;
+        switch (failure) {
+        case DemoFailure::None:
+            break;
+        case DemoFailure::CorruptBatch:
+            if (i % 4 == 1)
+                s.cutShortAtStep = failureStep + 5;
+            expected = {{K::Blowup, failureStep - 1, failureStep + 1, P::Sudden, "fc1"},
+                        {K::BadInput, failureStep, failureStep}};
+            break;
+        case DemoFailure::LearningRateRamp:
+            // A ramp can end in a one-step jump from a flat baseline (sudden by definition) or in
+            // growth over ten-odd steps: the pattern is not scored, the onset must not precede
+            // the ramp and must come at least 5 steps before the NaN.
+            s.steps = 900;
+            expected = {{K::Blowup, failureStep, 100000, std::nullopt, "", 5}};
+            break;
+        case DemoFailure::DivisionByZero:
+            expected = {{K::NonfiniteLoss, failureStep, failureStep, std::nullopt,
+                         failureStep % s.activationsEvery == 0 ? "norm" : ""}};
+            break;
+        case DemoFailure::PoisonedBatchNorm:
+            expected = {{K::BnCorruption, failureStep, failureStep, std::nullopt, "bn1"},
+                        {K::BadInput, failureStep, failureStep},
+                        {K::NonfiniteLoss, failureStep, failureStep}};
+            break;
+        }
+        sweep.push_back(demoCase(s, expected));
+    }
+    return sweep;
+}
+
 } // namespace
 
 TEST(ScanQuality, PrecisionAndRecallOnGeneratedRuns)
@@ -230,7 +282,11 @@ TEST(ScanQuality, PrecisionAndRecallOnGeneratedRuns)
     Tally total;
     int criticalOnHealthy = 0;
     std::printf("\n%-28s %-34s %s\n", "run", "expected", "found (severity kind @onset [first layer])");
-    for (const Case& c : cases()) {
+    std::vector<Case> all = cases();
+    if (const char* sweep = std::getenv("NANSCOPE_QUALITY_SWEEP"))
+        for (Case& c : sweepCases(std::atoi(sweep)))
+            all.push_back(std::move(c));
+    for (const Case& c : all) {
         // NANSCOPE_KEEP_QUALITY_RUNS=DIR keeps the generated runs there for a look.
         const char* keep = std::getenv("NANSCOPE_KEEP_QUALITY_RUNS");
         const std::string dir = keep ? std::string(keep) + "/" + c.name : scratch / c.name;
@@ -262,7 +318,9 @@ TEST(ScanQuality, PrecisionAndRecallOnGeneratedRuns)
                 if (matched[i] || e.kind != incident.kind || incident.onsetStep < e.onsetMin ||
                     incident.onsetStep > e.onsetMax || (e.pattern && incident.pattern != e.pattern))
                     continue;
-                if (e.leadBeforeNonfinite > 0 && incident.nonfiniteStep &&
+                // A gradual blow-up must begin well before its NaN; a sudden one is a jump right
+                // before it by definition.
+                if (e.leadBeforeNonfinite > 0 && incident.nonfiniteStep && incident.pattern == BlowupPattern::Gradual &&
                     incident.onsetStep > *incident.nonfiniteStep - e.leadBeforeNonfinite)
                     continue;
                 matched[i] = hit = true;

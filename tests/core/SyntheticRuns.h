@@ -36,6 +36,9 @@ struct SyntheticRun
     bool inputs = true;
     double noiseDecades = 0.15; // row-to-row scatter of log10 grad norms
     std::function<void(SyntheticRow&)> shape;
+    bool skippedScalar = true; // false: skipped steps only as events
+    // Events (kind, message) to log at a step.
+    std::function<std::vector<std::pair<std::string, std::string>>(int64_t)> events;
 };
 
 // Writes the run; `keepOpen` returns the writer still open (a run being written).
@@ -44,7 +47,9 @@ inline std::unique_ptr<RunWriter> writeSyntheticRun(const std::string& directory
 {
     RunSchema schema;
     schema.attributes = {{"run_name", "synthetic"}, {"amp_dtype", run.lossScale ? "float16" : "none"}};
-    schema.scalars = {"loss", "grad_norm", "skipped", "lr"};
+    schema.scalars = {"loss", "grad_norm", "lr"};
+    if (run.skippedScalar)
+        schema.scalars.push_back("skipped");
     if (run.lossScale)
         schema.scalars.push_back("loss_scale");
     schema.layers = run.layers;
@@ -87,7 +92,12 @@ inline std::unique_ptr<RunWriter> writeSyntheticRun(const std::string& directory
             total += double(g) * double(g);
         if (!row.scalars.count("grad_norm"))
             row.scalars["grad_norm"] = std::sqrt(total);
+        if (!run.skippedScalar)
+            row.scalars.erase("skipped");
         EXPECT_TRUE(writer->appendScalars(step, row.scalars));
+        if (run.events)
+            for (const auto& [kind, message] : run.events(step))
+                EXPECT_TRUE(writer->appendEvent(step, kind, message));
         std::vector<float> nonfinite;
         for (float g : row.grads)
             nonfinite.push_back(std::isfinite(g) ? 0.f : 1.f);
