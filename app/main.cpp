@@ -9,6 +9,14 @@
 
 int main(int argc, char** argv)
 {
+    if (argc > 1 && QString::fromLocal8Bit(argv[1]) == "report") {
+        // The report renders plots with widgets: a GUI application, offscreen when there is no display.
+        if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY") &&
+            qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY"))
+            qputenv("QT_QPA_PLATFORM", "offscreen");
+        QApplication app(argc, argv);
+        return nanscope::cli::run(QCoreApplication::arguments());
+    }
     if (argc > 1 && nanscope::cli::isSubcommand(QString::fromLocal8Bit(argv[1]))) {
         // Headless: no display needed, so servers and CI can run every subcommand.
         QCoreApplication app(argc, argv);

@@ -78,6 +78,9 @@ struct ReplayResult
 // back-propagates. The forward culprit is the first op whose output holds NaN or Inf while all
 // its tensor inputs are finite; if every non-finite output has a non-finite input (a poisoned
 // buffer, say), the first op with a non-finite output is reported, with its inputs.
+// "1.13.1": the LibTorch nanscope was built with, for reports.
+std::string libtorchVersion();
+
 Result<ReplayResult> replayStep(const ReplayOptions& options, const ProgressCallback& progress = {});
 
 } // namespace nanscope

@@ -83,10 +83,9 @@ void OverviewView::showStepRange(double lower, double upper)
         plot->setStepRange(lower, upper);
 }
 
-void OverviewView::setIncidents(const std::vector<Incident>& incidents)
+void markIncidents(SeriesPlot& plot, const std::vector<Incident>& incidents, bool labels, bool trend)
 {
-    for (auto* plot : m_plots)
-        plot->clearBands();
+    plot.clearBands();
     for (const Incident& incident : incidents) {
         const double onset = double(incident.onsetStep);
         const double end = double(incident.nonfiniteStep ? *incident.nonfiniteStep
@@ -99,18 +98,17 @@ void OverviewView::setIncidents(const std::vector<Incident>& incidents)
             colour = QColor(234, 88, 12);
             from = onset;
             to = std::max(end, onset + 1);
-            label = tr("gradual growth");
-            if (incident.evidence.growthDecadesPerStep)
-                label += tr(" (x10 every %1 steps)").arg(1.0 / *incident.evidence.growthDecadesPerStep, 0, 'f', 0);
+            label = QObject::tr("gradual growth");
+            if (incident.evidence.growthDecadesPerStep && *incident.evidence.growthDecadesPerStep > 0)
+                label += QObject::tr(" (x10 every %1 steps)").arg(1.0 / *incident.evidence.growthDecadesPerStep, 0, 'f', 0);
         } else if (incident.pattern == BlowupPattern::Sudden) {
-            label = tr("sudden jump");
+            label = QObject::tr("sudden jump");
             if (incident.evidence.jumpRatio)
                 label += QString(" x%1").arg(*incident.evidence.jumpRatio, 0, 'g', 2);
         }
-        for (auto* plot : m_plots)
-            plot->addBand(from, to, colour, plot == m_plots.front() ? label : QString());
-        // The fitted trend: baseline times 10^(rate x steps since onset), on the grad-norm plot.
-        if (incident.pattern == BlowupPattern::Gradual && incident.evidence.growthDecadesPerStep &&
+        plot.addBand(from, to, colour, labels ? label : QString());
+        // The fitted trend: baseline times 10^(rate x steps since onset).
+        if (trend && incident.pattern == BlowupPattern::Gradual && incident.evidence.growthDecadesPerStep &&
             incident.evidence.baseline && *incident.evidence.baseline > 0) {
             std::vector<double> x, y;
             for (int i = 0; i <= 50; ++i) {
@@ -118,10 +116,15 @@ void OverviewView::setIncidents(const std::vector<Incident>& incidents)
                 x.push_back(step);
                 y.push_back(*incident.evidence.baseline * std::pow(10.0, *incident.evidence.growthDecadesPerStep * (step - onset)));
             }
-            if (SeriesPlot* grad = plot("grad_norm"))
-                grad->setTrendLine(x, y);
+            plot.setTrendLine(x, y);
         }
     }
+}
+
+void OverviewView::setIncidents(const std::vector<Incident>& incidents)
+{
+    for (auto* p : m_plots)
+        markIncidents(*p, incidents, p == m_plots.front(), p == plot("grad_norm"));
 }
 
 void OverviewView::linkRanges(SeriesPlot* source, double lower, double upper)

@@ -13,6 +13,10 @@ namespace nanscope {
 
 class SeriesPlot;
 
+// Draws incidents on one plot: a sudden blow-up as a sharp band at its onset, a gradual one as a
+// shaded region from onset to failure; `trend` adds the fitted growth line (grad-norm plots).
+void markIncidents(SeriesPlot& plot, const std::vector<Incident>& incidents, bool labels, bool trend);
+
 // The stacked scalar plots (loss, grad norm, learning rate, loss scale) on one shared step axis:
 // zooming or panning one moves them all.
 class OverviewView : public QWidget

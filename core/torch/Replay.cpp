@@ -540,6 +540,11 @@ private:
 
 } // namespace
 
+std::string libtorchVersion()
+{
+    return TORCH_VERSION;
+}
+
 Result<ReplayResult> replayStep(const ReplayOptions& options, const ProgressCallback& progress)
 {
     try {

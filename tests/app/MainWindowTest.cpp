@@ -3,12 +3,15 @@
 #include "app/MainWindow.h"
 #include "widgets/BatchNormView.h"
 #include "widgets/HeatmapView.h"
+#include "widgets/IncidentModel.h"
 #include "widgets/LayerDetailView.h"
 #include "widgets/LayerTreeModel.h"
 #include "widgets/OverviewView.h"
 #include "widgets/SeriesPlot.h"
 
+#include <QAbstractItemModelTester>
 #include <QImage>
+#include <qcustomplot.h>
 #include <QSortFilterProxyModel>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -116,4 +119,26 @@ TEST(MainWindow, ScreenshotOfEveryView)
         EXPECT_EQ(QImage(png).size(), QSize(1600, 1000)) << view;
     }
     EXPECT_EQ(test::runNanscope({test::demoRun("healthy"), "--screenshot", dir.filePath("x.png"), "--view", "nope"}).exitCode, 2);
+}
+
+TEST(MainWindow, IncidentsAreListedAndSelectingOneMovesThePlots)
+{
+    MainWindow window;
+    QSignalSpy found(&window, &MainWindow::incidentsFound);
+    ASSERT_TRUE(openAndWait(window, test::demoRun("sudden-blowup")));
+    ASSERT_TRUE(found.count() > 0 || found.wait(60000));
+    IncidentModel* model = window.incidentModel();
+    QAbstractItemModelTester tester(model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+    ASSERT_GE(model->rowCount(), 1);
+    EXPECT_EQ(model->index(0, IncidentModel::Kind).data().toString(), "blowup");
+    EXPECT_EQ(model->index(0, IncidentModel::Pattern).data().toString(), "sudden");
+    EXPECT_EQ(model->index(0, IncidentModel::Severity).data().toString(), "critical");
+
+    window.showIncident(0);
+    EXPECT_EQ(window.selectedStep(), 230);
+    const QCPRange range = window.overview()->plot("loss")->plot()->xAxis->range();
+    EXPECT_LT(range.lower, 230);
+    EXPECT_GT(range.upper, 233);
+    EXPECT_LT(range.size(), 200) << "zoomed to the incident, not the whole run";
+    EXPECT_TRUE(window.selectedLayer().startsWith("fc1")) << window.selectedLayer().toStdString();
 }

@@ -1,0 +1,476 @@
+#include "IncidentReport.h"
+
+#include "IncidentJson.h"
+#include "ReplayProcess.h"
+
+#include "core/IncidentDetector.h"
+#include "core/Replay.h"
+#include "core/RunFormat.h"
+#include "core/RunReader.h"
+#include "widgets/OverviewView.h"
+#include "widgets/SeriesPlot.h"
+
+#include <qcustomplot.h>
+
+#include <QBuffer>
+#include <QCoreApplication>
+#include <QDateTime>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QPdfWriter>
+#include <QProcess>
+#include <QSaveFile>
+#include <QTextDocument>
+
+#include <cmath>
+#include <filesystem>
+
+namespace nanscope {
+
+namespace {
+
+namespace rf = runformat;
+
+struct Plot
+{
+    QString name; // resource name, e.g. "timeline.png"
+    QString caption;
+    QImage image;
+};
+
+struct BatchNormState
+{
+    QString layer;
+    qint64 nonfiniteFrom = -1; // first step with non-finite running stats
+    qint64 collapsedAt = -1;   // first step with running variance <= 1e-8
+};
+
+struct IncidentSection
+{
+    Incident incident;
+    int plotIndex = -1;
+    bool replayed = false;
+    qint64 replayStep = -1;
+    ReplayReport replay;
+};
+
+// Everything the report says, gathered once and written in the chosen format.
+struct ReportContent
+{
+    QString runName, directory, generated;
+    RunInfo info;
+    ScanReport scan;
+    qint64 steps = 0, firstStep = 0, lastStep = 0;
+    std::vector<BatchNormState> batchNorm;
+    std::vector<IncidentSection> critical;
+    std::vector<Plot> plots;
+    QString nanscopeVersion = NANSCOPE_VERSION;
+    QString libtorch = QString::fromStdString(libtorchVersion());
+};
+
+QString text(const std::string& s)
+{
+    return QString::fromStdString(s);
+}
+
+QImage renderPlot(const QString& title, const std::vector<int64_t>& steps, const std::vector<double>& values,
+                  const std::vector<Incident>& incidents, bool logScale, double from, double to)
+{
+    SeriesPlot plot(title);
+    plot.resize(1000, 320);
+    plot.setLogScale(logScale);
+    plot.setSeries(steps, values);
+    markIncidents(plot, incidents, true, logScale);
+    if (to > from)
+        plot.setStepRange(from, to);
+    return plot.plot()->toPixmap(1000, 300).toImage();
+}
+
+QString range(const ReplayValue& v)
+{
+    if (!v.defined)
+        return "-";
+    QString s = std::isfinite(v.min) ? QString("[%1, %2]").arg(v.min, 0, 'g', 4).arg(v.max, 0, 'g', 4) : QString("no finite value");
+    if (!v.finite())
+        s += QString(" (NaN %1, +Inf %2, -Inf %3)").arg(v.nan).arg(v.posinf).arg(v.neginf);
+    return s;
+}
+
+QString evidenceText(const IncidentEvidence& e)
+{
+    QStringList parts;
+    if (!e.series.empty())
+        parts << QString("%1, steps %2..%3").arg(text(e.series)).arg(e.windowBeginStep).arg(e.windowEndStep);
+    if (e.baseline)
+        parts << QString("baseline %1").arg(*e.baseline, 0, 'g', 3);
+    if (e.peak)
+        parts << QString("peak %1").arg(*e.peak, 0, 'g', 3);
+    if (e.jumpRatio)
+        parts << QString("jump x%1").arg(*e.jumpRatio, 0, 'g', 3);
+    if (e.growthDecadesPerStep) {
+        QString growth = QString("growth %1 decades/step").arg(*e.growthDecadesPerStep, 0, 'g', 3);
+        if (*e.growthDecadesPerStep > 0 && *e.growthDecadesPerStep < 0.5)
+            growth += QString(" (x10 every %1 steps)").arg(1.0 / *e.growthDecadesPerStep, 0, 'f', 0);
+        parts << growth;
+    }
+    if (e.count)
+        parts << QString("count %1").arg(*e.count);
+    if (!e.note.empty())
+        parts << text(e.note);
+    return parts.join("; ");
+}
+
+QString replaySummary(const IncidentSection& s)
+{
+    if (!s.replayed)
+        return QObject::tr("No checkpoint and batch were saved for this incident's steps: no replay.");
+    if (!s.replay.error.isEmpty())
+        return QObject::tr("Replay of step %1 failed: %2").arg(s.replayStep).arg(s.replay.error);
+    QString out = QObject::tr("Replay of step %1 (%2, %3): ").arg(s.replayStep).arg(s.replay.mode, s.replay.dtype);
+    if (s.replay.firstNonfinite < 0)
+        out += QObject::tr("the forward pass is finite (loss %1).").arg(s.replay.loss, 0, 'g', 5);
+    else
+        out += QObject::tr("first non-finite value from %1 in module '%2' at %3; inputs %4.")
+                   .arg(s.replay.culprit.op, s.replay.culprit.module.isEmpty() ? QString("(root)") : s.replay.culprit.module,
+                        s.replay.culprit.source)
+                   .arg([&] {
+                       QStringList inputs;
+                       for (const auto& v : s.replay.culprit.inputs)
+                           inputs << range(v);
+                       return inputs.join(", ");
+                   }());
+    if (s.replay.bisected) {
+        QStringList samples;
+        for (qint64 i : s.replay.badSamples)
+            samples << QString::number(i);
+        out += QObject::tr(" Bad samples: %1.").arg(samples.isEmpty() ? QObject::tr("none") : samples.join(", "));
+    }
+    return out;
+}
+
+Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOptions& options,
+                             const ProgressCallback& progress)
+{
+    auto opened = RunReader::open(runDirectory.toStdString());
+    if (!opened)
+        return Error{opened.error()};
+    const RunReader& reader = **opened;
+    ReportContent c;
+    c.info = reader.info();
+    c.runName = text(c.info.runName);
+    c.directory = QFileInfo(runDirectory).absoluteFilePath();
+    c.generated = QDateTime::currentDateTimeUtc().toString(Qt::ISODate);
+    auto scanned = scanRun(reader, ScanConfig{}, [&](double f, const std::string& w) { return reportProgress(progress, f * 0.4, w); });
+    if (!scanned)
+        return Error{scanned.error()};
+    c.scan = std::move(*scanned);
+    const auto& steps = reader.steps(rf::kScalars);
+    c.steps = qint64(steps.size());
+    c.firstStep = steps.empty() ? 0 : steps.front();
+    c.lastStep = steps.empty() ? 0 : steps.back();
+
+    if (const TableInfo* buffers = reader.table(rf::kBuffers)) {
+        const auto& bufferSteps = reader.steps(rf::kBuffers);
+        for (size_t col = 0; col < buffers->names.size(); ++col) {
+            BatchNormState state{text(buffers->names[col])};
+            auto nonfinite = reader.readColumn(rf::kBuffers, "nonfinite", int64_t(col));
+            auto varMin = reader.readColumn(rf::kBuffers, "running_var_min", int64_t(col));
+            for (size_t i = 0; i < bufferSteps.size(); ++i) {
+                if (state.nonfiniteFrom < 0 && nonfinite && (*nonfinite)[i] > 0)
+                    state.nonfiniteFrom = bufferSteps[i];
+                if (state.collapsedAt < 0 && varMin && std::isfinite((*varMin)[i]) && (*varMin)[i] <= 1e-8f)
+                    state.collapsedAt = bufferSteps[i];
+            }
+            c.batchNorm.push_back(state);
+        }
+    }
+
+    auto series = [&](const char* name) {
+        auto values = reader.readSeries(rf::kScalars, name);
+        return values ? *values : std::vector<double>();
+    };
+    const std::vector<double> gradNorm = series("grad_norm");
+    const std::vector<double> loss = series("loss");
+    const bool haveGrad = !gradNorm.empty();
+    c.plots.push_back({"timeline.png", QObject::tr("Incident timeline on the %1").arg(haveGrad ? "gradient norm" : "loss"),
+                       renderPlot(haveGrad ? "grad norm" : "loss", steps, haveGrad ? gradNorm : loss, c.scan.incidents, true, 0, 0)});
+
+    std::vector<int64_t> replayable;
+    for (const auto& [step, path] : c.info.checkpoints)
+        if (c.info.batches.count(step))
+            replayable.push_back(step);
+    int done = 0;
+    for (const Incident& incident : c.scan.incidents) {
+        if (incident.severity != Severity::Critical)
+            continue;
+        if (!reportProgress(progress, 0.4 + 0.5 * done++ / double(std::max<size_t>(1, c.scan.incidents.size())), "report"))
+            return Error{"cancelled"};
+        IncidentSection section{incident};
+        const double end = double(incident.nonfiniteStep ? *incident.nonfiniteStep
+                                                         : std::max(incident.onsetStep, incident.evidence.windowEndStep));
+        const double margin = std::max(20.0, (end - double(incident.onsetStep)) * 0.6);
+        section.plotIndex = int(c.plots.size());
+        c.plots.push_back({QString("incident%1.png").arg(c.critical.size() + 1),
+                           QObject::tr("%1 at step %2").arg(toString(incident.kind)).arg(incident.onsetStep),
+                           renderPlot(haveGrad ? "grad norm" : "loss", steps, haveGrad ? gradNorm : loss, {incident}, true,
+                                      double(incident.onsetStep) - margin, end + margin)});
+        // Replay the incident's own step when it was saved: the onset, else the first NaN.
+        std::vector<int64_t> candidates{incident.onsetStep};
+        if (incident.nonfiniteStep)
+            candidates.push_back(*incident.nonfiniteStep);
+        for (int64_t step : candidates)
+            if (options.replay && std::count(replayable.begin(), replayable.end(), step)) {
+                QProcess process;
+                process.start(options.program.isEmpty() ? QCoreApplication::applicationFilePath() : options.program,
+                              {"replay", runDirectory, "--step", QString::number(step), "--json", "--bisect"});
+                section.replayed = true;
+                section.replayStep = step;
+                if (!process.waitForFinished(600000) || process.exitStatus() != QProcess::NormalExit) {
+                    process.kill();
+                    section.replay.error = QObject::tr("the replay crashed or timed out");
+                } else if (process.exitCode() != 0) {
+                    section.replay.error = QString::fromUtf8(process.readAllStandardError()).trimmed();
+                } else {
+                    section.replay = parseReplayJson(process.readAllStandardOutput());
+                }
+                break;
+            }
+        c.critical.push_back(section);
+    }
+    reportProgress(progress, 0.95, "writing");
+    return c;
+}
+
+QString batchNormText(const BatchNormState& s)
+{
+    if (s.nonfiniteFrom >= 0)
+        return QObject::tr("%1: running statistics non-finite from step %2 on (evaluation returns NaN)").arg(s.layer).arg(s.nonfiniteFrom);
+    if (s.collapsedAt >= 0)
+        return QObject::tr("%1: running variance collapsed at step %2").arg(s.layer).arg(s.collapsedAt);
+    return QObject::tr("%1: running statistics finite throughout").arg(s.layer);
+}
+
+QByteArray toJsonReport(const ReportContent& c)
+{
+    QJsonArray incidents;
+    for (const Incident& incident : c.scan.incidents)
+        incidents.append(toJson(incident));
+    QJsonArray critical;
+    for (const auto& s : c.critical) {
+        QJsonObject o = toJson(s.incident);
+        if (s.replayed) {
+            QJsonObject replay{{"step", s.replayStep}};
+            if (!s.replay.error.isEmpty())
+                replay["error"] = s.replay.error;
+            else {
+                replay["first_nonfinite"] = s.replay.firstNonfinite < 0 ? QJsonValue()
+                                                                        : QJsonValue(QJsonObject{{"op", s.replay.culprit.op},
+                                                                                                 {"module", s.replay.culprit.module},
+                                                                                                 {"source", s.replay.culprit.source}});
+                QJsonArray bad;
+                for (qint64 i : s.replay.badSamples)
+                    bad.append(i);
+                replay["bad_samples"] = bad;
+            }
+            o["replay"] = replay;
+        }
+        critical.append(o);
+    }
+    QJsonArray bn;
+    for (const auto& s : c.batchNorm)
+        bn.append(QJsonObject{{"layer", s.layer},
+                              {"nonfinite_from", s.nonfiniteFrom >= 0 ? QJsonValue(s.nonfiniteFrom) : QJsonValue()},
+                              {"collapsed_at", s.collapsedAt >= 0 ? QJsonValue(s.collapsedAt) : QJsonValue()}});
+    QJsonObject attributes;
+    for (const auto& [k, v] : c.info.attributes)
+        attributes[text(k)] = text(v);
+    QJsonObject root{{"run", QJsonObject{{"name", c.runName}, {"directory", c.directory}, {"steps", c.steps},
+                                         {"first_step", c.firstStep}, {"last_step", c.lastStep},
+                                         {"checkpoints", qint64(c.info.checkpoints.size())},
+                                         {"batches", qint64(c.info.batches.size())}}},
+                     {"incidents", incidents},
+                     {"critical", critical},
+                     {"batchnorm", bn},
+                     {"environment", QJsonObject{{"attributes", attributes}, {"nanscope", c.nanscopeVersion},
+                                                 {"libtorch", c.libtorch}, {"qt", QString(qVersion())},
+                                                 {"generated_utc", c.generated}}}};
+    return QJsonDocument(root).toJson(QJsonDocument::Indented);
+}
+
+QString toMarkdown(const ReportContent& c)
+{
+    QString md;
+    md += QString("# Incident report: %1\n\n").arg(c.runName);
+    md += QString("Run `%1`: %2 logged steps (%3..%4), %5 checkpoints, %6 saved batches. %7 incident(s), %8 critical.\n\n")
+              .arg(c.directory).arg(c.steps).arg(c.firstStep).arg(c.lastStep)
+              .arg(c.info.checkpoints.size()).arg(c.info.batches.size())
+              .arg(c.scan.incidents.size()).arg(c.critical.size());
+    md += "## Timeline\n\n| severity | kind | pattern | onset | non-finite at | layers |\n|---|---|---|---|---|---|\n";
+    for (const Incident& i : c.scan.incidents) {
+        QStringList layers;
+        for (size_t k = 0; k < i.layers.size() && k < 4; ++k)
+            layers << QString("`%1`").arg(text(i.layers[k]));
+        md += QString("| %1 | %2 | %3 | %4 | %5 | %6 |\n")
+                  .arg(toString(i.severity), toString(i.kind), i.pattern ? toString(*i.pattern) : "")
+                  .arg(i.onsetStep)
+                  .arg(i.nonfiniteStep ? QString::number(*i.nonfiniteStep) : QString("-"))
+                  .arg(layers.join(", "));
+    }
+    if (c.scan.incidents.empty())
+        md += "| - | no incident | | | | |\n";
+    int n = 0;
+    for (const auto& s : c.critical) {
+        const Incident& i = s.incident;
+        md += QString("\n## %1. %2 at step %3\n\n").arg(++n).arg(toString(i.kind)).arg(i.onsetStep);
+        if (i.pattern)
+            md += QString("- **Pattern:** %1\n").arg(toString(*i.pattern));
+        md += QString("- **Evidence:** %1\n").arg(evidenceText(i.evidence));
+        md += QString("- **First bad layer:** %1\n").arg(i.layers.empty() ? QString("-") : QString("`%1`").arg(text(i.layers.front())));
+        QStringList bn;
+        for (const auto& b : c.batchNorm)
+            bn << batchNormText(b);
+        md += QString("- **BatchNorm:** %1\n").arg(bn.isEmpty() ? QString("no normalisation buffers logged") : bn.join("; "));
+        md += QString("- **Replay:** %1\n").arg(replaySummary(s));
+        md += QString("- **Probable cause:** %1\n").arg(text(i.cause));
+        md += QString("- **Suggested fix:** %1\n").arg(text(i.suggestion));
+    }
+    md += "\n## Environment\n\n";
+    for (const auto& [k, v] : c.info.attributes)
+        md += QString("- %1: %2\n").arg(text(k), text(v));
+    md += QString("- nanscope %1, LibTorch %2, Qt %3; generated %4\n").arg(c.nanscopeVersion, c.libtorch, qVersion(), c.generated);
+    return md;
+}
+
+// `imageSource` maps a plot to what <img src> holds: a data: URL (HTML) or a resource name (PDF).
+template<typename ImageSource>
+QString toHtml(const ReportContent& c, ImageSource imageSource, int imageWidth)
+{
+    auto esc = [](const QString& s) { return s.toHtmlEscaped(); };
+    QString h;
+    h += "<!DOCTYPE html><html><head><meta charset='utf-8'><title>nanscope incident report: " + esc(c.runName) + "</title>";
+    h += "<style>body{font-family:sans-serif;max-width:1040px;margin:24px auto;color:#1f2937}"
+         "h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ddd;padding-bottom:4px;margin-top:28px}"
+         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:13px}"
+         "th{background:#f3f4f6}.critical{color:#b91c1c;font-weight:bold}.warning{color:#b45309}"
+         "dt{font-weight:bold;margin-top:6px}dd{margin-left:16px}code{background:#f3f4f6}</style></head><body>";
+    h += "<h1>Incident report: " + esc(c.runName) + "</h1>";
+    h += QString("<p>Run <code>%1</code>: %2 logged steps (%3..%4), %5 checkpoints, %6 saved batches. "
+                 "<b>%7 incident(s), %8 critical.</b></p>")
+             .arg(esc(c.directory)).arg(c.steps).arg(c.firstStep).arg(c.lastStep)
+             .arg(c.info.checkpoints.size()).arg(c.info.batches.size())
+             .arg(c.scan.incidents.size()).arg(c.critical.size());
+    h += "<h2>Timeline</h2>";
+    h += QString("<p><img src='%1' width='%3'><br><i>%2</i></p>").arg(imageSource(c.plots[0]), esc(c.plots[0].caption)).arg(imageWidth);
+    h += "<table><tr><th>severity</th><th>kind</th><th>pattern</th><th>onset</th><th>non-finite at</th><th>layers</th></tr>";
+    for (const Incident& i : c.scan.incidents) {
+        QStringList layers;
+        for (size_t k = 0; k < i.layers.size() && k < 4; ++k)
+            layers << esc(text(i.layers[k]));
+        h += QString("<tr><td class='%1'>%1</td><td>%2</td><td>%3</td><td>%4</td><td>%5</td><td>%6</td></tr>")
+                 .arg(toString(i.severity), toString(i.kind), i.pattern ? toString(*i.pattern) : "")
+                 .arg(i.onsetStep)
+                 .arg(i.nonfiniteStep ? QString::number(*i.nonfiniteStep) : QString("-"))
+                 .arg(layers.join(", "));
+    }
+    if (c.scan.incidents.empty())
+        h += "<tr><td colspan='6'>No incident: the run looks healthy.</td></tr>";
+    h += "</table>";
+    int n = 0;
+    for (const auto& s : c.critical) {
+        const Incident& i = s.incident;
+        h += QString("<h2>%1. %2 at step %3</h2>").arg(++n).arg(toString(i.kind)).arg(i.onsetStep);
+        if (s.plotIndex >= 0)
+            h += QString("<p><img src='%1' width='%2'></p>").arg(imageSource(c.plots[size_t(s.plotIndex)])).arg(imageWidth);
+        h += "<dl>";
+        if (i.pattern)
+            h += QString("<dt>Pattern</dt><dd>%1</dd>").arg(toString(*i.pattern));
+        h += QString("<dt>Evidence</dt><dd>%1</dd>").arg(esc(evidenceText(i.evidence)));
+        h += QString("<dt>First bad layer</dt><dd><code>%1</code></dd>").arg(i.layers.empty() ? QString("-") : esc(text(i.layers.front())));
+        QStringList bn;
+        for (const auto& b : c.batchNorm)
+            bn << esc(batchNormText(b));
+        h += QString("<dt>BatchNorm state</dt><dd>%1</dd>").arg(bn.isEmpty() ? QString("no normalisation buffers logged") : bn.join("<br>"));
+        h += QString("<dt>Replay</dt><dd>%1</dd>").arg(esc(replaySummary(s)));
+        h += QString("<dt>Probable cause</dt><dd>%1</dd>").arg(esc(text(i.cause)));
+        h += QString("<dt>Suggested fixes</dt><dd>%1</dd>").arg(esc(text(i.suggestion)));
+        h += "</dl>";
+    }
+    h += "<h2>Environment</h2><table>";
+    for (const auto& [k, v] : c.info.attributes)
+        h += QString("<tr><th>%1</th><td>%2</td></tr>").arg(esc(text(k)), esc(text(v)));
+    h += QString("<tr><th>nanscope</th><td>%1 (LibTorch %2, Qt %3)</td></tr><tr><th>generated</th><td>%4 UTC</td></tr></table>")
+             .arg(c.nanscopeVersion, c.libtorch, qVersion(), c.generated);
+    h += "</body></html>";
+    return h;
+}
+
+QString pngDataUrl(const QImage& image)
+{
+    QByteArray bytes;
+    QBuffer buffer(&bytes);
+    buffer.open(QIODevice::WriteOnly);
+    image.save(&buffer, "PNG");
+    return "data:image/png;base64," + QString::fromLatin1(bytes.toBase64());
+}
+
+Status saveAtomically(const QString& path, const QByteArray& bytes)
+{
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly))
+        return Error{path.toStdString() + ": cannot write (" + file.errorString().toStdString() + ")"};
+    file.write(bytes);
+    if (!file.commit())
+        return Error{path.toStdString() + ": cannot write (" + file.errorString().toStdString() + ")"};
+    return Status::success();
+}
+
+} // namespace
+
+Status writeIncidentReport(const QString& runDirectory, const QString& outputPath, const IncidentReportOptions& options,
+                           const ProgressCallback& progress)
+{
+    const QString suffix = QFileInfo(outputPath).suffix().toLower();
+    if (!QStringList{"html", "htm", "pdf", "md", "json"}.contains(suffix))
+        return Error{outputPath.toStdString() + ": the report format follows the extension: .html, .pdf, .md or .json"};
+    auto content = gather(runDirectory, options, progress);
+    if (!content)
+        return Error{content.error()};
+    const ReportContent& c = *content;
+    Status status;
+    if (suffix == "json")
+        status = saveAtomically(outputPath, toJsonReport(c));
+    else if (suffix == "md")
+        status = saveAtomically(outputPath, toMarkdown(c).toUtf8());
+    else if (suffix == "html" || suffix == "htm")
+        status = saveAtomically(outputPath, toHtml(c, [](const Plot& p) { return pngDataUrl(p.image); }, 960).toUtf8());
+    else {
+        // PDF: rendered to a temporary file beside the target, then renamed over it in one step.
+        QTextDocument document;
+        for (const auto& plot : c.plots)
+            document.addResource(QTextDocument::ImageResource, QUrl(plot.name), plot.image);
+        document.setHtml(toHtml(c, [](const Plot& p) { return p.name; }, 620));
+        const QString temporary = outputPath + ".part";
+        {
+            QPdfWriter writer(temporary);
+            writer.setResolution(96); // lay the page out in screen pixels, as the HTML is
+            writer.setPageSize(QPageSize(QPageSize::A4));
+            writer.setPageMargins(QMarginsF(15, 15, 15, 15), QPageLayout::Millimeter);
+            writer.setTitle("nanscope incident report: " + c.runName);
+            writer.setCreator("nanscope " + c.nanscopeVersion);
+            document.setPageSize(QSizeF(writer.width(), writer.height()));
+            document.print(&writer);
+        }
+        std::error_code ec;
+        std::filesystem::rename(temporary.toStdString(), outputPath.toStdString(), ec);
+        if (ec) {
+            std::filesystem::remove(temporary.toStdString(), ec);
+            return Error{outputPath.toStdString() + ": cannot write the PDF"};
+        }
+    }
+    reportProgress(progress, 1.0, "done");
+    return status;
+}
+
+} // namespace nanscope

@@ -1,0 +1,26 @@
+#pragma once
+
+#include "core/Progress.h"
+#include "core/Result.h"
+
+#include <QString>
+
+namespace nanscope {
+
+struct IncidentReportOptions
+{
+    // Replay each critical incident's step when a checkpoint and a batch exist for it. Replay
+    // runs the checkpoint's TorchScript in a child process (`program replay --json`).
+    bool replay = true;
+    QString program; // the nanscope executable; default: this program
+};
+
+// Writes the incident report of a run: a run summary, an incident timeline, and for each
+// critical incident its pattern with evidence and a plot, the first bad layer, the BatchNorm
+// state, the replay result, the probable cause and the fixes; then the environment. The format
+// follows the extension: .html (self-contained, plots embedded), .pdf, .md or .json. The file is
+// written atomically: a complete report or none. Needs a QApplication (plots are rendered).
+Status writeIncidentReport(const QString& runDirectory, const QString& outputPath,
+                           const IncidentReportOptions& options = {}, const ProgressCallback& progress = {});
+
+} // namespace nanscope

@@ -1,0 +1,32 @@
+#include "CliSupport.h"
+#include "IncidentReport.h"
+#include "Subcommands.h"
+
+namespace nanscope::cli {
+
+int runReport(const QStringList& arguments)
+{
+    QCommandLineParser parser;
+    parser.setApplicationDescription(
+        "Write the incident report of a run: summary, timeline, each critical incident with its evidence, plot,\n"
+        "first bad layer, BatchNorm state, replay result, cause and fixes, and the environment.\n"
+        "The format follows the extension: .html (self-contained), .pdf, .md or .json.\n"
+        "Replaying a saved step runs the checkpoint's TorchScript code (in a child process); --no-replay skips it.");
+    parser.addPositionalArgument("RUN_DIR", "The run directory.");
+    parser.addOption({{"o", "output"}, "The report file to write.", "FILE"});
+    parser.addOption({"no-replay", "Do not replay saved steps."});
+    int code = 0;
+    if (!parse(parser, arguments, code))
+        return code;
+    if (parser.positionalArguments().size() != 1 || !parser.isSet("output"))
+        return fail("report takes RUN_DIR and -o FILE\n" + parser.helpText());
+    IncidentReportOptions options;
+    options.replay = !parser.isSet("no-replay");
+    Status status = writeIncidentReport(parser.positionalArguments().first(), parser.value("output"), options);
+    if (!status)
+        return fail(fromStd(status.error()));
+    out() << "wrote " << parser.value("output") << Qt::endl;
+    return kExitOk;
+}
+
+} // namespace nanscope::cli

@@ -1,0 +1,102 @@
+// The incident report in every format, made by the real binary as a user would.
+#include "AppTestSupport.h"
+
+#include <QDir>
+#include <QFile>
+#include <QImage>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+
+#include <gtest/gtest.h>
+
+using namespace nanscope::test;
+
+namespace {
+QString readAll(const QString& path)
+{
+    QFile file(path);
+    file.open(QIODevice::ReadOnly);
+    return QString::fromUtf8(file.readAll());
+}
+} // namespace
+
+TEST(IncidentReport, JsonHoldsTheCriticalIncidentWithItsReplay)
+{
+    QTemporaryDir dir;
+    const QString path = dir.filePath("report.json");
+    const auto result = runNanscope({"report", demoRun("division-by-zero"), "-o", path});
+    ASSERT_EQ(result.exitCode, 0) << result.err.toStdString();
+    const QJsonObject root = QJsonDocument::fromJson(readAll(path).toUtf8()).object();
+    EXPECT_EQ(root["run"].toObject()["name"].toString(), "division-by-zero");
+    EXPECT_FALSE(root["incidents"].toArray().isEmpty());
+    EXPECT_TRUE(root["environment"].toObject().contains("nanscope"));
+    EXPECT_EQ(root["environment"].toObject()["attributes"].toObject()["loss_name"].toString(), "cross_entropy");
+}
+
+TEST(IncidentReport, MarkdownNamesPatternLayerReplayCauseAndFix)
+{
+    QTemporaryDir dir;
+    const QString path = dir.filePath("report.md");
+    ASSERT_EQ(runNanscope({"report", demoRun("batchnorm-poisoned"), "-o", path}).exitCode, 0);
+    const QString md = readAll(path);
+    EXPECT_TRUE(md.startsWith("# Incident report: batchnorm-poisoned"));
+    EXPECT_TRUE(md.contains("bn_corruption")) << md.toStdString();
+    EXPECT_TRUE(md.contains("running statistics non-finite from step 200"));
+    EXPECT_TRUE(md.contains("Replay of step 200")) << "the saved step was replayed";
+    EXPECT_TRUE(md.contains("Bad samples: 2")) << md.toStdString();
+    EXPECT_TRUE(md.contains("**Suggested fix:**"));
+    EXPECT_TRUE(md.contains("## Environment"));
+}
+
+TEST(IncidentReport, HtmlIsSelfContainedWithEmbeddedPlots)
+{
+    QTemporaryDir dir;
+    const QString path = dir.filePath("report.html");
+    ASSERT_EQ(runNanscope({"report", demoRun("gradual-blowup"), "-o", path}).exitCode, 0);
+    const QString html = readAll(path);
+    EXPECT_TRUE(html.contains("<img src='data:image/png;base64,")) << "plots are embedded";
+    EXPECT_FALSE(html.contains("src='http")) << "nothing is fetched";
+    EXPECT_TRUE(html.contains("gradual"));
+    EXPECT_GE(html.count("data:image/png"), 2) << "a timeline and a plot per critical incident";
+}
+
+TEST(IncidentReport, PdfPagesRenderWithContent)
+{
+    const QString pdftoppm = QStandardPaths::findExecutable("pdftoppm");
+    if (pdftoppm.isEmpty())
+        GTEST_SKIP() << "pdftoppm (poppler-utils) is not installed";
+    QTemporaryDir dir;
+    const QString path = dir.filePath("report.pdf");
+    ASSERT_EQ(runNanscope({"report", demoRun("sudden-blowup"), "-o", path}).exitCode, 0);
+    QFile pdf(path);
+    ASSERT_TRUE(pdf.open(QIODevice::ReadOnly));
+    EXPECT_TRUE(pdf.read(5).startsWith("%PDF-"));
+    QProcess render;
+    render.start(pdftoppm, {"-r", "40", "-png", path, dir.filePath("page")});
+    ASSERT_TRUE(render.waitForFinished(60000));
+    const QStringList pages = QDir(dir.path()).entryList({"page*.png"});
+    ASSERT_GE(pages.size(), 1);
+    QImage first(dir.filePath(pages.first()));
+    ASSERT_FALSE(first.isNull());
+    int dark = 0;
+    for (int y = 0; y < first.height(); y += 2)
+        for (int x = 0; x < first.width(); x += 2)
+            dark += qGray(first.pixel(x, y)) < 128;
+    EXPECT_GT(dark, 200) << "text and plots on the first page, not a blank page";
+}
+
+TEST(IncidentReport, UnknownExtensionAndBrokenRunAreClearErrors)
+{
+    QTemporaryDir dir;
+    const auto badExtension = runNanscope({"report", demoRun("healthy"), "-o", dir.filePath("report.docx")});
+    EXPECT_EQ(badExtension.exitCode, 2);
+    EXPECT_TRUE(badExtension.err.contains(".html, .pdf, .md or .json"));
+    const auto brokenRun = runNanscope({"report", dir.path(), "-o", dir.filePath("report.md")});
+    EXPECT_EQ(brokenRun.exitCode, 2);
+    EXPECT_TRUE(brokenRun.err.contains("run.h5"));
+    EXPECT_FALSE(QFile::exists(dir.filePath("report.md"))) << "no half-written report is left behind";
+}
