@@ -223,7 +223,7 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
         for (int64_t step : candidates)
             if (options.replay && std::count(replayable.begin(), replayable.end(), step)) {
                 QProcess process;
-                process.start(options.program.isEmpty() ? QCoreApplication::applicationFilePath() : options.program,
+                process.start(options.program.isEmpty() ? nanscopeProgram() : options.program,
                               {"replay", runDirectory, "--step", QString::number(step), "--json", "--bisect"});
                 section.replayed = true;
                 section.replayStep = step;

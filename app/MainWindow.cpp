@@ -1,6 +1,8 @@
 #include "MainWindow.h"
 
 #include "widgets/BatchNormView.h"
+#include "widgets/CheckpointsView.h"
+#include "CheckpointLoader.h"
 #include "widgets/HeatmapView.h"
 #include "widgets/IncidentModel.h"
 #include "widgets/LayerDetailView.h"
@@ -12,7 +14,9 @@
 
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDir>
 #include <QDockWidget>
+#include <QProcess>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileDialog>
@@ -61,6 +65,8 @@ MainWindow::MainWindow(QWidget* parent)
     , m_heatmap(new HeatmapView(this))
     , m_batchNorm(new BatchNormView(this))
     , m_replay(new ReplayView(this))
+    , m_checkpoints(new CheckpointsView(this))
+    , m_checkpointLoader(new CheckpointLoader(this))
     , m_replayProcess(new ReplayProcess(this))
     , m_layerModel(new LayerTreeModel(this))
     , m_layerFilter(new QSortFilterProxyModel(this))
@@ -85,6 +91,7 @@ MainWindow::MainWindow(QWidget* parent)
     m_tabs->addTab(m_layerDetail, tr("Layer"));
     m_tabs->addTab(m_heatmap, tr("Heatmap"));
     m_tabs->addTab(m_batchNorm, tr("BatchNorm"));
+    m_tabs->addTab(m_checkpoints, tr("Checkpoints"));
     m_tabs->addTab(m_replay, tr("Replay"));
     m_pages->addWidget(m_placeholder);
     m_pages->addWidget(m_errorLabel);
@@ -174,6 +181,18 @@ MainWindow::MainWindow(QWidget* parent)
     connect(m_batchNorm, &BatchNormView::stepClicked, this, &MainWindow::selectStep);
     connect(m_heatmap, &HeatmapView::layerClicked, this, &MainWindow::selectLayer);
     connect(m_heatmap, &HeatmapView::quantityRequested, this, &MainWindow::heatmapRequested);
+    connect(m_checkpoints, &CheckpointsView::checkpointRequested, this,
+            [this](qint64 step) {
+                m_checkpointPending = true;
+                m_checkpointLoader->load(step, m_snapshot.info.checkpoints);
+            });
+    connect(m_checkpointLoader, &CheckpointLoader::loaded, this,
+            [this](qint64 step, const std::vector<TensorRow>& tensors, const QString& error) {
+                m_checkpoints->setTensors(step, tensors, error);
+                m_checkpointPending = false;
+                emit checkpointShown(step);
+                maybeTakeScreenshot();
+            });
     connect(m_replay, &ReplayView::replayRequested, this, &MainWindow::runReplay);
     connect(m_replay, &ReplayView::cancelRequested, this, [this] {
         m_replayProcess->cancel();
@@ -231,6 +250,7 @@ void MainWindow::buildMenus()
         if (!m_snapshot.directory.isEmpty())
             openRun(m_snapshot.directory);
     });
+    fileMenu->addAction(tr("&Export Incident Report…"), QKeySequence(Qt::CTRL | Qt::Key_E), this, &MainWindow::exportReport);
     fileMenu->addSeparator();
     fileMenu->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
@@ -239,6 +259,7 @@ void MainWindow::buildMenus()
                                               {tr("&Layer"), View::Layers},
                                               {tr("&Heatmap"), View::Heatmap},
                                               {tr("&BatchNorm"), View::BatchNorm},
+                                              {tr("&Checkpoints"), View::Checkpoints},
                                               {tr("&Replay"), View::Replay}};
     int key = Qt::Key_1;
     for (const auto& [label, view] : views) {
@@ -250,6 +271,35 @@ void MainWindow::buildMenus()
         m_filterEdit->setFocus();
         m_filterEdit->selectAll();
     });
+}
+
+void MainWindow::exportReport()
+{
+    if (m_snapshot.directory.isEmpty() || !m_snapshot.error.isEmpty())
+        return;
+    // Never into the run directory by default: nanscope does not write where it inspects.
+    const QString suggested = QDir::home().filePath(QString::fromStdString(m_snapshot.info.runName) + "-incident-report.html");
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export Incident Report"), suggested,
+                                                      tr("HTML (*.html);;PDF (*.pdf);;Markdown (*.md);;JSON (*.json)"));
+    if (path.isEmpty())
+        return;
+    // In a child process: the report replays saved steps, which runs the checkpoints' code.
+    auto* process = new QProcess(this);
+    m_progress->setRange(0, 0);
+    m_progress->setFormat(tr("Writing report"));
+    m_progress->setVisible(true);
+    statusBar()->showMessage(tr("Writing %1…").arg(path));
+    connect(process, &QProcess::finished, this, [this, process, path](int code, QProcess::ExitStatus status) {
+        m_progress->setRange(0, 100);
+        m_progress->setVisible(false);
+        const bool ok = status == QProcess::NormalExit && code == 0;
+        statusBar()->showMessage(ok ? tr("Wrote %1").arg(path)
+                                    : tr("Report failed: %1").arg(QString::fromUtf8(process->readAllStandardError()).trimmed()),
+                                 10000);
+        process->deleteLater();
+    });
+    process->start(m_replayProgram.isEmpty() ? nanscopeProgram() : m_replayProgram,
+                   {"report", m_snapshot.directory, "-o", path});
 }
 
 void MainWindow::showView(View view)
@@ -321,6 +371,13 @@ void MainWindow::onLoaded(const RunSnapshot& snapshot)
         if (snapshot.info.batches.count(step))
             replayable.push_back(step);
     m_replay->setReplayableSteps(replayable);
+    std::vector<qint64> checkpointSteps;
+    for (const auto& [step, path] : snapshot.info.checkpoints)
+        checkpointSteps.push_back(step);
+    m_checkpoints->setCheckpointSteps(checkpointSteps);
+    m_tabs->setTabEnabled(int(View::Checkpoints), !checkpointSteps.empty());
+    if (!checkpointSteps.empty())
+        m_checkpoints->chooseStepNear(m_initialStep >= 0 ? m_initialStep : checkpointSteps.back());
     m_tabs->setTabEnabled(int(View::Replay), !replayable.empty());
     if (!m_initialLayer.isEmpty())
         selectLayer(m_initialLayer);
@@ -463,11 +520,14 @@ void MainWindow::selectStep(qint64 step)
     m_layerDetail->setSelectedStep(step);
     m_batchNorm->setSelectedStep(step);
     m_replay->chooseStepNear(step);
+    m_checkpoints->chooseStepNear(step);
 }
 
 void MainWindow::setReplayProgram(const QString& program)
 {
+    m_replayProgram = program;
     m_replayProcess->setProgram(program);
+    m_checkpointLoader->setProgram(program);
 }
 
 void MainWindow::runReplay(const ReplayRequest& request)
@@ -550,7 +610,7 @@ void MainWindow::screenshotWhenLoaded(const QString& path)
 void MainWindow::maybeTakeScreenshot()
 {
     if (m_screenshotPath.isEmpty() || !m_loaded ||
-        (m_snapshot.error.isEmpty() && (m_layerPending || m_heatmapPending || m_replayPending || m_scanPending)))
+        (m_snapshot.error.isEmpty() && (m_layerPending || m_heatmapPending || m_replayPending || m_scanPending || m_checkpointPending)))
         return;
     const QString path = m_screenshotPath;
     m_screenshotPath.clear();

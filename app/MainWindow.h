@@ -20,6 +20,8 @@ class QTreeView;
 namespace nanscope {
 
 class BatchNormView;
+class CheckpointLoader;
+class CheckpointsView;
 class IncidentModel;
 class HeatmapView;
 class LayerDetailView;
@@ -35,7 +37,7 @@ class MainWindow : public QMainWindow
 {
     Q_OBJECT
 public:
-    enum class View { Overview, Layers, Heatmap, BatchNorm, Replay };
+    enum class View { Overview, Layers, Heatmap, BatchNorm, Checkpoints, Replay };
 
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
@@ -54,6 +56,7 @@ public:
     LayerDetailView* layerDetail() const { return m_layerDetail; }
     BatchNormView* batchNorm() const { return m_batchNorm; }
     ReplayView* replay() const { return m_replay; }
+    CheckpointsView* checkpoints() const { return m_checkpoints; }
     // Replays a step (with the replay view's precision and mode) in a child process.
     void runReplay(const ReplayRequest& request);
     // The nanscope executable that replays (default: this program; tests point it elsewhere).
@@ -77,6 +80,7 @@ signals:
     void layersJudged();
     void layerShown(const QString& layer);
     void replayFinished(bool ok);
+    void checkpointShown(qint64 step);
     void incidentsFound(int count);
     void screenshotDone(bool saved);
     // To the session thread.
@@ -92,6 +96,7 @@ protected:
 private:
     void buildMenus();
     void chooseRun();
+    void exportReport();
     void onLoaded(const RunSnapshot& snapshot);
     void onGrew(const RunSnapshot& snapshot);
     void showSnapshot(const RunSnapshot& snapshot);
@@ -118,6 +123,8 @@ private:
     HeatmapView* m_heatmap = nullptr;
     BatchNormView* m_batchNorm = nullptr;
     ReplayView* m_replay = nullptr;
+    CheckpointsView* m_checkpoints = nullptr;
+    CheckpointLoader* m_checkpointLoader = nullptr;
     ReplayProcess* m_replayProcess = nullptr;
     LayerTreeModel* m_layerModel = nullptr;
     QSortFilterProxyModel* m_layerFilter = nullptr;
@@ -135,11 +142,13 @@ private:
     qint64 m_initialStep = -1;
     QString m_initialLayer;
     QString m_screenshotPath;
+    QString m_replayProgram;
     bool m_loaded = false;
     bool m_layerPending = false;
     bool m_heatmapPending = false;
     bool m_replayPending = false;
     bool m_scanPending = false;
+    bool m_checkpointPending = false;
     std::vector<LayerHealth> m_layerHealth;
 };
 

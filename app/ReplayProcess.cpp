@@ -54,6 +54,12 @@ ReplayOpRow parseOp(const QJsonObject& o)
 
 } // namespace
 
+QString nanscopeProgram()
+{
+    const QString configured = qEnvironmentVariable("NANSCOPE_PROGRAM");
+    return configured.isEmpty() ? QCoreApplication::applicationFilePath() : configured;
+}
+
 ReplayReport parseReplayJson(const QByteArray& json)
 {
     ReplayReport report;
@@ -92,7 +98,7 @@ ReplayReport parseReplayJson(const QByteArray& json)
 
 ReplayProcess::ReplayProcess(QObject* parent)
     : QObject(parent)
-    , m_program(QCoreApplication::applicationFilePath())
+    , m_program(nanscopeProgram())
 {
     static const bool registered = [] {
         qRegisterMetaType<ReplayReport>();

@@ -37,6 +37,10 @@ private:
     qint64 m_step = -1;
 };
 
+// The nanscope executable that child processes run: $NANSCOPE_PROGRAM when set (tests, and
+// embedders whose own executable is not nanscope), else this program.
+QString nanscopeProgram();
+
 // Parses the JSON `nanscope replay --json` prints.
 ReplayReport parseReplayJson(const QByteArray& json);
 

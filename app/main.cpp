@@ -35,7 +35,7 @@ int main(int argc, char** argv)
     parser.addVersionOption();
     parser.addPositionalArgument("RUN_DIR", "Run directory to open.", "[RUN_DIR]");
     parser.addOption({"screenshot", "Render the window offscreen (1600x1000) to FILE.png and exit.", "FILE"});
-    parser.addOption({"view", "View to show: overview, layers, heatmap, bn or replay (replays --step).", "VIEW", "overview"});
+    parser.addOption({"view", "View to show: overview, layers, heatmap, bn, checkpoints or replay (replays --step).", "VIEW", "overview"});
     parser.addOption({"step", "Select step N in every view.", "N"});
     parser.addOption({"layer", "Select the layer (parameter name) NAME.", "NAME"});
     parser.process(app);
@@ -47,10 +47,11 @@ int main(int argc, char** argv)
                                                           {"layer", nanscope::MainWindow::View::Layers},
                                                           {"heatmap", nanscope::MainWindow::View::Heatmap},
                                                           {"bn", nanscope::MainWindow::View::BatchNorm},
+                                                          {"checkpoints", nanscope::MainWindow::View::Checkpoints},
                                                           {"replay", nanscope::MainWindow::View::Replay}};
     const QString view = parser.value("view");
     if (!views.contains(view)) {
-        QTextStream(stderr) << "nanscope: --view must be overview, layers, heatmap, bn or replay (not '" << view << "')\n";
+        QTextStream(stderr) << "nanscope: --view must be overview, layers, heatmap, bn, checkpoints or replay (not '" << view << "')\n";
         return 2;
     }
     window.showView(views.value(view));

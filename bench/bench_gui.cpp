@@ -47,6 +47,9 @@ int main(int argc, char** argv)
 {
     qputenv("QT_QPA_PLATFORM", qgetenv("QT_QPA_PLATFORM").isEmpty() ? "offscreen" : qgetenv("QT_QPA_PLATFORM"));
     QApplication app(argc, argv);
+    // The window starts `nanscope stats/replay` children: point them at nanscope, not this bench.
+    if (qEnvironmentVariableIsEmpty("NANSCOPE_PROGRAM"))
+        qputenv("NANSCOPE_PROGRAM", (QCoreApplication::applicationDirPath() + "/../bin/nanscope").toLocal8Bit());
     const QStringList args = app.arguments();
     const QString dir = args.value(1, QDir::temp().filePath("nanscope-bench-gui"));
     const int64_t steps = args.value(2, "100000").toLongLong();

@@ -85,3 +85,22 @@ struct ReplayRequest
 };
 
 } // namespace nanscope
+
+namespace nanscope {
+
+// One tensor of a checkpoint as the checkpoints pane shows it (from `nanscope stats --json`,
+// joined with `nanscope diff --json` against the previous checkpoint).
+struct TensorRow
+{
+    QString name, shape, dtype;
+    qint64 numel = 0;
+    double min = 0, max = 0, mean = 0, std = 0, norm = 0; // NaN when not defined
+    qint64 nan = 0, inf = 0;
+    QStringList flags;
+    std::vector<qint64> histogram;
+    double relativeUpdate = 0; // NaN when there is no previous checkpoint
+    qint64 becameNonfinite = 0;
+    bool isNormBuffer() const { return name.endsWith("running_mean") || name.endsWith("running_var"); }
+};
+
+} // namespace nanscope

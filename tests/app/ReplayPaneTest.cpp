@@ -3,7 +3,9 @@
 
 #include "app/MainWindow.h"
 #include "app/ReplayProcess.h"
+#include "widgets/CheckpointsView.h"
 #include "widgets/ReplayOpModel.h"
+#include "widgets/TensorStatsModel.h"
 #include "widgets/ReplayView.h"
 
 #include <QAbstractItemModelTester>
@@ -92,4 +94,30 @@ TEST(ReplayPane, ParsesTheCommandLineJson)
     EXPECT_FALSE(report.culprit.inputs[3].finite()) << "the running mean is the poisoned input";
     EXPECT_FALSE(report.notes.isEmpty());
     EXPECT_TRUE(parseReplayJson("not json").error.contains("no valid JSON"));
+}
+
+TEST(CheckpointsPane, ShowsTensorStatisticsWithPoisonedBuffersFlagged)
+{
+    MainWindow window;
+    window.setReplayProgram(NANSCOPE_BINARY);
+    window.setInitialSelection(250, QString());
+    QSignalSpy shown(&window, &MainWindow::checkpointShown);
+    window.openRun(test::demoRun("batchnorm-poisoned"));
+    ASSERT_TRUE(shown.wait(60000));
+    EXPECT_EQ(shown.last().first().toLongLong(), 250);
+    TensorStatsModel* model = window.checkpoints()->model();
+    QAbstractItemModelTester tester(model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+    ASSERT_EQ(model->rowCount(), 10);
+    bool sawPoisonedBuffer = false;
+    for (const auto& t : model->tensors())
+        if (t.name == "bn1.running_mean") {
+            sawPoisonedBuffer = true;
+            EXPECT_EQ(t.nan, 32);
+            EXPECT_TRUE(t.isNormBuffer());
+        } else if (t.name == "fc1.weight") {
+            EXPECT_EQ(t.histogram.size(), 40u);
+            EXPECT_GT(t.relativeUpdate, 0) << "diffed against checkpoint 200";
+        }
+    EXPECT_TRUE(sawPoisonedBuffer);
+    EXPECT_TRUE(window.checkpoints()->summary().contains("2 flagged")) << window.checkpoints()->summary().toStdString();
 }

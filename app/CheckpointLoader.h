@@ -1,0 +1,44 @@
+#pragma once
+
+#include "widgets/ViewData.h"
+
+#include <QObject>
+#include <QPointer>
+
+#include <map>
+#include <string>
+
+class QProcess;
+
+namespace nanscope {
+
+// Reads a checkpoint's tensor statistics with `nanscope stats --json` and its update against the
+// previous checkpoint with `nanscope diff --json`, in child processes: the files are untrusted
+// input, and a parser bug must not take the window down. Latest request wins.
+class CheckpointLoader : public QObject
+{
+    Q_OBJECT
+public:
+    explicit CheckpointLoader(QObject* parent = nullptr);
+    ~CheckpointLoader() override;
+    void setProgram(const QString& program) { m_program = program; }
+    void load(qint64 step, const std::map<int64_t, std::string>& checkpoints);
+
+signals:
+    void loaded(qint64 step, const std::vector<nanscope::TensorRow>& tensors, const QString& error);
+
+private:
+    void runStats();
+    void runDiff();
+
+    QString m_program;
+    QPointer<QProcess> m_process;
+    qint64 m_step = -1;
+    QString m_file, m_previous;
+    std::vector<TensorRow> m_rows;
+    int m_generation = 0;
+};
+
+} // namespace nanscope
+
+Q_DECLARE_METATYPE(std::vector<nanscope::TensorRow>)
