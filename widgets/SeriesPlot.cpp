@@ -164,6 +164,8 @@ void SeriesPlot::setOverlay(const QString& name, const std::vector<int64_t>& ste
     m_overlay->setVisible(!steps.empty());
     m_plot->legend->setVisible(!steps.empty());
     m_plot->legend->setBrush(QColor(255, 255, 255, 200));
+    // Top left: incident labels sit at the right, where runs end.
+    m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
     for (QCPGraph* g : {m_nanMarkers, m_posInfMarkers, m_negInfMarkers, m_marked, m_trend})
         g->removeFromLegend();
     applyData();
