@@ -29,6 +29,11 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# ccache keyed on paths relative to the checkout, so a second clone (CI) reuses the first's objects;
+# the sloppiness lets it cache the LibTorch precompiled header's users.
+export CCACHE_BASEDIR="$PWD"
+export CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime"
+
 build_dir=${NANSCOPE_BUILD_DIR:-build}
 jobs=${NANSCOPE_JOBS:-$(nproc)}
 if [ ! -f "$build_dir/build.ninja" ]; then
