@@ -36,8 +36,13 @@ export CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_fil
 
 build_dir=${NANSCOPE_BUILD_DIR:-build}
 jobs=${NANSCOPE_JOBS:-$(nproc)}
+# The benchmarks are for people measuring, not for the test run: `test` skips building them.
+bench=ON
+[ "$mode" = test ] && bench=OFF
 if [ ! -f "$build_dir/build.ninja" ]; then
-  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNANSCOPE_BUILD_BENCH=$bench
+elif [ "$(sed -n 's/^NANSCOPE_BUILD_BENCH:BOOL=//p' "$build_dir/CMakeCache.txt")" != "$bench" ]; then
+  cmake -S . -B "$build_dir" -DNANSCOPE_BUILD_BENCH=$bench >/dev/null
 fi
 echo "== building ($jobs jobs)"
 cmake --build "$build_dir" -j "$jobs"

@@ -375,6 +375,7 @@ void MainWindow::onLoaded(const RunSnapshot& snapshot)
     for (const auto& [step, path] : snapshot.info.checkpoints)
         checkpointSteps.push_back(step);
     m_checkpoints->setCheckpointSteps(checkpointSteps);
+    m_overview->setCheckpointSteps(std::vector<int64_t>(checkpointSteps.begin(), checkpointSteps.end()));
     m_tabs->setTabEnabled(int(View::Checkpoints), !checkpointSteps.empty());
     if (!checkpointSteps.empty())
         m_checkpoints->chooseStepNear(m_initialStep >= 0 ? m_initialStep : checkpointSteps.back());

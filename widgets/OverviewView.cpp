@@ -77,6 +77,12 @@ void OverviewView::setSelectedStep(int64_t step)
         plot->setSelectedStep(step);
 }
 
+void OverviewView::setCheckpointSteps(const std::vector<int64_t>& steps)
+{
+    for (auto* p : m_plots)
+        p->setCheckpointSteps(steps);
+}
+
 void OverviewView::showStepRange(double lower, double upper)
 {
     for (auto* plot : m_plots)

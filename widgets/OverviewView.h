@@ -28,6 +28,7 @@ public:
     void setScalars(const std::vector<int64_t>& steps, const std::map<std::string, std::vector<double>>& scalars,
                     const std::vector<int64_t>& skippedSteps);
     void setSelectedStep(int64_t step);
+    void setCheckpointSteps(const std::vector<int64_t>& steps);
     void showStepRange(double lower, double upper);
     // Marks incidents on every plot: a sudden blow-up as a sharp band at its onset, a gradual one
     // as a shaded growth region from onset to failure with its fitted trend on the grad-norm plot.

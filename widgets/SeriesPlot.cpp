@@ -21,6 +21,7 @@ constexpr double kNanRow = 0.95;
 constexpr double kPosInfRow = 0.985;
 constexpr double kNegInfRow = 0.015;
 constexpr double kMarkedRow = 0.05;
+constexpr double kCheckpointRow = 0.1;
 
 QCPGraph* addMarkerGraph(QCustomPlot* plot, const QString& name, QCPScatterStyle::ScatterShape shape, QColor colour)
 {
@@ -129,6 +130,7 @@ SeriesPlot::SeriesPlot(const QString& title, QWidget* parent)
     m_posInfMarkers = addMarkerGraph(m_plot, "+Inf", QCPScatterStyle::ssTriangle, QColor(230, 120, 0));
     m_negInfMarkers = addMarkerGraph(m_plot, "-Inf", QCPScatterStyle::ssTriangleInverted, QColor(140, 60, 200));
     m_marked = addMarkerGraph(m_plot, tr("skipped"), QCPScatterStyle::ssDiamond, QColor(120, 120, 120));
+    m_checkpoints = addMarkerGraph(m_plot, tr("checkpoint"), QCPScatterStyle::ssStar, QColor(16, 120, 200));
 
     m_stepCursor = new QCPItemStraightLine(m_plot);
     m_stepCursor->setPen(QPen(QColor(234, 88, 12), 1.5));
@@ -166,7 +168,7 @@ void SeriesPlot::setOverlay(const QString& name, const std::vector<int64_t>& ste
     m_plot->legend->setBrush(QColor(255, 255, 255, 200));
     // Top left: incident labels sit at the right, where runs end.
     m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
-    for (QCPGraph* g : {m_nanMarkers, m_posInfMarkers, m_negInfMarkers, m_marked, m_trend})
+    for (QCPGraph* g : {m_nanMarkers, m_posInfMarkers, m_negInfMarkers, m_marked, m_trend, m_checkpoints})
         g->removeFromLegend();
     applyData();
 }
@@ -203,6 +205,16 @@ void SeriesPlot::setMarkedSteps(const std::vector<int64_t>& steps, const QString
     m_markedCount = x.size();
     m_marked->setName(label);
     m_marked->setData(x, QVector<double>(x.size(), kMarkedRow), true);
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void SeriesPlot::setCheckpointSteps(const std::vector<int64_t>& steps)
+{
+    QVector<double> x;
+    for (int64_t s : steps)
+        x << double(s);
+    m_checkpointCount = x.size();
+    m_checkpoints->setData(x, QVector<double>(x.size(), kCheckpointRow), true);
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 

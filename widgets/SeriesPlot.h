@@ -29,6 +29,9 @@ public:
     // A second series drawn over the first (e.g. evaluation loss over training loss).
     void setOverlay(const QString& name, const std::vector<int64_t>& steps, const std::vector<double>& values);
     void setMarkedSteps(const std::vector<int64_t>& steps, const QString& label);
+    // Steps with a saved checkpoint, as small flags along the foot of the plot.
+    void setCheckpointSteps(const std::vector<int64_t>& steps);
+    int checkpointCount() const { return m_checkpointCount; }
     void setLogScale(bool logScale);
     bool logScale() const { return m_logScale; }
     void setSelectedStep(int64_t step);
@@ -69,6 +72,7 @@ private:
     QCPGraph* m_negInfMarkers = nullptr;
     QCPGraph* m_marked = nullptr;
     QCPGraph* m_trend = nullptr;
+    QCPGraph* m_checkpoints = nullptr;
     QCPItemStraightLine* m_stepCursor = nullptr;
     QCPItemStraightLine* m_hoverLine = nullptr;
     std::vector<QCPItemRect*> m_bands;
@@ -83,6 +87,7 @@ private:
     int m_posInfCount = 0;
     int m_negInfCount = 0;
     int m_markedCount = 0;
+    int m_checkpointCount = 0;
 };
 
 } // namespace nanscope

@@ -10,7 +10,11 @@
 #include "widgets/SeriesPlot.h"
 
 #include <QAbstractItemModelTester>
+#include <QApplication>
+#include <QElapsedTimer>
 #include <QImage>
+#include <QProcess>
+#include <QTest>
 #include <qcustomplot.h>
 #include <QSortFilterProxyModel>
 #include <QSignalSpy>
@@ -141,4 +145,56 @@ TEST(MainWindow, IncidentsAreListedAndSelectingOneMovesThePlots)
     EXPECT_GT(range.upper, 233);
     EXPECT_LT(range.size(), 200) << "zoomed to the incident, not the whole run";
     EXPECT_TRUE(window.selectedLayer().startsWith("fc1")) << window.selectedLayer().toStdString();
+}
+
+TEST(MainWindow, CheckpointsAreMarkedOnTheTimeline)
+{
+    MainWindow window;
+    ASSERT_TRUE(openAndWait(window, test::demoRun("division-by-zero")));
+    EXPECT_EQ(window.overview()->plot("loss")->checkpointCount(), int(window.snapshot().info.checkpoints.size()));
+    EXPECT_GE(window.overview()->plot("loss")->checkpointCount(), 9) << "every 50 steps, and the incident's step";
+}
+
+TEST(MainWindow, FollowsARunWhileItIsWritten)
+{
+    QTemporaryDir dir;
+    const QString run = dir.filePath("live");
+    QProcess writer;
+    writer.start(NANSCOPE_TEST_WRITER, {run, "400", "20"});
+    ASSERT_TRUE(writer.waitForReadyRead(30000)) << "the writer flushed its first row";
+    MainWindow window;
+    ASSERT_TRUE(openAndWait(window, run));
+    const size_t first = window.snapshot().steps.size();
+    QElapsedTimer timer;
+    timer.start();
+    while (window.snapshot().steps.size() <= first && timer.elapsed() < 10000)
+        QTest::qWait(100);
+    EXPECT_GT(window.snapshot().steps.size(), first) << "new rows appear without reopening";
+    EXPECT_LT(timer.elapsed(), 4000) << "within about 2 s of being written (1 s polling)";
+    writer.kill();
+    writer.waitForFinished();
+}
+
+TEST(MainWindow, PlotsFollowADarkPalette)
+{
+    const QPalette original = QApplication::palette();
+    QPalette dark;
+    dark.setColor(QPalette::Window, QColor(30, 30, 30));
+    dark.setColor(QPalette::Base, QColor(20, 20, 20));
+    dark.setColor(QPalette::Text, QColor(230, 230, 230));
+    dark.setColor(QPalette::WindowText, QColor(230, 230, 230));
+    QApplication::setPalette(dark);
+    {
+        SeriesPlot plot("loss");
+        plot.resize(400, 200);
+        plot.setSeries({0, 1, 2}, {1, 2, 3});
+        const QImage image = plot.plot()->toPixmap(400, 200).toImage();
+        EXPECT_LT(qGray(image.pixel(5, 5)), 60) << "a dark background, not a white box";
+        bool lightText = false;
+        for (int y = 0; y < image.height() && !lightText; ++y)
+            for (int x = 0; x < 60 && !lightText; ++x)
+                lightText = qGray(image.pixel(x, y)) > 180;
+        EXPECT_TRUE(lightText) << "axis labels readable on it";
+    }
+    QApplication::setPalette(original);
 }
