@@ -321,6 +321,7 @@ Status RunReader::loadTable(const std::string& name)
         if (isStringColumn) {
             if (cls != H5T_STRING || rank != 1)
                 return Error{where + " must be a 1-D string dataset"};
+            table.datasets.push_back(link);
         } else if (link == rf::kSteps) {
             if (cls != H5T_INTEGER || rank != 1)
                 return Error{where + " must be a 1-D integer dataset (int64 steps)"};

@@ -40,7 +40,8 @@ public:
     static Result<std::unique_ptr<RunWriter>> create(const std::string& runDirectory, const RunSchema& schema);
 
     // One row of a table: `values` maps each dataset to its row (1 value for /scalars, L for a
-    // matrix table). Datasets left out of the map get NaN, the contract's "no value".
+    // matrix table). A dataset left out of the map is written as NaN, which readers take as a
+    // measured NaN (the contract has no "missing"): leave one out only when NaN is the truth.
     Status appendRow(const std::string& table, int64_t step, const std::map<std::string, std::vector<float>>& values);
     Status appendScalars(int64_t step, const std::map<std::string, double>& values);
     // Many rows at once (row-major [steps.size(), L] per dataset); used by generators and benches.

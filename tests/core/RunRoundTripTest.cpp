@@ -91,6 +91,7 @@ TEST(RunRoundTrip, EveryTableReadsBackWhatWasWritten)
     ASSERT_TRUE(block);
     EXPECT_EQ(*block, (std::vector<float>{10, 20, 30, 11, 22, 33}));
 
+    EXPECT_EQ(reader.table("events")->datasets, (std::vector<std::string>{"kind", "message"}));
     auto kinds = reader.readStrings("events", "kind");
     ASSERT_TRUE(kinds);
     EXPECT_EQ(*kinds, std::vector<std::string>{"nonfinite_loss"});
