@@ -4,6 +4,9 @@
 #include "core/DemoRuns.h"
 
 #include <QDir>
+
+#include <cstdio>
+#include <unistd.h>
 #include <QFileInfo>
 
 namespace nanscope::cli {
@@ -46,10 +49,12 @@ int runDemo(const QStringList& arguments)
             QDir(dir).removeRecursively();
         }
         int lastPercent = -1;
+        // A bar redrawn with \r on a terminal; in a log, one line per run.
         const bool quiet = parser.isSet("quiet");
+        const bool showBar = !quiet && isatty(fileno(stdout));
         Status status = writeDemoRun(dir.toStdString(), scenario, [&](double fraction, const std::string&) {
             const int percent = int(fraction * 100);
-            if (!quiet && percent / 10 != lastPercent / 10) {
+            if (showBar && percent / 10 != lastPercent / 10) {
                 out() << QString("\rwriting  %1 %2%").arg(dir).arg(percent, 3) << Qt::flush;
                 lastPercent = percent;
             }
@@ -61,7 +66,7 @@ int runDemo(const QStringList& arguments)
             return fail(fromStd(status.error()));
         }
         if (!quiet)
-            out() << QString("\rwrote    %1 - %2").arg(dir, fromStd(scenario.description)) << Qt::endl;
+            out() << (showBar ? "\r" : "") << QString("wrote    %1 - %2").arg(dir, fromStd(scenario.description)) << Qt::endl;
     }
     return kExitOk;
 }
