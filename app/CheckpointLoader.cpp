@@ -12,12 +12,6 @@
 
 namespace nanscope {
 
-namespace {
-double numberOrNan(const QJsonValue& v)
-{
-    return v.isDouble() ? v.toDouble() : std::nan("");
-}
-} // namespace
 
 CheckpointLoader::CheckpointLoader(QObject* parent)
     : QObject(parent)
@@ -51,77 +45,80 @@ void CheckpointLoader::load(qint64 step, const std::map<int64_t, std::string>& c
     runStats();
 }
 
-void CheckpointLoader::runStats()
+void CheckpointLoader::runChild(const QStringList& args,
+                                std::function<void(const QJsonObject& json, const QString& error)> done)
 {
     auto* process = new QProcess(this);
     m_process = process;
     const int generation = m_generation;
-    connect(process, &QProcess::finished, this, [this, process, generation](int code, QProcess::ExitStatus status) {
-        process->deleteLater();
-        if (generation != m_generation)
-            return;
-        if (status != QProcess::NormalExit || code != 0) {
-            const QString why = status == QProcess::CrashExit ? tr("reading %1 crashed").arg(m_file)
-                                                              : QString::fromUtf8(process->readAllStandardError()).trimmed();
-            emit loaded(m_step, {}, why);
-            return;
-        }
-        const QJsonObject root = QJsonDocument::fromJson(process->readAllStandardOutput()).object();
-        for (const auto& value : root["tensors"].toArray()) {
-            const QJsonObject o = value.toObject();
-            TensorRow row;
-            row.name = o["name"].toString();
-            QStringList dims;
-            for (const auto& d : o["shape"].toArray())
-                dims << QString::number(d.toInteger());
-            row.shape = "[" + dims.join(", ") + "]";
-            row.dtype = o["dtype"].toString();
-            row.numel = o["numel"].toInteger();
-            row.min = numberOrNan(o["min"]);
-            row.max = numberOrNan(o["max"]);
-            row.mean = numberOrNan(o["mean"]);
-            row.std = numberOrNan(o["std"]);
-            row.norm = numberOrNan(o["norm"]);
-            row.nan = o["nan"].toInteger();
-            row.inf = o["inf"].toInteger();
-            for (const auto& f : o["flags"].toArray())
-                row.flags << f.toString();
-            for (const auto& h : o["histogram"].toArray())
-                row.histogram.push_back(h.toInteger());
-            row.relativeUpdate = std::nan("");
-            m_rows.push_back(row);
-        }
-        if (m_previous.isEmpty())
-            emit loaded(m_step, m_rows, QString());
-        else
-            runDiff();
-    });
-    process->start(m_program, {"stats", m_file, "--json", "--histogram", "40", "--device", "cpu"});
+    connect(process, &QProcess::finished, this,
+            [this, process, generation, done](int code, QProcess::ExitStatus status) {
+                process->deleteLater();
+                if (generation != m_generation)
+                    return;
+                if (status == QProcess::CrashExit)
+                    done({}, tr("reading %1 crashed").arg(m_file));
+                else if (code != 0)
+                    done({}, QString::fromUtf8(process->readAllStandardError()).trimmed());
+                else
+                    done(QJsonDocument::fromJson(process->readAllStandardOutput()).object(), QString());
+            });
+    process->start(m_program, args);
+}
+
+void CheckpointLoader::runStats()
+{
+    runChild({"stats", m_file, "--json", "--histogram", "40", "--device", "cpu"},
+             [this](const QJsonObject& root, const QString& error) {
+                 if (!error.isEmpty()) {
+                     emit loaded(m_step, {}, error);
+                     return;
+                 }
+                 for (const auto& value : root["tensors"].toArray()) {
+                     const QJsonObject o = value.toObject();
+                     TensorRow row;
+                     row.name = o["name"].toString();
+                     QStringList dims;
+                     for (const auto& d : o["shape"].toArray())
+                         dims << QString::number(d.toInteger());
+                     row.shape = "[" + dims.join(", ") + "]";
+                     row.dtype = o["dtype"].toString();
+                     row.numel = o["numel"].toInteger();
+                     row.min = jsonNumberOrNan(o["min"]);
+                     row.max = jsonNumberOrNan(o["max"]);
+                     row.mean = jsonNumberOrNan(o["mean"]);
+                     row.std = jsonNumberOrNan(o["std"]);
+                     row.norm = jsonNumberOrNan(o["norm"]);
+                     row.nan = o["nan"].toInteger();
+                     row.inf = o["inf"].toInteger();
+                     for (const auto& f : o["flags"].toArray())
+                         row.flags << f.toString();
+                     for (const auto& h : o["histogram"].toArray())
+                         row.histogram.push_back(h.toInteger());
+                     row.relativeUpdate = std::nan("");
+                     m_rows.push_back(row);
+                 }
+                 if (m_previous.isEmpty())
+                     emit loaded(m_step, m_rows, QString());
+                 else
+                     runDiff();
+             });
 }
 
 void CheckpointLoader::runDiff()
 {
-    auto* process = new QProcess(this);
-    m_process = process;
-    const int generation = m_generation;
-    connect(process, &QProcess::finished, this, [this, process, generation](int code, QProcess::ExitStatus status) {
-        process->deleteLater();
-        if (generation != m_generation)
-            return;
-        if (status == QProcess::NormalExit && code == 0) {
-            const QJsonObject root = QJsonDocument::fromJson(process->readAllStandardOutput()).object();
-            for (const auto& value : root["tensors"].toArray()) {
-                const QJsonObject o = value.toObject();
-                for (auto& row : m_rows)
-                    if (row.name == o["name"].toString()) {
-                        row.relativeUpdate = numberOrNan(o["relative_update"]);
-                        row.becameNonfinite = o["became_nonfinite"].toInteger();
-                    }
-            }
+    // A failed diff leaves the update column empty; the statistics still stand.
+    runChild({"diff", m_previous, m_file, "--json"}, [this](const QJsonObject& root, const QString&) {
+        for (const auto& value : root["tensors"].toArray()) {
+            const QJsonObject o = value.toObject();
+            for (auto& row : m_rows)
+                if (row.name == o["name"].toString()) {
+                    row.relativeUpdate = jsonNumberOrNan(o["relative_update"]);
+                    row.becameNonfinite = o["became_nonfinite"].toInteger();
+                }
         }
         emit loaded(m_step, m_rows, QString());
     });
-    process->start(m_program, {"diff", m_previous, m_file, "--json"});
 }
 
 } // namespace nanscope

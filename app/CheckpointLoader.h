@@ -2,9 +2,11 @@
 
 #include "widgets/ViewData.h"
 
+#include <QJsonObject>
 #include <QObject>
 #include <QPointer>
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -30,6 +32,9 @@ signals:
 private:
     void runStats();
     void runDiff();
+    // Starts `program args`; `done` gets its stdout as JSON, or the reason it failed. A reply
+    // from a replaced request is dropped.
+    void runChild(const QStringList& args, std::function<void(const QJsonObject& json, const QString& error)> done);
 
     QString m_program;
     QPointer<QProcess> m_process;

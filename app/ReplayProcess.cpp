@@ -9,12 +9,12 @@
 
 namespace nanscope {
 
-namespace {
-
-double numberOrNan(const QJsonValue& v)
+double jsonNumberOrNan(const QJsonValue& v)
 {
     return v.isDouble() ? v.toDouble() : std::nan("");
 }
+
+namespace {
 
 ReplayValue parseValue(const QJsonValue& value)
 {
@@ -27,10 +27,10 @@ ReplayValue parseValue(const QJsonValue& value)
     for (const auto& d : o["shape"].toArray())
         dims << QString::number(d.toInteger());
     v.shape = dims.join(" x ");
-    v.min = numberOrNan(o["min"]);
-    v.max = numberOrNan(o["max"]);
-    v.mean = numberOrNan(o["mean"]);
-    v.std = numberOrNan(o["std"]);
+    v.min = jsonNumberOrNan(o["min"]);
+    v.max = jsonNumberOrNan(o["max"]);
+    v.mean = jsonNumberOrNan(o["mean"]);
+    v.std = jsonNumberOrNan(o["std"]);
     v.nan = o["nan"].toInteger();
     v.posinf = o["posinf"].toInteger();
     v.neginf = o["neginf"].toInteger();
@@ -70,7 +70,7 @@ ReplayReport parseReplayJson(const QByteArray& json)
         return report;
     }
     report.step = root["step"].toInteger(-1);
-    report.loss = numberOrNan(root["loss"]);
+    report.loss = jsonNumberOrNan(root["loss"]);
     report.lossName = root["loss_name"].toString();
     report.dtype = root["dtype"].toString();
     report.mode = root["mode"].toString();

@@ -2,6 +2,7 @@
 
 #include "widgets/ViewData.h"
 
+#include <QJsonValue>
 #include <QObject>
 #include <QProcess>
 #include <QPointer>
@@ -40,6 +41,9 @@ private:
 // The nanscope executable that child processes run: $NANSCOPE_PROGRAM when set (tests, and
 // embedders whose own executable is not nanscope), else this program.
 QString nanscopeProgram();
+
+// A JSON number, or NaN where the child printed null (nanscope's JSON has no NaN).
+double jsonNumberOrNan(const QJsonValue& value);
 
 // Parses the JSON `nanscope replay --json` prints.
 ReplayReport parseReplayJson(const QByteArray& json);

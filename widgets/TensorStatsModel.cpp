@@ -74,7 +74,9 @@ QVariant TensorStatsModel::data(const QModelIndex& index, int role) const
     case Norm: return number(t.norm);
     case NaN: return t.nan;
     case Inf: return t.inf;
-    case Update: return number(t.relativeUpdate);
+    case Update:
+        // An update into NaN is no small update: say what happened instead of a number.
+        return t.becameNonfinite > 0 ? tr("%1 became NaN/Inf").arg(t.becameNonfinite) : number(t.relativeUpdate);
     case Flags: return t.flags.join("; ");
     case ColumnCount: break;
     }

@@ -114,6 +114,7 @@ TEST(CheckpointsPane, ShowsTensorStatisticsWithPoisonedBuffersFlagged)
             sawPoisonedBuffer = true;
             EXPECT_EQ(t.nan, 32);
             EXPECT_TRUE(t.isNormBuffer());
+            EXPECT_EQ(t.becameNonfinite, 32) << "finite at checkpoint 200, NaN at 250";
         } else if (t.name == "fc1.weight") {
             EXPECT_EQ(t.histogram.size(), 40u);
             EXPECT_GT(t.relativeUpdate, 0) << "diffed against checkpoint 200";

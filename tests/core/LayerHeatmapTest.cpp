@@ -4,6 +4,7 @@
 #include "core/RunReader.h"
 #include "core/RunWriter.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace nanscope;
@@ -60,11 +61,33 @@ TEST(LayerHeatmap, NonfiniteCountsComeFromTheGradientCounts)
             ASSERT_EQ(map->at(r, b) > 0, map->binFirstStep[b] == 180) << map->rows[r] << " step " << map->binFirstStep[b];
 }
 
-TEST(LayerHeatmap, MissingTableIsAClearError)
+TEST(LayerHeatmap, ActivationRangesOfTheDemoRun)
 {
     auto reader = RunReader::open(test::demoRun("sudden-blowup"));
     ASSERT_TRUE(reader);
     auto map = buildLayerHeatmap(**reader, HeatmapQuantity::ActivationAbsMax, 100);
-    ASSERT_TRUE(map) << "the demo logs activations";
+    ASSERT_TRUE(map) << map.error();
+    EXPECT_EQ(map->rows, (std::vector<std::string>{"fc1", "fc2", "fc3"}));
     EXPECT_GT(map->bins(), 10u);
+    // The fill value 999999999 of step 230 reaches fc1's output: log10 |x| well above 8.
+    const size_t bin = std::lower_bound(map->binLastStep.begin(), map->binLastStep.end(), 230) - map->binLastStep.begin();
+    EXPECT_GT(map->at(0, bin), 8.f);
+}
+
+TEST(LayerHeatmap, MissingTableIsAClearError)
+{
+    test::ScratchDir dir;
+    RunSchema schema;
+    schema.layers = {"a"};
+    {
+        auto writer = RunWriter::create(dir.path(), schema);
+        ASSERT_TRUE(writer);
+        ASSERT_TRUE((*writer)->appendRow("layers", 0, {{"grad_norm", {1.f}}}));
+    }
+    auto reader = RunReader::open(dir.path());
+    ASSERT_TRUE(reader);
+    auto map = buildLayerHeatmap(**reader, HeatmapQuantity::ActivationAbsMax, 100);
+    ASSERT_FALSE(map) << "this run logged no activations";
+    EXPECT_NE(map.error().find("/activations"), std::string::npos) << map.error();
+    EXPECT_NE(map.error().find("run.h5"), std::string::npos) << map.error();
 }
