@@ -1,8 +1,10 @@
 // How fast is the fused statistics pass of `nanscope stats`? Prints figures, asserts nothing.
 //
 // Baselines measured in the same run, on the same bytes:
-//   - a plain torch sum (LibTorch's vectorised, multi-threaded reduction): the memory bandwidth
-//     one read of the tensor costs. The fused pass should reach >= 70% of it.
+//   - a plain torch sum (LibTorch's vectorised reduction): the memory bandwidth one read of the
+//     tensor costs. The fused pass should reach >= 70% of it. Both sides get the same number of
+//     threads: first one thread each, then every hardware thread each (LibTorch's own default may
+//     be one thread, which would flatter the fused pass).
 //   - the naive way: separate LibTorch calls for isnan, isinf, zeros, then min, max, mean, std and
 //     norm over the finite values. The fused pass should be >= 3x faster.
 
@@ -25,6 +27,9 @@ double bestSeconds(int repeats, F&& f)
 {
     double best = 1e30;
     for (int r = 0; r < repeats; ++r) {
+        // LibTorch's OpenMP workers spin for a while after each parallel region; let them go to
+        // sleep so they do not compete with whatever is timed next.
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
         const auto start = std::chrono::steady_clock::now();
         f();
         best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -48,8 +53,9 @@ void naiveStats(const torch::Tensor& t)
     sink += double(nan + inf + zero) + min + max + mean + std + norm;
 }
 
-void run(const char* label, torch::ScalarType type, DType dtype, int64_t numel)
+void run(const char* label, torch::ScalarType type, DType dtype, int64_t numel, int threads)
 {
+    torch::set_num_threads(threads);
     auto source = torch::randn({numel}, torch::kFloat64).mul_(3.0);
     source.index_put_({torch::indexing::Slice(0, torch::indexing::None, 100003)}, NAN);
     const auto typed = source.to(type).contiguous();
@@ -69,49 +75,66 @@ void run(const char* label, torch::ScalarType type, DType dtype, int64_t numel)
     double sumSeconds = 1e30, fusedSeconds = 1e30;
     for (int r = 0; r < 9; ++r) {
         sumSeconds = std::min(sumSeconds, bestSeconds(1, [&] { sink += tensor.sum().item<double>(); }));
-        fusedSeconds = std::min(fusedSeconds, bestSeconds(1, [&] { sink += computeTensorStats("x", view).norm; }));
+        fusedSeconds = std::min(fusedSeconds, bestSeconds(1, [&] { sink += computeTensorStats("x", view, 0, threads).norm; }));
     }
     const double naiveSeconds = bestSeconds(2, [&] { naiveStats(tensor); });
-    const double torchPathSeconds = bestSeconds(2, [&] {
-        sink += (*computeCheckpointStats({named}, {StatsDevice::TorchCpu}))[0].norm;
-    });
+    StatsOptions torchPath;
+    torchPath.device = StatsDevice::TorchCpu;
+    const double torchPathSeconds = bestSeconds(2, [&] { sink += (*computeCheckpointStats({named}, torchPath))[0].norm; });
     const double gb = double(bytes) / 1e9;
-    std::printf("%-9s %6.0f MB | torch sum %6.2f GB/s | fused %6.2f GB/s = %4.0f%% of sum | naive %7.1f ms, fused %4.1fx "
+    std::printf("%-9s %d thr %4.0f MB | torch sum %6.2f GB/s | fused %6.2f GB/s = %4.0f%% of sum | naive %7.1f ms, fused %4.1fx "
                 "faster | LibTorch stats path %7.1f ms\n",
-                label, double(bytes) / 1e6, gb / sumSeconds, gb / fusedSeconds, 100.0 * sumSeconds / fusedSeconds,
+                label, threads, double(bytes) / 1e6, gb / sumSeconds, gb / fusedSeconds, 100.0 * sumSeconds / fusedSeconds,
                 naiveSeconds * 1e3, naiveSeconds / fusedSeconds, torchPathSeconds * 1e3);
+}
+
+void checkpointCase(int count, int64_t numel)
+{
+    std::vector<NamedTensor> tensors;
+    std::vector<torch::Tensor> torchTensors;
+    for (int i = 0; i < count; ++i) {
+        const auto t = torch::randn({numel});
+        auto storage = std::make_shared<std::vector<uint8_t>>(size_t(numel) * 4);
+        std::memcpy(storage->data(), t.data_ptr(), size_t(numel) * 4);
+        torchTensors.push_back(torch::from_blob(storage->data(), {numel}));
+        tensors.push_back({"t" + std::to_string(i), {DType::Float32, {numel}, {1}, 0, storage, "cpu"}});
+    }
+    StatsOptions oneThread;
+    oneThread.device = StatsDevice::Cpu;
+    oneThread.threads = 1;
+    const double fusedOneThread = bestSeconds(3, [&] { sink += (*computeCheckpointStats(tensors, oneThread))[0].norm; });
+    const double fused = bestSeconds(3, [&] { sink += (*computeCheckpointStats(tensors, {StatsDevice::Cpu}))[0].norm; });
+    const double naive = bestSeconds(2, [&] {
+        for (const auto& t : torchTensors)
+            naiveStats(t);
+    });
+    std::printf("%4d x %7lld float32 tensors | fused %7.1f ms (one thread %7.1f ms, %.2fx) | naive %8.1f ms | fused %5.1fx "
+                "faster\n",
+                count, static_cast<long long>(numel), fused * 1e3, fusedOneThread * 1e3, fusedOneThread / fused,
+                naive * 1e3, naive / fused);
 }
 
 } // namespace
 
 int main()
 {
-    std::printf("threads: LibTorch intra-op %d, hardware %u\n", torch::get_num_threads(),
-                std::thread::hardware_concurrency());
+    const int hardware = int(std::max(1u, std::thread::hardware_concurrency()));
+    std::printf("threads: LibTorch default intra-op %d, hardware %d\n", torch::get_num_threads(), hardware);
     const int64_t numel = int64_t(32) << 20; // 128 MB of float32: far beyond the caches
-    run("float32", torch::kFloat32, DType::Float32, numel);
-    run("float64", torch::kFloat64, DType::Float64, numel / 2);
-    run("bfloat16", torch::kBFloat16, DType::BFloat16, numel);
-    run("float16", torch::kFloat16, DType::Float16, numel);
-    // A checkpoint-shaped case: many small tensors, where per-call overhead dominates.
-    {
-        std::vector<NamedTensor> tensors;
-        std::vector<torch::Tensor> torchTensors;
-        for (int i = 0; i < 2000; ++i) {
-            const auto t = torch::randn({4096});
-            auto storage = std::make_shared<std::vector<uint8_t>>(4096 * 4);
-            std::memcpy(storage->data(), t.data_ptr(), 4096 * 4);
-            torchTensors.push_back(torch::from_blob(storage->data(), {4096}));
-            tensors.push_back({"t" + std::to_string(i), {DType::Float32, {4096}, {1}, 0, storage, "cpu"}});
-        }
-        const double fused = bestSeconds(3, [&] { sink += (*computeCheckpointStats(tensors, {StatsDevice::Cpu}))[0].norm; });
-        const double naive = bestSeconds(3, [&] {
-            for (const auto& t : torchTensors)
-                naiveStats(t);
-        });
-        std::printf("2000 x 4096 float32 tensors | fused %6.1f ms | naive %7.1f ms | fused %5.1fx faster\n",
-                    fused * 1e3, naive * 1e3, naive / fused);
+    std::vector<int> threadCounts{1};
+    if (hardware > 1)
+        threadCounts.push_back(hardware);
+    for (int threads : threadCounts) {
+        run("float32", torch::kFloat32, DType::Float32, numel, threads);
+        run("float64", torch::kFloat64, DType::Float64, numel / 2, threads);
+        run("bfloat16", torch::kBFloat16, DType::BFloat16, numel, threads);
+        run("float16", torch::kFloat16, DType::Float16, numel, threads);
     }
+    torch::set_num_threads(hardware);
+    // Checkpoint-shaped cases: many tensors below the size that gets split across threads. Small
+    // ones measure per-call overhead; medium ones whether the tensors are spread over the cores.
+    checkpointCase(2000, 4096);
+    checkpointCase(300, int64_t(1) << 19);
     std::printf("(checksum %g)\n", sink);
     return 0;
 }

@@ -51,10 +51,14 @@ struct StatsOptions
     StatsDevice device = StatsDevice::Auto;
     int histogramBins = 0; // 0: none
     bool spectralNorm = false;
+    int threads = 0; // CPU threads for one large tensor; 0: one per hardware thread
 };
 
-// One fused pass over the tensor's bytes on the CPU; a strided view is walked as a copy.
-TensorStats computeTensorStats(const std::string& name, const TensorView& tensor, int histogramBins = 0);
+// One fused pass over the tensor's bytes on the CPU; a strided view is walked as a copy. A tensor
+// of more than a few million elements is split across `threads` threads (0: one per hardware
+// thread); the figures agree to rounding whatever the split.
+TensorStats computeTensorStats(const std::string& name, const TensorView& tensor, int histogramBins = 0,
+                               int threads = 0);
 
 // Every tensor of a checkpoint. The CUDA path queues every tensor's reductions and reads the results
 // back once, so there is no host synchronisation per tensor.

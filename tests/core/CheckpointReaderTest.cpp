@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 
@@ -309,6 +310,85 @@ TEST(TensorStatsTest, TorchPathAgreesWithTheFusedKernel)
     EXPECT_NEAR(*a.mean, *b.mean, 1e-9 * std::fabs(*b.mean));
     EXPECT_NEAR(*a.std, *b.std, 1e-9 * *b.std);
     EXPECT_NEAR(a.norm, b.norm, 1e-9 * b.norm);
+}
+
+TEST(TensorStatsTest, LargeBFloat16TensorSplitAcrossThreadsAgreesWithLibTorch)
+{
+    // 4.5 M elements: enough for the kernel to split the tensor across two threads, and for the
+    // widening of bfloat16 to go through its vector path. Values 1.5 + a small pattern, with a
+    // NaN, a -Inf and zeros in blocks of their own, checked against LibTorch's float64 reductions.
+    const int64_t n = 4500000;
+    auto storage = std::make_shared<std::vector<uint8_t>>(size_t(n) * 2);
+    auto* bits = reinterpret_cast<uint16_t*>(storage->data());
+    auto toBFloat16 = [](float f) {
+        uint32_t u;
+        std::memcpy(&u, &f, 4);
+        return uint16_t(u >> 16); // truncation: exact for the values below
+    };
+    for (int64_t i = 0; i < n; ++i)
+        bits[i] = toBFloat16(1.5f + 0.25f * float(i % 5) - 0.125f * float(i % 3));
+    bits[123457] = 0x7fc0;      // NaN
+    bits[n - 10] = 0xff80;      // -Inf
+    bits[2000000] = 0;          // zero
+    bits[3000001] = 0x0001;     // the smallest positive subnormal
+    NamedTensor t{"w", {}};
+    t.tensor.dtype = DType::BFloat16;
+    t.tensor.shape = {n};
+    t.tensor.strides = {1};
+    t.tensor.storage = storage;
+
+    const TensorStats one = computeTensorStats("w", t.tensor, 0, 1);
+    const TensorStats two = computeTensorStats("w", t.tensor, 0, 2);
+    auto viaTorch = computeCheckpointStats({t}, {StatsDevice::TorchCpu});
+    ASSERT_TRUE(viaTorch) << viaTorch.error();
+    const TensorStats& expected = (*viaTorch)[0];
+    for (const TensorStats* s : {&one, &two}) {
+        EXPECT_EQ(s->nan, 1);
+        EXPECT_EQ(s->neginf, 1);
+        EXPECT_EQ(s->posinf, 0);
+        EXPECT_EQ(s->zero, expected.zero);
+        EXPECT_EQ(s->subnormal, 1);
+        EXPECT_EQ(*s->min, *expected.min);
+        EXPECT_EQ(*s->max, *expected.max);
+        EXPECT_NEAR(*s->mean, *expected.mean, 1e-12 * *expected.mean);
+        // Within a block the kernel sums in the tensor's own precision (float32 here), as torch.std
+        // does on a float32 tensor; LibTorch's path here sums in float64.
+        EXPECT_NEAR(*s->std, *expected.std, 1e-6 * *expected.std);
+        EXPECT_NEAR(s->norm, expected.norm, 1e-7 * expected.norm);
+    }
+    // Where the tensor is split changes only the rounding.
+    EXPECT_NEAR(*one.std, *two.std, 1e-8 * *one.std);
+    EXPECT_NEAR(one.norm, two.norm, 1e-8 * one.norm);
+}
+
+TEST(TensorStatsTest, ManyTensorsSpreadOverThreadsKeepTheirOwnFigures)
+{
+    // 40 tensors of 100,000 float32 values: together enough to spread over threads. Tensor k holds
+    // k + 0.5 everywhere but one NaN in the odd ones, so a figure landing on the wrong tensor shows.
+    std::vector<NamedTensor> tensors;
+    for (int k = 0; k < 40; ++k) {
+        const int64_t n = 100000;
+        auto storage = std::make_shared<std::vector<uint8_t>>(size_t(n) * 4);
+        auto* values = reinterpret_cast<float*>(storage->data());
+        for (int64_t i = 0; i < n; ++i)
+            values[i] = float(k) + 0.5f;
+        if (k % 2)
+            values[k * 100] = std::numeric_limits<float>::quiet_NaN();
+        tensors.push_back({"t" + std::to_string(k), {DType::Float32, {n}, {1}, 0, storage, "cpu"}});
+    }
+    StatsOptions twoThreads;
+    twoThreads.device = StatsDevice::Cpu;
+    twoThreads.threads = 2;
+    auto stats = computeCheckpointStats(tensors, twoThreads);
+    ASSERT_TRUE(stats);
+    ASSERT_EQ(stats->size(), tensors.size());
+    for (int k = 0; k < 40; ++k) {
+        const TensorStats& s = (*stats)[size_t(k)];
+        EXPECT_EQ(s.name, "t" + std::to_string(k));
+        EXPECT_EQ(s.nan, k % 2);
+        EXPECT_DOUBLE_EQ(*s.mean, k + 0.5);
+        EXPECT_DOUBLE_EQ(*s.max, k + 0.5);
+    }
 }
 
 TEST(TensorStatsTest, CudaWithoutAGpuIsAnErrorNotACrash)
