@@ -14,7 +14,7 @@ case "$mode" in
 esac
 
 packages=(build-essential cmake ninja-build ccache pkg-config
-          qt6-base-dev qt6-svg-dev libqcustomplot-dev libhdf5-dev libtorch-dev
+          qt6-base-dev qt6-svg-dev libqcustomplot-dev libhdf5-dev libtorch-dev zlib1g-dev
           libgtest-dev libgmock-dev python3 python3-torch python3-h5py python3-numpy
           poppler-utils fonts-dejavu-core)
 missing=()

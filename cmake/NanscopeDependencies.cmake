@@ -12,6 +12,7 @@ find_package(Qt6 REQUIRED COMPONENTS Core Gui Widgets PrintSupport Svg Concurren
 find_package(QCustomPlotQt6 REQUIRED)
 find_package(HDF5 REQUIRED COMPONENTS C)
 find_package(Torch REQUIRED)
+find_package(ZLIB REQUIRED) # CRC-32 of checkpoint archive entries
 find_package(GTest REQUIRED)
 find_package(Threads REQUIRED)
 

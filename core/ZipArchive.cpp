@@ -5,6 +5,8 @@
 #include <cstring>
 #include <memory>
 
+#include <zlib.h>
+
 namespace nanscope {
 
 namespace {
@@ -140,6 +142,7 @@ Status ZipArchive::readCentralDirectory()
         Entry entry;
         entry.flags = le16(h + 8);
         entry.method = le16(h + 10);
+        entry.crc32 = le32(h + 16);
         entry.compressedSize = le32(h + 20);
         entry.size = le32(h + 24);
         const size_t nameLength = le16(h + 28);
@@ -214,9 +217,28 @@ Result<std::vector<uint8_t>> ZipArchive::read(const Entry& entry) const
         return error("truncated zip archive: entry '" + entry.name + "' needs " + std::to_string(entry.size)
                      + " bytes at offset " + std::to_string(dataOffset) + " of a " + std::to_string(m_fileSize)
                      + "-byte file");
+    std::unique_ptr<FILE, FileCloser> file(std::fopen(m_path.c_str(), "rb"));
+    if (!file)
+        return error("cannot open: " + std::string(std::strerror(errno)));
+    if (fseeko(file.get(), off_t(dataOffset), SEEK_SET) != 0)
+        return error("read error at offset " + std::to_string(dataOffset));
+    // Read in slices, each checksummed while it is still in the cache.
+    constexpr uint64_t kSlice = uint64_t(1) << 20;
     std::vector<uint8_t> bytes(entry.size);
-    if (auto s = readAt(dataOffset, bytes.data(), entry.size); !s)
-        return Error{s.error()};
+    uLong crc = ::crc32(0L, Z_NULL, 0);
+    for (uint64_t at = 0; at < entry.size; at += kSlice) {
+        const uint64_t length = std::min(kSlice, entry.size - at);
+        if (std::fread(bytes.data() + at, 1, length, file.get()) != length)
+            return error("read error at offset " + std::to_string(dataOffset + at));
+        crc = ::crc32(crc, bytes.data() + at, uInt(length));
+    }
+    if (uint32_t(crc) != entry.crc32) {
+        char detail[80];
+        std::snprintf(detail, sizeof detail, " (CRC-32 %08x, the archive records %08x)", unsigned(crc),
+                      unsigned(entry.crc32));
+        return error("corrupt zip archive: the bytes of entry '" + entry.name + "' do not match their checksum"
+                     + detail + "; the file was damaged after it was written");
+    }
     return bytes;
 }
 

@@ -3,7 +3,9 @@
 // A read-only zip central-directory reader for the archives torch.save and torch.jit.save write.
 // They store every entry uncompressed (STORED), so reading an entry is a bounded copy of bytes that
 // lie in the file; compressed entries are listed but refused when read. Every offset and size is
-// checked against the file's size before anything is allocated.
+// checked against the file's size before anything is allocated, and every entry read is checked
+// against the CRC-32 the archive records for it, so flipped bytes inside a tensor are an error
+// rather than silently wrong statistics.
 
 #include "Result.h"
 
@@ -25,6 +27,7 @@ public:
         uint64_t compressedSize = 0;
         uint64_t size = 0;
         uint64_t localHeaderOffset = 0;
+        uint32_t crc32 = 0;
     };
 
     static Result<ZipArchive> open(const std::string& path);
@@ -35,7 +38,8 @@ public:
     const Entry* find(const std::string& name) const;
 
     // The bytes of a stored entry. Fails, naming the archive and the entry, for compressed or
-    // encrypted entries and for entries whose data would lie outside the file.
+    // encrypted entries, for entries whose data would lie outside the file, and for entries whose
+    // bytes do not match their CRC-32.
     Result<std::vector<uint8_t>> read(const Entry& entry) const;
     Result<std::vector<uint8_t>> read(const std::string& name) const;
 

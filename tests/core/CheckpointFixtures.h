@@ -17,6 +17,18 @@ inline void putLe(std::string& out, uint64_t value, int bytes)
         out += char((value >> (8 * k)) & 0xff);
 }
 
+// CRC-32 (IEEE 802.3, as zip uses it), bit by bit: slow, and independent of the reader's zlib.
+inline uint32_t crc32Of(const std::string& data)
+{
+    uint32_t crc = 0xffffffffu;
+    for (unsigned char c : data) {
+        crc ^= c;
+        for (int bit = 0; bit < 8; ++bit)
+            crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1u)));
+    }
+    return ~crc;
+}
+
 struct ZipEntrySpec
 {
     std::string name;
@@ -34,7 +46,7 @@ inline std::string makeZip(const std::vector<ZipEntrySpec>& entries)
         putLe(out, 0, 2);
         putLe(out, e.method, 2);
         putLe(out, 0, 4); // time, date
-        putLe(out, 0, 4); // crc: the reader does not check it
+        putLe(out, crc32Of(e.data), 4);
         putLe(out, e.data.size(), 4);
         putLe(out, e.data.size(), 4);
         putLe(out, e.name.size(), 2);
@@ -47,8 +59,8 @@ inline std::string makeZip(const std::vector<ZipEntrySpec>& entries)
         putLe(directory, 20, 2);
         putLe(directory, 0, 2);
         putLe(directory, e.method, 2);
-        putLe(directory, 0, 4);
-        putLe(directory, 0, 4);
+        putLe(directory, 0, 4); // time, date
+        putLe(directory, crc32Of(e.data), 4);
         putLe(directory, e.data.size(), 4);
         putLe(directory, e.data.size(), 4);
         putLe(directory, e.name.size(), 2);

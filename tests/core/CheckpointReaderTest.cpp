@@ -81,6 +81,25 @@ TEST_F(CheckpointReaderTest, TruncatedArchiveIsAnErrorNamingTheFile)
     }
 }
 
+TEST_F(CheckpointReaderTest, FlippedByteInsideTensorDataIsACorruptionErrorNotWrongStatistics)
+{
+    const std::string whole = stateDict({1.f, 2.f, 3.f, 4.f});
+    ASSERT_TRUE(readCheckpoint(write("good.pt", whole)));
+    // One bit of the third float's high byte: 3.0f (0x40400000) becomes 12.0f (0x41400000), a
+    // plausible value that would otherwise pass unnoticed.
+    const std::string needle = rawBytes(std::vector<float>{1.f, 2.f, 3.f, 4.f});
+    const size_t at = whole.find(needle);
+    ASSERT_NE(at, std::string::npos);
+    std::string damaged = whole;
+    damaged[at + 11] = char(damaged[at + 11] ^ 0x01);
+    const auto path = write("damaged.pt", damaged);
+    auto checkpoint = readCheckpoint(path);
+    ASSERT_FALSE(checkpoint);
+    EXPECT_NE(checkpoint.error().find(path), std::string::npos) << checkpoint.error();
+    EXPECT_NE(checkpoint.error().find("ckpt/data/0"), std::string::npos) << checkpoint.error();
+    EXPECT_NE(checkpoint.error().find("checksum"), std::string::npos) << checkpoint.error();
+}
+
 TEST_F(CheckpointReaderTest, PickleCallingOsSystemIsRefused)
 {
     PickleWriter p;
