@@ -30,4 +30,8 @@ inline QString fromStd(const std::string& s)
 // return `exitCode` at once.
 bool parse(QCommandLineParser& parser, const QStringList& arguments, int& exitCode);
 
+// The parser's help with the usage line naming the command as typed ("nanscope replay") rather
+// than the executable's path.
+QString helpText(const QCommandLineParser& parser);
+
 } // namespace nanscope::cli

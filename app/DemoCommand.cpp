@@ -25,7 +25,7 @@ int runDemo(const QStringList& arguments)
     if (!parse(parser, arguments, code))
         return code;
     if (parser.positionalArguments().size() != 1)
-        return fail("demo takes one OUT_DIR\n" + parser.helpText());
+        return fail("demo takes one OUT_DIR\n" + helpText(parser));
     const QString outDir = parser.positionalArguments().first();
     const QStringList only = parser.values("only");
     QStringList known;

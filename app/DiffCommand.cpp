@@ -41,7 +41,7 @@ int runDiff(const QStringList& arguments)
     if (!parse(parser, arguments, code))
         return code;
     if (parser.positionalArguments().size() != 2)
-        return fail("diff takes two checkpoint files, A and B\n" + parser.helpText());
+        return fail("diff takes two checkpoint files, A and B\n" + helpText(parser));
 
     const std::string pathA = parser.positionalArguments()[0].toStdString();
     const std::string pathB = parser.positionalArguments()[1].toStdString();

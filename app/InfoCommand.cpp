@@ -21,7 +21,7 @@ int runInfo(const QStringList& arguments)
     if (!parse(parser, arguments, code))
         return code;
     if (parser.positionalArguments().size() != 1)
-        return fail("info takes one RUN_DIR\n" + parser.helpText());
+        return fail("info takes one RUN_DIR\n" + helpText(parser));
 
     auto reader = RunReader::open(parser.positionalArguments().first().toStdString());
     if (!reader)

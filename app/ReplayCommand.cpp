@@ -97,7 +97,7 @@ int runReplay(const QStringList& arguments)
     if (!parse(parser, arguments, code))
         return code;
     if (parser.positionalArguments().size() != 1)
-        return fail("replay takes one RUN_DIR\n" + parser.helpText());
+        return fail("replay takes one RUN_DIR\n" + helpText(parser));
     const QString runDir = parser.positionalArguments().first();
     const bool explicitFiles = parser.isSet("checkpoint") && parser.isSet("batch");
     if (!parser.isSet("step") && !explicitFiles)

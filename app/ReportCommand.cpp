@@ -19,7 +19,7 @@ int runReport(const QStringList& arguments)
     if (!parse(parser, arguments, code))
         return code;
     if (parser.positionalArguments().size() != 1 || !parser.isSet("output"))
-        return fail("report takes RUN_DIR and -o FILE\n" + parser.helpText());
+        return fail("report takes RUN_DIR and -o FILE\n" + helpText(parser));
     IncidentReportOptions options;
     options.replay = !parser.isSet("no-replay");
     Status status = writeIncidentReport(parser.positionalArguments().first(), parser.value("output"), options);

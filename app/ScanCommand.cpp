@@ -166,7 +166,7 @@ int runScan(const QStringList& arguments)
         return kExitOk;
     }
     if (parser.positionalArguments().size() != 1)
-        return fail("scan takes one RUN_DIR\n" + parser.helpText());
+        return fail("scan takes one RUN_DIR\n" + helpText(parser));
 
     auto reader = RunReader::open(parser.positionalArguments().first().toStdString());
     if (!reader)

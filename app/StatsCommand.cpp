@@ -60,7 +60,7 @@ int runStats(const QStringList& arguments)
     if (!parse(parser, arguments, code))
         return code;
     if (parser.positionalArguments().size() != 1)
-        return fail("stats takes one FILE\n" + parser.helpText());
+        return fail("stats takes one FILE\n" + helpText(parser));
 
     StatsOptions options;
     const QString device = parser.value("device");

@@ -67,6 +67,11 @@ TEST(CommandLine, HelpListsEveryCommand)
     const auto infoHelp = runNanscope({"info", "--help"});
     EXPECT_EQ(infoHelp.exitCode, 0);
     EXPECT_TRUE(infoHelp.out.contains("--json"));
+    for (const char* command : {"info", "scan", "replay", "report", "stats", "diff", "demo"}) {
+        const auto help = runNanscope({command, "--help"});
+        EXPECT_TRUE(help.out.startsWith(QString("Usage: nanscope %1 [options]").arg(command)))
+            << "the usage line names the command as typed: " << help.out.left(80).toStdString();
+    }
 }
 
 TEST(CommandLine, ReplayJsonNamesTheCulpritAndTheBadSample)
