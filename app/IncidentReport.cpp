@@ -132,9 +132,10 @@ QString replaySummary(const IncidentSection& s)
     if (s.replay.firstNonfinite < 0)
         out += QObject::tr("the forward pass is finite (loss %1).").arg(s.replay.loss, 0, 'g', 5);
     else
-        out += QObject::tr("first non-finite value from %1 in module '%2' at %3; inputs %4.")
+        out += QObject::tr("first non-finite value from %1 in module '%2' at %3%4; inputs %5.")
                    .arg(s.replay.culprit.op, s.replay.culprit.module.isEmpty() ? QString("(root)") : s.replay.culprit.module,
-                        s.replay.culprit.source)
+                        s.replay.culprit.source,
+                        s.replay.culprit.code.isEmpty() ? QString() : QString(" (%1)").arg(s.replay.culprit.code))
                    .arg([&] {
                        QStringList inputs;
                        for (const auto& v : s.replay.culprit.inputs)
@@ -268,7 +269,8 @@ QByteArray toJsonReport(const ReportContent& c)
                 replay["first_nonfinite"] = s.replay.firstNonfinite < 0 ? QJsonValue()
                                                                         : QJsonValue(QJsonObject{{"op", s.replay.culprit.op},
                                                                                                  {"module", s.replay.culprit.module},
-                                                                                                 {"source", s.replay.culprit.source}});
+                                                                                                 {"source", s.replay.culprit.source},
+                                                                                                 {"code", s.replay.culprit.code}});
                 QJsonArray bad;
                 for (qint64 i : s.replay.badSamples)
                     bad.append(i);

@@ -41,6 +41,7 @@ QJsonObject toJson(const ReplayOp& op, bool withInputs)
                   {"op", fromStd(op.op)},
                   {"module", fromStd(op.module)},
                   {"source", fromStd(op.source)},
+                  {"code", fromStd(op.code)},
                   {"output", toJson(op.output)}};
     if (withInputs) {
         QJsonArray inputs;
@@ -198,6 +199,8 @@ int runReplay(const QStringList& arguments)
         const auto& op = *r.firstNonfinite;
         out() << QString("\nFirst non-finite value: op #%1 %2 in module '%3' at %4\n")
                      .arg(op.index).arg(fromStd(op.op), fromStd(op.module), fromStd(op.source));
+        if (!op.code.empty())
+            out() << QString("  code   : %1\n").arg(fromStd(op.code));
         for (size_t i = 0; i < op.inputs.size(); ++i)
             out() << QString("  input %1: %2\n").arg(i).arg(range(op.inputs[i]));
         out() << QString("  output : %1\n").arg(range(op.output));

@@ -44,6 +44,7 @@ ReplayOpRow parseOp(const QJsonObject& o)
     op.op = o["op"].toString();
     op.module = o["module"].toString();
     op.source = o["source"].toString();
+    op.code = o["code"].toString();
     op.gradFunction = o["grad_fn"].toString();
     op.output = parseValue(o["output"]);
     op.grad = parseValue(o["grad"]);

@@ -31,6 +31,7 @@ struct ReplayOp
     std::string op;     // "aten::div"
     std::string module; // "norm", "body.0"; "" for the root module
     std::string source; // "model.py:42" (user's code), or "<torchscript>:N" without a file name
+    std::string code;   // that source line's text, trimmed: "return (x - mean) / std"
     std::vector<ValueStats> inputs; // tensor inputs, in argument order
     ValueStats output;              // the first tensor output
     ValueStats grad;                // gradient of that output, after backward

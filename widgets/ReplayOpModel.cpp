@@ -2,6 +2,7 @@
 
 #include <QBrush>
 #include <QColor>
+#include <QFontDatabase>
 
 #include <cmath>
 
@@ -66,7 +67,11 @@ QVariant ReplayOpModel::data(const QModelIndex& index, int role) const
         if ((index.column() == NaN && op.output.nan > 0) || (index.column() == Inf && op.output.posinf + op.output.neginf > 0))
             return QBrush(QColor(200, 20, 20));
         return {};
+    case Qt::FontRole:
+        return index.column() == Code ? QFontDatabase::systemFont(QFontDatabase::FixedFont) : QVariant();
     case Qt::ToolTipRole:
+        if ((index.column() == Source || index.column() == Code) && !op.code.isEmpty())
+            return op.code; // the source line's text, where the cell only has room for file:line
         return culprit ? tr("First op whose output is non-finite while its inputs are finite") : QVariant();
     case Qt::DisplayRole:
         switch (Column(index.column())) {
@@ -82,6 +87,7 @@ QVariant ReplayOpModel::data(const QModelIndex& index, int role) const
             if (!op.grad.defined)
                 return QString();
             return op.grad.finite() ? number(std::max(std::fabs(op.grad.min), std::fabs(op.grad.max))) : tr("non-finite");
+        case Code: return op.code;
         case ColumnCount: break;
         }
         return {};
@@ -94,7 +100,7 @@ QVariant ReplayOpModel::headerData(int section, Qt::Orientation orientation, int
 {
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return QAbstractTableModel::headerData(section, orientation, role);
-    static const char* titles[] = {"#", "op", "module", "source", "output min", "output max", "NaN", "Inf", "|grad| max"};
+    static const char* titles[] = {"#", "op", "module", "source", "output min", "output max", "NaN", "Inf", "|grad| max", "code"};
     return section >= 0 && section < ColumnCount ? tr(titles[section]) : QVariant();
 }
 

@@ -12,7 +12,7 @@ class ReplayOpModel : public QAbstractTableModel
 {
     Q_OBJECT
 public:
-    enum Column { Index, Op, Module, Source, Min, Max, NaN, Inf, GradAbs, ColumnCount };
+    enum Column { Index, Op, Module, Source, Min, Max, NaN, Inf, GradAbs, Code, ColumnCount };
     enum Role { OpIndexRole = Qt::UserRole + 1, IsCulpritRole, ModuleRole };
 
     explicit ReplayOpModel(QObject* parent = nullptr);

@@ -162,6 +162,8 @@ QString ReplayView::summaryText() const
                     .arg(c.op.toHtmlEscaped(), (c.module.isEmpty() ? tr("(root)") : c.module).toHtmlEscaped(),
                          c.source.toHtmlEscaped())
                     .arg(c.index);
+        if (!c.code.isEmpty())
+            html += tr("<br>&nbsp;&nbsp;code: <tt>%1</tt>").arg(c.code.toHtmlEscaped());
         for (size_t i = 0; i < c.inputs.size(); ++i)
             html += tr("<br>&nbsp;&nbsp;input %1: %2").arg(i).arg(rangeText(c.inputs[i]));
         html += tr("<br>&nbsp;&nbsp;output: %1").arg(rangeText(c.output));

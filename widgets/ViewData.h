@@ -51,6 +51,7 @@ struct ReplayOpRow
 {
     int index = 0;
     QString op, module, source, gradFunction;
+    QString code; // the text of the source line
     std::vector<ReplayValue> inputs;
     ReplayValue output, grad;
 };

@@ -121,6 +121,28 @@ std::string sourceOf(const Node* node)
     return "";
 }
 
+// The text of the line an op came from, as the archive carries it (TorchScript keeps the source it
+// was compiled from), trimmed and cut to a readable length.
+std::string codeOf(const Node* node)
+{
+    torch::jit::SourceRange range = node->sourceRange();
+    if (auto generated = range.findSourceRangeThatGenerated())
+        range = *generated;
+    const auto source = range.source();
+    if (!source || range.start() >= source->size())
+        return "";
+    std::string line = source->get_line(source->lineno_for_offset(range.start())).str();
+    const auto first = line.find_first_not_of(" \t");
+    const auto last = line.find_last_not_of(" \t\r\n");
+    if (first == std::string::npos)
+        return "";
+    line = line.substr(first, last - first + 1);
+    constexpr size_t kMaxLength = 160;
+    if (line.size() > kMaxLength)
+        line = line.substr(0, kMaxLength - 3) + "...";
+    return line;
+}
+
 c10::ScalarType dtypeNamed(const std::string& name)
 {
     if (name == "float16" || name == "half")
@@ -374,6 +396,7 @@ private:
             op.op = node->kind().toQualString();
             op.module = modulePathOf(node);
             op.source = sourceOf(node);
+            op.code = codeOf(node);
             op.output = statsFor(value);
             if (auto fn = values[capturedIndex[value]].grad_fn())
                 op.gradFunction = fn->name();

@@ -85,6 +85,7 @@ TEST(CommandLine, ReplayJsonNamesTheCulpritAndTheBadSample)
     const QJsonObject culprit = root["forward"].toObject()["first_nonfinite"].toObject();
     EXPECT_EQ(culprit["op"].toString(), "aten::div");
     EXPECT_EQ(culprit["module"].toString(), "norm");
+    EXPECT_EQ(culprit["code"].toString(), "return centered / scale") << "the text of the line that divided";
     EXPECT_EQ(culprit["inputs"].toArray().size(), 2);
     EXPECT_EQ(culprit["output"].toObject()["nan"].toInt(), 16);
     EXPECT_FALSE(root["forward"].toObject()["ops"].toArray().isEmpty());

@@ -44,6 +44,7 @@ TEST(ReplayPane, ReplaysAStepInAChildProcessAndHighlightsTheCulprit)
     EXPECT_TRUE(model->index(row, 0).data(ReplayOpModel::IsCulpritRole).toBool());
     EXPECT_EQ(model->index(row, ReplayOpModel::Module).data().toString(), "norm");
     EXPECT_TRUE(window.replay()->summaryText().contains("aten::div"));
+    EXPECT_TRUE(window.replay()->summaryText().contains("return centered / scale")) << "the culprit's line of code";
     EXPECT_TRUE(window.replay()->summaryText().contains("<b>5</b>")) << "the bad sample is named";
 }
 

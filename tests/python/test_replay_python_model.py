@@ -71,12 +71,14 @@ class ReplayPythonModel(unittest.TestCase):
             self.assertEqual(culprit["op"], "aten::log")
             self.assertEqual(culprit["module"], "body.0.logf")
             self.assertTrue(culprit["source"].endswith("user_model.py:8"), culprit["source"])
+            self.assertTrue(culprit["code"].startswith("return torch.log(x)"), culprit["code"])
             self.assertEqual(culprit["output"]["neginf"], 1)
             self.assertEqual(culprit["inputs"][0]["min"], 0.0)
             # 0 * -inf then makes the NaN, in the caller's line.
             mul = next(op for op in report["forward"]["ops"] if op["op"] == "aten::mul")
             self.assertEqual(mul["module"], "body.0")
             self.assertTrue(mul["source"].endswith("user_model.py:18"), mul["source"])
+            self.assertEqual(mul["code"], "return self.linear(self.logf(x) * x)")
             self.assertEqual(mul["output"]["nan"], 1)
             self.assertEqual(report["bad_samples"], [6])
             # Cross-check the forward with PyTorch itself.
