@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <thread>
+#include <type_traits>
 
 // The fused CPU pass. Each block of kBlock elements is read once: sum of deviations from the
 // running mean and of their squares (on values scaled by a power of two), min, max and the
@@ -242,26 +243,12 @@ struct DirectSource // float32 or float64 as stored, or values already converted
     NANSCOPE_ALWAYS_INLINE const F* values(F*, int) const { return p; }
 };
 
-// bfloat16 is the top half of a float32: widened as it is read, a shift per lane, with no copy.
-// Converting a block into a buffer first had left bfloat16 at 65-75% of a plain sum's bandwidth.
+// bfloat16 is the top half of a float32: the fast path reads it raw (sweepBFloat16); `at` and
+// `values` widen single values and whole blocks for the tails and the careful paths.
 struct BFloat16Source
 {
-    using V = Lanes<float>::V;
-    typedef uint16_t Half8 __attribute__((vector_size(16)));
-    typedef uint32_t Bits8 __attribute__((vector_size(32)));
     const AliasU16* p;
-    NANSCOPE_ALWAYS_INLINE V load(int i) const
-    {
-        Half8 h;
-        std::memcpy(&h, p + i, sizeof h);
-        return reinterpret_cast<V>(__builtin_convertvector(h, Bits8) << 16);
-    }
     NANSCOPE_ALWAYS_INLINE float at(int k) const { return bfloat16ToFloat(p[k]); }
-    NANSCOPE_ALWAYS_INLINE void prefetch(int i) const
-    {
-        if (i % (kCacheLine / 2) == 0) // a step reads half a cache line
-            prefetchAhead(p + i);
-    }
     NANSCOPE_ALWAYS_INLINE const float* values(float* scratch, int n) const
     {
         for (int k = 0; k < n; ++k)
@@ -331,6 +318,69 @@ NANSCOPE_ALWAYS_INLINE BlockSweep<F> sweepBlock(const Source& source, int n, F s
     return sweep;
 }
 
+// sweepBlock for bfloat16, read as raw 16-bit lanes: one 32-byte load holds 16 values, widened by
+// interleaving with zeros (the bfloat16 bits become the top half of each float32; the lane order
+// changes, which sums and extremes do not mind), and the smallest magnitude is an integer min on
+// the raw bits, 16 lanes at a time. About a quarter fewer instructions per value than widening
+// 8 lanes at a time, which had left a single thread at 71-85% of a plain sum's bandwidth.
+template<bool kScaled>
+NANSCOPE_ALWAYS_INLINE BlockSweep<float> sweepBFloat16(const AliasU16* p, int n, float scale, float shift)
+{
+    using V = Lanes<float>::V;
+    typedef uint16_t Raw16 __attribute__((vector_size(32)));
+    constexpr float inf = std::numeric_limits<float>::infinity();
+    const Raw16 zero = {}, magnitudeBits = Raw16{} + uint16_t(0x7fff);
+    const V vScale = splat<V>(scale), vShift = splat<V>(shift);
+    V sum = {}, squares = {};
+    V lo = splat<V>(inf), hi = splat<V>(-inf);
+    Raw16 smallest = Raw16{} + uint16_t(0x7fff);
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        static_assert(sizeof(Raw16) == kCacheLine / 2, "two steps read one cache line");
+        if (i % (kCacheLine / 2) == 0)
+            prefetchAhead(p + i);
+        Raw16 raw;
+        std::memcpy(&raw, p + i, sizeof raw);
+        const V a = reinterpret_cast<V>(__builtin_shufflevector(zero, raw, 0, 16, 1, 17, 2, 18, 3, 19, 8, 24, 9, 25, 10, 26, 11, 27));
+        const V b = reinterpret_cast<V>(__builtin_shufflevector(zero, raw, 4, 20, 5, 21, 6, 22, 7, 23, 12, 28, 13, 29, 14, 30, 15, 31));
+        const V ta = kScaled ? a * vScale - vShift : a - vShift;
+        const V tb = kScaled ? b * vScale - vShift : b - vShift;
+        sum += ta + tb;
+        squares += ta * ta + tb * tb;
+        const V lab = a < b ? a : b, hab = a > b ? a : b;
+        lo = lab < lo ? lab : lo;
+        hi = hab > hi ? hab : hi;
+        const Raw16 magnitude = raw & magnitudeBits;
+        smallest = magnitude < smallest ? magnitude : smallest;
+    }
+    BlockSweep<float> sweep{scale, shift, i, 0, 0, double(inf), -double(inf), double(inf)};
+    float sums[8], sq[8], lows[8], highs[8];
+    uint16_t least[16];
+    std::memcpy(sums, &sum, sizeof sums);
+    std::memcpy(sq, &squares, sizeof sq);
+    std::memcpy(lows, &lo, sizeof lows);
+    std::memcpy(highs, &hi, sizeof highs);
+    std::memcpy(least, &smallest, sizeof least);
+    for (int j = 0; j < 8; ++j) {
+        sweep.d += double(sums[j]);
+        sweep.q += double(sq[j]);
+        sweep.low = std::min(sweep.low, double(lows[j]));
+        sweep.high = std::max(sweep.high, double(highs[j]));
+    }
+    if (i > 0)
+        sweep.least = double(bfloat16ToFloat(*std::min_element(least, least + 16)));
+    return sweep;
+}
+
+template<typename F, bool kScaled, typename Source>
+NANSCOPE_ALWAYS_INLINE BlockSweep<F> sweepAny(const Source& source, int n, F scale, F shift)
+{
+    if constexpr (std::is_same_v<Source, BFloat16Source>)
+        return sweepBFloat16<kScaled>(source.p, n, scale, shift);
+    else
+        return sweepBlock<F, kScaled>(source, n, scale, shift);
+}
+
 // One block in one read. Deviations from the running centre and their squares are summed on
 // values scaled by a power of two (exact): squares of float32 values near 1e-30 or 1e30 neither
 // underflow nor overflow, and the shift keeps the sum of squares free of cancellation. No
@@ -374,8 +424,8 @@ NANSCOPE_ALWAYS_INLINE void blockKernel(const Source& source, int n, F minNormal
         // the largest float: the common case skips the multiply.
         constexpr int kSafeExponent = 20;
         const BlockSweep<F> sweep = std::abs(centre.exponent) <= kSafeExponent
-                                        ? sweepBlock<F, false>(source, n, F(1), F(centre.shift))
-                                        : sweepBlock<F, true>(source, n, scale, shift);
+                                        ? sweepAny<F, false>(source, n, F(1), F(centre.shift))
+                                        : sweepAny<F, true>(source, n, scale, shift);
         const F usedScale = sweep.scale, usedShift = sweep.shift;
         i = sweep.done;
         double d = sweep.d, q = sweep.q, low = sweep.low, high = sweep.high, least = sweep.least;
