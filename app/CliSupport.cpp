@@ -1,5 +1,7 @@
 #include "CliSupport.h"
 
+#include <QCoreApplication>
+
 namespace nanscope::cli {
 
 namespace {
@@ -31,10 +33,10 @@ int fail(const QString& message)
 QString helpText(const QCommandLineParser& parser)
 {
     QString text = parser.helpText();
-    const QString usage = "Usage: ";
-    const int end = text.indexOf(' ', usage.size()); // Qt writes the executable's path here
-    if (text.startsWith(usage) && end > 0)
-        text.replace(usage.size(), end - usage.size(), commandName());
+    // Qt writes the executable's path, which may hold spaces, after "Usage: ".
+    const QString qtUsage = "Usage: " + QCoreApplication::arguments().value(0);
+    if (!QCoreApplication::arguments().isEmpty() && text.startsWith(qtUsage))
+        text.replace(0, qtUsage.size(), "Usage: " + commandName());
     return text;
 }
 

@@ -132,16 +132,17 @@ QString replaySummary(const IncidentSection& s)
     if (s.replay.firstNonfinite < 0)
         out += QObject::tr("the forward pass is finite (loss %1).").arg(s.replay.loss, 0, 'g', 5);
     else
+        // One multi-argument arg(): a second pass would read a '%2' inside the code as a placeholder.
         out += QObject::tr("first non-finite value from %1 in module '%2' at %3%4; inputs %5.")
                    .arg(s.replay.culprit.op, s.replay.culprit.module.isEmpty() ? QString("(root)") : s.replay.culprit.module,
                         s.replay.culprit.source,
-                        s.replay.culprit.code.isEmpty() ? QString() : QString(" (%1)").arg(s.replay.culprit.code))
-                   .arg([&] {
-                       QStringList inputs;
-                       for (const auto& v : s.replay.culprit.inputs)
-                           inputs << range(v);
-                       return inputs.join(", ");
-                   }());
+                        s.replay.culprit.code.isEmpty() ? QString() : QString(" (%1)").arg(s.replay.culprit.code),
+                        [&] {
+                            QStringList inputs;
+                            for (const auto& v : s.replay.culprit.inputs)
+                                inputs << range(v);
+                            return inputs.join(", ");
+                        }());
     if (s.replay.bisected) {
         QStringList samples;
         for (qint64 i : s.replay.badSamples)

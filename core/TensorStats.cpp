@@ -38,6 +38,9 @@ constexpr int kBlock = 4096; // 16 KB of float32: stays in L1 between the two re
 // on the 2-core EPYC machine of the bench; 4 KB is in the middle.
 constexpr int kPrefetchBytes = 4096;
 constexpr int kCacheLine = 64;
+// A block whose largest magnitude, times the scale it was summed at, lies below 2^-this is
+// summed again at its own scale (see blockKernel).
+constexpr int kRescaleExponent = 30;
 
 NANSCOPE_ALWAYS_INLINE void prefetchAhead(const void* p)
 {
@@ -265,11 +268,54 @@ struct BlockSweep
     double d, q, low, high, least;
 };
 
-// The hot loop of a block: sums of (x * scale - shift) and of their squares, min, max and the
-// smallest magnitude, two vectors (one cache line) a step. Few enough live vectors for AVX2's 16
-// registers: an earlier version with several running sums of each kind spilled them to the stack,
-// and ran at a quarter of the speed of the memory it reads.
-// `kScaled` false: the scale is 1 and no multiply is spent on it.
+// Running sums of (x * scale - shift) and of their squares, min and max, fed two vectors at a
+// time. Each kind is reduced as a tree within a step, so the running sums see one addition a step
+// and their latency never limits the loop. `kScaled` false: the scale is 1 and no multiply is
+// spent on it.
+template<typename F, bool kScaled>
+struct PairMoments
+{
+    using V = typename Lanes<F>::V;
+    static constexpr int W = Lanes<F>::kWidth;
+    V vScale, vShift;
+    V sum = {}, squares = {};
+    V lo = splat<V>(std::numeric_limits<F>::infinity()), hi = splat<V>(-std::numeric_limits<F>::infinity());
+
+    PairMoments(F scale, F shift) : vScale(splat<V>(scale)), vShift(splat<V>(shift)) {}
+
+    NANSCOPE_ALWAYS_INLINE void add(const V& a, const V& b)
+    {
+        const V ta = kScaled ? a * vScale - vShift : a - vShift;
+        const V tb = kScaled ? b * vScale - vShift : b - vShift;
+        sum += ta + tb;
+        squares += ta * ta + tb * tb;
+        const V lab = a < b ? a : b, hab = a > b ? a : b;
+        lo = lab < lo ? lab : lo;
+        hi = hab > hi ? hab : hi;
+    }
+
+    // Lanes are read from copies: subscripting the vectors themselves made GCC keep a running sum
+    // in memory for the whole loop.
+    NANSCOPE_ALWAYS_INLINE void finish(double& d, double& q, double& low, double& high) const
+    {
+        F sums[W], sq[W], lows[W], highs[W];
+        std::memcpy(sums, &sum, sizeof sums);
+        std::memcpy(sq, &squares, sizeof sq);
+        std::memcpy(lows, &lo, sizeof lows);
+        std::memcpy(highs, &hi, sizeof highs);
+        for (int j = 0; j < W; ++j) {
+            d += double(sums[j]);
+            q += double(sq[j]);
+            low = std::min(low, double(lows[j]));
+            high = std::max(high, double(highs[j]));
+        }
+    }
+};
+
+// The hot loop of a block: PairMoments and the smallest magnitude, two vectors (one cache line) a
+// step. Few enough live vectors for AVX2's 16 registers: an earlier version with several running
+// sums of each kind spilled them to the stack, and ran at a quarter of the speed of the memory it
+// reads.
 template<typename F, bool kScaled, typename Source>
 NANSCOPE_ALWAYS_INLINE BlockSweep<F> sweepBlock(const Source& source, int n, F scale, F shift)
 {
@@ -279,42 +325,22 @@ NANSCOPE_ALWAYS_INLINE BlockSweep<F> sweepBlock(const Source& source, int n, F s
     constexpr F inf = std::numeric_limits<F>::infinity();
     const Mask absMask = Mask{} + std::numeric_limits<typename std::remove_reference<decltype(Mask{}[0])>::type>::max();
     auto magnitude = [&](const V& v) { return reinterpret_cast<V>(reinterpret_cast<Mask>(v) & absMask); };
-    const V vScale = splat<V>(scale), vShift = splat<V>(shift);
-    V sum = {}, squares = {};
-    V lo = splat<V>(inf), hi = splat<V>(-inf), smallest = splat<V>(inf);
+    PairMoments<F, kScaled> moments(scale, shift);
+    V smallest = splat<V>(inf);
     int i = 0;
     for (; i + 2 * W <= n; i += 2 * W) {
         source.prefetch(i);
         const V a = source.load(i), b = source.load(i + W);
-        const V ta = kScaled ? a * vScale - vShift : a - vShift;
-        const V tb = kScaled ? b * vScale - vShift : b - vShift;
-        // Each kind is reduced as a tree within the step, so the running sums see one addition
-        // a step and their latency never limits the loop.
-        sum += ta + tb;
-        squares += ta * ta + tb * tb;
-        const V lab = a < b ? a : b, hab = a > b ? a : b;
-        lo = lab < lo ? lab : lo;
-        hi = hab > hi ? hab : hi;
+        moments.add(a, b);
         const V ma = magnitude(a), mb = magnitude(b);
         const V mab = ma < mb ? ma : mb;
         smallest = mab < smallest ? mab : smallest;
     }
     BlockSweep<F> sweep{scale, shift, i, 0, 0, double(inf), -double(inf), double(inf)};
-    // Lanes are read from copies: subscripting the vectors themselves made GCC keep a running sum
-    // in memory for the whole loop.
-    F sums[W], sq[W], lows[W], highs[W], least[W];
-    std::memcpy(sums, &sum, sizeof sums);
-    std::memcpy(sq, &squares, sizeof sq);
-    std::memcpy(lows, &lo, sizeof lows);
-    std::memcpy(highs, &hi, sizeof highs);
+    moments.finish(sweep.d, sweep.q, sweep.low, sweep.high);
+    F least[W];
     std::memcpy(least, &smallest, sizeof least);
-    for (int j = 0; j < W; ++j) {
-        sweep.d += double(sums[j]);
-        sweep.q += double(sq[j]);
-        sweep.low = std::min(sweep.low, double(lows[j]));
-        sweep.high = std::max(sweep.high, double(highs[j]));
-        sweep.least = std::min(sweep.least, double(least[j]));
-    }
+    sweep.least = double(*std::min_element(least, least + W));
     return sweep;
 }
 
@@ -330,10 +356,8 @@ NANSCOPE_ALWAYS_INLINE BlockSweep<float> sweepBFloat16(const AliasU16* p, int n,
     typedef uint16_t Raw16 __attribute__((vector_size(32)));
     constexpr float inf = std::numeric_limits<float>::infinity();
     const Raw16 zero = {}, magnitudeBits = Raw16{} + uint16_t(0x7fff);
-    const V vScale = splat<V>(scale), vShift = splat<V>(shift);
-    V sum = {}, squares = {};
-    V lo = splat<V>(inf), hi = splat<V>(-inf);
-    Raw16 smallest = Raw16{} + uint16_t(0x7fff);
+    PairMoments<float, kScaled> moments(scale, shift);
+    Raw16 smallest = magnitudeBits;
     int i = 0;
     for (; i + 16 <= n; i += 16) {
         static_assert(sizeof(Raw16) == kCacheLine / 2, "two steps read one cache line");
@@ -341,32 +365,15 @@ NANSCOPE_ALWAYS_INLINE BlockSweep<float> sweepBFloat16(const AliasU16* p, int n,
             prefetchAhead(p + i);
         Raw16 raw;
         std::memcpy(&raw, p + i, sizeof raw);
-        const V a = reinterpret_cast<V>(__builtin_shufflevector(zero, raw, 0, 16, 1, 17, 2, 18, 3, 19, 8, 24, 9, 25, 10, 26, 11, 27));
-        const V b = reinterpret_cast<V>(__builtin_shufflevector(zero, raw, 4, 20, 5, 21, 6, 22, 7, 23, 12, 28, 13, 29, 14, 30, 15, 31));
-        const V ta = kScaled ? a * vScale - vShift : a - vShift;
-        const V tb = kScaled ? b * vScale - vShift : b - vShift;
-        sum += ta + tb;
-        squares += ta * ta + tb * tb;
-        const V lab = a < b ? a : b, hab = a > b ? a : b;
-        lo = lab < lo ? lab : lo;
-        hi = hab > hi ? hab : hi;
+        moments.add(reinterpret_cast<V>(__builtin_shufflevector(zero, raw, 0, 16, 1, 17, 2, 18, 3, 19, 8, 24, 9, 25, 10, 26, 11, 27)),
+                    reinterpret_cast<V>(__builtin_shufflevector(zero, raw, 4, 20, 5, 21, 6, 22, 7, 23, 12, 28, 13, 29, 14, 30, 15, 31)));
         const Raw16 magnitude = raw & magnitudeBits;
         smallest = magnitude < smallest ? magnitude : smallest;
     }
     BlockSweep<float> sweep{scale, shift, i, 0, 0, double(inf), -double(inf), double(inf)};
-    float sums[8], sq[8], lows[8], highs[8];
+    moments.finish(sweep.d, sweep.q, sweep.low, sweep.high);
     uint16_t least[16];
-    std::memcpy(sums, &sum, sizeof sums);
-    std::memcpy(sq, &squares, sizeof sq);
-    std::memcpy(lows, &lo, sizeof lows);
-    std::memcpy(highs, &hi, sizeof highs);
     std::memcpy(least, &smallest, sizeof least);
-    for (int j = 0; j < 8; ++j) {
-        sweep.d += double(sums[j]);
-        sweep.q += double(sq[j]);
-        sweep.low = std::min(sweep.low, double(lows[j]));
-        sweep.high = std::max(sweep.high, double(highs[j]));
-    }
     if (i > 0)
         sweep.least = double(bfloat16ToFloat(*std::min_element(least, least + 16)));
     return sweep;
@@ -461,10 +468,18 @@ NANSCOPE_ALWAYS_INLINE void blockKernel(const Source& source, int n, F minNormal
                 acc.subnormal += tinies - zeros;
             }
             const double unscale = 1.0 / double(usedScale);
-            const double m2 = std::max(0.0, q - d * d / double(n)) * unscale * unscale;
+            const double blockMean = double(usedShift) * unscale + d * unscale / double(n);
             acc.min = std::min(acc.min, low);
             acc.max = std::max(acc.max, high);
-            acc.addMoments(n, double(usedShift) * unscale + d * unscale / double(n), m2);
+            // A block far smaller than the centre's scale (the first block of a tensor that
+            // starts with zeros, say) may have had its squares flush to zero: sum them again,
+            // scaled for this block. Rare, and the block is still in L1.
+            const double largest = std::max(std::fabs(low), std::fabs(high));
+            if (largest > 0 && std::ilogb(largest) + std::ilogb(double(usedScale)) < -kRescaleExponent)
+                // Centred inside the block: at the old scale its mean may have cancelled away.
+                blockDeviations<F, false>(source.values(scratch, n), n, n, std::clamp(blockMean, low, high), low, high, acc);
+            else
+                acc.addMoments(n, blockMean, std::max(0.0, q - d * d / double(n)) * unscale * unscale);
             updateCentre<F>(acc, centre);
             return;
         }

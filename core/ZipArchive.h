@@ -4,8 +4,8 @@
 // They store every entry uncompressed (STORED), so reading an entry is a bounded copy of bytes that
 // lie in the file; compressed entries are listed but refused when read. Every offset and size is
 // checked against the file's size before anything is allocated, and every entry read is checked
-// against the CRC-32 the archive records for it, so flipped bytes inside a tensor are an error
-// rather than silently wrong statistics.
+// against the CRC-32 the archive records for it (unless it records none: 0), so flipped bytes
+// inside a tensor are an error rather than silently wrong statistics.
 
 #include "Result.h"
 

@@ -132,14 +132,18 @@ std::string codeOf(const Node* node)
     if (!source || range.start() >= source->size())
         return "";
     std::string line = source->get_line(source->lineno_for_offset(range.start())).str();
-    const auto first = line.find_first_not_of(" \t");
+    const auto first = line.find_first_not_of(" \t\r\n");
     const auto last = line.find_last_not_of(" \t\r\n");
     if (first == std::string::npos)
         return "";
     line = line.substr(first, last - first + 1);
     constexpr size_t kMaxLength = 160;
-    if (line.size() > kMaxLength)
-        line = line.substr(0, kMaxLength - 3) + "...";
+    if (line.size() > kMaxLength) {
+        size_t cut = kMaxLength - 3;
+        while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xc0) == 0x80) // not inside a UTF-8 character
+            --cut;
+        line = line.substr(0, cut) + "...";
+    }
     return line;
 }
 

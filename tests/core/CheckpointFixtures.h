@@ -34,6 +34,7 @@ struct ZipEntrySpec
     std::string name;
     std::string data;
     uint16_t method = 0; // 0 stored; 8 claims deflate
+    bool recordCrc = true; // false: CRC-32 field 0, as torch.save writes with its CRC option off
 };
 
 inline std::string makeZip(const std::vector<ZipEntrySpec>& entries)
@@ -46,7 +47,7 @@ inline std::string makeZip(const std::vector<ZipEntrySpec>& entries)
         putLe(out, 0, 2);
         putLe(out, e.method, 2);
         putLe(out, 0, 4); // time, date
-        putLe(out, crc32Of(e.data), 4);
+        putLe(out, e.recordCrc ? crc32Of(e.data) : 0, 4);
         putLe(out, e.data.size(), 4);
         putLe(out, e.data.size(), 4);
         putLe(out, e.name.size(), 2);
@@ -60,7 +61,7 @@ inline std::string makeZip(const std::vector<ZipEntrySpec>& entries)
         putLe(directory, 0, 2);
         putLe(directory, e.method, 2);
         putLe(directory, 0, 4); // time, date
-        putLe(directory, crc32Of(e.data), 4);
+        putLe(directory, e.recordCrc ? crc32Of(e.data) : 0, 4);
         putLe(directory, e.data.size(), 4);
         putLe(directory, e.data.size(), 4);
         putLe(directory, e.name.size(), 2);

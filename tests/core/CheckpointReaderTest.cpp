@@ -100,6 +100,19 @@ TEST_F(CheckpointReaderTest, FlippedByteInsideTensorDataIsACorruptionErrorNotWro
     EXPECT_NE(checkpoint.error().find("checksum"), std::string::npos) << checkpoint.error();
 }
 
+TEST_F(CheckpointReaderTest, ArchiveWithoutChecksumsIsRead)
+{
+    // PyTorch 2.6+ can write archives with every CRC-32 field 0 (set_crc32_options(False)).
+    PickleWriter p;
+    p.emptyOrderedDict().mark().text("w").tensor("FloatStorage", "0", 2, 0, {2}, {1});
+    p.op('u');
+    const auto path = write("nocrc.pt", makeZip({{"ckpt/data.pkl", p.finish(), 0, false},
+                                                 {"ckpt/data/0", rawBytes(std::vector<float>{1.f, 3.f}), 0, false}}));
+    auto checkpoint = readCheckpoint(path);
+    ASSERT_TRUE(checkpoint) << checkpoint.error();
+    EXPECT_DOUBLE_EQ(*computeTensorStats("w", checkpoint->tensors[0].tensor).mean, 2.0);
+}
+
 TEST_F(CheckpointReaderTest, PickleCallingOsSystemIsRefused)
 {
     PickleWriter p;
@@ -407,6 +420,48 @@ TEST(TensorStatsTest, ManyTensorsSpreadOverThreadsKeepTheirOwnFigures)
         EXPECT_EQ(s.nan, k % 2);
         EXPECT_DOUBLE_EQ(*s.mean, k + 0.5);
         EXPECT_DOUBLE_EQ(*s.max, k + 0.5);
+    }
+}
+
+TEST(TensorStatsTest, TinyValuesAfterLeadingZerosKeepTheirSpread)
+{
+    // The kernel centres its sums on the first values it sees; here they are zeros, and the rest
+    // is +-1e-25, whose squares (1e-50) are below float32's range at the zeros' scale.
+    for (DType dtype : {DType::Float32, DType::BFloat16}) {
+        const int n = 4096;
+        std::vector<float> values(n, 0.0f);
+        for (int i = 64; i < n; ++i)
+            values[size_t(i)] = (i % 2 ? 1e-25f : -1e-25f);
+        TensorView view;
+        view.dtype = dtype;
+        view.shape = {n};
+        view.strides = {1};
+        auto storage = std::make_shared<std::vector<uint8_t>>();
+        for (float v : values) {
+            uint32_t bits;
+            std::memcpy(&bits, &v, 4);
+            const int bytes = dtype == DType::Float32 ? 4 : 2;
+            if (dtype == DType::BFloat16)
+                bits >>= 16;
+            for (int k = 0; k < bytes; ++k)
+                storage->push_back(uint8_t(bits >> (8 * k)));
+        }
+        view.storage = storage;
+        const TensorStats s = computeTensorStats("x", view);
+        double expectedNorm = 0, element = dtype == DType::Float32 ? double(1e-25f) : 0;
+        if (dtype == DType::BFloat16) {
+            uint32_t bits;
+            const float f = 1e-25f;
+            std::memcpy(&bits, &f, 4);
+            bits &= 0xffff0000u;
+            float truncated;
+            std::memcpy(&truncated, &bits, 4);
+            element = truncated;
+        }
+        expectedNorm = element * std::sqrt(double(n - 64));
+        EXPECT_EQ(s.zero, 64);
+        EXPECT_NEAR(s.norm, expectedNorm, 1e-6 * expectedNorm) << "dtype " << int(dtype);
+        EXPECT_GT(*s.std, 0.9 * element) << "dtype " << int(dtype);
     }
 }
 

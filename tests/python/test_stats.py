@@ -280,6 +280,21 @@ class StatsMatchPyTorch(unittest.TestCase):
             result = nanscope("stats", self.path("cut.pt"), expect=2)
             self.assertIn("cut.pt", result.stderr)
 
+    def test_damaged_tensor_bytes_are_reported_as_corruption(self):
+        weights = torch.arange(1000, dtype=torch.float32)
+        torch.save({"w": weights}, self.path("whole.pt"))
+        with open(self.path("whole.pt"), "rb") as f:
+            data = bytearray(f.read())
+        at = bytes(data).find(weights.numpy().tobytes())
+        self.assertGreater(at, 0)
+        data[at + 2001] ^= 0x04  # one bit of one float: still a plausible number
+        with open(self.path("damaged.pt"), "wb") as f:
+            f.write(data)
+        result = nanscope("stats", self.path("damaged.pt"), expect=2)
+        self.assertIn("damaged.pt", result.stderr)
+        self.assertIn("data/0", result.stderr)
+        self.assertIn("checksum", result.stderr)
+
     def test_diff(self):
         a = {"w": torch.randn(20, 10), "b": torch.randn(10), "gone": torch.ones(1)}
         b = {"w": a["w"] + 0.01 * torch.randn(20, 10), "b": a["b"].clone(), "new": torch.ones(1)}
