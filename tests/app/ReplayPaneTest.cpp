@@ -17,6 +17,21 @@
 
 using namespace nanscope;
 
+namespace {
+// Runs `program` as the replay child for one step of a demo run; the report it finishes with.
+ReplayReport replayInChild(const QString& program, const char* run, qint64 step)
+{
+    ReplayProcess process;
+    process.setProgram(program);
+    QSignalSpy finished(&process, &ReplayProcess::finished);
+    ReplayRequest request;
+    request.step = step;
+    process.start(test::demoRun(run), request);
+    EXPECT_TRUE(finished.wait(60000)) << "the replay child never finished";
+    return finished.isEmpty() ? ReplayReport{} : finished.first().first().value<ReplayReport>();
+}
+} // namespace
+
 TEST(ReplayPane, ReplaysAStepInAChildProcessAndHighlightsTheCulprit)
 {
     MainWindow window;
@@ -58,28 +73,14 @@ TEST(ReplayPane, ACrashingReplayIsReportedAndTheWindowSurvives)
     script.close();
     script.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
 
-    ReplayProcess process;
-    process.setProgram(crasher);
-    QSignalSpy finished(&process, &ReplayProcess::finished);
-    ReplayRequest request;
-    request.step = 180;
-    process.start(test::demoRun("division-by-zero"), request);
-    ASSERT_TRUE(finished.wait(30000));
-    const auto report = finished.first().first().value<ReplayReport>();
+    const ReplayReport report = replayInChild(crasher, "division-by-zero", 180);
     EXPECT_TRUE(report.error.contains("crashed")) << report.error.toStdString();
     EXPECT_EQ(report.step, 180);
 }
 
 TEST(ReplayPane, AMissingStepIsAnErrorInThePane)
 {
-    ReplayProcess process;
-    process.setProgram(NANSCOPE_BINARY);
-    QSignalSpy finished(&process, &ReplayProcess::finished);
-    ReplayRequest request;
-    request.step = 7;
-    process.start(test::demoRun("healthy"), request);
-    ASSERT_TRUE(finished.wait(60000));
-    const auto report = finished.first().first().value<ReplayReport>();
+    const ReplayReport report = replayInChild(NANSCOPE_BINARY, "healthy", 7);
     EXPECT_TRUE(report.error.contains("no checkpoint for step 7")) << report.error.toStdString();
 }
 

@@ -52,6 +52,18 @@ std::string describe(const ScanReport& report)
     return out;
 }
 
+// A synthetic run whose every gradient jumps x80 at step 150 only, and recovers.
+void writeRunWithGradientSpike(const std::string& directory)
+{
+    SyntheticRun run;
+    run.shape = [](SyntheticRow& row) {
+        if (row.step == 150)
+            for (auto& g : row.grads)
+                g *= 80.f;
+    };
+    writeSyntheticRun(directory, run);
+}
+
 } // namespace
 
 // ---- the demo runs -------------------------------------------------------------------------
@@ -262,13 +274,7 @@ TEST(IncidentDetector, ExplosionAfterWhichTheLossNeverRecoversIsABlowupNotASpike
 TEST(IncidentDetector, IsolatedGradientSpikeThatRecoversIsAWarning)
 {
     ScratchDir dir;
-    SyntheticRun run;
-    run.shape = [](SyntheticRow& row) {
-        if (row.step == 150)
-            for (auto& g : row.grads)
-                g *= 80.f;
-    };
-    writeSyntheticRun(dir / "run", run);
+    writeRunWithGradientSpike(dir / "run");
     const ScanReport report = scanDirectory(dir / "run");
     ASSERT_EQ(report.incidents.size(), 1u) << describe(report);
     EXPECT_EQ(report.incidents.front().kind, IncidentKind::Spike);
@@ -369,13 +375,7 @@ TEST(IncidentDetector, ThresholdsComeFromSettings)
 
     // A higher spike threshold silences the x80 spike.
     ScratchDir dir;
-    SyntheticRun run;
-    run.shape = [](SyntheticRow& row) {
-        if (row.step == 150)
-            for (auto& g : row.grads)
-                g *= 80.f;
-    };
-    writeSyntheticRun(dir / "run", run);
+    writeRunWithGradientSpike(dir / "run");
     EXPECT_TRUE(scanDirectory(dir / "run", config).incidents.empty());
 }
 
