@@ -266,10 +266,16 @@ void SeriesPlot::addBand(double fromStep, double toStep, const QColor& colour, c
         auto* text = new QCPItemText(m_plot);
         text->position->setTypeX(QCPItemPosition::ptPlotCoords);
         text->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
-        text->position->setCoords(fromStep, 0.08);
+        // One line down per label, so incidents at the same step (a blow-up and its bad input)
+        // do not print over each other; on a backing of the plot's own colour, over the curves.
+        const double line = 0.09 * double(m_bandLabels.size() % 8);
+        text->position->setCoords(fromStep, 0.08 + line);
         text->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
         text->setText(label);
         text->setColor(colour.darker(160));
+        QColor backing = m_plot->palette().color(QPalette::Base);
+        backing.setAlpha(210);
+        text->setBrush(backing);
         text->setPadding(QMargins(3, 1, 3, 1));
         m_bandLabels.push_back(text);
     }
@@ -318,7 +324,11 @@ void SeriesPlot::rescale()
             values.lower = std::max(values.lower, 1e-300);
             m_plot->yAxis->setRange(values.lower / 2, values.upper * 2);
         } else {
-            const double margin = std::max(1e-12, (values.upper - values.lower) * 0.08);
+            // A flat series (a constant learning rate) gets a band around its value; a margin
+            // proportional to a zero span would label every tick with the same number.
+            const double magnitude = std::max(std::fabs(values.lower), std::fabs(values.upper));
+            const double span = values.upper - values.lower;
+            const double margin = span > 1e-6 * magnitude ? span * 0.08 : (magnitude > 0 ? magnitude * 0.1 : 1.0);
             m_plot->yAxis->setRange(values.lower - margin, values.upper + margin);
         }
     }

@@ -26,6 +26,16 @@ TEST(SeriesPlot, NonFiniteValuesGetMarkersInsteadOfVanishing)
     EXPECT_EQ(plot.nanCount(), 2);
 }
 
+TEST(SeriesPlot, ConstantSeriesGetsAReadableBandAroundItsValue)
+{
+    SeriesPlot plot("learning rate");
+    plot.setSeries({0, 1, 2, 3}, {0.05, 0.05, 0.05, 0.05});
+    const QCPRange range = plot.plot()->yAxis->range();
+    EXPECT_LE(range.lower, 0.046) << "a constant learning rate is not drawn in a sliver of 1e-12";
+    EXPECT_GE(range.upper, 0.054);
+    EXPECT_GT(range.lower, 0.0);
+}
+
 TEST(SeriesPlot, ExportsPngSvgAndPdf)
 {
     SeriesPlot plot("grad norm");
