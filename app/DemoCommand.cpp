@@ -1,7 +1,7 @@
 #include "CliSupport.h"
 #include "Subcommands.h"
 
-#include "core/DemoRuns.h"
+#include "core/torch/DemoRuns.h"
 
 #include <QDir>
 

@@ -1,7 +1,7 @@
 #include "CliSupport.h"
 #include "Subcommands.h"
 
-#include "core/CheckpointDiff.h"
+#include "core/checkpoint/CheckpointDiff.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>

@@ -3,10 +3,10 @@
 #include "IncidentJson.h"
 #include "ReplayProcess.h"
 
-#include "core/IncidentDetector.h"
-#include "core/Replay.h"
-#include "core/RunFormat.h"
-#include "core/RunReader.h"
+#include "core/scan/IncidentDetector.h"
+#include "core/torch/Replay.h"
+#include "core/run/RunFormat.h"
+#include "core/run/RunReader.h"
 #include "widgets/OverviewView.h"
 #include "widgets/SeriesPlot.h"
 

@@ -1,7 +1,7 @@
 #include "CliSupport.h"
 #include "Subcommands.h"
 
-#include "core/RunReader.h"
+#include "core/run/RunReader.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>

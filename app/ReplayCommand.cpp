@@ -1,9 +1,9 @@
 #include "CliSupport.h"
 #include "Subcommands.h"
 
-#include "core/Replay.h"
-#include "core/RunReader.h"
-#include "core/RunWriter.h"
+#include "core/torch/Replay.h"
+#include "core/run/RunReader.h"
+#include "core/run/RunWriter.h"
 
 #include <QDir>
 #include <QFileInfo>

@@ -1,7 +1,7 @@
 #include "RunSession.h"
 
-#include "core/IncidentDetector.h"
-#include "core/RunFormat.h"
+#include "core/scan/IncidentDetector.h"
+#include "core/run/RunFormat.h"
 
 #include <QTimer>
 

@@ -1,8 +1,8 @@
 #pragma once
 
-#include "core/Incident.h"
-#include "core/LayerHeatmap.h"
-#include "core/RunReader.h"
+#include "core/scan/Incident.h"
+#include "core/run/LayerHeatmap.h"
+#include "core/run/RunReader.h"
 #include "widgets/ViewData.h"
 
 #include <QObject>

@@ -2,9 +2,9 @@
 #include "IncidentJson.h"
 #include "Subcommands.h"
 
-#include "core/IncidentDetector.h"
-#include "core/RunReader.h"
-#include "core/ScanConfig.h"
+#include "core/scan/IncidentDetector.h"
+#include "core/run/RunReader.h"
+#include "core/scan/ScanConfig.h"
 
 #include <QFile>
 #include <QJsonArray>

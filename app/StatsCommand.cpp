@@ -1,8 +1,8 @@
 #include "CliSupport.h"
 #include "Subcommands.h"
 
-#include "core/CheckpointReader.h"
-#include "core/TensorStats.h"
+#include "core/checkpoint/CheckpointReader.h"
+#include "core/tensor/TensorStats.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>

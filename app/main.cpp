@@ -1,5 +1,6 @@
 #include "CommandLine.h"
 #include "MainWindow.h"
+#include "core/torch/TorchTensorStats.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -9,6 +10,7 @@
 
 int main(int argc, char** argv)
 {
+    nanscope::torchstats::installStatsBackend();
     if (argc > 1 && QString::fromLocal8Bit(argv[1]) == "report") {
         // The report renders plots with widgets: a GUI application, offscreen when there is no display.
         if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY") &&

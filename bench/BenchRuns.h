@@ -3,7 +3,7 @@
 // Writes the large synthetic runs the benchmarks read: S steps of scalars and an S x L
 // /layers/grad_norm table with lognormal noise, a blow-up in the last 5% and one NaN step.
 
-#include "core/RunWriter.h"
+#include "core/run/RunWriter.h"
 
 #include <cmath>
 #include <filesystem>

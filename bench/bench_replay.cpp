@@ -2,7 +2,7 @@
 // statistics) against a plain forward + backward of the same TorchScript model on the same batch,
 // measured in the same run. Target: at most 1.5x. For comparison, PyTorch's anomaly mode is
 // reported at 2.5-3x and a full TorchLens trace at about 14x.
-#include "core/Replay.h"
+#include "core/torch/Replay.h"
 
 #include <torch/script.h>
 #include <torch/torch.h>

@@ -5,8 +5,8 @@
 // cannot slice would do before it could show a single layer.
 //
 // usage: bench_run_reader [WORK_DIR] [STEPS] [LAYERS]
-#include "core/RunReader.h"
-#include "core/RunWriter.h"
+#include "core/run/RunReader.h"
+#include "core/run/RunWriter.h"
 
 #include <algorithm>
 #include <chrono>

@@ -8,9 +8,9 @@
 // 1,000 parameters; /activations for 1,000 modules every 10 steps; /buffers for 100 BatchNorm
 // layers every step; /inputs every step; a few events. A sudden blow-up at step 90,000 and one
 // layer whose gradient vanishes at step 40,000 give the scan something to find.
-#include "core/IncidentDetector.h"
-#include "core/RunReader.h"
-#include "core/RunWriter.h"
+#include "core/scan/IncidentDetector.h"
+#include "core/run/RunReader.h"
+#include "core/run/RunWriter.h"
 
 #include <chrono>
 #include <cmath>

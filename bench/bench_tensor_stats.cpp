@@ -8,7 +8,8 @@
 //   - the naive way: separate LibTorch calls for isnan, isinf, zeros, then min, max, mean, std and
 //     norm over the finite values. The fused pass should be >= 3x faster.
 
-#include "core/TensorStats.h"
+#include "core/tensor/TensorStats.h"
+#include "core/torch/TorchTensorStats.h"
 
 #include <torch/torch.h>
 
@@ -136,6 +137,7 @@ void checkpointCase(int count, int64_t numel)
 
 int main()
 {
+    nanscope::torchstats::installStatsBackend();
     const int hardware = int(std::max(1u, std::thread::hardware_concurrency()));
     std::printf("threads: LibTorch default intra-op %d, hardware %d\n", torch::get_num_threads(), hardware);
     const int64_t numel = int64_t(32) << 20; // 128 MB of float32: far beyond the caches

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/LayerHeatmap.h"
+#include "core/run/LayerHeatmap.h"
 
 #include <QWidget>
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/Incident.h"
+#include "core/scan/Incident.h"
 
 #include <QWidget>
 

@@ -2,7 +2,7 @@
 
 // Plain values the views are fed with. The app reads them from core off the GUI thread.
 
-#include "core/LayerHeatmap.h"
+#include "core/run/LayerHeatmap.h"
 
 #include <QString>
 #include <QStringList>

@@ -1,7 +1,7 @@
-#include "core/DemoRuns.h"
+#include "core/torch/DemoRuns.h"
 
-#include "core/RunFormat.h"
-#include "core/RunWriter.h"
+#include "core/run/RunFormat.h"
+#include "core/run/RunWriter.h"
 #include "core/torch/TensorRange.h"
 
 #include <torch/script.h>

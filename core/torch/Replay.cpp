@@ -1,6 +1,6 @@
-#include "core/Replay.h"
+#include "core/torch/Replay.h"
 
-#include "core/CheckpointReader.h"
+#include "core/checkpoint/CheckpointReader.h"
 
 #include <torch/csrc/jit/frontend/source_range.h>
 #include <torch/csrc/jit/ir/ir.h>

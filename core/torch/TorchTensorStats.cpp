@@ -1,4 +1,4 @@
-#include "TorchTensorStats.h"
+#include "core/torch/TorchTensorStats.h"
 
 #include <torch/torch.h>
 
@@ -120,6 +120,11 @@ Result<std::vector<TensorStats>> computeWithTorch(const std::vector<const NamedT
     } catch (const std::exception& e) {
         return Error{std::string("LibTorch: ") + e.what()};
     }
+}
+
+void installStatsBackend()
+{
+    setTensorStatsBackend({cudaAvailable, computeWithTorch});
 }
 
 } // namespace nanscope::torchstats

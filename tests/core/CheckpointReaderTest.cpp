@@ -1,9 +1,9 @@
 #include "CheckpointFixtures.h"
 #include "TestRuns.h"
 
-#include "core/CheckpointReader.h"
-#include "core/PickleReader.h"
-#include "core/TensorStats.h"
+#include "core/checkpoint/CheckpointReader.h"
+#include "core/checkpoint/PickleReader.h"
+#include "core/tensor/TensorStats.h"
 
 #include <gtest/gtest.h>
 

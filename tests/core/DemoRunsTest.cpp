@@ -2,8 +2,8 @@
 // failure it is named after. They are written by the `make_demo_runs` CTest fixture.
 #include "TestRuns.h"
 
-#include "core/DemoRuns.h"
-#include "core/RunReader.h"
+#include "core/torch/DemoRuns.h"
+#include "core/run/RunReader.h"
 
 #include <cmath>
 #include <numeric>

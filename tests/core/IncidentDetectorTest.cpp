@@ -3,8 +3,8 @@
 #include "SyntheticRuns.h"
 #include "TestRuns.h"
 
-#include "core/IncidentDetector.h"
-#include "core/RunReader.h"
+#include "core/scan/IncidentDetector.h"
+#include "core/run/RunReader.h"
 
 #include <algorithm>
 #include <chrono>

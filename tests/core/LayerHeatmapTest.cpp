@@ -1,8 +1,8 @@
 #include "TestRuns.h"
 
-#include "core/LayerHeatmap.h"
-#include "core/RunReader.h"
-#include "core/RunWriter.h"
+#include "core/run/LayerHeatmap.h"
+#include "core/run/RunReader.h"
+#include "core/run/RunWriter.h"
 
 #include <algorithm>
 #include <cmath>

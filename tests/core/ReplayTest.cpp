@@ -1,8 +1,8 @@
 // Replays of the demo runs' saved steps: the culprit op, its module, its inputs, the samples.
 #include "TestRuns.h"
 
-#include "core/Replay.h"
-#include "core/RunWriter.h"
+#include "core/torch/Replay.h"
+#include "core/run/RunWriter.h"
 
 #include <cmath>
 

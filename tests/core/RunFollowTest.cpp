@@ -2,7 +2,7 @@
 // row readable. The writer is tests/core/helpers/TestWriterMain.cpp.
 #include "TestRuns.h"
 
-#include "core/RunReader.h"
+#include "core/run/RunReader.h"
 
 #include <chrono>
 #include <csignal>

@@ -1,8 +1,8 @@
 // Every kind of broken run gets a clear message naming the file and what is wrong, never a crash.
 #include "TestRuns.h"
 
-#include "core/RunReader.h"
-#include "core/RunWriter.h"
+#include "core/run/RunReader.h"
+#include "core/run/RunWriter.h"
 
 #include <hdf5.h>
 

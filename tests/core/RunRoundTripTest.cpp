@@ -1,7 +1,7 @@
 #include "TestRuns.h"
 
-#include "core/RunReader.h"
-#include "core/RunWriter.h"
+#include "core/run/RunReader.h"
+#include "core/run/RunWriter.h"
 
 #include <cmath>
 #include <fstream>

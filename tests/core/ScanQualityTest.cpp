@@ -9,9 +9,9 @@
 #include "SyntheticRuns.h"
 #include "TestRuns.h"
 
-#include "core/DemoRuns.h"
-#include "core/IncidentDetector.h"
-#include "core/RunReader.h"
+#include "core/torch/DemoRuns.h"
+#include "core/scan/IncidentDetector.h"
+#include "core/run/RunReader.h"
 
 #include <cstdio>
 #include <cstdlib>

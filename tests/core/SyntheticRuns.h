@@ -4,7 +4,7 @@
 // cascades, long runs of skipped steps, vanishing layers, saturated inputs): ordinary noisy
 // training, with a hook that bends one step's row.
 
-#include "core/RunWriter.h"
+#include "core/run/RunWriter.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // A writer in its own process, for the tests that follow a run while it is written and that
 // kill a writer mid-run. Writes ROWS rows to RUN_DIR, one every DELAY_MS milliseconds, and prints
 // "row N" after each flushed append so the test knows what must be readable.
-#include "core/RunWriter.h"
+#include "core/run/RunWriter.h"
 
 #include <chrono>
 #include <cmath>

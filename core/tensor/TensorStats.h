@@ -4,9 +4,10 @@
 // plain C++ kernel over the raw bytes, or by LibTorch on a CUDA device. Value structs only; no
 // LibTorch in this header.
 
-#include "CheckpointReader.h"
-#include "Result.h"
+#include "core/tensor/Tensor.h"
+#include "core/Result.h"
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,6 +66,18 @@ TensorStats computeTensorStats(const std::string& name, const TensorView& tensor
 Result<std::vector<TensorStats>> computeCheckpointStats(const std::vector<NamedTensor>& tensors,
                                                         const StatsOptions& options = {});
 
+// The device path of the statistics (LibTorch's kernels, on CUDA or on the CPU as a reference).
+// core has no LibTorch: the torch library installs this backend at start-up
+// (nanscope::torchstats::installStatsBackend()); without one, StatsDevice::Cuda and TorchCpu fail
+// with a clear message and Auto uses the CPU kernel.
+struct TensorStatsBackend
+{
+    std::function<bool()> cudaAvailable;
+    std::function<Result<std::vector<TensorStats>>(const std::vector<const NamedTensor*>&, bool onCuda)> compute;
+};
+void setTensorStatsBackend(TensorStatsBackend backend);
+
+// True when a backend is installed and it sees a GPU.
 bool cudaAvailable();
 
 // Largest singular value of a 2-D (or flattened N-D) float tensor by power iteration; empty for

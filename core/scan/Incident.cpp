@@ -1,4 +1,4 @@
-#include "Incident.h"
+#include "core/scan/Incident.h"
 
 namespace nanscope {
 

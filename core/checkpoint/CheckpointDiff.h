@@ -3,7 +3,7 @@
 // How two checkpoints of one model differ: per tensor, the relative size of the update
 // ||B - A|| / ||A|| and where non-finite values appeared.
 
-#include "CheckpointReader.h"
+#include "core/checkpoint/CheckpointReader.h"
 
 #include <optional>
 #include <string>

@@ -1,7 +1,7 @@
 #pragma once
 
-#include "Progress.h"
-#include "Result.h"
+#include "core/Progress.h"
+#include "core/Result.h"
 
 #include <cstdint>
 #include <string>

@@ -1,4 +1,4 @@
-#include "PickleReader.h"
+#include "core/checkpoint/PickleReader.h"
 
 #include <cstring>
 #include <limits>

@@ -8,7 +8,8 @@
 // else (os.system, builtins.eval, ...) is refused by name. Nothing named in the file is imported,
 // called or run: "calling" an accepted global is a fixed C++ construction.
 
-#include "CheckpointReader.h"
+#include "core/Result.h"
+#include "core/checkpoint/PickledValue.h"
 
 #include <functional>
 

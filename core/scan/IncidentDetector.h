@@ -1,9 +1,9 @@
 #pragma once
 
-#include "Incident.h"
-#include "Progress.h"
-#include "Result.h"
-#include "ScanConfig.h"
+#include "core/scan/Incident.h"
+#include "core/Progress.h"
+#include "core/Result.h"
+#include "core/scan/ScanConfig.h"
 
 namespace nanscope {
 

@@ -7,7 +7,7 @@
 // against the CRC-32 the archive records for it (unless it records none: 0), so flipped bytes
 // inside a tensor are an error rather than silently wrong statistics.
 
-#include "Result.h"
+#include "core/Result.h"
 
 #include <cstdint>
 #include <map>

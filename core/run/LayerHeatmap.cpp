@@ -1,7 +1,7 @@
-#include "LayerHeatmap.h"
+#include "core/run/LayerHeatmap.h"
 
-#include "RunFormat.h"
-#include "RunReader.h"
+#include "core/run/RunFormat.h"
+#include "core/run/RunReader.h"
 
 #include <algorithm>
 #include <cmath>

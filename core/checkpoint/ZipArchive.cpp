@@ -1,4 +1,4 @@
-#include "ZipArchive.h"
+#include "core/checkpoint/ZipArchive.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,7 +1,7 @@
-#include "IncidentDetector.h"
+#include "core/scan/IncidentDetector.h"
 
-#include "RunFormat.h"
-#include "RunReader.h"
+#include "core/run/RunFormat.h"
+#include "core/run/RunReader.h"
 
 #include <algorithm>
 #include <cmath>

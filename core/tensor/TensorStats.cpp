@@ -1,6 +1,5 @@
-#include "TensorStats.h"
+#include "core/tensor/TensorStats.h"
 
-#include "torch/TorchTensorStats.h"
 
 #include <algorithm>
 #include <atomic>
@@ -804,9 +803,23 @@ std::optional<double> spectralNorm(const TensorView& tensor)
     return sigma;
 }
 
+namespace {
+TensorStatsBackend& installedBackend()
+{
+    static TensorStatsBackend backend;
+    return backend;
+}
+} // namespace
+
+void setTensorStatsBackend(TensorStatsBackend backend)
+{
+    installedBackend() = std::move(backend);
+}
+
 bool cudaAvailable()
 {
-    return torchstats::cudaAvailable();
+    const auto& backend = installedBackend();
+    return backend.cudaAvailable && backend.cudaAvailable();
 }
 
 Result<std::vector<TensorStats>> computeCheckpointStats(const std::vector<NamedTensor>& tensors,
@@ -849,7 +862,10 @@ Result<std::vector<TensorStats>> computeCheckpointStats(const std::vector<NamedT
         std::vector<const NamedTensor*> batch;
         for (size_t i : onTorch)
             batch.push_back(&tensors[i]);
-        auto results = torchstats::computeWithTorch(batch, options.device != StatsDevice::TorchCpu);
+        const auto& backend = installedBackend();
+        if (!backend.compute)
+            return Error{"this nanscope was built without the LibTorch statistics path; use --device cpu"};
+        auto results = backend.compute(batch, options.device != StatsDevice::TorchCpu);
         if (!results)
             return Error{results.error()};
         for (size_t k = 0; k < onTorch.size(); ++k) {

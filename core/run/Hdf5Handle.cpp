@@ -1,4 +1,4 @@
-#include "Hdf5Handle.h"
+#include "core/run/Hdf5Handle.h"
 
 #include <mutex>
 

@@ -1,7 +1,7 @@
-#include "RunWriter.h"
+#include "core/run/RunWriter.h"
 
-#include "Hdf5Handle.h"
-#include "RunFormat.h"
+#include "core/run/Hdf5Handle.h"
+#include "core/run/RunFormat.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
-#include "CheckpointDiff.h"
+#include "core/checkpoint/CheckpointDiff.h"
 
-#include "TensorStats.h"
+#include "core/tensor/TensorStats.h"
 
 #include <cmath>
 #include <map>

@@ -1,4 +1,4 @@
-#include "ScanConfig.h"
+#include "core/scan/ScanConfig.h"
 
 #include <cmath>
 #include <cstdlib>
