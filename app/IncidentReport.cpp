@@ -7,6 +7,7 @@
 #include "core/torch/Replay.h"
 #include "core/run/RunFormat.h"
 #include "core/run/RunReader.h"
+#include "core/tensor/BatchNormHealth.h"
 #include "widgets/OverviewView.h"
 #include "widgets/SeriesPlot.h"
 
@@ -44,7 +45,7 @@ struct BatchNormState
 {
     QString layer;
     qint64 nonfiniteFrom = -1; // first step with non-finite running stats
-    qint64 collapsedAt = -1;   // first step with running variance <= 1e-8
+    qint64 collapsedAt = -1;   // first step with a collapsed or negative running variance (BatchNormHealth.h)
 };
 
 struct IncidentSection
@@ -179,12 +180,11 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
             BatchNormState state{text(buffers->names[col])};
             auto nonfinite = reader.readColumn(rf::kBuffers, "nonfinite", int64_t(col));
             auto varMin = reader.readColumn(rf::kBuffers, "running_var_min", int64_t(col));
-            for (size_t i = 0; i < bufferSteps.size(); ++i) {
-                if (state.nonfiniteFrom < 0 && nonfinite && (*nonfinite)[i] > 0)
-                    state.nonfiniteFrom = bufferSteps[i];
-                if (state.collapsedAt < 0 && varMin && std::isfinite((*varMin)[i]) && (*varMin)[i] <= 1e-8f)
-                    state.collapsedAt = bufferSteps[i];
-            }
+            const auto history = batchnorm::judgeHistory(
+                bufferSteps, nonfinite ? std::vector<double>(nonfinite->begin(), nonfinite->end()) : std::vector<double>(),
+                varMin ? std::vector<double>(varMin->begin(), varMin->end()) : std::vector<double>());
+            state.nonfiniteFrom = history.poisonedFrom;
+            state.collapsedAt = history.negativeFrom >= 0 ? history.negativeFrom : history.collapsedFrom;
             c.batchNorm.push_back(state);
         }
     }

@@ -13,7 +13,7 @@ class SeriesPlot;
 
 // Running mean and variance ranges of each normalisation layer over steps. These are buffers,
 // not parameters, so gradient checks never see them go bad: here NaN shows as markers and a
-// collapsed (<= 1e-8) or negative variance is flagged.
+// collapsed or negative variance is flagged, as judged by core/tensor/BatchNormHealth.h.
 class BatchNormView : public QWidget
 {
     Q_OBJECT

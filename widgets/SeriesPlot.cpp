@@ -158,6 +158,12 @@ void SeriesPlot::setSeries(const std::vector<int64_t>& steps, const std::vector<
     applyData();
 }
 
+void SeriesPlot::setSeriesName(const QString& name)
+{
+    m_values->setName(name);
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
 void SeriesPlot::setOverlay(const QString& name, const std::vector<int64_t>& steps, const std::vector<double>& values)
 {
     m_overlay->setName(name);

@@ -26,6 +26,9 @@ public:
     explicit SeriesPlot(const QString& title, QWidget* parent = nullptr);
 
     void setSeries(const std::vector<int64_t>& steps, const std::vector<double>& values);
+    // The legend name of the main series (default: the title), for plots whose main series is one
+    // of several ("max" over a "min" overlay).
+    void setSeriesName(const QString& name);
     // A second series drawn over the first (e.g. evaluation loss over training loss).
     void setOverlay(const QString& name, const std::vector<int64_t>& steps, const std::vector<double>& values);
     void setMarkedSteps(const std::vector<int64_t>& steps, const QString& label);
