@@ -21,7 +21,6 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QPdfWriter>
-#include <QProcess>
 #include <QSaveFile>
 #include <QTextDocument>
 
@@ -224,19 +223,14 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
             candidates.push_back(*incident.nonfiniteStep);
         for (int64_t step : candidates)
             if (options.replay && std::count(replayable.begin(), replayable.end(), step)) {
-                QProcess process;
-                process.start(options.program.isEmpty() ? nanscopeProgram() : options.program,
-                              {"replay", runDirectory, "--step", QString::number(step), "--json", "--bisect"});
                 section.replayed = true;
                 section.replayStep = step;
-                if (!process.waitForFinished(600000) || process.exitStatus() != QProcess::NormalExit) {
-                    process.kill();
-                    section.replay.error = QObject::tr("the replay crashed or timed out");
-                } else if (process.exitCode() != 0) {
-                    section.replay.error = QString::fromUtf8(process.readAllStandardError()).trimmed();
-                } else {
-                    section.replay = parseReplayJson(process.readAllStandardOutput());
-                }
+                // A user's model runs here: in a child, bounded in time, so a crash or a hang
+                // becomes a line of the report instead of the report's end.
+                const ChildOutcome outcome = ChildProgram::runAndWait(
+                    options.program.isEmpty() ? nanscopeProgram() : options.program,
+                    {"replay", runDirectory, "--step", QString::number(step), "--json", "--bisect"}, 600000);
+                section.replay = replayReportFrom(outcome, step);
                 break;
             }
         c.critical.push_back(section);

@@ -1,5 +1,7 @@
 #include "MainWindow.h"
 
+#include "ChildProgram.h"
+
 #include "widgets/BatchNormView.h"
 #include "widgets/CheckpointsView.h"
 #include "CheckpointLoader.h"
@@ -16,7 +18,6 @@
 #include <QCloseEvent>
 #include <QDir>
 #include <QDockWidget>
-#include <QProcess>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileDialog>
@@ -68,6 +69,7 @@ MainWindow::MainWindow(QWidget* parent)
     , m_checkpoints(new CheckpointsView(this))
     , m_checkpointLoader(new CheckpointLoader(this))
     , m_replayProcess(new ReplayProcess(this))
+    , m_exportChild(new ChildProgram(this))
     , m_layerModel(new LayerTreeModel(this))
     , m_layerFilter(new QSortFilterProxyModel(this))
     , m_incidentModel(new IncidentModel(this))
@@ -284,22 +286,17 @@ void MainWindow::exportReport()
     if (path.isEmpty())
         return;
     // In a child process: the report replays saved steps, which runs the checkpoints' code.
-    auto* process = new QProcess(this);
     m_progress->setRange(0, 0);
     m_progress->setFormat(tr("Writing report"));
     m_progress->setVisible(true);
     statusBar()->showMessage(tr("Writing %1…").arg(path));
-    connect(process, &QProcess::finished, this, [this, process, path](int code, QProcess::ExitStatus status) {
+    m_exportChild->setProgram(m_replayProgram.isEmpty() ? nanscopeProgram() : m_replayProgram);
+    m_exportChild->start({"report", m_snapshot.directory, "-o", path}, [this, path](const ChildOutcome& outcome) {
         m_progress->setRange(0, 100);
         m_progress->setVisible(false);
-        const bool ok = status == QProcess::NormalExit && code == 0;
-        statusBar()->showMessage(ok ? tr("Wrote %1").arg(path)
-                                    : tr("Report failed: %1").arg(QString::fromUtf8(process->readAllStandardError()).trimmed()),
+        statusBar()->showMessage(outcome.succeeded() ? tr("Wrote %1").arg(path) : tr("Report failed: %1").arg(outcome.message),
                                  10000);
-        process->deleteLater();
     });
-    process->start(m_replayProgram.isEmpty() ? nanscopeProgram() : m_replayProgram,
-                   {"report", m_snapshot.directory, "-o", path});
 }
 
 void MainWindow::showView(View view)

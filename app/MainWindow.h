@@ -19,6 +19,8 @@ class QTreeView;
 
 namespace nanscope {
 
+class ChildProgram;
+
 class BatchNormView;
 class CheckpointLoader;
 class CheckpointsView;
@@ -126,6 +128,7 @@ private:
     CheckpointsView* m_checkpoints = nullptr;
     CheckpointLoader* m_checkpointLoader = nullptr;
     ReplayProcess* m_replayProcess = nullptr;
+    ChildProgram* m_exportChild = nullptr; // `nanscope report` for Export Incident Report
     LayerTreeModel* m_layerModel = nullptr;
     QSortFilterProxyModel* m_layerFilter = nullptr;
     QTreeView* m_layerTree = nullptr;
