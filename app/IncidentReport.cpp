@@ -198,10 +198,7 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
     c.plots.push_back({"timeline.png", QObject::tr("Incident timeline on the %1").arg(haveGrad ? "gradient norm" : "loss"),
                        renderPlot(haveGrad ? "grad norm" : "loss", steps, haveGrad ? gradNorm : loss, c.scan.incidents, true, 0, 0)});
 
-    std::vector<int64_t> replayable;
-    for (const auto& [step, path] : c.info.checkpoints)
-        if (c.info.batches.count(step))
-            replayable.push_back(step);
+    const std::vector<int64_t> replayable = c.info.replayableSteps();
     int done = 0;
     for (const Incident& incident : c.scan.incidents) {
         if (incident.severity != Severity::Critical)
@@ -209,14 +206,12 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
         if (!reportProgress(progress, 0.4 + 0.5 * done++ / double(std::max<size_t>(1, c.scan.incidents.size())), "report"))
             return Error{"cancelled"};
         IncidentSection section{incident};
-        const double end = double(incident.nonfiniteStep ? *incident.nonfiniteStep
-                                                         : std::max(incident.onsetStep, incident.evidence.windowEndStep));
-        const double margin = std::max(20.0, (end - double(incident.onsetStep)) * 0.6);
+        const StepRange range = incidentViewRange(incident, c.firstStep, c.lastStep);
         section.plotIndex = int(c.plots.size());
         c.plots.push_back({QString("incident%1.png").arg(c.critical.size() + 1),
                            QObject::tr("%1 at step %2").arg(toString(incident.kind)).arg(incident.onsetStep),
                            renderPlot(haveGrad ? "grad norm" : "loss", steps, haveGrad ? gradNorm : loss, {incident}, true,
-                                      double(incident.onsetStep) - margin, end + margin)});
+                                      range.first, range.last)});
         // Replay the incident's own step when it was saved: the onset, else the first NaN.
         std::vector<int64_t> candidates{incident.onsetStep};
         if (incident.nonfiniteStep)

@@ -2,6 +2,8 @@
 
 #include "ChildProgram.h"
 
+#include "core/run/LayerNames.h"
+
 #include "widgets/BatchNormView.h"
 #include "widgets/CheckpointsView.h"
 #include "CheckpointLoader.h"
@@ -363,10 +365,8 @@ void MainWindow::onLoaded(const RunSnapshot& snapshot)
     m_selectedLayer.clear();
     m_heatmapPending = !snapshot.layers.empty();
     m_scanPending = true;
-    std::vector<qint64> replayable;
-    for (const auto& [step, path] : snapshot.info.checkpoints)
-        if (snapshot.info.batches.count(step))
-            replayable.push_back(step);
+    const std::vector<int64_t> replayableSteps = snapshot.info.replayableSteps();
+    const std::vector<qint64> replayable(replayableSteps.begin(), replayableSteps.end());
     m_replay->setReplayableSteps(replayable);
     std::vector<qint64> checkpointSteps;
     for (const auto& [step, path] : snapshot.info.checkpoints)
@@ -399,29 +399,6 @@ void MainWindow::onGrew(const RunSnapshot& snapshot)
 void MainWindow::onHeatmap(const LayerHeatmap& heatmap)
 {
     m_heatmap->setHeatmap(heatmap);
-    if (heatmap.quantity == HeatmapQuantity::GradNormLog10) {
-        m_layerHealth = judgeLayerHealth(heatmap);
-        showLayerTree();
-        if (m_selectedLayer.isEmpty() && m_incidentModel->rowCount() > 0)
-            for (const auto& layer : m_incidentModel->incidentAt(0)->layers)
-                if (const QString p = parameterForLayer(QString::fromStdString(layer)); !p.isEmpty()) {
-                    selectLayer(p);
-                    break;
-                }
-        if (m_selectedLayer.isEmpty()) {
-            // Start where the trouble is: the first bad layer, else the first one.
-            QString layer;
-            for (size_t i = 0; i < m_snapshot.layers.size() && layer.isEmpty(); ++i)
-                if (i < m_layerHealth.size() && m_layerHealth[i] == LayerHealth::Bad)
-                    layer = QString::fromStdString(m_snapshot.layers[i]);
-            if (layer.isEmpty() && !m_snapshot.layers.empty())
-                layer = QString::fromStdString(m_snapshot.layers.front());
-            if (!layer.isEmpty())
-                selectLayer(layer);
-        }
-        updateStatus();
-        emit layersJudged();
-    }
     m_heatmapPending = false;
     maybeTakeScreenshot();
 }
@@ -432,20 +409,46 @@ void MainWindow::onScanned(const ScanReport& report)
     m_overview->setIncidents(report.incidents);
     m_incidentTable->resizeColumnsToContents();
     m_incidentTable->setColumnWidth(IncidentModel::Layers, std::min(m_incidentTable->columnWidth(IncidentModel::Layers), 260));
+    // The tree's icons come from the incidents, so that they agree with the list beside them.
+    m_layerHealth = judgeLayerHealth(m_snapshot.layers, report);
+    showLayerTree();
+    selectFirstBadLayer();
     m_scanPending = false;
     updateStatus();
+    emit layersJudged();
     emit incidentsFound(int(report.incidents.size()));
     maybeTakeScreenshot();
+}
+
+void MainWindow::selectFirstBadLayer()
+{
+    if (!m_selectedLayer.isEmpty())
+        return;
+    // Start where the trouble is: the first layer of the worst incident, else the first bad
+    // layer, else the first one.
+    if (m_incidentModel->rowCount() > 0)
+        for (const auto& layer : m_incidentModel->incidentAt(0)->layers)
+            if (const QString p = parameterForLayer(QString::fromStdString(layer)); !p.isEmpty()) {
+                selectLayer(p);
+                return;
+            }
+    QString layer;
+    for (size_t i = 0; i < m_snapshot.layers.size() && layer.isEmpty(); ++i)
+        if (i < m_layerHealth.size() && m_layerHealth[i] == LayerHealth::Bad)
+            layer = QString::fromStdString(m_snapshot.layers[i]);
+    if (layer.isEmpty() && !m_snapshot.layers.empty())
+        layer = QString::fromStdString(m_snapshot.layers.front());
+    if (!layer.isEmpty())
+        selectLayer(layer);
 }
 
 QString MainWindow::parameterForLayer(const QString& layer) const
 {
     // Scan names parameters ("fc1.weight") or modules ("fc1"): map a module to its first parameter.
-    for (const auto& name : m_snapshot.layers) {
-        const QString parameter = QString::fromStdString(name);
-        if (parameter == layer || parameter.startsWith(layer + "."))
-            return parameter;
-    }
+    const std::string wanted = layer.toStdString();
+    for (const auto& name : m_snapshot.layers)
+        if (layernames::isWithin(name, wanted))
+            return QString::fromStdString(name);
     return QString();
 }
 
@@ -454,10 +457,9 @@ void MainWindow::showIncident(int row)
     const Incident* incident = m_incidentModel->incidentAt(row);
     if (!incident)
         return;
-    const double onset = double(incident->onsetStep);
-    const double end = double(IncidentModel::endStep(*incident));
-    const double margin = std::max(20.0, (end - onset) * 0.6);
-    m_overview->showStepRange(onset - margin, end + margin);
+    const auto& steps = m_snapshot.steps;
+    const StepRange range = incidentViewRange(*incident, steps.empty() ? 0 : steps.front(), steps.empty() ? 0 : steps.back());
+    m_overview->showStepRange(range.first, range.last);
     selectStep(incident->onsetStep);
     for (const auto& layer : incident->layers) {
         const QString parameter = parameterForLayer(QString::fromStdString(layer));
@@ -497,7 +499,7 @@ void MainWindow::updateStatus()
     for (LayerHealth h : m_layerHealth)
         bad += h == LayerHealth::Bad;
     const qint64 lastStep = snapshot.steps.empty() ? -1 : snapshot.steps.back();
-    m_statusRun->setText(tr("%1  \u2014  %2 steps (last %3), %4 layers (%5 with non-finite gradients), "
+    m_statusRun->setText(tr("%1  \u2014  %2 steps (last %3), %4 layers (%5 in critical incidents), "
                             "%6 checkpoints, %7 batches, %9 incidents%8")
                              .arg(snapshot.directory)
                              .arg(snapshot.steps.size())

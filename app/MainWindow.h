@@ -104,6 +104,7 @@ private:
     void showSnapshot(const RunSnapshot& snapshot);
     void onHeatmap(const LayerHeatmap& heatmap);
     void showLayerTree();
+    void selectFirstBadLayer();
     void updateStatus();
     void onProgress(int percent, const QString& what);
     void rememberRun(const QString& directory);
