@@ -137,4 +137,15 @@ void BatchNormView::setSelectedStep(int64_t step)
     m_var->setSelectedStep(step);
 }
 
+void BatchNormView::clear()
+{
+    m_series.clear();
+    m_layer->blockSignals(true);
+    m_layer->clear();
+    m_layer->blockSignals(false);
+    m_status->clear();
+    m_mean->clear();
+    m_var->clear();
+}
+
 } // namespace nanscope

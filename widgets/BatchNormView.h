@@ -23,6 +23,8 @@ public:
     void setSeries(const std::vector<BatchNormSeries>& series);
     void showLayer(int index);
     void setSelectedStep(int64_t step);
+    // Drops everything of the run shown (RunContext::runClosed).
+    void clear();
     SeriesPlot* meanPlot() const { return m_mean; }
     SeriesPlot* varPlot() const { return m_var; }
     QString summary() const;

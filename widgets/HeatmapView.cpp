@@ -138,4 +138,14 @@ void HeatmapView::setSelectedStep(int64_t step)
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
+void HeatmapView::clear()
+{
+    m_heatmap = LayerHeatmap();
+    m_map->data()->clear();
+    m_plot->yAxis->setTicker(QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText));
+    m_readout->clear();
+    m_stepCursor->setVisible(false);
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
 } // namespace nanscope

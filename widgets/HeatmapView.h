@@ -24,6 +24,8 @@ public:
     void setHeatmap(const LayerHeatmap& heatmap);
     const LayerHeatmap& heatmap() const { return m_heatmap; }
     void setSelectedStep(int64_t step);
+    // Drops everything of the run shown (RunContext::runClosed).
+    void clear();
     HeatmapQuantity quantity() const;
     QCustomPlot* plot() const { return m_plot; }
     int nonfiniteCells() const;

@@ -139,4 +139,10 @@ void OverviewView::linkRanges(SeriesPlot* source, double lower, double upper)
             plot->setStepRange(lower, upper);
 }
 
+void OverviewView::clear()
+{
+    for (SeriesPlot* plot : m_plots)
+        plot->clear();
+}
+
 } // namespace nanscope

@@ -26,6 +26,10 @@ public:
     explicit SeriesPlot(const QString& title, QWidget* parent = nullptr);
 
     void setSeries(const std::vector<int64_t>& steps, const std::vector<double>& values);
+    // Drops everything of the run shown: series, overlay, markers, bands, trend, cursor, readout.
+    void clear();
+    // Zooms out to every step and value, and tells linked plots (the context menu's Reset zoom).
+    void resetZoom();
     // The legend name of the main series (default: the title), for plots whose main series is one
     // of several ("max" over a "min" overlay).
     void setSeriesName(const QString& name);
@@ -59,8 +63,11 @@ signals:
     void stepRangeChanged(double lower, double upper);
 
 private:
-    void applyData();
-    void rescale();
+    // `fitSteps`: zoom the step axis out to the data (new data); false keeps the user's zoom
+    // (a log toggle changes values, not steps).
+    void applyData(bool fitSteps = true);
+    void rescale(bool fitSteps = true);
+    void useLogTicks(bool powersOfTen);
     void showContextMenu(const QPoint& position);
     void updateHover(double pixelX);
 
@@ -86,6 +93,7 @@ private:
     std::vector<double> m_overlayData;
     bool m_logScale = false;
     bool m_syncingRange = false;
+    double m_lastHoverStep = -1; // the readout's step, to refresh it when the data changes
     int m_nanCount = 0;
     int m_posInfCount = 0;
     int m_negInfCount = 0;
