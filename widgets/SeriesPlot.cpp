@@ -149,6 +149,8 @@ SeriesPlot::SeriesPlot(const QString& title, QWidget* parent)
     m_hoverLine->setVisible(false);
 
     connect(m_logToggle, &QCheckBox::toggled, this, &SeriesPlot::setLogScale);
+    // Every replot (zoom, pan, resize) lays the incident labels out again against the right edge.
+    connect(m_plot, &QCustomPlot::afterLayout, this, &SeriesPlot::placeBandLabels);
     connect(m_plot, &QCustomPlot::customContextMenuRequested, this, &SeriesPlot::showContextMenu);
     connect(m_plot, &QCustomPlot::mouseMove, this, [this](QMouseEvent* event) { updateHover(event->position().x()); });
     connect(m_plot, &QCustomPlot::mouseDoubleClick, this, [this](QMouseEvent* event) {
@@ -323,8 +325,22 @@ void SeriesPlot::addBand(double fromStep, double toStep, const QColor& colour, c
         text->setBrush(backing);
         text->setPadding(QMargins(3, 1, 3, 1));
         m_bandLabels.push_back(text);
+        placeBandLabels();
     }
     m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void SeriesPlot::placeBandLabels()
+{
+    // A label reads rightwards from its band, unless that would run past the plot's right edge
+    // (an incident near the end of a run): then it reads leftwards from the band.
+    const int right = m_plot->axisRect()->right();
+    for (QCPItemText* text : m_bandLabels) {
+        const double x = m_plot->xAxis->coordToPixel(text->position->key());
+        const int width = QFontMetrics(text->font()).horizontalAdvance(text->text()) + 8;
+        const bool fits = x + width <= right;
+        text->setPositionAlignment((fits ? Qt::AlignLeft : Qt::AlignRight) | Qt::AlignTop);
+    }
 }
 
 void SeriesPlot::clearBands()

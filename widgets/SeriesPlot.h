@@ -53,6 +53,8 @@ public:
     int posInfCount() const { return m_posInfCount; }
     int negInfCount() const { return m_negInfCount; }
     int markedCount() const { return m_markedCount; }
+    // The incident labels drawn on the bands, for checks that they stay inside the plot.
+    const std::vector<QCPItemText*>& bandLabels() const { return m_bandLabels; }
     QString title() const { return m_title; }
     QCustomPlot* plot() const { return m_plot; }
     // Saves as PNG, SVG or PDF by the file's extension.
@@ -68,6 +70,7 @@ private:
     void applyData(bool fitSteps = true);
     void rescale(bool fitSteps = true);
     void useLogTicks(bool powersOfTen);
+    void placeBandLabels();
     void showContextMenu(const QPoint& position);
     void updateHover(double pixelX);
 

@@ -158,3 +158,25 @@ TEST(SeriesPlot, ShortLogRangeHasNoRepeatedTickLabels)
         EXPECT_GE(labels.size(), 2);
     }
 }
+
+TEST(SeriesPlot, IncidentLabelNearTheEndOfARunStaysInsideThePlot)
+{
+    SeriesPlot plot("grad norm");
+    plot.resize(600, 300);
+    std::vector<int64_t> steps;
+    std::vector<double> values;
+    for (int i = 0; i <= 100; ++i) {
+        steps.push_back(i);
+        values.push_back(1.0 + i);
+    }
+    plot.setSeries(steps, values);
+    plot.addBand(97, 98, Qt::red, "sudden jump x3.6e+16 at the last steps");
+    plot.addBand(10, 20, Qt::red, "gradual growth");
+    plot.show();
+    plot.plot()->replot();
+    ASSERT_EQ(plot.bandLabels().size(), 2u);
+    const int right = plot.plot()->axisRect()->right();
+    for (QCPItemText* label : plot.bandLabels())
+        EXPECT_LE(label->right->pixelPosition().x(), right + 1) << label->text().toStdString() << " is clipped";
+    EXPECT_TRUE(plot.bandLabels()[1]->positionAlignment() & Qt::AlignLeft) << "a label with room reads rightwards";
+}
