@@ -28,13 +28,30 @@ TEST(IncidentReport, JsonHoldsTheCriticalIncidentWithItsReplay)
 {
     QTemporaryDir dir;
     const QString path = dir.filePath("report.json");
-    const auto result = runNanscope({"report", demoRun("division-by-zero"), "-o", path});
+    const auto result = runNanscope({"report", demoRun("batchnorm-poisoned"), "-o", path});
     ASSERT_EQ(result.exitCode, 0) << result.err.toStdString();
     const QJsonObject root = QJsonDocument::fromJson(readAll(path).toUtf8()).object();
-    EXPECT_EQ(root["run"].toObject()["name"].toString(), "division-by-zero");
+    EXPECT_EQ(root["run"].toObject()["name"].toString(), "batchnorm-poisoned");
     EXPECT_FALSE(root["incidents"].toArray().isEmpty());
     EXPECT_TRUE(root["environment"].toObject().contains("nanscope"));
     EXPECT_EQ(root["environment"].toObject()["attributes"].toObject()["loss_name"].toString(), "cross_entropy");
+    // The critical incident carries the replay of its saved step: the first bad op and the sample.
+    const QJsonArray critical = root["critical"].toArray();
+    ASSERT_FALSE(critical.isEmpty());
+    const QJsonObject first = critical.first().toObject();
+    EXPECT_EQ(first["kind"].toString(), "bn_corruption");
+    const QJsonObject replay = first["replay"].toObject();
+    ASSERT_FALSE(replay.isEmpty()) << "the saved step 200 was not replayed";
+    EXPECT_EQ(replay["step"].toInteger(), 200);
+    EXPECT_FALSE(replay.contains("error")) << replay["error"].toString().toStdString();
+    const QJsonObject culprit = replay["first_nonfinite"].toObject();
+    EXPECT_EQ(culprit["module"].toString(), "fc1");
+    EXPECT_TRUE(culprit["op"].toString().startsWith("aten::")) << culprit["op"].toString().toStdString();
+    EXPECT_FALSE(culprit["source"].toString().isEmpty());
+    EXPECT_EQ(replay["bad_samples"].toArray(), QJsonArray{2}) << "the poisoned sample of the batch";
+    const QJsonArray bn = root["batchnorm"].toArray();
+    ASSERT_FALSE(bn.isEmpty());
+    EXPECT_EQ(bn.first().toObject()["nonfinite_from"].toInteger(), 200);
 }
 
 TEST(IncidentReport, MarkdownNamesPatternLayerReplayCauseAndFix)

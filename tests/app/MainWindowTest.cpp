@@ -68,12 +68,23 @@ TEST(MainWindow, ScreenshotRendersTheWindowOffscreen)
     QImage image(png);
     ASSERT_FALSE(image.isNull());
     EXPECT_EQ(image.size(), QSize(1600, 1000));
-    // A drawn plot is not a blank window: count distinct colours in a coarse sample.
-    QSet<QRgb> colours;
-    for (int y = 0; y < image.height(); y += 7)
-        for (int x = 0; x < image.width(); x += 7)
-            colours.insert(image.pixel(x, y));
-    EXPECT_GT(colours.size(), 8);
+    // What a user looks for: the series line (blue), the NaN markers after the blow-up (red), and
+    // the gradual-growth region (its orange fill). Counted over the whole window.
+    auto near = [](QRgb pixel, QColor target, int tolerance) {
+        return std::abs(qRed(pixel) - target.red()) <= tolerance && std::abs(qGreen(pixel) - target.green()) <= tolerance &&
+               std::abs(qBlue(pixel) - target.blue()) <= tolerance;
+    };
+    int line = 0, nanMarkers = 0, growthRegion = 0;
+    for (int y = 0; y < image.height(); ++y)
+        for (int x = 0; x < image.width(); ++x) {
+            const QRgb p = image.pixel(x, y);
+            line += near(p, QColor(37, 99, 235), 40);
+            nanMarkers += near(p, QColor(220, 30, 30), 40);
+            growthRegion += near(p, QColor(248, 210, 190), 25);
+        }
+    EXPECT_GT(line, 500) << "the loss, grad norm and learning rate lines";
+    EXPECT_GT(nanMarkers, 50) << "the NaN markers after step 217";
+    EXPECT_GT(growthRegion, 5000) << "the shaded gradual growth region";
 }
 
 TEST(MainWindow, OpensOnTheFirstBadLayerAndSyncsTheSelection)

@@ -4,6 +4,8 @@
 
 #include <qcustomplot.h>
 
+#include <QFile>
+#include <QImage>
 #include <QTemporaryDir>
 
 #include <cmath>
@@ -44,9 +46,29 @@ TEST(SeriesPlot, ExportsPngSvgAndPdf)
     QTemporaryDir dir;
     for (const char* name : {"p.png", "p.svg", "p.pdf"}) {
         const QString path = dir.filePath(name);
-        EXPECT_TRUE(plot.exportTo(path)) << name;
+        EXPECT_TRUE(plot.exportTo(path, 900, 400)) << name;
         EXPECT_GT(QFileInfo(path).size(), 500) << name;
     }
+    // The PNG is the requested size and holds the series line, not just axes.
+    const QImage png(dir.filePath("p.png"));
+    ASSERT_FALSE(png.isNull());
+    EXPECT_EQ(png.size(), QSize(900, 400));
+    int lineColoured = 0;
+    for (int y = 0; y < png.height(); ++y)
+        for (int x = 0; x < png.width(); ++x)
+        {
+            const QColor c = png.pixelColor(x, y); // antialiased: near the series blue
+            lineColoured += std::abs(c.red() - 37) < 60 && std::abs(c.green() - 99) < 60 && c.blue() > 180;
+        }
+    EXPECT_GT(lineColoured, 100) << "the exported plot has no line";
+    QFile svg(dir.filePath("p.svg"));
+    ASSERT_TRUE(svg.open(QIODevice::ReadOnly));
+    const QByteArray svgText = svg.readAll();
+    EXPECT_TRUE(svgText.contains("<svg")) << "not an SVG document";
+    EXPECT_TRUE(svgText.contains("#2563eb")) << "the series line is missing from the SVG";
+    QFile pdf(dir.filePath("p.pdf"));
+    ASSERT_TRUE(pdf.open(QIODevice::ReadOnly));
+    EXPECT_TRUE(pdf.read(5).startsWith("%PDF-"));
 }
 
 TEST(OverviewView, ZoomOnOnePlotMovesEveryPlot)
