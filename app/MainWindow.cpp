@@ -444,6 +444,12 @@ void MainWindow::updateStatus()
                              .arg(run.info.batches.size())
                              .arg(incidents == 1 ? tr("1 incident") : tr("%1 incidents").arg(incidents))
                              .arg(m_grewSinceOpen ? tr(", following live") : QString()));
+    if (!run.warnings.isEmpty()) {
+        m_statusRun->setText(m_statusRun->text() + tr("  —  %1 part(s) could not be read").arg(run.warnings.size()));
+        m_statusRun->setToolTip(run.warnings.join("\n"));
+    } else {
+        m_statusRun->setToolTip(QString());
+    }
 }
 
 void MainWindow::setReplayProgram(const QString& program)

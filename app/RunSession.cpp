@@ -50,6 +50,8 @@ void RunSession::open(const QString& directory)
     m_cancelled = false;
     m_directory = directory;
     m_reader.reset();
+    if (m_recomputeTimer)
+        m_recomputeTimer->stop();
     emit progress(0, tr("Opening %1").arg(directory));
     RunSnapshot snapshot;
     snapshot.directory = directory;
@@ -81,6 +83,8 @@ void RunSession::close()
 {
     if (m_pollTimer)
         m_pollTimer->stop();
+    if (m_recomputeTimer)
+        m_recomputeTimer->stop();
     m_reader.reset();
 }
 
@@ -92,8 +96,22 @@ void RunSession::poll()
     if (!refreshed || !*refreshed)
         return;
     emit grew(buildSnapshot());
-    requestScan();
-    requestHeatmap(int(m_lastHeatmapQuantity));
+    // The scan and the heatmap read every row: while a run grows every second, run them at most
+    // once per kRecomputeAfterGrowthMs, so a click on the session thread never waits behind a
+    // queue of them.
+    if (!m_recomputeTimer) {
+        m_recomputeTimer = new QTimer(this);
+        m_recomputeTimer->setSingleShot(true);
+        m_recomputeTimer->setInterval(kRecomputeAfterGrowthMs);
+        connect(m_recomputeTimer, &QTimer::timeout, this, [this] {
+            if (!m_reader)
+                return;
+            requestScan();
+            requestHeatmap(int(m_lastHeatmapQuantity));
+        });
+    }
+    if (!m_recomputeTimer->isActive())
+        m_recomputeTimer->start();
 }
 
 RunSnapshot RunSession::buildSnapshot()
@@ -124,9 +142,14 @@ RunSnapshot RunSession::buildSnapshot()
             BatchNormSeries series;
             series.name = buffers->names[c];
             series.steps = m_reader->steps(rf::kBuffers);
+            // NaN is data: a column that cannot be read is absent (empty) and said so, never NaN.
             auto column = [&](const char* dataset) {
                 auto values = m_reader->readColumn(rf::kBuffers, dataset, int64_t(c));
-                return values ? toDouble(*values) : std::vector<double>(series.steps.size(), std::nan(""));
+                if (!values) {
+                    snapshot.warnings << QString::fromStdString(values.error());
+                    return std::vector<double>();
+                }
+                return toDouble(*values);
             };
             series.meanMin = column("running_mean_min");
             series.meanMax = column("running_mean_max");

@@ -6,6 +6,7 @@
 #include "widgets/ViewData.h"
 
 #include <QObject>
+#include <QStringList>
 #include <QString>
 
 #include <atomic>
@@ -22,6 +23,7 @@ struct RunSnapshot
 {
     QString directory;
     QString error; // non-empty: loading failed, and this says why
+    QStringList warnings; // parts that could not be read (named), shown in the status bar
     RunInfo info;
     std::vector<int64_t> steps; // /scalars steps
     std::map<std::string, std::vector<double>> scalars;
@@ -67,6 +69,8 @@ private:
     std::unique_ptr<RunReader> m_reader;
     QString m_directory;
     QTimer* m_pollTimer = nullptr;
+    QTimer* m_recomputeTimer = nullptr; // the scan and heatmap after growth, throttled
+    static constexpr int kRecomputeAfterGrowthMs = 3000;
     std::atomic<bool> m_cancelled{false};
     int m_heatmapBins = 1200;
     HeatmapQuantity m_lastHeatmapQuantity = HeatmapQuantity::GradNormLog10;

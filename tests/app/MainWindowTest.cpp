@@ -7,11 +7,14 @@
 #include "widgets/LayerDetailView.h"
 #include "widgets/LayerTreeModel.h"
 #include "widgets/OverviewView.h"
+#include "widgets/ReplayView.h"
 #include "widgets/SeriesPlot.h"
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QElapsedTimer>
+#include <QFile>
+#include <QDir>
 #include <QImage>
 #include <QProcess>
 #include <QTest>
@@ -184,6 +187,34 @@ TEST(MainWindow, FollowsARunWhileItIsWritten)
     EXPECT_LT(timer.elapsed(), 4000) << "within about 2 s of being written (1 s polling)";
     writer.kill();
     writer.waitForFinished();
+}
+
+// Live follow used to refresh only the tables: a checkpoint and batch saved while the window
+// followed the run stayed invisible (no marker, replay disabled) until F5.
+TEST(MainWindow, LiveFollowShowsCheckpointsAndBatchesSavedMeanwhile)
+{
+    QTemporaryDir dir;
+    const QString run = dir.filePath("live");
+    QProcess writer;
+    writer.start(NANSCOPE_TEST_WRITER, {run, "400", "20"});
+    ASSERT_TRUE(writer.waitForReadyRead(30000)) << "the writer flushed its first row";
+    MainWindow window;
+    ASSERT_TRUE(openAndWait(window, run));
+    EXPECT_TRUE(window.snapshot().info.checkpoints.empty());
+    ASSERT_TRUE(QDir(run).mkpath("checkpoints") && QDir(run).mkpath("batches"));
+    for (const QString& path : {run + "/checkpoints/step_00000010.pt", run + "/batches/step_00000010.pt"}) {
+        QFile file(path);
+        ASSERT_TRUE(file.open(QIODevice::WriteOnly));
+    }
+    QElapsedTimer timer;
+    timer.start();
+    while (window.snapshot().info.checkpoints.empty() && timer.elapsed() < 10000)
+        QTest::qWait(100);
+    writer.kill();
+    writer.waitForFinished();
+    ASSERT_EQ(window.snapshot().info.checkpoints.size(), 1u);
+    EXPECT_EQ(window.overview()->plot("loss")->checkpointCount(), 1) << "no checkpoint marker on the timeline";
+    EXPECT_EQ(window.replay()->request().step, 10) << "the replay pane does not offer the new step";
 }
 
 TEST(MainWindow, PlotsFollowADarkPalette)
