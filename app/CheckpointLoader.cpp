@@ -1,6 +1,6 @@
 #include "CheckpointLoader.h"
 
-#include "ReplayProcess.h"
+#include "CheckpointJson.h"
 
 #include <QCoreApplication>
 #include <QJsonArray>
@@ -16,7 +16,7 @@ CheckpointLoader::CheckpointLoader(QObject* parent)
     : QObject(parent)
     , m_child(new ChildProgram(this))
 {
-    qRegisterMetaType<std::vector<TensorRow>>();
+    qRegisterMetaType<std::vector<CheckpointTensor>>();
 }
 
 CheckpointLoader::~CheckpointLoader() = default;
@@ -60,28 +60,9 @@ void CheckpointLoader::runStats()
                      return;
                  }
                  for (const auto& value : root["tensors"].toArray()) {
-                     const QJsonObject o = value.toObject();
-                     TensorRow row;
-                     row.name = o["name"].toString();
-                     QStringList dims;
-                     for (const auto& d : o["shape"].toArray())
-                         dims << QString::number(d.toInteger());
-                     row.shape = "[" + dims.join(", ") + "]";
-                     row.dtype = o["dtype"].toString();
-                     row.numel = o["numel"].toInteger();
-                     row.min = jsonNumberOrNan(o["min"]);
-                     row.max = jsonNumberOrNan(o["max"]);
-                     row.mean = jsonNumberOrNan(o["mean"]);
-                     row.std = jsonNumberOrNan(o["std"]);
-                     row.norm = jsonNumberOrNan(o["norm"]);
-                     row.nan = o["nan"].toInteger();
-                     row.inf = o["inf"].toInteger();
-                     for (const auto& f : o["flags"].toArray())
-                         row.flags << f.toString();
-                     for (const auto& h : o["histogram"].toArray())
-                         row.histogram.push_back(h.toInteger());
-                     row.relativeUpdate = std::nan("");
-                     m_rows.push_back(row);
+                     CheckpointTensor row;
+                     row.stats = tensorStatsFromJson(value.toObject(), &row.flags);
+                     m_rows.push_back(std::move(row));
                  }
                  if (m_previous.isEmpty())
                      emit loaded(m_step, m_rows, QString());
@@ -95,12 +76,10 @@ void CheckpointLoader::runDiff()
     // A failed diff leaves the update column empty; the statistics still stand.
     runChild({"diff", m_previous, m_file, "--json"}, [this](const QJsonObject& root, const QString&) {
         for (const auto& value : root["tensors"].toArray()) {
-            const QJsonObject o = value.toObject();
+            TensorDiff diff = tensorDiffFromJson(value.toObject());
             for (auto& row : m_rows)
-                if (row.name == o["name"].toString()) {
-                    row.relativeUpdate = jsonNumberOrNan(o["relative_update"]);
-                    row.becameNonfinite = o["became_nonfinite"].toInteger();
-                }
+                if (row.stats.name == diff.name)
+                    row.update = diff;
         }
         emit loaded(m_step, m_rows, QString());
     });

@@ -26,7 +26,7 @@ public:
     void load(qint64 step, const std::map<int64_t, std::string>& checkpoints);
 
 signals:
-    void loaded(qint64 step, const std::vector<nanscope::TensorRow>& tensors, const QString& error);
+    void loaded(qint64 step, const std::vector<nanscope::CheckpointTensor>& tensors, const QString& error);
 
 private:
     void runStats();
@@ -38,9 +38,9 @@ private:
     ChildProgram* m_child = nullptr;
     qint64 m_step = -1;
     QString m_file, m_previous;
-    std::vector<TensorRow> m_rows;
+    std::vector<CheckpointTensor> m_rows;
 };
 
 } // namespace nanscope
 
-Q_DECLARE_METATYPE(std::vector<nanscope::TensorRow>)
+Q_DECLARE_METATYPE(std::vector<nanscope::CheckpointTensor>)

@@ -1,3 +1,4 @@
+#include "CheckpointJson.h"
 #include "CliSupport.h"
 #include "Subcommands.h"
 
@@ -19,13 +20,6 @@ QJsonArray names(const std::vector<std::string>& list)
     return array;
 }
 
-QJsonArray shapeArray(const std::vector<int64_t>& shape)
-{
-    QJsonArray array;
-    for (int64_t extent : shape)
-        array.append(qint64(extent));
-    return array;
-}
 
 } // namespace
 
@@ -59,24 +53,11 @@ int runDiff(const QStringList& arguments)
         for (const TensorDiff& d : diff.tensors) {
             if (!d.comparable) {
                 mismatched.append(QJsonObject{{"name", fromStd(d.name)},
-                                              {"shape_a", shapeArray(d.shapeA)},
-                                              {"shape_b", shapeArray(d.shapeB)}});
+                                              {"shape_a", shapeToJson(d.shapeA)},
+                                              {"shape_b", shapeToJson(d.shapeB)}});
                 continue;
             }
-            tensors.append(QJsonObject{
-                {"name", fromStd(d.name)},
-                {"shape", shapeArray(d.shapeA)},
-                {"dtype_a", dtypeName(d.dtypeA)},
-                {"dtype_b", dtypeName(d.dtypeB)},
-                {"norm_a", d.normA},
-                {"norm_b", d.normB},
-                {"diff_norm", d.diffNorm},
-                {"relative_update", d.relativeUpdate ? QJsonValue(*d.relativeUpdate) : QJsonValue(QJsonValue::Null)},
-                {"nonfinite_a", qint64(d.nonfiniteA)},
-                {"nonfinite_b", qint64(d.nonfiniteB)},
-                {"became_nonfinite", qint64(d.becameNonfinite)},
-                {"became_finite", qint64(d.becameFinite)},
-            });
+            tensors.append(tensorDiffToJson(d));
         }
         QJsonObject root{{"a", fromStd(pathA)},
                          {"b", fromStd(pathB)},

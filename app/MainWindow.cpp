@@ -214,7 +214,7 @@ void MainWindow::connectViewRequests()
         m_checkpointLoader->load(step, snapshot().info.checkpoints);
     });
     connect(m_checkpointLoader, &CheckpointLoader::loaded, this,
-            [this](qint64 step, const std::vector<TensorRow>& tensors, const QString& error) {
+            [this](qint64 step, const std::vector<CheckpointTensor>& tensors, const QString& error) {
                 if (!m_context->hasRun())
                     return;
                 m_checkpoints->setTensors(step, tensors, error);

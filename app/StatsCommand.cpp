@@ -1,5 +1,6 @@
 #include "CliSupport.h"
 #include "Subcommands.h"
+#include "CheckpointJson.h"
 #include "JsonNumbers.h"
 
 #include "core/checkpoint/CheckpointReader.h"
@@ -14,22 +15,6 @@
 namespace nanscope::cli {
 
 namespace {
-
-QJsonArray shapeArray(const std::vector<int64_t>& shape)
-{
-    QJsonArray array;
-    for (int64_t extent : shape)
-        array.append(qint64(extent));
-    return array;
-}
-
-QString shapeText(const std::vector<int64_t>& shape)
-{
-    QStringList parts;
-    for (int64_t extent : shape)
-        parts << QString::number(extent);
-    return "[" + parts.join(", ") + "]";
-}
 
 QString figure(const std::optional<double>& value)
 {
@@ -92,34 +77,7 @@ int runStats(const QStringList& arguments)
     if (parser.isSet("json")) {
         QJsonArray tensors;
         for (const TensorStats& s : *stats) {
-            QJsonObject t{{"name", fromStd(s.name)},
-                          {"shape", shapeArray(s.shape)},
-                          {"dtype", dtypeName(s.dtype)},
-                          {"numel", qint64(s.numel)},
-                          {"min", jsonNumber(s.min)},
-                          {"max", jsonNumber(s.max)},
-                          {"mean", jsonNumber(s.mean)},
-                          {"std", jsonNumber(s.std)},
-                          {"norm", s.norm},
-                          {"absmax", s.absmax},
-                          {"nan", qint64(s.nan)},
-                          {"posinf", qint64(s.posinf)},
-                          {"neginf", qint64(s.neginf)},
-                          {"inf", qint64(s.inf())},
-                          {"zero", qint64(s.zero)},
-                          {"subnormal", qint64(s.subnormal)}};
-            QJsonArray flags;
-            for (const auto& flag : healthFlags(s, thresholds))
-                flags.append(fromStd(flag));
-            t["flags"] = flags;
-            if (options.histogramBins > 0) {
-                QJsonArray bins;
-                for (int64_t count : s.histogram)
-                    bins.append(qint64(count));
-                t["histogram"] = bins;
-            }
-            if (options.spectralNorm)
-                t["spectral_norm"] = jsonNumber(s.spectralNorm);
+            const QJsonObject t = tensorStatsToJson(s, healthFlags(s, thresholds));
             tensors.append(t);
         }
         QJsonObject root{{"file", fromStd(path)},
@@ -156,7 +114,7 @@ int runStats(const QStringList& arguments)
             ++flagged;
         out() << QString("%1 %2 %3 %4 %5 %6 %7 %8 %9 %10  %11\n")
                      .arg(fromStd(s.name), -nameWidth)
-                     .arg(shapeText(s.shape), -14)
+                     .arg(fromStd(shapeText(s.shape)), -14)
                      .arg(dtypeName(s.dtype), -8)
                      .arg(figure(s.min), 10)
                      .arg(figure(s.max), 10)

@@ -82,7 +82,7 @@ void CheckpointsView::chooseStepNear(qint64 step)
     }
 }
 
-void CheckpointsView::setTensors(qint64 step, const std::vector<TensorRow>& tensors, const QString& error)
+void CheckpointsView::setTensors(qint64 step, const std::vector<CheckpointTensor>& tensors, const QString& error)
 {
     m_shownStep = step;
     m_model->setTensors(tensors);
@@ -96,8 +96,8 @@ QString CheckpointsView::summary() const
 {
     int bad = 0, buffers = 0;
     for (const auto& t : m_model->tensors()) {
-        bad += t.nan + t.inf > 0 || !t.flags.isEmpty();
-        buffers += t.isNormBuffer();
+        bad += t.isBad();
+        buffers += batchnorm::isRunningStatisticName(t.stats.name);
     }
     return tr("Step %1: %2 tensors (%3 BatchNorm buffers), %4 flagged").arg(m_shownStep).arg(m_model->rowCount()).arg(buffers).arg(bad);
 }
@@ -109,22 +109,23 @@ void CheckpointsView::showHistogram(int row)
         m_histogram->replot();
         return;
     }
-    const TensorRow& t = m_model->tensors()[size_t(row)];
-    if (!t.histogram.empty() && std::isfinite(t.min) && std::isfinite(t.max)) {
+    const TensorStats& t = m_model->tensors()[size_t(row)].stats;
+    const QString name = QString::fromStdString(t.name);
+    if (!t.histogram.empty() && t.min && t.max) {
         auto* bars = new QCPBars(m_histogram->xAxis, m_histogram->yAxis);
-        const double width = (t.max - t.min) / double(t.histogram.size());
+        const double width = (*t.max - *t.min) / double(t.histogram.size());
         QVector<double> x, y;
         for (size_t i = 0; i < t.histogram.size(); ++i) {
-            x << t.min + width * (double(i) + 0.5);
+            x << *t.min + width * (double(i) + 0.5);
             y << double(t.histogram[i]);
         }
         bars->setWidth(width > 0 ? width : 1);
         bars->setData(x, y);
         bars->setBrush(QColor(37, 99, 235, 150));
-        bars->setName(t.name);
+        bars->setName(name);
         m_histogram->rescaleAxes();
     }
-    m_histogram->xAxis->setLabel(tr("value of %1 (%2 NaN, %3 Inf not counted)").arg(t.name).arg(t.nan).arg(t.inf));
+    m_histogram->xAxis->setLabel(tr("value of %1 (%2 NaN, %3 Inf not counted)").arg(name).arg(t.nan).arg(t.inf()));
     m_histogram->replot(QCustomPlot::rpQueuedReplot);
 }
 

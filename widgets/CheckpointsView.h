@@ -26,7 +26,7 @@ public:
     void chooseStepNear(qint64 step);
     // Drops everything of the run shown (RunContext::runClosed).
     void clear();
-    void setTensors(qint64 step, const std::vector<TensorRow>& tensors, const QString& error);
+    void setTensors(qint64 step, const std::vector<CheckpointTensor>& tensors, const QString& error);
     void showHistogram(int row);
     TensorStatsModel* model() const { return m_model; }
     QSortFilterProxyModel* sorted() const { return m_sorted; }

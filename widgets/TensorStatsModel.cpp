@@ -12,6 +12,24 @@ QVariant number(double v)
 {
     return std::isfinite(v) ? QVariant(QString::number(v, 'g', 4)) : QVariant(QString("\u2014"));
 }
+
+double orNan(const std::optional<double>& v)
+{
+    return v ? *v : std::nan("");
+}
+
+QString joined(const std::vector<std::string>& parts)
+{
+    QStringList list;
+    for (const auto& p : parts)
+        list << QString::fromStdString(p);
+    return list.join("; ");
+}
+
+bool isNormBuffer(const std::string& name)
+{
+    return batchnorm::isRunningStatisticName(name);
+}
 } // namespace
 
 TensorStatsModel::TensorStatsModel(QObject* parent)
@@ -19,7 +37,7 @@ TensorStatsModel::TensorStatsModel(QObject* parent)
 {
 }
 
-void TensorStatsModel::setTensors(const std::vector<TensorRow>& tensors)
+void TensorStatsModel::setTensors(const std::vector<CheckpointTensor>& tensors)
 {
     beginResetModel();
     m_tensors = tensors;
@@ -40,44 +58,48 @@ QVariant TensorStatsModel::data(const QModelIndex& index, int role) const
 {
     if (!index.isValid() || index.row() >= int(m_tensors.size()))
         return {};
-    const TensorRow& t = m_tensors[size_t(index.row())];
-    const bool bad = t.nan + t.inf > 0 || !t.flags.isEmpty();
+    const CheckpointTensor& row = m_tensors[size_t(index.row())];
+    const TensorStats& t = row.stats;
+    const bool normBuffer = isNormBuffer(t.name);
+    const double relativeUpdate = row.update && row.update->relativeUpdate ? *row.update->relativeUpdate : std::nan("");
+    const int64_t becameNonfinite = row.update ? row.update->becameNonfinite : 0;
+    const QString flags = joined(row.flags);
     if (role == RowRole)
         return index.row();
     if (role == Qt::ForegroundRole)
-        return bad ? QBrush(QColor(200, 20, 20)) : QVariant();
+        return row.isBad() ? QBrush(QColor(200, 20, 20)) : QVariant();
     if (role == Qt::ToolTipRole)
-        return t.isNormBuffer() ? tr("BatchNorm running statistic: a buffer, not a parameter") : t.flags.join("; ");
+        return normBuffer ? tr("BatchNorm running statistic: a buffer, not a parameter") : flags;
     if (role == SortRole) {
         switch (Column(index.column())) {
-        case Min: return t.min;
-        case Max: return t.max;
-        case Mean: return t.mean;
-        case Std: return t.std;
+        case Min: return orNan(t.min);
+        case Max: return orNan(t.max);
+        case Mean: return orNan(t.mean);
+        case Std: return orNan(t.std);
         case Norm: return t.norm;
-        case NaN: return t.nan;
-        case Inf: return t.inf;
-        case Update: return t.relativeUpdate;
+        case NaN: return qint64(t.nan);
+        case Inf: return qint64(t.inf());
+        case Update: return relativeUpdate;
         default: return data(index, Qt::DisplayRole);
         }
     }
     if (role != Qt::DisplayRole)
         return {};
     switch (Column(index.column())) {
-    case Name: return t.isNormBuffer() ? t.name + QString::fromUtf8("  [BN buffer]") : t.name;
-    case Shape: return t.shape;
-    case DType: return t.dtype;
-    case Min: return number(t.min);
-    case Max: return number(t.max);
-    case Mean: return number(t.mean);
-    case Std: return number(t.std);
+    case Name: return normBuffer ? row.name() + QString::fromUtf8("  [BN buffer]") : row.name();
+    case Shape: return QString::fromStdString(shapeText(t.shape));
+    case DType: return QString(dtypeName(t.dtype));
+    case Min: return number(orNan(t.min));
+    case Max: return number(orNan(t.max));
+    case Mean: return number(orNan(t.mean));
+    case Std: return number(orNan(t.std));
     case Norm: return number(t.norm);
-    case NaN: return t.nan;
-    case Inf: return t.inf;
+    case NaN: return qint64(t.nan);
+    case Inf: return qint64(t.inf());
     case Update:
         // An update into NaN is no small update: say what happened instead of a number.
-        return t.becameNonfinite > 0 ? tr("%1 became NaN/Inf").arg(t.becameNonfinite) : number(t.relativeUpdate);
-    case Flags: return t.flags.join("; ");
+        return becameNonfinite > 0 ? tr("%1 became NaN/Inf").arg(becameNonfinite) : number(relativeUpdate);
+    case Flags: return flags;
     case ColumnCount: break;
     }
     return {};

@@ -16,8 +16,8 @@ public:
     enum Role { SortRole = Qt::UserRole, RowRole };
 
     explicit TensorStatsModel(QObject* parent = nullptr);
-    void setTensors(const std::vector<TensorRow>& tensors);
-    const std::vector<TensorRow>& tensors() const { return m_tensors; }
+    void setTensors(const std::vector<CheckpointTensor>& tensors);
+    const std::vector<CheckpointTensor>& tensors() const { return m_tensors; }
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
@@ -25,7 +25,7 @@ public:
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
 private:
-    std::vector<TensorRow> m_tensors;
+    std::vector<CheckpointTensor> m_tensors;
 };
 
 } // namespace nanscope

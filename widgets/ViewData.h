@@ -4,11 +4,15 @@
 
 #include "core/run/LayerHeatmap.h"
 #include "core/scan/LayerHealth.h"
+#include "core/checkpoint/CheckpointDiff.h"
+#include "core/tensor/BatchNormHealth.h"
+#include "core/tensor/TensorStats.h"
 
 #include <QString>
 #include <QStringList>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,19 +94,16 @@ struct ReplayRequest
 
 namespace nanscope {
 
-// One tensor of a checkpoint as the checkpoints pane shows it (from `nanscope stats --json`,
-// joined with `nanscope diff --json` against the previous checkpoint).
-struct TensorRow
+// One tensor of a checkpoint as the checkpoints pane shows it: core's statistics and update
+// structs as the child programs computed them (`nanscope stats --json`, `nanscope diff --json`
+// against the previous checkpoint), and the health flags `stats` judged.
+struct CheckpointTensor
 {
-    QString name, shape, dtype;
-    qint64 numel = 0;
-    double min = 0, max = 0, mean = 0, std = 0, norm = 0; // NaN when not defined
-    qint64 nan = 0, inf = 0;
-    QStringList flags;
-    std::vector<qint64> histogram;
-    double relativeUpdate = 0; // NaN when there is no previous checkpoint
-    qint64 becameNonfinite = 0;
-    bool isNormBuffer() const { return name.endsWith("running_mean") || name.endsWith("running_var"); }
-};
+    TensorStats stats;
+    std::vector<std::string> flags;
+    std::optional<TensorDiff> update; // empty for the first checkpoint, or when the diff failed
 
+    QString name() const { return QString::fromStdString(stats.name); }
+    bool isBad() const { return stats.nonfinite() > 0 || !flags.empty(); }
+};
 } // namespace nanscope

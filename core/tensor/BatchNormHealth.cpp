@@ -49,4 +49,11 @@ bool isRunningVarianceName(const std::string& tensorName)
            && tensorName.compare(tensorName.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+bool isRunningStatisticName(const std::string& tensorName)
+{
+    static const std::string mean = "running_mean";
+    return isRunningVarianceName(tensorName)
+           || (tensorName.size() >= mean.size() && tensorName.compare(tensorName.size() - mean.size(), mean.size(), mean) == 0);
+}
+
 } // namespace nanscope::batchnorm

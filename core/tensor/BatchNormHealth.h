@@ -40,5 +40,8 @@ BufferHistory judgeHistory(const std::vector<int64_t>& steps, const std::vector<
 
 // True for a state_dict key naming a BatchNorm running variance ("bn1.running_var").
 bool isRunningVarianceName(const std::string& tensorName);
+// True for either running statistic of a BatchNorm layer (running_mean, running_var): buffers, not
+// parameters, so gradient checks never see them.
+bool isRunningStatisticName(const std::string& tensorName);
 
 } // namespace nanscope::batchnorm

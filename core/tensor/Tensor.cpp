@@ -22,6 +22,23 @@ const char* dtypeName(DType dtype)
     return "?";
 }
 
+std::optional<DType> dtypeFromName(const std::string& name)
+{
+    for (DType d : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int64, DType::Int32,
+                    DType::Int16, DType::Int8, DType::UInt8, DType::Bool})
+        if (name == dtypeName(d))
+            return d;
+    return std::nullopt;
+}
+
+std::string shapeText(const std::vector<int64_t>& shape)
+{
+    std::string text = "[";
+    for (size_t i = 0; i < shape.size(); ++i)
+        text += (i ? ", " : "") + std::to_string(shape[i]);
+    return text + "]";
+}
+
 size_t dtypeSize(DType dtype)
 {
     switch (dtype) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,9 @@ namespace nanscope {
 enum class DType { Float32, Float64, Float16, BFloat16, Int64, Int32, Int16, Int8, UInt8, Bool };
 
 const char* dtypeName(DType dtype); // "float32", "bfloat16", ... as PyTorch names them
+std::optional<DType> dtypeFromName(const std::string& name); // the inverse of dtypeName
+// "[64, 3, 3, 3]": how every command, view and report writes a shape.
+std::string shapeText(const std::vector<int64_t>& shape);
 size_t dtypeSize(DType dtype);
 bool isFloatingPoint(DType dtype);
 

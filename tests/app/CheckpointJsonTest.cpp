@@ -1,0 +1,93 @@
+// The stats/diff JSON crosses a process boundary: what `nanscope stats --json` writes, the
+// checkpoints pane must read back whole (the old hand-written decoder dropped absmax).
+#include "app/CheckpointJson.h"
+
+#include <gtest/gtest.h>
+
+using namespace nanscope;
+
+TEST(CheckpointJson, TensorStatsSurviveTheRoundTrip)
+{
+    TensorStats s;
+    s.name = "features.0.weight";
+    s.shape = {64, 3, 3, 3};
+    s.dtype = DType::BFloat16;
+    s.numel = 1728;
+    s.min = -0.5;
+    s.max = 0.75;
+    s.mean = 0.01;
+    s.std = 0.2;
+    s.norm = 8.5;
+    s.absmax = 0.75;
+    s.nan = 3;
+    s.posinf = 1;
+    s.neginf = 2;
+    s.zero = 10;
+    s.subnormal = 4;
+    s.histogram = {1, 2, 3};
+    s.spectralNorm = 2.5;
+    std::vector<std::string> flags;
+    const TensorStats back = tensorStatsFromJson(tensorStatsToJson(s, {"3 NaN", "1 +Inf"}), &flags);
+    EXPECT_EQ(back.name, s.name);
+    EXPECT_EQ(back.shape, s.shape);
+    EXPECT_EQ(back.dtype, s.dtype);
+    EXPECT_EQ(back.numel, s.numel);
+    EXPECT_EQ(back.min, s.min);
+    EXPECT_EQ(back.max, s.max);
+    EXPECT_EQ(back.mean, s.mean);
+    EXPECT_EQ(back.std, s.std);
+    EXPECT_EQ(back.norm, s.norm);
+    EXPECT_EQ(back.absmax, s.absmax);
+    EXPECT_EQ(back.nan, s.nan);
+    EXPECT_EQ(back.posinf, s.posinf);
+    EXPECT_EQ(back.neginf, s.neginf);
+    EXPECT_EQ(back.zero, s.zero);
+    EXPECT_EQ(back.subnormal, s.subnormal);
+    EXPECT_EQ(back.histogram, s.histogram);
+    EXPECT_EQ(back.spectralNorm, s.spectralNorm);
+    EXPECT_EQ(flags, (std::vector<std::string>{"3 NaN", "1 +Inf"}));
+}
+
+TEST(CheckpointJson, AllNonFiniteTensorHasNoMinMaxRatherThanZero)
+{
+    TensorStats s;
+    s.name = "bn1.running_mean";
+    s.numel = 4;
+    s.nan = 4;
+    const TensorStats back = tensorStatsFromJson(tensorStatsToJson(s, {}));
+    EXPECT_FALSE(back.min.has_value()) << "null in the JSON, not 0";
+    EXPECT_FALSE(back.mean.has_value());
+    EXPECT_EQ(back.nonfinite(), 4);
+}
+
+TEST(CheckpointJson, TensorDiffSurvivesTheRoundTrip)
+{
+    TensorDiff d;
+    d.name = "fc1.weight";
+    d.shapeA = d.shapeB = {8, 4};
+    d.dtypeA = DType::Float32;
+    d.dtypeB = DType::Float16;
+    d.normA = 2;
+    d.normB = 3;
+    d.diffNorm = 1;
+    d.relativeUpdate = 0.5;
+    d.nonfiniteB = 5;
+    d.becameNonfinite = 5;
+    const TensorDiff back = tensorDiffFromJson(tensorDiffToJson(d));
+    EXPECT_EQ(back.name, d.name);
+    EXPECT_EQ(back.shapeA, d.shapeA);
+    EXPECT_EQ(back.dtypeB, DType::Float16);
+    EXPECT_EQ(back.relativeUpdate, d.relativeUpdate);
+    EXPECT_EQ(back.becameNonfinite, 5);
+    TensorDiff zeroNorm = d;
+    zeroNorm.relativeUpdate.reset();
+    EXPECT_FALSE(tensorDiffFromJson(tensorDiffToJson(zeroNorm)).relativeUpdate.has_value());
+}
+
+TEST(TensorNames, ShapesAreWrittenOneWay)
+{
+    EXPECT_EQ(shapeText({64, 3, 3, 3}), "[64, 3, 3, 3]");
+    EXPECT_EQ(shapeText({}), "[]");
+    EXPECT_EQ(dtypeFromName("bfloat16"), DType::BFloat16);
+    EXPECT_FALSE(dtypeFromName("complex64").has_value());
+}
