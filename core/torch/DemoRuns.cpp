@@ -17,37 +17,39 @@ namespace fs = std::filesystem;
 
 namespace nanscope {
 
+namespace {
+// One scenario of the demo: what goes wrong, from which step, on which seed.
+DemoScenario scenario(const char* name, const char* description, DemoFailure failure, int64_t failureStep, uint64_t seed)
+{
+    DemoScenario s;
+    s.name = name;
+    s.description = description;
+    s.failure = failure;
+    s.failureStep = failureStep;
+    s.seed = seed;
+    return s;
+}
+} // namespace
+
 std::vector<DemoScenario> demoScenarios()
 {
-    std::vector<DemoScenario> runs(5);
-    runs[0].name = "healthy";
-    runs[0].description = "A healthy MLP with BatchNorm: ordinary minibatch noise, cosine learning-rate decay.";
+    std::vector<DemoScenario> runs{
+        scenario("healthy", "A healthy MLP with BatchNorm: ordinary minibatch noise, cosine learning-rate decay.",
+                 DemoFailure::None, 250, 1),
+        scenario("sudden-blowup", "One batch holds fill values (999999999); the next update destroys the weights.",
+                 DemoFailure::CorruptBatch, 230, 2),
+        scenario("gradual-blowup", "The learning rate ramps up from step 100 until the gradients explode.",
+                 DemoFailure::LearningRateRamp, 100, 3),
+        scenario("division-by-zero",
+                 "A feature normalisation without eps divides by zero on one constant sample; the step is skipped.",
+                 DemoFailure::DivisionByZero, 180, 4),
+        scenario("batchnorm-poisoned",
+                 "A NaN input poisons BatchNorm running statistics; the step is skipped, training loss recovers, "
+                 "evaluation breaks.",
+                 DemoFailure::PoisonedBatchNorm, 200, 5),
+    };
     runs[0].schedule = DemoLearningRateSchedule::Cosine;
-
-    runs[1].name = "sudden-blowup";
-    runs[1].description = "One batch holds fill values (999999999); the next update destroys the weights.";
-    runs[1].failure = DemoFailure::CorruptBatch;
-    runs[1].failureStep = 230;
-    runs[1].seed = 2;
-
-    runs[2].name = "gradual-blowup";
-    runs[2].description = "The learning rate ramps up from step 100 until the gradients explode.";
-    runs[2].failure = DemoFailure::LearningRateRamp;
-    runs[2].failureStep = 100;
     runs[2].steps = 600;
-    runs[2].seed = 3;
-
-    runs[3].name = "division-by-zero";
-    runs[3].description = "A feature normalisation without eps divides by zero on one constant sample; the step is skipped.";
-    runs[3].failure = DemoFailure::DivisionByZero;
-    runs[3].failureStep = 180;
-    runs[3].seed = 4;
-
-    runs[4].name = "batchnorm-poisoned";
-    runs[4].description = "A NaN input poisons BatchNorm running statistics; the step is skipped, training loss recovers, evaluation breaks.";
-    runs[4].failure = DemoFailure::PoisonedBatchNorm;
-    runs[4].failureStep = 200;
-    runs[4].seed = 5;
     return runs;
 }
 
