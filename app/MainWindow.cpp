@@ -7,6 +7,7 @@
 #include "WindowDocks.h"
 
 #include "core/run/LayerNames.h"
+#include "core/run/RunFormat.h"
 
 #include "widgets/BatchNormView.h"
 #include "widgets/CheckpointsView.h"
@@ -649,7 +650,13 @@ QString MainWindow::parameterForLayer(const QString& layer) const
 void MainWindow::showLayerTree()
 {
     const QString current = m_context->selectedLayer();
-    m_layerModel->setLayers(snapshot().layers, m_context->layerHealth());
+    // Modules logged in /activations join the tree, so that one without parameters (where a NaN
+    // is often born: a normalisation, a custom division) can be chosen and replayed.
+    std::vector<std::string> modules;
+    if (const TableInfo* activations = snapshot().info.table(runformat::kActivations))
+        modules = activations->names;
+    m_layerModel->setLayers(snapshot().layers, m_context->layerHealth(), modules,
+                            judgeLayerHealth(modules, m_context->scan()));
     m_layerTree->expandAll();
     if (!current.isEmpty())
         m_layerTree->setCurrentIndex(m_layerFilter->mapFromSource(m_layerModel->indexOfParameter(current)));

@@ -29,7 +29,8 @@ QIcon LayerTreeModel::healthIcon(LayerHealth health)
     return QIcon(pixmap);
 }
 
-void LayerTreeModel::setLayers(const std::vector<std::string>& names, const std::vector<LayerHealth>& health)
+void LayerTreeModel::setLayers(const std::vector<std::string>& names, const std::vector<LayerHealth>& health,
+                               const std::vector<std::string>& extraModules, const std::vector<LayerHealth>& moduleHealth)
 {
     beginResetModel();
     blockSignals(true);
@@ -53,6 +54,17 @@ void LayerTreeModel::setLayers(const std::vector<std::string>& names, const std:
         }
         return parent;
     };
+    // Worst status climbs up to every enclosing module.
+    auto propagate = [&](QStandardItem* from, LayerHealth h) {
+        for (QStandardItem* up = from; up && up != invisibleRootItem(); up = up->parent()) {
+            if (up->data(HealthRole).toInt() < int(h)) {
+                up->setData(int(h), HealthRole);
+                up->setIcon(healthIcon(h));
+            }
+            if (!up->parent())
+                break;
+        }
+    };
     m_parameterCount = 0;
     for (size_t i = 0; i < names.size(); ++i) {
         const QString name = QString::fromStdString(names[i]);
@@ -67,18 +79,29 @@ void LayerTreeModel::setLayers(const std::vector<std::string>& names, const std:
         leaf->setToolTip(name);
         parent->appendRow(leaf);
         ++m_parameterCount;
-        // Worst status climbs up to every enclosing module.
-        for (QStandardItem* up = parent; up && up != invisibleRootItem(); up = up->parent()) {
-            if (up->data(HealthRole).toInt() < int(h)) {
-                up->setData(int(h), HealthRole);
-                up->setIcon(healthIcon(h));
-            }
-            if (!up->parent())
-                break;
-        }
+        propagate(parent, h);
+    }
+    for (size_t i = 0; i < extraModules.size(); ++i) {
+        const QString path = QString::fromStdString(extraModules[i]);
+        if (path.isEmpty())
+            continue;
+        const bool known = modules.count(path) > 0;
+        QStandardItem* item = moduleItem(path);
+        if (!known)
+            item->setToolTip(tr("%1: a module without parameters; double-click to replay it").arg(path));
+        propagate(item, i < moduleHealth.size() ? moduleHealth[i] : LayerHealth::Ok);
     }
     blockSignals(false);
     endResetModel();
+}
+
+QModelIndex LayerTreeModel::indexOfModule(const QString& path) const
+{
+    const QModelIndexList found = match(index(0, 0), ModulePathRole, path, -1, Qt::MatchExactly | Qt::MatchRecursive);
+    for (const QModelIndex& i : found)
+        if (i.data(ParameterNameRole).toString().isEmpty())
+            return i;
+    return QModelIndex();
 }
 
 QModelIndex LayerTreeModel::indexOfParameter(const QString& name) const

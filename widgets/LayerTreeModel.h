@@ -23,7 +23,12 @@ public:
 
     explicit LayerTreeModel(QObject* parent = nullptr);
 
-    void setLayers(const std::vector<std::string>& names, const std::vector<LayerHealth>& health);
+    // `modules` (with `moduleHealth`): module paths logged without parameters of their own (a
+    // normalisation, an activation), so that where a NaN was born can be chosen and replayed.
+    void setLayers(const std::vector<std::string>& names, const std::vector<LayerHealth>& health,
+                   const std::vector<std::string>& modules = {}, const std::vector<LayerHealth>& moduleHealth = {});
+    // The row of a module path, or an invalid index.
+    QModelIndex indexOfModule(const QString& path) const;
     // The leaf for a parameter name, or an invalid index.
     QModelIndex indexOfParameter(const QString& name) const;
     int parameterCount() const { return m_parameterCount; }

@@ -43,3 +43,21 @@ TEST(LayerTreeModel, FilterKeepsTheModulesOfMatchingParameters)
     ASSERT_EQ(filter.rowCount(), 1);
     EXPECT_EQ(filter.index(0, 0).data().toString(), "decoder");
 }
+
+// The NaN of the division-by-zero demo is born in `norm`, a module without parameters: it must be
+// in the tree (to be chosen and replayed), with the health the scan gave it.
+TEST(LayerTreeModel, ModulesWithoutParametersCanBeChosen)
+{
+    LayerTreeModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+    model.setLayers({"fc1.weight", "fc2.weight"}, {LayerHealth::Ok, LayerHealth::Ok}, {"fc1", "norm", "fc2"},
+                    {LayerHealth::Ok, LayerHealth::Warning, LayerHealth::Ok});
+    const QModelIndex norm = model.indexOfModule("norm");
+    ASSERT_TRUE(norm.isValid());
+    EXPECT_EQ(norm.data(LayerTreeModel::ModulePathRole).toString(), "norm");
+    EXPECT_TRUE(norm.data(LayerTreeModel::ParameterNameRole).toString().isEmpty());
+    EXPECT_EQ(norm.data(LayerTreeModel::HealthRole).toInt(), int(LayerHealth::Warning));
+    EXPECT_EQ(model.parameterCount(), 2);
+    EXPECT_TRUE(model.indexOfModule("fc1").isValid()) << "a module with parameters is there once, as before";
+    EXPECT_EQ(model.rowCount(), 3);
+}
