@@ -109,9 +109,7 @@ Incident badInputIncident(
     facts.note = note;
     facts.inFirstBatch = incident.onsetStep <= context.report.firstStep + 1;
     facts.batchNote = context.batchNote(incident.onsetStep);
-    Diagnosis diagnosis = diagnoseBadInput(facts);
-    incident.cause = std::move(diagnosis.cause);
-    incident.suggestion = std::move(diagnosis.suggestion);
+    applyDiagnosis(incident, diagnoseBadInput(facts));
     return incident;
 }
 

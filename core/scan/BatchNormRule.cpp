@@ -172,9 +172,7 @@ void reportFault(ScanContext& context, const BufferTally& tally, BufferFault fau
         incident.evidence.peak = lowest;
         incident.evidence.note = "lowest running variance " + formatNumber(lowest);
     }
-    Diagnosis diagnosis = diagnoseBufferCorruption(facts);
-    incident.cause = std::move(diagnosis.cause);
-    incident.suggestion = std::move(diagnosis.suggestion);
+    applyDiagnosis(incident, diagnoseBufferCorruption(facts));
     context.report.incidents.push_back(std::move(incident));
 }
 

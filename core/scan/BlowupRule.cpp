@@ -369,9 +369,7 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
     }
     facts.fp16 = context.inputs.fp16();
     facts.batchNote = context.batchNote(onsetStep);
-    Diagnosis diagnosis = diagnoseBlowup(facts);
-    incident.cause = std::move(diagnosis.cause);
-    incident.suggestion = std::move(diagnosis.suggestion);
+    applyDiagnosis(incident, diagnoseBlowup(facts));
     context.report.incidents.push_back(std::move(incident));
     return Status::success();
 }
@@ -451,9 +449,7 @@ Status reportNonfiniteBurst(ScanContext& context, const Burst& burst)
     facts.inFirstBatch = burst.firstRow <= 1;
     facts.fp16 = inputs.fp16();
     facts.batchNote = context.batchNote(first);
-    Diagnosis diagnosis = diagnoseNonfiniteBurst(facts);
-    incident.cause = std::move(diagnosis.cause);
-    incident.suggestion = std::move(diagnosis.suggestion);
+    applyDiagnosis(incident, diagnoseNonfiniteBurst(facts));
     context.report.incidents.push_back(std::move(incident));
     return Status::success();
 }

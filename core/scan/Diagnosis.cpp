@@ -5,6 +5,12 @@
 
 namespace nanscope::scan {
 
+void applyDiagnosis(Incident& incident, Diagnosis diagnosis)
+{
+    incident.cause = std::move(diagnosis.cause);
+    incident.suggestion = std::move(diagnosis.suggestion);
+}
+
 std::string formatNumber(double v, int precision)
 {
     std::ostringstream out;

@@ -4,6 +4,7 @@
 // hand the facts to these functions as named fields, and the prose is built here.
 
 #include "core/run/RunReader.h"
+#include "core/scan/Incident.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +18,9 @@ struct Diagnosis {
     std::string cause; // probable cause, in words
     std::string suggestion; // what to do
 };
+
+// Sets the incident's cause and suggestion.
+void applyDiagnosis(Incident& incident, Diagnosis diagnosis);
 
 // A number in a sentence: `precision` significant digits.
 std::string formatNumber(double v, int precision = 3);

@@ -50,9 +50,7 @@ Status detectLossScaleCollapse(ScanContext& context)
         e.note = std::to_string(decreases) + " consecutive decreases from " + formatNumber(from) + " to "
             + formatNumber(to) + (skipped ? "; " + std::to_string(skipped) + " steps skipped" : "")
             + (stay == n ? "; still down at the end of the log" : "");
-        Diagnosis diagnosis = diagnoseLossScaleCollapse(e.note);
-        incident.cause = std::move(diagnosis.cause);
-        incident.suggestion = std::move(diagnosis.suggestion);
+        applyDiagnosis(incident, diagnoseLossScaleCollapse(e.note));
         context.collapseWindows.push_back({ startStep, e.windowEndStep });
         context.report.incidents.push_back(std::move(incident));
     }

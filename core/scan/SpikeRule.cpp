@@ -99,10 +99,9 @@ Incident spikeIncident(const ScanContext& context, const std::vector<SpikeRow>& 
     e.count = int64_t(j - i);
     if (!recovered)
         e.note = "not yet recovered at the end of the log";
-    Diagnosis diagnosis = diagnoseSpike(
-        SpikeFacts { incident.onsetStep, e.series, *e.jumpRatio, recovered, context.batchNote(incident.onsetStep) });
-    incident.cause = std::move(diagnosis.cause);
-    incident.suggestion = std::move(diagnosis.suggestion);
+    applyDiagnosis(incident,
+        diagnoseSpike(SpikeFacts {
+            incident.onsetStep, e.series, *e.jumpRatio, recovered, context.batchNote(incident.onsetStep) }));
     return incident;
 }
 

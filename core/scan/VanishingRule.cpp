@@ -212,17 +212,15 @@ void reportGroup(ScanContext& context, std::vector<VanishedRun> group, bool froz
                 { names[v.layer], "layers/grad_norm", v.begin, -context.config.vanishingDecades, false, std::nullopt });
         }
     }
-    Diagnosis diagnosis;
     if (frozen) {
-        diagnosis = diagnoseFrozen(incident.layers, group.size());
+        applyDiagnosis(incident, diagnoseFrozen(incident.layers, group.size()));
     } else {
         const double zeroFraction = group.front().zeroFraction;
-        diagnosis = diagnoseVanishing(VanishingFacts { incident.layers, group.size(), zeroFraction,
-            context.config.vanishingDecades, incident.onsetStep, e.windowEndStep });
+        applyDiagnosis(incident,
+            diagnoseVanishing(VanishingFacts { incident.layers, group.size(), zeroFraction,
+                context.config.vanishingDecades, incident.onsetStep, e.windowEndStep }));
         e.note = "zero on " + formatNumber(100 * zeroFraction, 3) + "% of the rows";
     }
-    incident.cause = std::move(diagnosis.cause);
-    incident.suggestion = std::move(diagnosis.suggestion);
     context.report.incidents.push_back(std::move(incident));
 }
 
