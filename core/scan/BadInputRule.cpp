@@ -13,10 +13,11 @@ namespace nanscope::scan {
 namespace {
 
 // Known fill and saturation values of data pipelines (int16, uint16, "missing" fills).
-constexpr double kSentinels[]
-    = { 32767.0, 32768.0, 65535.0, 99999.0, 999999.0, 9999999.0, 99999999.0, 999999999.0, 3.4028234663852886e38 };
+constexpr double kSentinels[] = {
+    32767.0, 32768.0, 65535.0, 99999.0, 999999.0, 9999999.0, 99999999.0, 999999999.0, 3.4028234663852886e38};
 
-struct BadRow {
+struct BadRow
+{
     size_t row;
     bool nonfinite;
     double magnitude;
@@ -38,14 +39,15 @@ std::string extremeValueNote(double magnitude, double typicalLog)
 // The bad rows of one input column: non-finite counts, or a magnitude inputDecades above the
 // column's median over the run.
 void findBadRows(const std::vector<float>& nan, const std::vector<float>& inf, const std::vector<float>& lo,
-    const std::vector<float>& hi, size_t rows, const std::string& input, double inputDecades, std::vector<BadRow>& bad)
+                 const std::vector<float>& hi, size_t rows, const std::string& input, double inputDecades,
+                 std::vector<BadRow>& bad)
 {
     std::vector<double> magnitudes(rows, kNaN);
     std::vector<double> logs;
     for (size_t r = 0; r < rows; ++r) {
         double m = 0;
         bool any = false;
-        for (const auto* v : { &lo, &hi })
+        for (const auto* v : {&lo, &hi})
             if (!v->empty() && std::isfinite((*v)[r])) {
                 m = std::max(m, std::fabs(double((*v)[r])));
                 any = true;
@@ -61,13 +63,13 @@ void findBadRows(const std::vector<float>& nan, const std::vector<float>& inf, c
         const double m = magnitudes[r];
         const bool extreme = std::isfinite(m) && std::isfinite(typical) && log10Abs(m) - typical >= inputDecades;
         if (nonfinite || extreme)
-            bad.push_back({ r, nonfinite, m, typical, input, extreme ? extremeValueNote(m, typical) : "" });
+            bad.push_back({r, nonfinite, m, typical, input, extreme ? extremeValueNote(m, typical) : ""});
     }
 }
 
 // One incident for the bad rows [i, j), all within burst_gap_steps of each other.
-Incident badInputIncident(
-    const ScanContext& context, const std::vector<int64_t>& steps, const std::vector<BadRow>& bad, size_t i, size_t j)
+Incident badInputIncident(const ScanContext& context, const std::vector<int64_t>& steps, const std::vector<BadRow>& bad,
+                          size_t i, size_t j)
 {
     Incident incident;
     incident.kind = IncidentKind::BadInput;
@@ -86,9 +88,10 @@ Incident badInputIncident(
             peak = std::max(peak, bad[k].magnitude);
         if (note.empty())
             note = bad[k].note;
-        LayerOnset onset { bad[k].input, "inputs", steps[bad[k].row],
-            bad[k].nonfinite ? kInf : log10Abs(bad[k].magnitude) - bad[k].typical, bad[k].nonfinite,
-            bad[k].nonfinite ? std::optional<int64_t>(steps[bad[k].row]) : std::nullopt };
+        LayerOnset onset{
+            bad[k].input,      "inputs",
+            steps[bad[k].row], bad[k].nonfinite ? kInf : log10Abs(bad[k].magnitude) - bad[k].typical,
+            bad[k].nonfinite,  bad[k].nonfinite ? std::optional<int64_t>(steps[bad[k].row]) : std::nullopt};
         if (incident.evidence.layerOnsets.size() < size_t(context.config.maxLayersListed))
             incident.evidence.layerOnsets.push_back(onset);
     }
@@ -124,9 +127,9 @@ Status detectBadInputs(ScanContext& context)
         return Status::success();
     const auto& steps = inputs.steps(rf::kInputs);
     const size_t rows = std::min<size_t>(steps.size(), size_t(table->rows));
-    auto columns = inputs.readColumns(rf::kInputs, { "nan", "inf", "min", "max" }, rows, context.config.blockRows);
+    auto columns = inputs.readColumns(rf::kInputs, {"nan", "inf", "min", "max"}, rows, context.config.blockRows);
     if (!columns)
-        return Error { columns.error() };
+        return Error{columns.error()};
     std::vector<BadRow> bad;
     for (size_t column = 0; column < table->names.size(); ++column) {
         static const std::vector<float> none;
@@ -135,7 +138,7 @@ Status detectBadInputs(ScanContext& context)
             return it == columns->end() ? none : it->second[column];
         };
         findBadRows(get("nan"), get("inf"), get("min"), get("max"), rows, table->names[column],
-            context.config.inputDecades, bad);
+                    context.config.inputDecades, bad);
     }
     std::sort(bad.begin(), bad.end(), [](const BadRow& x, const BadRow& y) { return x.row < y.row; });
     size_t i = 0;

@@ -20,7 +20,8 @@ using batchnorm::BufferHealth;
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
 // Per layer: the first step of each fault, and what the incidents report about it.
-struct BufferTally {
+struct BufferTally
+{
     explicit BufferTally(size_t width)
         : firstNonfinite(width, kNever)
         , firstNegative(width, kNever)
@@ -50,13 +51,13 @@ Status tallyBuffers(const ScanContext& context, int64_t rows, size_t width, Buff
         if (haveNonfinite) {
             auto block = inputs.readBlock(rf::kBuffers, "nonfinite", begin, count);
             if (!block)
-                return Error { block.error() };
+                return Error{block.error()};
             nonfinite = std::move(*block);
         }
         if (haveVar) {
             auto block = inputs.readBlock(rf::kBuffers, "running_var_min", begin, count);
             if (!block)
-                return Error { block.error() };
+                return Error{block.error()};
             var = std::move(*block);
         }
         // Fast path for the usual clean block: nothing non-finite, no variance at the floor, so
@@ -117,7 +118,7 @@ std::optional<int64_t> evalOnlyNanCountAfter(const RunScalars& scalars, int64_t 
 
 // One incident for every layer with a first step of `fault` in `first`.
 void reportFault(ScanContext& context, const BufferTally& tally, BufferFault fault, const std::vector<int64_t>& first,
-    Severity severity, int64_t lastStep)
+                 Severity severity, int64_t lastStep)
 {
     const TableInfo* buffers = context.inputs.table(rf::kBuffers);
     const size_t width = first.size();
@@ -125,9 +126,9 @@ void reportFault(ScanContext& context, const BufferTally& tally, BufferFault fau
     std::vector<RankedOnset> onsets;
     for (size_t b = 0; b < width; ++b)
         if (first[b] != kNever)
-            onsets.push_back({ LayerOnset { buffers->names[b], "buffers", first[b], nonfinite ? kInf : 0.0, nonfinite,
-                                   nonfinite ? std::optional<int64_t>(first[b]) : std::nullopt },
-                context.order.module(buffers->names[b]) });
+            onsets.push_back({LayerOnset{buffers->names[b], "buffers", first[b], nonfinite ? kInf : 0.0, nonfinite,
+                                         nonfinite ? std::optional<int64_t>(first[b]) : std::nullopt},
+                              context.order.module(buffers->names[b])});
     if (onsets.empty())
         return;
     orderLayerOnsets(onsets, context.config.tieDecades);
@@ -156,8 +157,8 @@ void reportFault(ScanContext& context, const BufferTally& tally, BufferFault fau
         incident.evidence.count = count;
         facts.evalOnlyNanCount = evalOnlyNanCountAfter(context.scalars, incident.onsetStep);
         if (facts.evalOnlyNanCount)
-            incident.evidence.note = "eval_loss non-finite on " + std::to_string(*facts.evalOnlyNanCount)
-                + " logged steps after the onset; training loss finite";
+            incident.evidence.note = "eval_loss non-finite on " + std::to_string(*facts.evalOnlyNanCount) +
+                                     " logged steps after the onset; training loss finite";
         if (const Incident* input = context.badInputNear(incident.onsetStep, 1, 0);
             input && input->severity == Severity::Critical)
             facts.nanInputStep = input->onsetStep;

@@ -20,15 +20,17 @@ namespace rf = runformat;
 // A loss this much (x1.6) above its level before an explosion, for good, means a destroyed model.
 constexpr double kDeadLossDecades = 0.2;
 
-struct Burst {
+struct Burst
+{
     size_t firstRow = 0;
     size_t lastRow = 0;
     int64_t count = 0;
 };
 
 // Where a blow-up failed, as the searches below found it.
-struct Failure {
-    size_t row = 0; // the first non-finite row, or where the finite rise crossed halfway
+struct Failure
+{
+    size_t row = 0;         // the first non-finite row, or where the finite rise crossed halfway
     bool nonfinite = false; // it ended in NaN/Inf (not a finite rise)
     Severity severity = Severity::Critical;
     std::string note;
@@ -43,12 +45,12 @@ std::vector<Burst> nonfiniteBursts(const ScanContext& context)
     for (size_t row = 0; row < scalars.steps.size(); ++row) {
         if (!scalars.rowNonfinite(row))
             continue;
-        if (!bursts.empty()
-            && scalars.steps[row] - scalars.steps[bursts.back().lastRow] <= context.config.burstGapSteps) {
+        if (!bursts.empty() &&
+            scalars.steps[row] - scalars.steps[bursts.back().lastRow] <= context.config.burstGapSteps) {
             bursts.back().lastRow = row;
             ++bursts.back().count;
         } else {
-            bursts.push_back({ row, row, 1 });
+            bursts.push_back({row, row, 1});
         }
     }
     return bursts;
@@ -69,8 +71,8 @@ bool recoveredAfter(const ScanContext& context, const Burst& burst)
 {
     const RunScalars& scalars = context.scalars;
     const size_t begin = burst.lastRow + 1;
-    const size_t end
-        = std::min(scalars.steps.size(), begin + size_t(std::max<int64_t>(1, context.config.recoveryRows)));
+    const size_t end =
+        std::min(scalars.steps.size(), begin + size_t(std::max<int64_t>(1, context.config.recoveryRows)));
     if (begin >= end) {
         // The log ends here: only the training's own word (a skipped step) says it went on.
         for (size_t r = burst.firstRow; r <= burst.lastRow; ++r)
@@ -133,9 +135,9 @@ std::optional<Failure> destroyedByExplosion(const ScanContext& context)
         if (std::isfinite(lossBefore) && std::isfinite(lossAfter) && lossAfter - lossBefore >= kDeadLossDecades) {
             Failure failure;
             failure.row = end;
-            failure.note = "the gradient norm came back but the loss did not ("
-                + formatNumber(std::pow(10.0, lossAfter)) + " after, " + formatNumber(std::pow(10.0, lossBefore))
-                + " before): the update destroyed the weights";
+            failure.note = "the gradient norm came back but the loss did not (" +
+                           formatNumber(std::pow(10.0, lossAfter)) + " after, " +
+                           formatNumber(std::pow(10.0, lossBefore)) + " before): the update destroyed the weights";
             failure.lastRow = end > 0 ? end - 1 : 0;
             return failure;
         }
@@ -174,8 +176,8 @@ std::optional<Failure> finiteRise(const ScanContext& context)
     Failure failure;
     if (n - stretch >= 2 && !(rise >= config.blowupDecades)) {
         failure.row = stretch;
-        failure.note = "the log ends " + std::to_string(n - stretch)
-            + " rows into the blow-up (cut short or still being written)";
+        failure.note =
+            "the log ends " + std::to_string(n - stretch) + " rows into the blow-up (cut short or still being written)";
         return failure;
     }
     if (!(rise >= config.blowupDecades)) {
@@ -204,7 +206,8 @@ std::optional<Failure> finiteRise(const ScanContext& context)
     return failure;
 }
 
-struct Jump {
+struct Jump
+{
     size_t row = 0;
     double baseline = kNaN; // log10
 };
@@ -213,8 +216,8 @@ struct Jump {
 // that stays up until `lastRow`, from a level that was still the baseline, and no rise began well
 // before it (a gradual blow-up can end in a jump). Noise and small level shifts just before such
 // a jump must not move its onset.
-std::optional<Jump> suddenJump(
-    const ScanContext& context, size_t windowBegin, size_t failureRow, size_t lastRow, const Rise& rise)
+std::optional<Jump> suddenJump(const ScanContext& context, size_t windowBegin, size_t failureRow, size_t lastRow,
+                               const Rise& rise)
 {
     const ScanConfig& config = context.config;
     const LogSeries& s = context.scalars.primary();
@@ -237,8 +240,8 @@ std::optional<Jump> suddenJump(
                 pre.push_back(s.log[k]);
         const size_t referenceEnd = r - h - 1;
         const size_t referenceBegin = referenceEnd >= windowBegin + size_t(config.baselineRows)
-            ? referenceEnd - size_t(config.baselineRows)
-            : windowBegin;
+                                          ? referenceEnd - size_t(config.baselineRows)
+                                          : windowBegin;
         for (size_t k = referenceBegin; k < referenceEnd; ++k)
             if (s.finite[k])
                 reference.push_back(s.log[k]);
@@ -249,9 +252,9 @@ std::optional<Jump> suddenJump(
         const double noise = noiseAroundInPlace(deviations, level);
         // The rows just before the jump were still at the baseline (within half a jump, or
         // the noise of their median): nothing was growing yet.
-        if (medianOf(pre) - level
-            <= std::max(0.5 * config.jumpDecades, config.noiseSigmas * noise / std::sqrt(double(pre.size()))))
-            return Jump { r, level };
+        if (medianOf(pre) - level <=
+            std::max(0.5 * config.jumpDecades, config.noiseSigmas * noise / std::sqrt(double(pre.size()))))
+            return Jump{r, level};
     }
     return std::nullopt;
 }
@@ -271,10 +274,9 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
         if (afterBurst > windowBegin && afterBurst < failureRow)
             windowBegin = afterBurst;
     }
-    const size_t lastRow = std::min(s.size() - 1,
-        failure.lastRow         ? *failure.lastRow
-            : failure.nonfinite ? failureRow
-                                : s.size() - 1);
+    const size_t lastRow = std::min(s.size() - 1, failure.lastRow     ? *failure.lastRow
+                                                  : failure.nonfinite ? failureRow
+                                                                      : s.size() - 1);
     const Rise rise = findOnset(s, windowBegin, failureRow, config);
     const std::optional<Jump> jump = suddenJump(context, windowBegin, failureRow, lastRow, rise);
     const bool sudden = jump.has_value();
@@ -331,14 +333,14 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
     const int64_t windowEnd = failure.nonfinite ? failureStep + config.jumpSteps : context.report.lastStep;
     // Layers are judged over a shorter look-back than the total: their own baseline just
     // before the onset is what matters, and a thousand layers times the full window is slow.
-    const int64_t layerWindowBegin
-        = std::max(steps[windowBegin], onsetStep - std::max<int64_t>(4 * config.baselineRows, 100));
+    const int64_t layerWindowBegin =
+        std::max(steps[windowBegin], onsetStep - std::max<int64_t>(4 * config.baselineRows, 100));
     auto blame = blameLayers(context.inputs, context.order, config, layerWindowBegin, onsetStep, windowEnd);
     if (!blame)
-        return Error { blame.error() };
+        return Error{blame.error()};
     for (const auto& [onset, position] : *blame) {
-        if (onset.nonfiniteStep && (!nonfiniteStep || *onset.nonfiniteStep < *nonfiniteStep)
-            && *onset.nonfiniteStep >= onsetStep)
+        if (onset.nonfiniteStep && (!nonfiniteStep || *onset.nonfiniteStep < *nonfiniteStep) &&
+            *onset.nonfiniteStep >= onsetStep)
             nonfiniteStep = onset.nonfiniteStep;
     }
     fillLayers(incident, *blame, config.maxLayersListed);
@@ -358,8 +360,8 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
     facts.baseline = evidence.baseline;
     facts.firstLayer = incident.layers.empty() ? std::string() : incident.layers.front();
     if (const Incident* input = context.badInputNear(onsetStep, 1, 0))
-        facts.input = BlamedInput { input->onsetStep, input->severity == Severity::Critical, input->evidence.note,
-            context.batchNote(input->onsetStep) };
+        facts.input = BlamedInput{input->onsetStep, input->severity == Severity::Critical, input->evidence.note,
+                                  context.batchNote(input->onsetStep)};
     facts.nanInFirstSteps = onsetRow <= 2 && nonfiniteStep && *nonfiniteStep <= context.report.firstStep + 2;
     if (!scalars.lr.empty()) {
         const double lrOnset = scalars.lr[std::max(windowBegin, onsetRow > 50 ? onsetRow - 50 : size_t(0))];
@@ -380,7 +382,7 @@ Status reportNonfiniteBurst(ScanContext& context, const Burst& burst)
     const RunScalars& scalars = context.scalars;
     const ScanInputs& inputs = context.inputs;
     const ForwardOrder& order = context.order;
-    context.burstRows.push_back({ burst.firstRow, burst.lastRow });
+    context.burstRows.push_back({burst.firstRow, burst.lastRow});
     const int64_t first = scalars.steps[burst.firstRow];
     const int64_t last = scalars.steps[burst.lastRow];
     Incident incident;
@@ -404,24 +406,24 @@ Status reportNonfiniteBurst(ScanContext& context, const Burst& burst)
     if (const TableInfo* activations = inputs.table(rf::kActivations)) {
         auto columns = inputs.readWindow(rf::kActivations, "max", "nan", "inf", first, last);
         if (!columns)
-            return Error { columns.error() };
+            return Error{columns.error()};
         int64_t earliest = std::numeric_limits<int64_t>::max();
         for (size_t c = 0; c < columns->size(); ++c) {
             const LayerColumn& column = (*columns)[c];
             for (size_t r = 0; r < column.series.size(); ++r)
                 if (!column.series.finite[r]) {
                     const int64_t step = column.series.steps[r];
-                    onsets.push_back({ LayerOnset { column.name, "activations", step, kInf, true, step },
-                        order.module(column.name) });
-                    if (step < earliest
-                        || (step == earliest && order.module(column.name) < order.module(facts.origin))) {
+                    onsets.push_back(
+                        {LayerOnset{column.name, "activations", step, kInf, true, step}, order.module(column.name)});
+                    if (step < earliest ||
+                        (step == earliest && order.module(column.name) < order.module(facts.origin))) {
                         earliest = step;
                         facts.origin = column.name;
                         facts.originKind = c < activations->kinds.size() ? activations->kinds[c] : "";
                         // Its input: the previous module's output, or the batch for the first one.
-                        facts.originInputFinite = c == 0
-                            ? !context.badInputNear(earliest, 0, 0)
-                            : (r < (*columns)[c - 1].series.size() && (*columns)[c - 1].series.finite[r]);
+                        facts.originInputFinite =
+                            c == 0 ? !context.badInputNear(earliest, 0, 0)
+                                   : (r < (*columns)[c - 1].series.size() && (*columns)[c - 1].series.finite[r]);
                     }
                     break;
                 }
@@ -430,14 +432,14 @@ Status reportNonfiniteBurst(ScanContext& context, const Burst& burst)
     if (inputs.hasDataset(rf::kLayers, "grad_norm")) {
         auto columns = inputs.readWindow(rf::kLayers, "grad_norm", "grad_nonfinite", nullptr, first, last);
         if (!columns)
-            return Error { columns.error() };
+            return Error{columns.error()};
         for (const auto& column : *columns)
             for (size_t r = 0; r < column.series.size(); ++r)
                 if (!column.series.finite[r]) {
                     facts.gradientsNonfinite = true;
-                    onsets.push_back({ LayerOnset { column.name, column.source, column.series.steps[r], kInf, true,
-                                           column.series.steps[r] },
-                        order.parameter(column.name) });
+                    onsets.push_back({LayerOnset{column.name, column.source, column.series.steps[r], kInf, true,
+                                                 column.series.steps[r]},
+                                      order.parameter(column.name)});
                     break;
                 }
     }

@@ -14,8 +14,9 @@
 
 namespace nanscope::scan {
 
-struct Diagnosis {
-    std::string cause; // probable cause, in words
+struct Diagnosis
+{
+    std::string cause;      // probable cause, in words
     std::string suggestion; // what to do
 };
 
@@ -30,9 +31,10 @@ std::string joinNames(const std::vector<std::string>& names, size_t limit = 3);
 // saved that batch, else empty. Appended to suggestions.
 std::string savedBatchNote(const RunInfo& info, int64_t step);
 
-struct BadInputFacts {
+struct BadInputFacts
+{
     int64_t onsetStep = 0;
-    size_t batches = 0; // distinct input batches affected
+    size_t batches = 0;     // distinct input batches affected
     bool nonfinite = false; // NaN or Inf rather than extreme values
     std::vector<std::string> inputs;
     std::string note; // the extreme value, in words
@@ -43,32 +45,35 @@ Diagnosis diagnoseBadInput(const BadInputFacts& facts);
 
 enum class BufferFault {
     Nonfinite, // NaN/Inf in the running statistics
-    Negative, // running_var < 0
-    Collapsed // running_var at or below the floor
+    Negative,  // running_var < 0
+    Collapsed  // running_var at or below the floor
 };
 
-struct BufferFacts {
+struct BufferFacts
+{
     BufferFault fault = BufferFault::Nonfinite;
     std::vector<std::string> layers;
     int64_t onsetStep = 0;
     double varianceFloor = 0;
     // Nonfinite only:
-    bool nonfiniteToEnd = false; // still non-finite in the last logged row
+    bool nonfiniteToEnd = false;             // still non-finite in the last logged row
     std::optional<int64_t> evalOnlyNanCount; // eval loss NaN this often while the training loss is finite
-    std::optional<int64_t> nanInputStep; // an input batch with NaN at (or just before) the onset
+    std::optional<int64_t> nanInputStep;     // an input batch with NaN at (or just before) the onset
     bool onsetStepSkipped = false;
 };
 Diagnosis diagnoseBufferCorruption(const BufferFacts& facts);
 
 // An input batch blamed for an incident.
-struct BlamedInput {
+struct BlamedInput
+{
     int64_t step = 0;
     bool nonfinite = false; // NaN/Inf rather than extreme values
     std::string note;
     std::string batchNote;
 };
 
-struct BlowupFacts {
+struct BlowupFacts
+{
     std::string series; // "gradient norm" or "loss"
     bool sudden = false;
     int64_t onsetStep = 0;
@@ -86,14 +91,15 @@ struct BlowupFacts {
 };
 Diagnosis diagnoseBlowup(const BlowupFacts& facts);
 
-struct NonfiniteBurstFacts {
+struct NonfiniteBurstFacts
+{
     int64_t firstStep = 0;
     int64_t lastStep = 0;
     int64_t count = 0;
     bool skippedByTraining = false;
     bool nanInput = false; // the input batch held NaN/Inf
     bool inFirstBatch = false;
-    std::string origin; // first module whose output went non-finite; empty when unknown
+    std::string origin;     // first module whose output went non-finite; empty when unknown
     std::string originKind; // its class
     bool originInputFinite = false;
     bool gradientsNonfinite = false;
@@ -102,7 +108,8 @@ struct NonfiniteBurstFacts {
 };
 Diagnosis diagnoseNonfiniteBurst(const NonfiniteBurstFacts& facts);
 
-struct SpikeFacts {
+struct SpikeFacts
+{
     int64_t onsetStep = 0;
     std::string series;
     double jumpRatio = 0;
@@ -114,7 +121,8 @@ Diagnosis diagnoseSpike(const SpikeFacts& facts);
 // `cascade`: the decreases in words ("12 consecutive decreases from 6.55e+04 to 1").
 Diagnosis diagnoseLossScaleCollapse(const std::string& cascade);
 
-struct SkippedStepsFacts {
+struct SkippedStepsFacts
+{
     int64_t firstStep = 0;
     int64_t lastStep = 0;
     int64_t count = 0;
@@ -126,11 +134,12 @@ Diagnosis diagnoseSkippedSteps(const SkippedStepsFacts& facts);
 // Parameters whose gradient is zero or negligible over the whole run.
 Diagnosis diagnoseFrozen(const std::vector<std::string>& layers, size_t count);
 
-struct VanishingFacts {
+struct VanishingFacts
+{
     std::vector<std::string> layers;
     size_t count = 0;
     double zeroFraction = 0; // of the rows
-    double decades = 0; // the vanishing_decades threshold
+    double decades = 0;      // the vanishing_decades threshold
     int64_t onsetStep = 0;
     int64_t endStep = 0;
 };

@@ -19,7 +19,8 @@ namespace {
 namespace rf = runformat;
 using namespace scan;
 
-struct RuleStep {
+struct RuleStep
+{
     ScanRule run;
     // Progress reported after the rule, or none (< 0).
     double progressAfter;
@@ -35,13 +36,13 @@ struct RuleStep {
 // 6. skipped steps       reads blowupOnsetStep, collapseWindows, burstRows: explained skips
 // 7. vanishing           reads blowupOnsetStep; streams /layers and reports progress 0.3 to 1
 constexpr RuleStep kRules[] = {
-    { detectBadInputs, -1, nullptr },
-    { detectBatchNormCorruption, 0.1, "inputs and buffers" },
-    { detectNonfiniteAndBlowup, 0.2, "blow-ups" },
-    { detectSpikes, -1, nullptr },
-    { detectLossScaleCollapse, -1, nullptr },
-    { detectSkippedSteps, -1, nullptr },
-    { detectVanishing, -1, nullptr },
+    {detectBadInputs, -1, nullptr},
+    {detectBatchNormCorruption, 0.1, "inputs and buffers"},
+    {detectNonfiniteAndBlowup, 0.2, "blow-ups"},
+    {detectSpikes, -1, nullptr},
+    {detectLossScaleCollapse, -1, nullptr},
+    {detectSkippedSteps, -1, nullptr},
+    {detectVanishing, -1, nullptr},
 };
 
 // Most severe first, then by onset, then by kind.
@@ -70,7 +71,7 @@ void noteMissingTables(const ScanInputs& inputs, std::vector<std::string>& notes
 Result<ScanReport> runRules(const ScanInputs& inputs, const ScanConfig& config, const ProgressCallback& progress)
 {
     ScanContext context(inputs, config, progress);
-    const Error cancelled { "scan of " + inputs.info().directory + " cancelled" };
+    const Error cancelled{"scan of " + inputs.info().directory + " cancelled"};
     context.report.notes = inputs.notes();
     if (inputs.scalars().steps.empty()) {
         context.report.notes.push_back("the run has no logged steps yet");
@@ -81,7 +82,7 @@ Result<ScanReport> runRules(const ScanInputs& inputs, const ScanConfig& config, 
         return cancelled;
     for (const RuleStep& rule : kRules) {
         if (Status s = rule.run(context); !s)
-            return Error { s.error() };
+            return Error{s.error()};
         if (rule.progressLabel && !context.progressed(rule.progressAfter, rule.progressLabel))
             return cancelled;
         if (context.cancelled)
@@ -99,10 +100,10 @@ Result<ScanReport> scanRun(const RunReader& reader, const ScanConfig& config, co
     try {
         auto inputs = ScanInputs::load(reader);
         if (!inputs)
-            return Error { inputs.error() };
+            return Error{inputs.error()};
         return runRules(*inputs, config, progress);
     } catch (const std::exception& e) {
-        return Error { "scan of " + reader.info().directory + " failed: " + e.what() };
+        return Error{"scan of " + reader.info().directory + " failed: " + e.what()};
     }
 }
 

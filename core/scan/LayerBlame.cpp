@@ -52,11 +52,11 @@ void orderLayerOnsets(std::vector<RankedOnset>& onsets, double tieDecades)
     while (i < onsets.size()) {
         size_t j = i + 1;
         const double top = onsets[i].first.magnitudeDecades;
-        while (j < onsets.size() && onsets[j].first.onsetStep == onsets[i].first.onsetStep
-            && (onsets[j].first.magnitudeDecades == top || top - onsets[j].first.magnitudeDecades <= tieDecades))
+        while (j < onsets.size() && onsets[j].first.onsetStep == onsets[i].first.onsetStep &&
+               (onsets[j].first.magnitudeDecades == top || top - onsets[j].first.magnitudeDecades <= tieDecades))
             ++j;
-        std::sort(
-            onsets.begin() + i, onsets.begin() + j, [](const auto& x, const auto& y) { return x.second < y.second; });
+        std::sort(onsets.begin() + i, onsets.begin() + j,
+                  [](const auto& x, const auto& y) { return x.second < y.second; });
         i = j;
     }
 }
@@ -74,9 +74,9 @@ std::optional<LayerOnset> layerOnset(const LayerColumn& column, int64_t onsetSte
     const std::vector<double> m = smoothed(s, 0, s.size(), config.smoothingRows);
     size_t badRow = s.size();
     for (size_t r = 0; r < s.size(); ++r) {
-        const bool isBad = !s.finite[r] ? true
-            : std::isfinite(baseline)   ? m[r] - baseline >= config.layerDecades
-                                        : false;
+        const bool isBad = !s.finite[r]              ? true
+                           : std::isfinite(baseline) ? m[r] - baseline >= config.layerDecades
+                                                     : false;
         if (isBad) {
             badRow = r;
             break;
@@ -90,10 +90,10 @@ std::optional<LayerOnset> layerOnset(const LayerColumn& column, int64_t onsetSte
     // the default): one yardstick for all, whatever each layer's own noise, so a quiet
     // layer's wobble a step early does not count as going bad first.
     size_t onsetRow = std::min(rise.onsetRow, badRow);
-    while (onsetRow < badRow && s.finite[onsetRow]
-        && !(std::isfinite(base) && s.log[onsetRow] - base >= 0.5 * config.layerDecades))
+    while (onsetRow < badRow && s.finite[onsetRow] &&
+           !(std::isfinite(base) && s.log[onsetRow] - base >= 0.5 * config.layerDecades))
         ++onsetRow;
-    LayerOnset onset { column.name, column.source, s.steps[onsetRow], 0.0, false, std::nullopt };
+    LayerOnset onset{column.name, column.source, s.steps[onsetRow], 0.0, false, std::nullopt};
     // Magnitude: how far above its baseline the layer was at its onset step.
     double magnitude = !s.finite[onsetRow] ? kInf : std::isfinite(base) ? s.log[onsetRow] - base : 0.0;
     for (size_t r = onsetRow; r < s.size(); ++r)
@@ -107,27 +107,28 @@ std::optional<LayerOnset> layerOnset(const LayerColumn& column, int64_t onsetSte
 }
 
 Result<std::vector<RankedOnset>> blameLayers(const ScanInputs& inputs, const ForwardOrder& order,
-    const ScanConfig& config, int64_t windowBeginStep, int64_t onsetStep, int64_t windowEndStep)
+                                             const ScanConfig& config, int64_t windowBeginStep, int64_t onsetStep,
+                                             int64_t windowEndStep)
 {
     std::vector<RankedOnset> onsets;
     if (inputs.table(rf::kLayers) && inputs.hasDataset(rf::kLayers, "grad_norm")) {
         // h rows past the window's end, so that the centred median sees what followed.
-        auto columns = inputs.readWindow(
-            rf::kLayers, "grad_norm", "grad_nonfinite", nullptr, windowBeginStep, windowEndStep, config.smoothingRows);
+        auto columns = inputs.readWindow(rf::kLayers, "grad_norm", "grad_nonfinite", nullptr, windowBeginStep,
+                                         windowEndStep, config.smoothingRows);
         if (!columns)
-            return Error { columns.error() };
+            return Error{columns.error()};
         for (const auto& column : *columns)
             if (auto onset = layerOnset(column, onsetStep, config))
-                onsets.push_back({ *onset, order.parameter(column.name) });
+                onsets.push_back({*onset, order.parameter(column.name)});
     }
     if (inputs.table(rf::kActivations)) {
-        auto columns = inputs.readWindow(
-            rf::kActivations, "max", "nan", "inf", windowBeginStep, windowEndStep, config.smoothingRows);
+        auto columns = inputs.readWindow(rf::kActivations, "max", "nan", "inf", windowBeginStep, windowEndStep,
+                                         config.smoothingRows);
         if (!columns)
-            return Error { columns.error() };
+            return Error{columns.error()};
         for (const auto& column : *columns)
             if (auto onset = layerOnset(column, onsetStep, config))
-                onsets.push_back({ *onset, order.module(column.name) });
+                onsets.push_back({*onset, order.module(column.name)});
     }
     orderLayerOnsets(onsets, config.tieDecades);
     return onsets;

@@ -19,7 +19,8 @@ namespace nanscope::scan {
 
 // Forward-pass position of a parameter or module: the module's index among the activations
 // (the forward order), parameters right after their module's output.
-class ForwardOrder {
+class ForwardOrder
+{
 public:
     ForwardOrder(const TableInfo* activations, const TableInfo* layers);
 
@@ -48,7 +49,8 @@ std::optional<LayerOnset> layerOnset(const LayerColumn& column, int64_t onsetSte
 // counts) and activation ranges, each measured against its own baseline before `onsetStep`.
 // Ordered first bad first.
 Result<std::vector<RankedOnset>> blameLayers(const ScanInputs& inputs, const ForwardOrder& order,
-    const ScanConfig& config, int64_t windowBeginStep, int64_t onsetStep, int64_t windowEndStep);
+                                             const ScanConfig& config, int64_t windowBeginStep, int64_t onsetStep,
+                                             int64_t windowEndStep);
 
 // Appends the layers of `onsets` the incident does not name yet, up to maxLayersListed.
 void fillLayers(Incident& incident, const std::vector<RankedOnset>& onsets, int64_t maxLayersListed);

@@ -80,8 +80,8 @@ Rise findOnset(const LogSeries& s, size_t a, size_t f, const ScanConfig& config)
         // is the level just before the onset (learning-rate schedules move it over a run); the
         // noise is the row-to-row scatter around the smoothed curve, scaled to the smoothed curve.
         const size_t referenceEnd = onset >= a + size_t(h) ? onset - size_t(h) : a;
-        const size_t referenceBegin
-            = referenceEnd >= a + size_t(config.baselineRows) ? referenceEnd - size_t(config.baselineRows) : a;
+        const size_t referenceBegin =
+            referenceEnd >= a + size_t(config.baselineRows) ? referenceEnd - size_t(config.baselineRows) : a;
         std::vector<double> reference, residuals;
         for (size_t i = referenceBegin; i < referenceEnd; ++i)
             if (s.finite[i]) {

@@ -18,10 +18,11 @@ namespace nanscope::scan {
 std::vector<double> smoothed(const LogSeries& s, size_t begin, size_t end, int64_t h);
 
 // A rise that ends in a failure, as findOnset sees it.
-struct Rise {
+struct Rise
+{
     size_t onsetRow = 0;
     double baseline = kNaN; // log10
-    double delta = 0; // decades above the baseline that count as "worse"
+    double delta = 0;       // decades above the baseline that count as "worse"
 };
 
 // Where a rise that ends in a failure at row f began, looking at rows [a, f). The baseline is the

@@ -40,7 +40,8 @@ double theilSenSlope(const std::vector<double>& x, const std::vector<double>& y)
 double log10Abs(double v);
 
 // A series on the log10 scale, with the raw values it came from.
-struct LogSeries {
+struct LogSeries
+{
     std::vector<int64_t> steps;
     std::vector<double> log; // log10|value|; kZeroLog for 0; unused where !finite
     std::vector<uint8_t> finite;

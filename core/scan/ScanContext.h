@@ -20,7 +20,8 @@
 
 namespace nanscope::scan {
 
-struct ScanContext {
+struct ScanContext
+{
     // Takes `config` with blockRows rounded up to whole 128-row chunks and smoothingRows >= 0.
     // The report starts with the run's name, directory and step range.
     ScanContext(const ScanInputs& inputs, const ScanConfig& config, const ProgressCallback& progress = {});

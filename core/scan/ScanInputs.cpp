@@ -12,13 +12,15 @@ namespace rf = runformat;
 namespace {
 
 // The scalar datasets the rules use, by name.
-struct ScalarSlots {
+struct ScalarSlots
+{
     std::vector<double> loss, gradNorm, skipped, lossScale, evalLoss, lr;
 
     std::vector<std::pair<const char*, std::vector<double>*>> byName()
     {
-        return { { "loss", &loss }, { "grad_norm", &gradNorm }, { "skipped", &skipped }, { "loss_scale", &lossScale },
-            { "eval_loss", &evalLoss }, { "lr", &lr } };
+        return {{"loss", &loss},          {"grad_norm", &gradNorm},
+                {"skipped", &skipped},    {"loss_scale", &lossScale},
+                {"eval_loss", &evalLoss}, {"lr", &lr}};
     }
 };
 
@@ -36,15 +38,15 @@ Result<ScanInputs> ScanInputs::load(const RunReader& reader)
     ScanInputs inputs;
     inputs.m_reader = &reader;
     if (Status s = inputs.loadScalars(); !s)
-        return Error { s.error() };
+        return Error{s.error()};
     return inputs;
 }
 
-ScanInputs ScanInputs::fromMemory(
-    const std::vector<int64_t>& steps, const std::map<std::string, std::vector<double>>& scalars)
+ScanInputs ScanInputs::fromMemory(const std::vector<int64_t>& steps,
+                                  const std::map<std::string, std::vector<double>>& scalars)
 {
     ScanInputs inputs;
-    inputs.m_info.tables.push_back(TableInfo { rf::kScalars, int64_t(steps.size()), {}, {}, {} });
+    inputs.m_info.tables.push_back(TableInfo{rf::kScalars, int64_t(steps.size()), {}, {}, {}});
     inputs.m_tables[rf::kScalars].steps = steps;
     inputs.m_scalars.steps = steps;
     ScalarSlots slots;
@@ -64,13 +66,13 @@ ScanInputs ScanInputs::fromMemory(
 }
 
 void ScanInputs::addTable(const std::string& name, const std::vector<std::string>& columnNames,
-    const std::vector<int64_t>& steps, const std::map<std::string, std::vector<float>>& datasets)
+                          const std::vector<int64_t>& steps, const std::map<std::string, std::vector<float>>& datasets)
 {
-    TableInfo info { name, int64_t(steps.size()), columnNames, {}, {} };
+    TableInfo info{name, int64_t(steps.size()), columnNames, {}, {}};
     for (const auto& [dataset, values] : datasets)
         info.datasets.push_back(dataset);
     m_info.tables.push_back(info);
-    m_tables[name] = MemoryTable { steps, datasets };
+    m_tables[name] = MemoryTable{steps, datasets};
 }
 
 bool ScanInputs::fp16() const
@@ -95,21 +97,21 @@ bool ScanInputs::hasDataset(const char* table, const char* dataset) const
     return t && t->rows > 0 && std::find(t->datasets.begin(), t->datasets.end(), dataset) != t->datasets.end();
 }
 
-Result<std::vector<float>> ScanInputs::readBlock(
-    const char* table, const char* dataset, int64_t rowBegin, int64_t rowCount) const
+Result<std::vector<float>> ScanInputs::readBlock(const char* table, const char* dataset, int64_t rowBegin,
+                                                 int64_t rowCount) const
 {
     if (m_reader)
         return m_reader->readBlock(table, dataset, rowBegin, rowCount);
     auto t = m_tables.find(table);
     const TableInfo* info = this->table(table);
     if (t == m_tables.end() || !info || !t->second.datasets.count(dataset))
-        return Error { std::string("in-memory run: no ") + table + "/" + dataset };
+        return Error{std::string("in-memory run: no ") + table + "/" + dataset};
     const std::vector<float>& values = t->second.datasets.at(dataset);
     const size_t width = std::max<size_t>(1, info->names.size());
     const size_t begin = size_t(rowBegin) * width;
     const size_t end = size_t(rowBegin + rowCount) * width;
     if (rowBegin < 0 || rowCount < 0 || end > values.size())
-        return Error { std::string("in-memory run: rows out of range in ") + table + "/" + dataset };
+        return Error{std::string("in-memory run: rows out of range in ") + table + "/" + dataset};
     return std::vector<float>(values.begin() + begin, values.begin() + end);
 }
 
@@ -117,7 +119,7 @@ Status ScanInputs::loadScalars()
 {
     const TableInfo* scalarTable = table(rf::kScalars);
     if (!scalarTable)
-        return Error { info().logPath + ": no /scalars table" };
+        return Error{info().logPath + ": no /scalars table"};
     m_scalars.steps = steps(rf::kScalars);
     m_scalars.steps.resize(std::min<size_t>(m_scalars.steps.size(), size_t(scalarTable->rows)));
     ScalarSlots slots;
@@ -126,7 +128,7 @@ Status ScanInputs::loadScalars()
             continue;
         auto values = m_reader->readSeries(rf::kScalars, name);
         if (!values)
-            return Error { values.error() };
+            return Error{values.error()};
         *into = std::move(*values);
         fitToSteps(*into, m_scalars.steps.size());
     }
@@ -184,8 +186,9 @@ void ScanInputs::scalarsFromEvents(const std::vector<std::string>& kinds, const 
     }
 }
 
-Result<std::map<std::string, std::vector<std::vector<float>>>> ScanInputs::readColumns(
-    const char* table, std::initializer_list<const char*> datasets, size_t rows, int64_t blockRows) const
+Result<std::map<std::string, std::vector<std::vector<float>>>>
+ScanInputs::readColumns(const char* table, std::initializer_list<const char*> datasets, size_t rows,
+                        int64_t blockRows) const
 {
     std::map<std::string, std::vector<std::vector<float>>> columns;
     const size_t width = this->table(table)->names.size();
@@ -198,7 +201,7 @@ Result<std::map<std::string, std::vector<std::vector<float>>>> ScanInputs::readC
             const int64_t count = std::min<int64_t>(blockRows, int64_t(rows) - begin);
             auto block = readBlock(table, dataset, begin, count);
             if (!block)
-                return Error { block.error() };
+                return Error{block.error()};
             for (int64_t r = 0; r < count; ++r)
                 for (size_t c = 0; c < width; ++c)
                     perColumn[c][size_t(begin + r)] = (*block)[size_t(r) * width + c];
@@ -208,7 +211,8 @@ Result<std::map<std::string, std::vector<std::vector<float>>>> ScanInputs::readC
 }
 
 Result<std::vector<LayerColumn>> ScanInputs::readWindow(const char* table, const char* value, const char* countA,
-    const char* countB, int64_t beginStep, int64_t endStep, int64_t extraRows) const
+                                                        const char* countB, int64_t beginStep, int64_t endStep,
+                                                        int64_t extraRows) const
 {
     const TableInfo* info = this->table(table);
     const auto& steps = this->steps(table);
@@ -221,18 +225,18 @@ Result<std::vector<LayerColumn>> ScanInputs::readWindow(const char* table, const
     const bool isActivation = std::string(table) == rf::kActivations;
     auto read = [&](const char* dataset) -> Result<std::vector<float>> {
         if (!dataset || !hasDataset(table, dataset))
-            return std::vector<float> {};
+            return std::vector<float>{};
         return readBlock(table, dataset, begin, end - begin);
     };
     auto values = read(value);
     if (!values)
-        return Error { values.error() };
+        return Error{values.error()};
     auto lows = read(isActivation ? "min" : nullptr);
     auto a = read(countA);
     auto b = read(countB);
-    for (auto* r : { &lows, &a, &b })
+    for (auto* r : {&lows, &a, &b})
         if (!*r)
-            return Error { r->error() };
+            return Error{r->error()};
     const size_t width = info->names.size();
     const size_t rows = size_t(end - begin);
     std::vector<int64_t> windowSteps(steps.begin() + begin, steps.begin() + end);
@@ -254,8 +258,8 @@ Result<std::vector<LayerColumn>> ScanInputs::readWindow(const char* table, const
             column.push_back(counted ? kNaN : v);
             columnSteps.push_back(windowSteps[r]);
         }
-        columns.push_back({ info->names[c], std::string(table) + (isActivation ? "" : "/" + std::string(value)),
-            makeLogSeries(columnSteps, column) });
+        columns.push_back({info->names[c], std::string(table) + (isActivation ? "" : "/" + std::string(value)),
+                           makeLogSeries(columnSteps, column)});
     }
     return columns;
 }

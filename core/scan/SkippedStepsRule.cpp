@@ -50,8 +50,8 @@ Status detectSkippedSteps(ScanContext& context)
         incident.evidence.count = length;
         if (toEnd)
             incident.evidence.note = "still skipping at the end of the log";
-        applyDiagnosis(
-            incident, diagnoseSkippedSteps(SkippedStepsFacts { first, last, length, toEnd, context.batchNote(first) }));
+        applyDiagnosis(incident,
+                       diagnoseSkippedSteps(SkippedStepsFacts{first, last, length, toEnd, context.batchNote(first)}));
         context.report.incidents.push_back(std::move(incident));
     }
     return Status::success();

@@ -10,7 +10,8 @@ namespace nanscope::scan {
 
 namespace {
 
-struct SpikeRow {
+struct SpikeRow
+{
     size_t row;
     double excess; // decades above the running median
     bool recovered;
@@ -29,8 +30,8 @@ void findSpikes(const ScanContext& context, const LogSeries& s, const std::strin
     const size_t width = size_t(std::max<int64_t>(3, config.spikeBaselineRows));
     std::vector<double> scratch;
     // Not into a blow-up: its first rows are its onset, not a spike.
-    const size_t end
-        = context.blowupOnsetRow ? (*context.blowupOnsetRow > 2 ? *context.blowupOnsetRow - 2 : 0) : s.size();
+    const size_t end =
+        context.blowupOnsetRow ? (*context.blowupOnsetRow > 2 ? *context.blowupOnsetRow - 2 : 0) : s.size();
     auto remember = [&](double value) {
         window.push_back(value);
         if (window.size() > width)
@@ -57,11 +58,11 @@ void findSpikes(const ScanContext& context, const LogSeries& s, const std::strin
                 for (size_t k = r + 1; k < s.size() && after.size() < 10 && k <= r + size_t(config.recoveryRows); ++k)
                     if (s.finite[k])
                         after.push_back(s.log[k]);
-                const bool recovered
-                    = !after.empty() && medianOf(after) <= median + std::max(0.5 * config.spikeDecades, 3 * noise);
+                const bool recovered =
+                    !after.empty() && medianOf(after) <= median + std::max(0.5 * config.spikeDecades, 3 * noise);
                 const bool endOfLog = r + 1 + size_t(std::min<int64_t>(config.recoveryRows, 10)) > s.size();
                 if (recovered || endOfLog)
-                    spikes.push_back({ r, excess, recovered, name, std::pow(10.0, median), s.raw[r] });
+                    spikes.push_back({r, excess, recovered, name, std::pow(10.0, median), s.raw[r]});
                 continue; // keep the spike out of the baseline
             }
         }
@@ -99,9 +100,8 @@ Incident spikeIncident(const ScanContext& context, const std::vector<SpikeRow>& 
     e.count = int64_t(j - i);
     if (!recovered)
         e.note = "not yet recovered at the end of the log";
-    applyDiagnosis(incident,
-        diagnoseSpike(SpikeFacts {
-            incident.onsetStep, e.series, *e.jumpRatio, recovered, context.batchNote(incident.onsetStep) }));
+    applyDiagnosis(incident, diagnoseSpike(SpikeFacts{incident.onsetStep, e.series, *e.jumpRatio, recovered,
+                                                      context.batchNote(incident.onsetStep)}));
     return incident;
 }
 
@@ -126,15 +126,15 @@ Status detectSpikes(ScanContext& context)
     size_t i = 0;
     while (i < spikes.size()) {
         size_t j = i + 1;
-        while (j < spikes.size()
-            && scalars.steps[spikes[j].row] - scalars.steps[spikes[j - 1].row] <= context.config.burstGapSteps)
+        while (j < spikes.size() &&
+               scalars.steps[spikes[j].row] - scalars.steps[spikes[j - 1].row] <= context.config.burstGapSteps)
             ++j;
         Incident incident = spikeIncident(context, spikes, i, j);
         if (++blamed <= kSpikesBlamed) {
             const size_t from = spikes[i].row > 30 ? spikes[i].row - 30 : 0;
             // A failed read only costs the spike its layer names.
             if (auto layers = blameLayers(context.inputs, context.order, context.config, scalars.steps[from],
-                    incident.onsetStep, incident.evidence.windowEndStep))
+                                          incident.onsetStep, incident.evidence.windowEndStep))
                 fillLayers(incident, *layers, context.config.maxLayersListed);
         }
         context.report.incidents.push_back(std::move(incident));

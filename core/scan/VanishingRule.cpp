@@ -36,14 +36,14 @@ inline float fastLog10Bits(uint32_t bits)
 // counted, the others' log10 summed. Works on the bits with no branches, so the compiler
 // vectorises it.
 void accumulateRow(const uint32_t* __restrict row, size_t width, float* __restrict sums, int32_t* __restrict counted,
-    int32_t* __restrict zeros, int32_t* __restrict positive)
+                   int32_t* __restrict zeros, int32_t* __restrict positive)
 {
     for (size_t l = 0; l < width; ++l) {
-        const uint32_t magnitude = row[l] & 0x7FFFFFFFu; // |v|
-        const uint32_t finite = magnitude < 0x7F800000u; // exponent not all ones
+        const uint32_t magnitude = row[l] & 0x7FFFFFFFu;                      // |v|
+        const uint32_t finite = magnitude < 0x7F800000u;                      // exponent not all ones
         const uint32_t zero = magnitude == 0u;
         const uint32_t usable = finite & (1u - zero);
-        const uint32_t mask = 0u - usable; // all ones when usable
+        const uint32_t mask = 0u - usable;                                    // all ones when usable
         const uint32_t argument = (magnitude & mask) | (0x3F800000u & ~mask); // 1.0f otherwise: log 0
         counted[l] += int32_t(finite);
         zeros[l] += int32_t(zero);
@@ -53,7 +53,8 @@ void accumulateRow(const uint32_t* __restrict row, size_t width, float* __restri
 }
 
 // A layer's stretch of vanishing cells.
-struct VanishedRun {
+struct VanishedRun
+{
     size_t layer;
     int64_t begin; // steps
     int64_t end;
@@ -61,7 +62,8 @@ struct VanishedRun {
 };
 
 // Cell by cell: which layers are vanishing, and for how long.
-class VanishingTracker {
+class VanishingTracker
+{
 public:
     VanishingTracker(size_t width, const std::vector<int64_t>& steps, const ScanConfig& config)
         : m_width(width)
@@ -80,7 +82,7 @@ public:
     void accumulate(const float* row)
     {
         accumulateRow(reinterpret_cast<const uint32_t*>(row), m_width, m_sumLog.data(), m_counted.data(),
-            m_zeros.data(), m_positive.data());
+                      m_zeros.data(), m_positive.data());
     }
 
     // Judges the cell of rows [cellBegin, cellEnd) accumulated since the last one.
@@ -97,8 +99,8 @@ public:
             if (m_counted[l] == 0)
                 continue; // all non-finite: says nothing either way
             const bool mostlyZero = m_zeros[l] * 2 > m_counted[l];
-            const bool far = std::isfinite(m_cellMean[l]) && std::isfinite(median)
-                && m_cellMean[l] < median - m_config.vanishingDecades;
+            const bool far = std::isfinite(m_cellMean[l]) && std::isfinite(median) &&
+                             m_cellMean[l] < median - m_config.vanishingDecades;
             Run& run = m_open[l];
             if (mostlyZero || far) {
                 if (run.begin < 0)
@@ -124,7 +126,8 @@ public:
     }
 
 private:
-    struct Run {
+    struct Run
+    {
         int64_t begin = -1;
         int64_t end = -1;
         int64_t zeroRows = 0;
@@ -136,8 +139,8 @@ private:
         Run& run = m_open[layer];
         if (run.begin >= 0 && run.end - run.begin + 1 >= m_config.vanishingMinSteps)
             m_vanished.push_back(
-                { layer, run.begin, run.end, double(run.zeroRows) / double(std::max<int64_t>(1, run.cellRows)) });
-        run = Run {};
+                {layer, run.begin, run.end, double(run.zeroRows) / double(std::max<int64_t>(1, run.cellRows))});
+        run = Run{};
     }
 
     size_t m_width;
@@ -167,7 +170,7 @@ Status streamGradNorms(ScanContext& context, int64_t rows, size_t width, Vanishi
         const int64_t count = std::min(blockRows, rows - begin);
         Result<std::vector<float>> block = next.get();
         if (!block)
-            return Error { block.error() };
+            return Error{block.error()};
         if (begin + blockRows < rows)
             next = std::async(std::launch::async, readBlockAt, begin + blockRows);
         const float* data = block->data();
@@ -209,16 +212,16 @@ void reportGroup(ScanContext& context, std::vector<VanishedRun> group, bool froz
         if (incident.layers.size() < size_t(context.config.maxLayersListed)) {
             incident.layers.push_back(names[v.layer]);
             e.layerOnsets.push_back(
-                { names[v.layer], "layers/grad_norm", v.begin, -context.config.vanishingDecades, false, std::nullopt });
+                {names[v.layer], "layers/grad_norm", v.begin, -context.config.vanishingDecades, false, std::nullopt});
         }
     }
     if (frozen) {
         applyDiagnosis(incident, diagnoseFrozen(incident.layers, group.size()));
     } else {
         const double zeroFraction = group.front().zeroFraction;
-        applyDiagnosis(incident,
-            diagnoseVanishing(VanishingFacts { incident.layers, group.size(), zeroFraction,
-                context.config.vanishingDecades, incident.onsetStep, e.windowEndStep }));
+        applyDiagnosis(incident, diagnoseVanishing(VanishingFacts{incident.layers, group.size(), zeroFraction,
+                                                                  context.config.vanishingDecades, incident.onsetStep,
+                                                                  e.windowEndStep}));
         e.note = "zero on " + formatNumber(100 * zeroFraction, 3) + "% of the rows";
     }
     context.report.incidents.push_back(std::move(incident));

@@ -25,7 +25,8 @@ std::vector<int64_t> stepsUpTo(int64_t count)
 
 // Ordinary training: a loss that decays and a gradient norm around `level`, both with a spread of
 // noiseDecades between rows.
-struct NoisyRun {
+struct NoisyRun
+{
     explicit NoisyRun(int64_t count, double level = 1.0, double noiseDecades = 0.1, uint32_t seed = 7)
         : steps(stepsUpTo(count))
     {
@@ -75,7 +76,7 @@ TEST(SpikeRule, OneBatchThatJumpsAndRecoversIsAWarningAtThatStep)
     NoisyRun run(400);
     run.gradNorm[150] *= 80;
     const ScanInputs inputs = run.inputs();
-    ScanContext context(inputs, ScanConfig {});
+    ScanContext context(inputs, ScanConfig{});
     ASSERT_TRUE(detectSpikes(context));
     ASSERT_EQ(context.report.incidents.size(), 1u);
     const Incident& spike = context.report.incidents.front();
@@ -94,7 +95,7 @@ TEST(SpikeRule, TheStartOfABlowupIsNotASpike)
         run.gradNorm[row] *= 80;
     run.gradNorm[120] *= 80; // a real spike before it
     const ScanInputs inputs = run.inputs();
-    ScanContext context(inputs, ScanConfig {});
+    ScanContext context(inputs, ScanConfig{});
     context.blowupOnsetRow = 150; // what the blow-up rule found
     ASSERT_TRUE(detectSpikes(context));
     ASSERT_EQ(context.report.incidents.size(), 1u);
@@ -115,8 +116,8 @@ TEST(LossScaleRule, CascadeToTheFloorIsCriticalAndExplainsItsSkippedSteps)
             skipped[size_t(step)] = 1;
         scale.push_back(value);
     }
-    const ScanInputs inputs = run.inputs({ { "loss_scale", scale }, { "skipped", skipped } });
-    ScanContext context(inputs, ScanConfig {});
+    const ScanInputs inputs = run.inputs({{"loss_scale", scale}, {"skipped", skipped}});
+    ScanContext context(inputs, ScanConfig{});
     ASSERT_TRUE(detectLossScaleCollapse(context));
     ASSERT_EQ(context.report.incidents.size(), 1u);
     const Incident& collapse = context.report.incidents.front();
@@ -141,8 +142,8 @@ TEST(SkippedStepsRule, ALongRunOfSkipsIsReportedAndSkippingToTheEndIsCritical)
     skipped[250] = skipped[251] = 1; // a couple of skips are nothing
     for (size_t row = 380; row < 400; ++row)
         skipped[row] = 1;
-    const ScanInputs inputs = run.inputs({ { "skipped", skipped } });
-    ScanContext context(inputs, ScanConfig {});
+    const ScanInputs inputs = run.inputs({{"skipped", skipped}});
+    ScanContext context(inputs, ScanConfig{});
     ASSERT_TRUE(detectSkippedSteps(context));
     const auto found = ofKind(context.report, IncidentKind::SkippedSteps);
     ASSERT_EQ(found.size(), 2u);
@@ -163,13 +164,13 @@ TEST(BlowupRule, SuddenJumpToNaNStartsAtTheJumpInTheFirstLayer)
     }
     ScanInputs inputs = run.inputs();
     // Parameter a jumps a step before b: a is blamed first.
-    inputs.addTable("layers", { "a.weight", "b.weight" }, run.steps,
-        { { "grad_norm", table(260, 2, [&](int64_t step, size_t c) {
-               const double base = run.gradNorm[size_t(step) % 180];
-               const int64_t jump = c == 0 ? 200 : 201;
-               return float(step >= 205 ? NAN : step >= jump ? base * 1e6 : base);
-           }) } });
-    ScanContext context(inputs, ScanConfig {});
+    inputs.addTable("layers", {"a.weight", "b.weight"}, run.steps,
+                    {{"grad_norm", table(260, 2, [&](int64_t step, size_t c) {
+                          const double base = run.gradNorm[size_t(step) % 180];
+                          const int64_t jump = c == 0 ? 200 : 201;
+                          return float(step >= 205 ? NAN : step >= jump ? base * 1e6 : base);
+                      })}});
+    ScanContext context(inputs, ScanConfig{});
     ASSERT_TRUE(detectNonfiniteAndBlowup(context));
     ASSERT_EQ(context.report.incidents.size(), 1u);
     const Incident& blowup = context.report.incidents.front();
@@ -190,8 +191,8 @@ TEST(BlowupRule, OneNaNStepTheTrainingSkippedIsARecoveredBurstNotABlowup)
     run.gradNorm[180] = NAN;
     std::vector<double> skipped(400, 0.0);
     skipped[180] = 1;
-    const ScanInputs inputs = run.inputs({ { "skipped", skipped } });
-    ScanContext context(inputs, ScanConfig {});
+    const ScanInputs inputs = run.inputs({{"skipped", skipped}});
+    ScanContext context(inputs, ScanConfig{});
     ASSERT_TRUE(detectNonfiniteAndBlowup(context));
     ASSERT_EQ(context.report.incidents.size(), 1u);
     const Incident& burst = context.report.incidents.front();
@@ -206,28 +207,29 @@ TEST(BatchNormRule, RunningVarianceCollapsedToZeroIsAWarningOnThatLayer)
 {
     NoisyRun run(300);
     ScanInputs inputs = run.inputs();
-    inputs.addTable("buffers", { "bn1", "bn2" }, run.steps,
-        { { "nonfinite", table(300, 2, [](int64_t, size_t) { return 0.f; }) },
-            { "running_var_min",
-                table(300, 2, [](int64_t step, size_t c) { return c == 1 && step >= 120 ? 1e-12f : 0.5f; }) } });
-    ScanContext context(inputs, ScanConfig {});
+    inputs.addTable("buffers", {"bn1", "bn2"}, run.steps,
+                    {{"nonfinite", table(300, 2, [](int64_t, size_t) { return 0.f; })},
+                     {"running_var_min",
+                      table(300, 2, [](int64_t step, size_t c) { return c == 1 && step >= 120 ? 1e-12f : 0.5f; })}});
+    ScanContext context(inputs, ScanConfig{});
     ASSERT_TRUE(detectBatchNormCorruption(context));
     ASSERT_EQ(context.report.incidents.size(), 1u);
     const Incident& bn = context.report.incidents.front();
     EXPECT_EQ(bn.kind, IncidentKind::BnCorruption);
     EXPECT_EQ(bn.severity, Severity::Warning);
     EXPECT_EQ(bn.onsetStep, 120);
-    EXPECT_EQ(bn.layers, std::vector<std::string> { "bn2" });
+    EXPECT_EQ(bn.layers, std::vector<std::string>{"bn2"});
 }
 
 TEST(BatchNormRule, PoisonedBuffersAfterANaNBatchAreCriticalAndNameTheBatch)
 {
     NoisyRun run(300);
     ScanInputs inputs = run.inputs();
-    inputs.addTable("buffers", { "bn1", "bn2" }, run.steps,
-        { { "nonfinite", table(300, 2, [](int64_t step, size_t c) { return c == 0 && step >= 200 ? 8.f : 0.f; }) },
-            { "running_var_min", table(300, 2, [](int64_t, size_t) { return 0.5f; }) } });
-    ScanContext context(inputs, ScanConfig {});
+    inputs.addTable(
+        "buffers", {"bn1", "bn2"}, run.steps,
+        {{"nonfinite", table(300, 2, [](int64_t step, size_t c) { return c == 0 && step >= 200 ? 8.f : 0.f; })},
+         {"running_var_min", table(300, 2, [](int64_t, size_t) { return 0.5f; })}});
+    ScanContext context(inputs, ScanConfig{});
     Incident nanBatch; // what the bad-input rule found
     nanBatch.kind = IncidentKind::BadInput;
     nanBatch.severity = Severity::Critical;
@@ -238,7 +240,7 @@ TEST(BatchNormRule, PoisonedBuffersAfterANaNBatchAreCriticalAndNameTheBatch)
     const Incident& bn = context.report.incidents.front();
     EXPECT_EQ(bn.severity, Severity::Critical);
     EXPECT_EQ(bn.onsetStep, 200);
-    EXPECT_EQ(bn.layers, std::vector<std::string> { "bn1" });
+    EXPECT_EQ(bn.layers, std::vector<std::string>{"bn1"});
     EXPECT_NE(bn.cause.find("input batch of step 200"), std::string::npos) << bn.cause;
 }
 
@@ -246,18 +248,18 @@ TEST(VanishingRule, ALayerWhoseGradientStopsIsNamedFromWhereItStopped)
 {
     NoisyRun run(400);
     ScanInputs inputs = run.inputs();
-    inputs.addTable("layers", { "a.weight", "b.weight", "c.weight" }, run.steps,
-        { { "grad_norm", table(400, 3, [&](int64_t step, size_t c) {
-               const float g = float(run.gradNorm[size_t(step)]);
-               return c == 1 && step >= 200 ? g * 1e-6f : g;
-           }) } });
-    ScanContext context(inputs, ScanConfig {});
+    inputs.addTable("layers", {"a.weight", "b.weight", "c.weight"}, run.steps,
+                    {{"grad_norm", table(400, 3, [&](int64_t step, size_t c) {
+                          const float g = float(run.gradNorm[size_t(step)]);
+                          return c == 1 && step >= 200 ? g * 1e-6f : g;
+                      })}});
+    ScanContext context(inputs, ScanConfig{});
     ASSERT_TRUE(detectVanishing(context));
     ASSERT_EQ(context.report.incidents.size(), 1u);
     const Incident& vanishing = context.report.incidents.front();
     EXPECT_EQ(vanishing.kind, IncidentKind::Vanishing);
     EXPECT_EQ(vanishing.severity, Severity::Warning);
-    EXPECT_EQ(vanishing.layers, std::vector<std::string> { "b.weight" });
+    EXPECT_EQ(vanishing.layers, std::vector<std::string>{"b.weight"});
     EXPECT_GE(vanishing.onsetStep, 192) << "judged in cells of 32 rows";
     EXPECT_LE(vanishing.onsetStep, 224);
 }
@@ -266,18 +268,18 @@ TEST(BadInputRule, ASaturatedBatchIsNamedWithItsFillValue)
 {
     NoisyRun run(300);
     ScanInputs inputs = run.inputs();
-    inputs.addTable("inputs", { "x" }, run.steps,
-        { { "max", table(300, 1, [](int64_t step, size_t) { return step == 120 ? 32767.f : 3.f; }) },
-            { "min", table(300, 1, [](int64_t, size_t) { return -3.f; }) },
-            { "nan", table(300, 1, [](int64_t, size_t) { return 0.f; }) } });
-    ScanContext context(inputs, ScanConfig {});
+    inputs.addTable("inputs", {"x"}, run.steps,
+                    {{"max", table(300, 1, [](int64_t step, size_t) { return step == 120 ? 32767.f : 3.f; })},
+                     {"min", table(300, 1, [](int64_t, size_t) { return -3.f; })},
+                     {"nan", table(300, 1, [](int64_t, size_t) { return 0.f; })}});
+    ScanContext context(inputs, ScanConfig{});
     ASSERT_TRUE(detectBadInputs(context));
     ASSERT_EQ(context.report.incidents.size(), 1u);
     const Incident& input = context.report.incidents.front();
     EXPECT_EQ(input.kind, IncidentKind::BadInput);
     EXPECT_EQ(input.severity, Severity::Warning);
     EXPECT_EQ(input.onsetStep, 120);
-    EXPECT_EQ(input.layers, std::vector<std::string> { "x" });
+    EXPECT_EQ(input.layers, std::vector<std::string>{"x"});
     EXPECT_NE(input.evidence.note.find("fill or saturation value 32767"), std::string::npos) << input.evidence.note;
     EXPECT_EQ(context.badInputs.size(), 1u) << "for the rules after it";
 }
