@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <random>
 
 using namespace nanscope;
@@ -50,13 +51,24 @@ struct NoisyRun
     std::vector<double> gradNorm;
 };
 
-std::vector<const Incident*> ofKind(const ScanReport& report, IncidentKind kind)
+// Runs `rule` alone; the one incident it found, or nothing (and a failure) when it found another
+// number of them.
+std::optional<Incident> onlyIncident(ScanContext& context, ScanRule rule)
 {
-    std::vector<const Incident*> found;
-    for (const auto& incident : report.incidents)
-        if (incident.kind == kind)
-            found.push_back(&incident);
-    return found;
+    const Status status = rule(context);
+    EXPECT_TRUE(status) << status.error();
+    EXPECT_EQ(context.report.incidents.size(), 1u);
+    if (!status || context.report.incidents.size() != 1)
+        return std::nullopt;
+    return context.report.incidents.front();
+}
+
+// What a user reads first: the kind, how bad, and where it began.
+void expectIncident(const Incident& incident, IncidentKind kind, Severity severity, int64_t onsetStep)
+{
+    EXPECT_EQ(incident.kind, kind) << toString(incident.kind);
+    EXPECT_EQ(incident.severity, severity) << toString(incident.severity);
+    EXPECT_EQ(incident.onsetStep, onsetStep);
 }
 
 // A [steps, columns] table whose column c is `value(step, c)`, row-major.
@@ -77,15 +89,12 @@ TEST(SpikeRule, OneBatchThatJumpsAndRecoversIsAWarningAtThatStep)
     run.gradNorm[150] *= 80;
     const ScanInputs inputs = run.inputs();
     ScanContext context(inputs, ScanConfig{});
-    ASSERT_TRUE(detectSpikes(context));
-    ASSERT_EQ(context.report.incidents.size(), 1u);
-    const Incident& spike = context.report.incidents.front();
-    EXPECT_EQ(spike.kind, IncidentKind::Spike);
-    EXPECT_EQ(spike.severity, Severity::Warning);
-    EXPECT_EQ(spike.onsetStep, 150);
-    ASSERT_TRUE(spike.evidence.jumpRatio);
-    EXPECT_GT(*spike.evidence.jumpRatio, 20.0);
-    EXPECT_NE(spike.cause.find("recovered"), std::string::npos) << spike.cause;
+    const auto spike = onlyIncident(context, detectSpikes);
+    ASSERT_TRUE(spike);
+    expectIncident(*spike, IncidentKind::Spike, Severity::Warning, 150);
+    ASSERT_TRUE(spike->evidence.jumpRatio);
+    EXPECT_GT(*spike->evidence.jumpRatio, 20.0);
+    EXPECT_NE(spike->cause.find("recovered"), std::string::npos) << spike->cause;
 }
 
 TEST(SpikeRule, TheStartOfABlowupIsNotASpike)
@@ -97,9 +106,9 @@ TEST(SpikeRule, TheStartOfABlowupIsNotASpike)
     const ScanInputs inputs = run.inputs();
     ScanContext context(inputs, ScanConfig{});
     context.blowupOnsetRow = 150; // what the blow-up rule found
-    ASSERT_TRUE(detectSpikes(context));
-    ASSERT_EQ(context.report.incidents.size(), 1u);
-    EXPECT_EQ(context.report.incidents.front().onsetStep, 120);
+    const auto spike = onlyIncident(context, detectSpikes);
+    ASSERT_TRUE(spike);
+    EXPECT_EQ(spike->onsetStep, 120);
 }
 
 TEST(LossScaleRule, CascadeToTheFloorIsCriticalAndExplainsItsSkippedSteps)
@@ -118,19 +127,16 @@ TEST(LossScaleRule, CascadeToTheFloorIsCriticalAndExplainsItsSkippedSteps)
     }
     const ScanInputs inputs = run.inputs({{"loss_scale", scale}, {"skipped", skipped}});
     ScanContext context(inputs, ScanConfig{});
-    ASSERT_TRUE(detectLossScaleCollapse(context));
-    ASSERT_EQ(context.report.incidents.size(), 1u);
-    const Incident& collapse = context.report.incidents.front();
-    EXPECT_EQ(collapse.kind, IncidentKind::LossScaleCollapse);
-    EXPECT_EQ(collapse.severity, Severity::Critical);
-    EXPECT_EQ(collapse.onsetStep, 305);
-    EXPECT_EQ(collapse.evidence.count, 16) << "65536 halves 16 times down to the floor of 1";
+    const auto collapse = onlyIncident(context, detectLossScaleCollapse);
+    ASSERT_TRUE(collapse);
+    expectIncident(*collapse, IncidentKind::LossScaleCollapse, Severity::Critical, 305);
+    EXPECT_EQ(collapse->evidence.count, 16) << "65536 halves 16 times down to the floor of 1";
     ASSERT_EQ(context.collapseWindows.size(), 1u);
     EXPECT_EQ(context.collapseWindows.front().first, 305);
 
     // The skipped steps of the collapse are not a second incident.
     ASSERT_TRUE(detectSkippedSteps(context));
-    EXPECT_TRUE(ofKind(context.report, IncidentKind::SkippedSteps).empty());
+    EXPECT_EQ(context.report.incidents.size(), 1u) << "only the collapse";
 }
 
 TEST(SkippedStepsRule, ALongRunOfSkipsIsReportedAndSkippingToTheEndIsCritical)
@@ -145,13 +151,13 @@ TEST(SkippedStepsRule, ALongRunOfSkipsIsReportedAndSkippingToTheEndIsCritical)
     const ScanInputs inputs = run.inputs({{"skipped", skipped}});
     ScanContext context(inputs, ScanConfig{});
     ASSERT_TRUE(detectSkippedSteps(context));
-    const auto found = ofKind(context.report, IncidentKind::SkippedSteps);
+    const std::vector<Incident>& found = context.report.incidents;
     ASSERT_EQ(found.size(), 2u);
-    EXPECT_EQ(found[0]->onsetStep, 150);
-    EXPECT_EQ(found[0]->evidence.count, 20);
-    EXPECT_EQ(found[0]->severity, Severity::Warning) << "training went on afterwards";
-    EXPECT_EQ(found[1]->onsetStep, 380);
-    EXPECT_EQ(found[1]->severity, Severity::Critical) << "still skipping at the end of the log";
+    EXPECT_EQ(found[0].onsetStep, 150);
+    EXPECT_EQ(found[0].evidence.count, 20);
+    EXPECT_EQ(found[0].severity, Severity::Warning) << "training went on afterwards";
+    EXPECT_EQ(found[1].onsetStep, 380);
+    EXPECT_EQ(found[1].severity, Severity::Critical) << "still skipping at the end of the log";
 }
 
 TEST(BlowupRule, SuddenJumpToNaNStartsAtTheJumpInTheFirstLayer)
@@ -171,16 +177,13 @@ TEST(BlowupRule, SuddenJumpToNaNStartsAtTheJumpInTheFirstLayer)
                           return float(step >= 205 ? NAN : step >= jump ? base * 1e6 : base);
                       })}});
     ScanContext context(inputs, ScanConfig{});
-    ASSERT_TRUE(detectNonfiniteAndBlowup(context));
-    ASSERT_EQ(context.report.incidents.size(), 1u);
-    const Incident& blowup = context.report.incidents.front();
-    EXPECT_EQ(blowup.kind, IncidentKind::Blowup);
-    EXPECT_EQ(blowup.severity, Severity::Critical);
-    EXPECT_EQ(blowup.pattern, BlowupPattern::Sudden);
-    EXPECT_EQ(blowup.onsetStep, 200);
-    EXPECT_EQ(blowup.nonfiniteStep, std::optional<int64_t>(205));
-    ASSERT_FALSE(blowup.layers.empty());
-    EXPECT_EQ(blowup.layers.front(), "a.weight");
+    const auto blowup = onlyIncident(context, detectNonfiniteAndBlowup);
+    ASSERT_TRUE(blowup);
+    expectIncident(*blowup, IncidentKind::Blowup, Severity::Critical, 200);
+    EXPECT_EQ(blowup->pattern, BlowupPattern::Sudden);
+    EXPECT_EQ(blowup->nonfiniteStep, std::optional<int64_t>(205));
+    ASSERT_FALSE(blowup->layers.empty());
+    EXPECT_EQ(blowup->layers.front(), "a.weight");
     EXPECT_EQ(context.blowupOnsetStep, std::optional<int64_t>(200)) << "for the rules after it";
 }
 
@@ -193,12 +196,9 @@ TEST(BlowupRule, OneNaNStepTheTrainingSkippedIsARecoveredBurstNotABlowup)
     skipped[180] = 1;
     const ScanInputs inputs = run.inputs({{"skipped", skipped}});
     ScanContext context(inputs, ScanConfig{});
-    ASSERT_TRUE(detectNonfiniteAndBlowup(context));
-    ASSERT_EQ(context.report.incidents.size(), 1u);
-    const Incident& burst = context.report.incidents.front();
-    EXPECT_EQ(burst.kind, IncidentKind::NonfiniteLoss);
-    EXPECT_EQ(burst.severity, Severity::Warning);
-    EXPECT_EQ(burst.onsetStep, 180);
+    const auto burst = onlyIncident(context, detectNonfiniteAndBlowup);
+    ASSERT_TRUE(burst);
+    expectIncident(*burst, IncidentKind::NonfiniteLoss, Severity::Warning, 180);
     EXPECT_FALSE(context.blowupOnsetStep);
     ASSERT_EQ(context.burstRows.size(), 1u);
 }
@@ -212,13 +212,10 @@ TEST(BatchNormRule, RunningVarianceCollapsedToZeroIsAWarningOnThatLayer)
                      {"running_var_min",
                       table(300, 2, [](int64_t step, size_t c) { return c == 1 && step >= 120 ? 1e-12f : 0.5f; })}});
     ScanContext context(inputs, ScanConfig{});
-    ASSERT_TRUE(detectBatchNormCorruption(context));
-    ASSERT_EQ(context.report.incidents.size(), 1u);
-    const Incident& bn = context.report.incidents.front();
-    EXPECT_EQ(bn.kind, IncidentKind::BnCorruption);
-    EXPECT_EQ(bn.severity, Severity::Warning);
-    EXPECT_EQ(bn.onsetStep, 120);
-    EXPECT_EQ(bn.layers, std::vector<std::string>{"bn2"});
+    const auto bn = onlyIncident(context, detectBatchNormCorruption);
+    ASSERT_TRUE(bn);
+    expectIncident(*bn, IncidentKind::BnCorruption, Severity::Warning, 120);
+    EXPECT_EQ(bn->layers, std::vector<std::string>{"bn2"});
 }
 
 TEST(BatchNormRule, PoisonedBuffersAfterANaNBatchAreCriticalAndNameTheBatch)
@@ -235,13 +232,11 @@ TEST(BatchNormRule, PoisonedBuffersAfterANaNBatchAreCriticalAndNameTheBatch)
     nanBatch.severity = Severity::Critical;
     nanBatch.onsetStep = nanBatch.evidence.windowEndStep = 200;
     context.badInputs.push_back(nanBatch);
-    ASSERT_TRUE(detectBatchNormCorruption(context));
-    ASSERT_EQ(context.report.incidents.size(), 1u);
-    const Incident& bn = context.report.incidents.front();
-    EXPECT_EQ(bn.severity, Severity::Critical);
-    EXPECT_EQ(bn.onsetStep, 200);
-    EXPECT_EQ(bn.layers, std::vector<std::string>{"bn1"});
-    EXPECT_NE(bn.cause.find("input batch of step 200"), std::string::npos) << bn.cause;
+    const auto bn = onlyIncident(context, detectBatchNormCorruption);
+    ASSERT_TRUE(bn);
+    expectIncident(*bn, IncidentKind::BnCorruption, Severity::Critical, 200);
+    EXPECT_EQ(bn->layers, std::vector<std::string>{"bn1"});
+    EXPECT_NE(bn->cause.find("input batch of step 200"), std::string::npos) << bn->cause;
 }
 
 TEST(VanishingRule, ALayerWhoseGradientStopsIsNamedFromWhereItStopped)
@@ -254,14 +249,13 @@ TEST(VanishingRule, ALayerWhoseGradientStopsIsNamedFromWhereItStopped)
                           return c == 1 && step >= 200 ? g * 1e-6f : g;
                       })}});
     ScanContext context(inputs, ScanConfig{});
-    ASSERT_TRUE(detectVanishing(context));
-    ASSERT_EQ(context.report.incidents.size(), 1u);
-    const Incident& vanishing = context.report.incidents.front();
-    EXPECT_EQ(vanishing.kind, IncidentKind::Vanishing);
-    EXPECT_EQ(vanishing.severity, Severity::Warning);
-    EXPECT_EQ(vanishing.layers, std::vector<std::string>{"b.weight"});
-    EXPECT_GE(vanishing.onsetStep, 192) << "judged in cells of 32 rows";
-    EXPECT_LE(vanishing.onsetStep, 224);
+    const auto vanishing = onlyIncident(context, detectVanishing);
+    ASSERT_TRUE(vanishing);
+    EXPECT_EQ(vanishing->kind, IncidentKind::Vanishing);
+    EXPECT_EQ(vanishing->severity, Severity::Warning);
+    EXPECT_EQ(vanishing->layers, std::vector<std::string>{"b.weight"});
+    EXPECT_GE(vanishing->onsetStep, 192) << "judged in cells of 32 rows";
+    EXPECT_LE(vanishing->onsetStep, 224);
 }
 
 TEST(BadInputRule, ASaturatedBatchIsNamedWithItsFillValue)
@@ -273,13 +267,10 @@ TEST(BadInputRule, ASaturatedBatchIsNamedWithItsFillValue)
                      {"min", table(300, 1, [](int64_t, size_t) { return -3.f; })},
                      {"nan", table(300, 1, [](int64_t, size_t) { return 0.f; })}});
     ScanContext context(inputs, ScanConfig{});
-    ASSERT_TRUE(detectBadInputs(context));
-    ASSERT_EQ(context.report.incidents.size(), 1u);
-    const Incident& input = context.report.incidents.front();
-    EXPECT_EQ(input.kind, IncidentKind::BadInput);
-    EXPECT_EQ(input.severity, Severity::Warning);
-    EXPECT_EQ(input.onsetStep, 120);
-    EXPECT_EQ(input.layers, std::vector<std::string>{"x"});
-    EXPECT_NE(input.evidence.note.find("fill or saturation value 32767"), std::string::npos) << input.evidence.note;
+    const auto input = onlyIncident(context, detectBadInputs);
+    ASSERT_TRUE(input);
+    expectIncident(*input, IncidentKind::BadInput, Severity::Warning, 120);
+    EXPECT_EQ(input->layers, std::vector<std::string>{"x"});
+    EXPECT_NE(input->evidence.note.find("fill or saturation value 32767"), std::string::npos) << input->evidence.note;
     EXPECT_EQ(context.badInputs.size(), 1u) << "for the rules after it";
 }
