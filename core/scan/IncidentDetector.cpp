@@ -22,7 +22,7 @@ using namespace scan;
 struct RuleStep
 {
     ScanRule run;
-    // Progress reported after the rule, or none (< 0).
+    // Progress reported after the rule, when it has a label.
     double progressAfter;
     const char* progressLabel;
 };
