@@ -1,0 +1,487 @@
+// Non-finite values in the loss or gradient norm, and blow-ups. Non-finite rows close in steps
+// form bursts; a burst the training recovered from is a NonfiniteLoss incident, the first one it
+// did not recover from is the failure of a blow-up. Without NaN, a rise of blow-up size that does
+// not come back (or a finite explosion that left the loss destroyed) is a blow-up too.
+#include "core/scan/ScanRules.h"
+
+#include "core/run/RunFormat.h"
+#include "core/scan/Onset.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace nanscope::scan {
+
+namespace {
+
+namespace rf = runformat;
+
+// A loss this much (x1.6) above its level before an explosion, for good, means a destroyed model.
+constexpr double kDeadLossDecades = 0.2;
+
+struct Burst
+{
+    size_t firstRow = 0;
+    size_t lastRow = 0;
+    int64_t count = 0;
+};
+
+// Where a blow-up failed, as the searches below found it.
+struct Failure
+{
+    size_t row = 0;         // the first non-finite row, or where the finite rise crossed halfway
+    bool nonfinite = false; // it ended in NaN/Inf (not a finite rise)
+    Severity severity = Severity::Critical;
+    std::string note;
+    // The last row of the explosion, when it is neither the failure row nor the end of the log.
+    std::optional<size_t> lastRow;
+};
+
+std::vector<Burst> nonfiniteBursts(const ScanContext& context)
+{
+    const RunScalars& scalars = context.scalars;
+    std::vector<Burst> bursts;
+    for (size_t row = 0; row < scalars.steps.size(); ++row) {
+        if (!scalars.rowNonfinite(row))
+            continue;
+        if (!bursts.empty() &&
+            scalars.steps[row] - scalars.steps[bursts.back().lastRow] <= context.config.burstGapSteps) {
+            bursts.back().lastRow = row;
+            ++bursts.back().count;
+        } else {
+            bursts.push_back({row, row, 1});
+        }
+    }
+    return bursts;
+}
+
+// Typical primary level before a row: median of the previous finite values.
+double levelBefore(const ScanContext& context, size_t row)
+{
+    const LogSeries& s = context.scalars.primary();
+    std::vector<double> values;
+    for (size_t r = row; r-- > 0 && values.size() < size_t(context.config.spikeBaselineRows);)
+        if (s.finite[r])
+            values.push_back(s.log[r]);
+    return medianOf(values);
+}
+
+bool recoveredAfter(const ScanContext& context, const Burst& burst)
+{
+    const RunScalars& scalars = context.scalars;
+    const size_t begin = burst.lastRow + 1;
+    const size_t end =
+        std::min(scalars.steps.size(), begin + size_t(std::max<int64_t>(1, context.config.recoveryRows)));
+    if (begin >= end) {
+        // The log ends here: only the training's own word (a skipped step) says it went on.
+        for (size_t r = burst.firstRow; r <= burst.lastRow; ++r)
+            if (!scalars.skippedAt(r) && scalars.rowNonfinite(r))
+                return false;
+        return true;
+    }
+    const LogSeries& s = scalars.primary();
+    std::vector<double> after;
+    for (size_t r = begin; r < end; ++r)
+        if (!scalars.rowNonfinite(r))
+            after.push_back(s.log[r]);
+    if (after.size() * 2 < end - begin)
+        return false;
+    const double before = levelBefore(context, burst.firstRow);
+    return !std::isfinite(before) || medianOf(after) <= before + context.config.recoveryDecades;
+}
+
+// A NaN that comes at the end of a finite explosion is that explosion's failure, even when
+// the numbers look finite again afterwards: the weights it left behind are destroyed.
+bool explodedBefore(const ScanContext& context, const Burst& burst)
+{
+    const LogSeries& s = context.scalars.primary();
+    const size_t lead = size_t(std::max<int64_t>(context.config.jumpSteps, 2 * context.config.smoothingRows + 1));
+    const size_t from = burst.firstRow >= lead ? burst.firstRow - lead : 0;
+    const double before = levelBefore(context, from);
+    double peak = -kInf;
+    for (size_t r = from; r < burst.firstRow; ++r)
+        if (s.finite[r])
+            peak = std::max(peak, s.log[r]);
+    return std::isfinite(before) && std::isfinite(peak) && peak - before >= context.config.blowupDecades;
+}
+
+// A finite explosion of blow-up size after which the gradient norm looks normal again but
+// the loss never comes back: the update destroyed the weights (dead units, a collapsed output).
+std::optional<Failure> destroyedByExplosion(const ScanContext& context)
+{
+    const ScanConfig& config = context.config;
+    const LogSeries& loss = context.scalars.loss;
+    const LogSeries& s = context.scalars.primary();
+    const size_t settle = size_t(std::max<int64_t>(1, config.recoveryRows));
+    for (size_t r = 1; r < s.size(); ++r) {
+        if (!s.finite[r] || context.nearRecoveredBurst(r))
+            continue;
+        const double before = levelBefore(context, r);
+        if (!(s.log[r] - before >= config.blowupDecades))
+            continue;
+        size_t end = r;
+        while (end < s.size() && (!s.finite[end] || s.log[end] - before >= config.jumpDecades))
+            ++end;
+        auto lossMedian = [&](size_t from, size_t to) {
+            std::vector<double> v;
+            for (size_t k = from; k < to && k < loss.size(); ++k)
+                if (loss.finite[k] && loss.raw[k] > 0)
+                    v.push_back(loss.log[k]);
+            return v.size() >= 5 ? medianOf(v) : kNaN;
+        };
+        const double lossBefore = lossMedian(r > 20 ? r - 20 : 0, r);
+        const double lossAfter = lossMedian(end + settle, end + 3 * settle);
+        if (std::isfinite(lossBefore) && std::isfinite(lossAfter) && lossAfter - lossBefore >= kDeadLossDecades) {
+            Failure failure;
+            failure.row = end;
+            failure.note = "the gradient norm came back but the loss did not (" +
+                           formatNumber(std::pow(10.0, lossAfter)) + " after, " +
+                           formatNumber(std::pow(10.0, lossBefore)) + " before): the update destroyed the weights";
+            failure.lastRow = end > 0 ? end - 1 : 0;
+            return failure;
+        }
+        r = end;
+    }
+    return std::nullopt;
+}
+
+// No NaN, but a rise of orders of magnitude that does not come back, or one still going on at
+// the end of a run being written (or cut short).
+std::optional<Failure> finiteRise(const ScanContext& context)
+{
+    const ScanConfig& config = context.config;
+    const std::vector<int64_t>& steps = context.scalars.steps;
+    const LogSeries& s = context.scalars.primary();
+    const size_t n = s.size();
+    const size_t tail = size_t(2 * config.smoothingRows + 1);
+    if (n < 4 * tail)
+        return std::nullopt;
+    const size_t lookbackBegin = rowAtOrAfter(steps, steps.back() - config.lookbackSteps);
+    std::vector<double> tailLogs, early;
+    for (size_t r = n - tail; r < n; ++r)
+        if (s.finite[r])
+            tailLogs.push_back(s.log[r]);
+    const size_t earlyEnd = lookbackBegin + (n - lookbackBegin) / 2;
+    for (size_t r = lookbackBegin; r < earlyEnd; ++r)
+        if (s.finite[r])
+            early.push_back(s.log[r]);
+    const double reference = medianOf(early);
+    const double rise = medianOf(tailLogs) - reference;
+    // The last rows all far above the reference: a run cut short (or still being written)
+    // in the middle of its blow-up, too few rows yet for the tail median to show it.
+    size_t stretch = n;
+    while (stretch > earlyEnd && s.finite[stretch - 1] && s.log[stretch - 1] - reference >= config.blowupDecades)
+        --stretch;
+    Failure failure;
+    if (n - stretch >= 2 && !(rise >= config.blowupDecades)) {
+        failure.row = stretch;
+        failure.note =
+            "the log ends " + std::to_string(n - stretch) + " rows into the blow-up (cut short or still being written)";
+        return failure;
+    }
+    if (!(rise >= config.blowupDecades)) {
+        // A large rise still going on at the end of a run being written (or cut short).
+        std::vector<double> x, y;
+        for (size_t r = n - tail; r < n; ++r)
+            if (s.finite[r]) {
+                x.push_back(double(steps[r]));
+                y.push_back(s.log[r]);
+            }
+        if (!(rise >= std::max(config.jumpDecades, config.blowupDecades - 1.0)) || !(theilSenSlope(x, y) > 0))
+            return std::nullopt;
+        failure.severity = Severity::Warning;
+        failure.note = "still rising at the end of the log (" + formatNumber(rise, 2) + " decades so far)";
+    }
+    const double halfway = reference + 0.5 * rise;
+    const std::vector<double> m = smoothed(s, lookbackBegin, n, config.smoothingRows);
+    failure.row = lookbackBegin;
+    for (size_t r = n; r-- > lookbackBegin;)
+        if (m[r - lookbackBegin] < halfway) {
+            failure.row = r + 1;
+            break;
+        }
+    if (failure.row >= n)
+        failure.row = n - 1;
+    return failure;
+}
+
+struct Jump
+{
+    size_t row = 0;
+    double baseline = kNaN; // log10
+};
+
+// The sudden case, read directly: one step up by jump_decades (or into NaN) near the failure
+// that stays up until `lastRow`, from a level that was still the baseline, and no rise began well
+// before it (a gradual blow-up can end in a jump). Noise and small level shifts just before such
+// a jump must not move its onset.
+std::optional<Jump> suddenJump(const ScanContext& context, size_t windowBegin, size_t failureRow, size_t lastRow,
+                               const Rise& rise)
+{
+    const ScanConfig& config = context.config;
+    const LogSeries& s = context.scalars.primary();
+    const size_t h = size_t(config.smoothingRows);
+    const size_t searchFrom = std::max(windowBegin + 1, failureRow > 20 ? failureRow - 20 : size_t(1));
+    for (size_t r = searchFrom; r <= lastRow && r < s.size(); ++r) {
+        if (!s.finite[r - 1])
+            continue;
+        const double before = s.log[r - 1];
+        if (s.finite[r] && s.log[r] - before < config.jumpDecades)
+            continue;
+        bool sustained = true;
+        for (size_t k = r; k <= lastRow && k < s.size() && sustained; ++k)
+            sustained = !s.finite[k] || s.log[k] - before >= config.jumpDecades;
+        if (!sustained || r < windowBegin + h + 6 || rise.onsetRow + 2 * h < r)
+            continue;
+        std::vector<double> pre, reference;
+        for (size_t k = r - h - 1; k < r; ++k)
+            if (s.finite[k])
+                pre.push_back(s.log[k]);
+        const size_t referenceEnd = r - h - 1;
+        const size_t referenceBegin = referenceEnd >= windowBegin + size_t(config.baselineRows)
+                                          ? referenceEnd - size_t(config.baselineRows)
+                                          : windowBegin;
+        for (size_t k = referenceBegin; k < referenceEnd; ++k)
+            if (s.finite[k])
+                reference.push_back(s.log[k]);
+        if (pre.empty() || reference.size() < 5)
+            continue;
+        const double level = medianOf(reference);
+        std::vector<double> deviations = reference;
+        const double noise = noiseAroundInPlace(deviations, level);
+        // The rows just before the jump were still at the baseline (within half a jump, or
+        // the noise of their median): nothing was growing yet.
+        if (medianOf(pre) - level <=
+            std::max(0.5 * config.jumpDecades, config.noiseSigmas * noise / std::sqrt(double(pre.size()))))
+            return Jump{r, level};
+    }
+    return std::nullopt;
+}
+
+Status reportBlowup(ScanContext& context, const Failure& failure)
+{
+    const ScanConfig& config = context.config;
+    const RunScalars& scalars = context.scalars;
+    const std::vector<int64_t>& steps = scalars.steps;
+    const LogSeries& s = scalars.primary();
+    const size_t failureRow = failure.row;
+    const int64_t failureStep = steps[failureRow];
+    size_t windowBegin = rowAtOrAfter(steps, failureStep - config.lookbackSteps);
+    // Do not look back past an earlier incident's burst: it is not the baseline.
+    if (!context.burstRows.empty()) {
+        const size_t afterBurst = context.burstRows.back().second + 1;
+        if (afterBurst > windowBegin && afterBurst < failureRow)
+            windowBegin = afterBurst;
+    }
+    const size_t lastRow = std::min(s.size() - 1, failure.lastRow     ? *failure.lastRow
+                                                  : failure.nonfinite ? failureRow
+                                                                      : s.size() - 1);
+    const Rise rise = findOnset(s, windowBegin, failureRow, config);
+    const std::optional<Jump> jump = suddenJump(context, windowBegin, failureRow, lastRow, rise);
+    const bool sudden = jump.has_value();
+    const size_t onsetRow = sudden ? jump->row : std::min(rise.onsetRow, failureRow);
+    const double baseline = sudden ? jump->baseline : rise.baseline;
+    const int64_t onsetStep = steps[onsetRow];
+
+    Incident incident;
+    incident.kind = IncidentKind::Blowup;
+    incident.severity = failure.severity;
+    incident.onsetStep = onsetStep;
+    auto& evidence = incident.evidence;
+    evidence.series = scalars.primaryName;
+    evidence.windowBeginStep = onsetStep;
+    evidence.note = failure.note;
+    if (std::isfinite(baseline))
+        evidence.baseline = std::pow(10.0, baseline);
+    // Not a sustained one-step jump from the baseline: a gradual blow-up (steady exponential
+    // growth, or an escalation of spikes that come and go on the way up).
+    incident.pattern = sudden ? BlowupPattern::Sudden : BlowupPattern::Gradual;
+
+    double peak = -kInf;
+    double jumpPeak = -kInf;
+    std::vector<double> x, y;
+    for (size_t r = onsetRow; r <= lastRow && r < s.size(); ++r) {
+        if (!s.finite[r])
+            continue;
+        peak = std::max(peak, s.log[r]);
+        if (steps[r] - onsetStep <= config.jumpSteps)
+            jumpPeak = std::max(jumpPeak, s.log[r]);
+        x.push_back(double(steps[r]));
+        y.push_back(s.log[r]);
+    }
+    if (std::isfinite(peak))
+        evidence.peak = std::pow(10.0, peak);
+    if (std::isfinite(baseline)) {
+        const double top = sudden ? jumpPeak : peak;
+        if (std::isfinite(top))
+            evidence.jumpRatio = std::pow(10.0, top - baseline);
+    }
+    // The growth before the failure; a lone point (sudden jump straight to NaN) has no slope.
+    if (x.size() >= 2)
+        evidence.growthDecadesPerStep = theilSenSlope(x, y);
+    else if (x.size() == 1 && std::isfinite(baseline) && steps[lastRow] > onsetStep)
+        evidence.growthDecadesPerStep = (y[0] - baseline) / double(steps[lastRow] - onsetStep);
+
+    // Non-finite step: first NaN/Inf in the loss, the grad norm, or any layer in the window.
+    std::optional<int64_t> nonfiniteStep;
+    for (size_t r = onsetRow; r < steps.size(); ++r)
+        if (scalars.rowNonfinite(r)) {
+            nonfiniteStep = steps[r];
+            break;
+        }
+    const int64_t windowEnd = failure.nonfinite ? failureStep + config.jumpSteps : context.report.lastStep;
+    // Layers are judged over a shorter look-back than the total: their own baseline just
+    // before the onset is what matters, and a thousand layers times the full window is slow.
+    const int64_t layerWindowBegin =
+        std::max(steps[windowBegin], onsetStep - std::max<int64_t>(4 * config.baselineRows, 100));
+    auto blame = blameLayers(context.inputs, context.order, config, layerWindowBegin, onsetStep, windowEnd);
+    if (!blame)
+        return Error{blame.error()};
+    for (const auto& [onset, position] : *blame) {
+        if (onset.nonfiniteStep && (!nonfiniteStep || *onset.nonfiniteStep < *nonfiniteStep) &&
+            *onset.nonfiniteStep >= onsetStep)
+            nonfiniteStep = onset.nonfiniteStep;
+    }
+    fillLayers(incident, *blame, config.maxLayersListed);
+    incident.nonfiniteStep = nonfiniteStep;
+    evidence.windowEndStep = nonfiniteStep ? *nonfiniteStep : steps[lastRow];
+    context.blowupOnsetRow = onsetRow;
+    context.blowupOnsetStep = onsetStep;
+
+    BlowupFacts facts;
+    facts.series = scalars.gradNorm.empty() ? "loss" : "gradient norm";
+    facts.sudden = sudden;
+    facts.onsetStep = onsetStep;
+    facts.nonfiniteStep = nonfiniteStep;
+    facts.windowEndStep = evidence.windowEndStep;
+    facts.jumpRatio = evidence.jumpRatio;
+    facts.growthDecadesPerStep = evidence.growthDecadesPerStep;
+    facts.baseline = evidence.baseline;
+    facts.firstLayer = incident.layers.empty() ? std::string() : incident.layers.front();
+    if (const Incident* input = context.badInputNear(onsetStep, 1, 0))
+        facts.input = BlamedInput{input->onsetStep, input->severity == Severity::Critical, input->evidence.note,
+                                  context.batchNote(input->onsetStep)};
+    facts.nanInFirstSteps = onsetRow <= 2 && nonfiniteStep && *nonfiniteStep <= context.report.firstStep + 2;
+    if (!scalars.lr.empty()) {
+        const double lrOnset = scalars.lr[std::max(windowBegin, onsetRow > 50 ? onsetRow - 50 : size_t(0))];
+        const double lrEnd = scalars.lr[std::min(lastRow, scalars.lr.size() - 1)];
+        if (std::isfinite(lrOnset) && std::isfinite(lrEnd) && lrOnset > 0 && lrEnd > 1.5 * lrOnset)
+            facts.learningRateRise = lrEnd / lrOnset;
+    }
+    facts.fp16 = context.inputs.fp16();
+    facts.batchNote = context.batchNote(onsetStep);
+    applyDiagnosis(incident, diagnoseBlowup(facts));
+    context.report.incidents.push_back(std::move(incident));
+    return Status::success();
+}
+
+// A burst the training recovered from: which layer produced it and why.
+Status reportNonfiniteBurst(ScanContext& context, const Burst& burst)
+{
+    const RunScalars& scalars = context.scalars;
+    const ScanInputs& inputs = context.inputs;
+    const ForwardOrder& order = context.order;
+    context.burstRows.push_back({burst.firstRow, burst.lastRow});
+    const int64_t first = scalars.steps[burst.firstRow];
+    const int64_t last = scalars.steps[burst.lastRow];
+    Incident incident;
+    incident.kind = IncidentKind::NonfiniteLoss;
+    incident.severity = Severity::Warning;
+    incident.onsetStep = first;
+    incident.evidence.series = scalars.loss.finite[burst.firstRow] ? scalars.primaryName : "scalars/loss";
+    incident.evidence.windowBeginStep = first;
+    incident.evidence.windowEndStep = last;
+    incident.evidence.count = burst.count;
+    NonfiniteBurstFacts facts;
+    facts.firstStep = first;
+    facts.lastStep = last;
+    facts.count = burst.count;
+    for (size_t r = burst.firstRow; r <= burst.lastRow; ++r)
+        facts.skippedByTraining = facts.skippedByTraining || scalars.skippedAt(r);
+
+    // Which layer produced it: the first module (in forward order) whose output went
+    // non-finite at the burst's first logged activation row, then the gradients.
+    std::vector<RankedOnset> onsets;
+    if (const TableInfo* activations = inputs.table(rf::kActivations)) {
+        auto columns = inputs.readWindow(rf::kActivations, "max", "nan", "inf", first, last);
+        if (!columns)
+            return Error{columns.error()};
+        int64_t earliest = std::numeric_limits<int64_t>::max();
+        for (size_t c = 0; c < columns->size(); ++c) {
+            const LayerColumn& column = (*columns)[c];
+            for (size_t r = 0; r < column.series.size(); ++r)
+                if (!column.series.finite[r]) {
+                    const int64_t step = column.series.steps[r];
+                    onsets.push_back(
+                        {LayerOnset{column.name, "activations", step, kInf, true, step}, order.module(column.name)});
+                    if (step < earliest ||
+                        (step == earliest && order.module(column.name) < order.module(facts.origin))) {
+                        earliest = step;
+                        facts.origin = column.name;
+                        facts.originKind = c < activations->kinds.size() ? activations->kinds[c] : "";
+                        // Its input: the previous module's output, or the batch for the first one.
+                        facts.originInputFinite =
+                            c == 0 ? !context.badInputNear(earliest, 0, 0)
+                                   : (r < (*columns)[c - 1].series.size() && (*columns)[c - 1].series.finite[r]);
+                    }
+                    break;
+                }
+        }
+    }
+    if (inputs.hasDataset(rf::kLayers, "grad_norm")) {
+        auto columns = inputs.readWindow(rf::kLayers, "grad_norm", "grad_nonfinite", nullptr, first, last);
+        if (!columns)
+            return Error{columns.error()};
+        for (const auto& column : *columns)
+            for (size_t r = 0; r < column.series.size(); ++r)
+                if (!column.series.finite[r]) {
+                    facts.gradientsNonfinite = true;
+                    onsets.push_back({LayerOnset{column.name, column.source, column.series.steps[r], kInf, true,
+                                                 column.series.steps[r]},
+                                      order.parameter(column.name)});
+                    break;
+                }
+    }
+    orderLayerOnsets(onsets, context.config.tieDecades);
+    fillLayers(incident, onsets, context.config.maxLayersListed);
+
+    const Incident* input = context.badInputNear(first, 0, last - first);
+    facts.nanInput = input && input->severity == Severity::Critical;
+    facts.inFirstBatch = burst.firstRow <= 1;
+    facts.fp16 = inputs.fp16();
+    facts.batchNote = context.batchNote(first);
+    applyDiagnosis(incident, diagnoseNonfiniteBurst(facts));
+    context.report.incidents.push_back(std::move(incident));
+    return Status::success();
+}
+
+} // namespace
+
+Status detectNonfiniteAndBlowup(ScanContext& context)
+{
+    const size_t rows = context.scalars.steps.size();
+    size_t failureRow = rows;
+    for (const Burst& burst : nonfiniteBursts(context)) {
+        if (recoveredAfter(context, burst) && !explodedBefore(context, burst)) {
+            if (Status s = reportNonfiniteBurst(context, burst); !s)
+                return s;
+            continue;
+        }
+        failureRow = burst.firstRow;
+        break;
+    }
+    if (failureRow < rows) {
+        Failure failure;
+        failure.row = failureRow;
+        failure.nonfinite = true;
+        return reportBlowup(context, failure);
+    }
+    if (auto destroyed = destroyedByExplosion(context))
+        return reportBlowup(context, *destroyed);
+    if (auto rise = finiteRise(context))
+        return reportBlowup(context, *rise);
+    return Status::success();
+}
+
+} // namespace nanscope::scan

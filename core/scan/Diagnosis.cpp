@@ -1,0 +1,255 @@
+#include "core/scan/Diagnosis.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace nanscope::scan {
+
+void applyDiagnosis(Incident& incident, Diagnosis diagnosis)
+{
+    incident.cause = std::move(diagnosis.cause);
+    incident.suggestion = std::move(diagnosis.suggestion);
+}
+
+std::string formatNumber(double v, int precision)
+{
+    std::ostringstream out;
+    out.precision(precision);
+    out << v;
+    return out.str();
+}
+
+std::string joinNames(const std::vector<std::string>& names, size_t limit)
+{
+    std::string out;
+    for (size_t i = 0; i < names.size() && i < limit; ++i)
+        out += (i ? ", " : "") + names[i];
+    if (names.size() > limit)
+        out += " and " + std::to_string(names.size() - limit) + " more";
+    return out;
+}
+
+std::string savedBatchNote(const RunInfo& info, int64_t step)
+{
+    auto batch = info.batches.find(step);
+    if (batch == info.batches.end())
+        return "";
+    std::string note = " The batch of step " + std::to_string(step) + " was saved (batches/" +
+                       batch->second.substr(batch->second.find_last_of('/') + 1) + ")";
+    auto checkpoint = info.checkpoints.upper_bound(step);
+    if (checkpoint != info.checkpoints.begin()) {
+        --checkpoint;
+        note += "; replay it from checkpoint step " + std::to_string(checkpoint->first);
+    }
+    return note + ".";
+}
+
+Diagnosis diagnoseBadInput(const BadInputFacts& facts)
+{
+    Diagnosis d;
+    const std::string where = facts.batches == 1 ? "the input batch of step " + std::to_string(facts.onsetStep)
+                                                 : std::to_string(facts.batches) + " input batches from step " +
+                                                       std::to_string(facts.onsetStep);
+    if (facts.nonfinite)
+        d.cause = where + " holds NaN or Inf (" + joinNames(facts.inputs) + "): dirty data.";
+    else
+        d.cause = where + " holds extreme values (" + joinNames(facts.inputs) + "; " + facts.note + ").";
+    if (facts.inFirstBatch)
+        d.cause += " It is already in the first batch: the data itself is dirty.";
+    d.suggestion = "Inspect that batch and the records it came from; validate inputs in the data loader "
+                   "(torch.isfinite, range checks) and drop or repair bad records." +
+                   facts.batchNote;
+    return d;
+}
+
+Diagnosis diagnoseBufferCorruption(const BufferFacts& facts)
+{
+    Diagnosis d;
+    const char* what = facts.fault == BufferFault::Nonfinite  ? "became non-finite (NaN/Inf)"
+                       : facts.fault == BufferFault::Negative ? "went negative (running_var < 0)"
+                                                              : nullptr;
+    d.cause =
+        "Running statistics of " + joinNames(facts.layers) + " " +
+        (what ? std::string(what) : "collapsed to ~0 (running_var <= " + formatNumber(facts.varianceFloor) + ")") +
+        " at step " + std::to_string(facts.onsetStep) + ".";
+    if (facts.fault != BufferFault::Nonfinite) {
+        d.suggestion = "A collapsed or negative running variance divides by ~eps in evaluation. Check for constant "
+                       "or dead channels feeding the layer, raise its eps, and reset the running statistics.";
+        return d;
+    }
+    if (facts.nonfiniteToEnd)
+        d.cause += " They stay non-finite to the end of the log: every evaluation-mode forward pass through them "
+                   "gives NaN.";
+    if (facts.evalOnlyNanCount)
+        d.cause += " The training loss stays finite while the evaluation loss is NaN (" +
+                   std::to_string(*facts.evalOnlyNanCount) +
+                   " evaluations): NaN in eval while training is fine is BatchNorm running statistics.";
+    if (facts.nanInputStep)
+        d.cause += " The input batch of step " + std::to_string(*facts.nanInputStep) +
+                   " held NaN: the training-mode forward pass folded it into the running statistics before the "
+                   "step was skipped.";
+    else if (facts.onsetStepSkipped)
+        d.cause += " That step was skipped, but the forward pass had already updated the running statistics.";
+    d.suggestion = "Restore the normalisation buffers from a checkpoint before step " +
+                   std::to_string(facts.onsetStep) +
+                   " or reset them (reset_running_stats()) and re-estimate them on clean batches. Skipping the "
+                   "optimizer step is not enough: check inputs and activations before the forward pass, or save "
+                   "and restore the buffers when a step is skipped.";
+    return d;
+}
+
+Diagnosis diagnoseBlowup(const BlowupFacts& facts)
+{
+    Diagnosis d;
+    const std::string ratio = facts.jumpRatio ? formatNumber(*facts.jumpRatio, 2) : std::string("?");
+    const std::string onset = std::to_string(facts.onsetStep);
+    if (const auto& input = facts.input) {
+        d.cause = "Sudden blow-up at one batch: the input batch of step " + std::to_string(input->step) + " holds " +
+                  (input->nonfinite ? "NaN/Inf" : "extreme values") +
+                  (input->note.empty() ? "" : " (" + input->note + ")") + "; the " + facts.series + " jumped x" +
+                  ratio + " and the update destroyed the weights.";
+        d.suggestion = "Inspect that batch and fix or filter the records it came from; clip gradients "
+                       "(clip_grad_norm_) so one batch cannot destroy the weights." +
+                       input->batchNote;
+    } else if (facts.nanInFirstSteps) {
+        d.cause = "NaN in the very first steps: dirty data or a broken initialisation.";
+        d.suggestion = "Check the first batches for NaN/Inf (torch.isfinite) and the model's initial weights before "
+                       "training.";
+    } else if (facts.sudden) {
+        d.cause = "Sudden blow-up at one batch: the " + facts.series + " jumped x" + ratio + " at step " + onset +
+                  " from a stable baseline" + (facts.firstLayer.empty() ? "" : ", first in " + facts.firstLayer) + ".";
+        d.suggestion = "Inspect the batch of step " + onset +
+                       " (save it and replay it with the checkpoint before it); clip gradients so one batch cannot "
+                       "destroy the weights." +
+                       facts.batchNote;
+        if (facts.fp16)
+            d.suggestion += " Under float16 AMP, check for overflow (values > 65504): compute the loss in fp32 and "
+                            "check the GradScaler.";
+    } else {
+        const std::string lrNote = facts.learningRateRise ? "; the learning rate rose x" +
+                                                                formatNumber(*facts.learningRateRise, 2) + " meanwhile"
+                                                          : "";
+        const double slope = facts.growthDecadesPerStep.value_or(std::nan(""));
+        const std::string rate = slope > 0 ? ", x10 every " + formatNumber(1.0 / slope, 2) + " steps" : "";
+        d.cause = "Gradient explosion: the " + facts.series + " grew for " +
+                  std::to_string(facts.windowEndStep - facts.onsetStep) + " steps from step " + onset + rate + lrNote +
+                  (facts.nonfiniteStep ? ", until NaN at step " + std::to_string(*facts.nonfiniteStep) : "") +
+                  ". Learning rate too high for this point of training.";
+        d.suggestion = "Lower the learning rate (or its schedule's peak), clip gradients (clip_grad_norm_ at a few "
+                       "times the baseline norm" +
+                       (facts.baseline ? " of " + formatNumber(*facts.baseline, 2) : std::string()) +
+                       "), and consider warm-up. Resume from a checkpoint before step " + onset + ".";
+        if (facts.fp16)
+            d.suggestion += " Under float16 AMP, keep the loss in fp32 and check the GradScaler.";
+    }
+    return d;
+}
+
+Diagnosis diagnoseNonfiniteBurst(const NonfiniteBurstFacts& facts)
+{
+    Diagnosis d;
+    const std::string at = facts.count == 1
+                               ? "at step " + std::to_string(facts.firstStep)
+                               : "on " + std::to_string(facts.count) + " steps from " +
+                                     std::to_string(facts.firstStep) + " to " + std::to_string(facts.lastStep);
+    d.cause = "Non-finite loss " + at + (facts.skippedByTraining ? ", skipped by the training," : "") +
+              " and training recovered.";
+    if (facts.nanInput) {
+        d.cause += " The input batch held NaN/Inf: dirty data.";
+        d.suggestion = "Validate batches in the data loader (torch.isfinite) and fix the records." + facts.batchNote;
+    } else if (facts.inFirstBatch) {
+        d.cause += " It happened in the first batch: dirty data or a broken initialisation.";
+        d.suggestion = "Check the first batches and the initial weights for NaN/Inf." + facts.batchNote;
+    } else if (!facts.origin.empty() && facts.originInputFinite) {
+        d.cause += " One layer only: the output of " + facts.origin +
+                   (facts.originKind.empty() ? "" : " (" + facts.originKind + ")") +
+                   " went non-finite while its input was finite, so an operation inside it (division by zero, "
+                   "log(0), sqrt of a negative) produced the NaN.";
+        d.suggestion = "Guard that operation in " + facts.origin +
+                       ": add an eps to divisors and clamp log/sqrt arguments, sized for the dtype (1e-8 vanishes in "
+                       "fp16; use 1e-5 or more there, or compute it in fp32)." +
+                       facts.batchNote;
+    } else if (facts.fp16) {
+        d.cause += " Sporadic NaN under float16 AMP: fp16 overflow (values above 65504).";
+        d.suggestion = "Compute the loss (and softmax/log-sum-exp) in fp32 and check that the GradScaler skips these "
+                       "steps and lowers its scale." +
+                       facts.batchNote;
+    } else {
+        d.cause += facts.origin.empty()
+                       ? (facts.gradientsNonfinite ? " The gradients went non-finite; activations were not logged at "
+                                                     "that step, so the layer that produced it is not known."
+                                                   : "")
+                       : " First non-finite output: " + facts.origin + ".";
+        d.suggestion = "Replay that step's batch with the checkpoint before it to find the operation; log "
+                       "activations at every step around it." +
+                       facts.batchNote;
+    }
+    return d;
+}
+
+Diagnosis diagnoseSpike(const SpikeFacts& facts)
+{
+    Diagnosis d;
+    const std::string step = std::to_string(facts.onsetStep);
+    d.cause = "An isolated jump (x" + formatNumber(facts.jumpRatio, 2) + " the running median) in " + facts.series +
+              " at step " + step +
+              (facts.recovered ? " that recovered: one unusual batch, or an outlier the optimiser absorbed."
+                               : "; the log ends before it could recover.");
+    d.suggestion = "Inspect the batch of step " + step +
+                   "; gradient clipping keeps such batches from moving the weights far." + facts.batchNote;
+    return d;
+}
+
+Diagnosis diagnoseLossScaleCollapse(const std::string& cascade)
+{
+    Diagnosis d;
+    d.cause = "The AMP loss scale fell in a cascade (" + cascade +
+              "): every step overflows in fp16, so the scaler keeps halving and skipping. Something produces Inf/NaN "
+              "regardless of the scale: fp16 overflow in the forward pass, or a real NaN.";
+    d.suggestion = "Compute the loss (and softmax, norms, exp) in fp32, look for activations above 65504 or a NaN "
+                   "source (replay one of those steps), check the GradScaler settings (init_scale, "
+                   "growth_interval), or train in bfloat16.";
+    return d;
+}
+
+Diagnosis diagnoseSkippedSteps(const SkippedStepsFacts& facts)
+{
+    Diagnosis d;
+    d.cause = std::to_string(facts.count) + " consecutive optimizer steps skipped from step " +
+              std::to_string(facts.firstStep) +
+              (facts.toEnd ? " to the end of the log: training has stopped learning."
+                           : " to " + std::to_string(facts.lastStep) + ".");
+    d.suggestion = "Find why the training skips them (non-finite gradients, an AMP overflow, a guard in the loop); "
+                   "replay one of those steps." +
+                   facts.batchNote;
+    return d;
+}
+
+Diagnosis diagnoseFrozen(const std::vector<std::string>& layers, size_t count)
+{
+    Diagnosis d;
+    d.cause = std::to_string(count) + " parameter(s) have a zero or negligible gradient for the whole run (" +
+              joinNames(layers) +
+              "): frozen, unused in forward, detached from the loss, or without effect on it (a bias right before "
+              "a normalisation layer).";
+    d.suggestion = "If they should train, check requires_grad, that forward uses them, and that nothing detaches "
+                   "them (.detach(), torch.no_grad, .data); a bias before BatchNorm can be dropped (bias=False).";
+    return d;
+}
+
+Diagnosis diagnoseVanishing(const VanishingFacts& facts)
+{
+    Diagnosis d;
+    d.cause = "Vanishing gradients: " + joinNames(facts.layers) + (facts.count > 1 ? " have" : " has") +
+              " a gradient norm " +
+              (facts.zeroFraction > 0.5
+                   ? std::string("of zero")
+                   : "over " + formatNumber(facts.decades) + " orders of magnitude below the other layers") +
+              " from step " + std::to_string(facts.onsetStep) + " to " + std::to_string(facts.endStep) + ".";
+    d.suggestion = "Look for dead activations (ReLU units stuck at zero), saturated sigmoid/tanh, a learning rate "
+                   "that collapsed, or too deep a stack without residuals or normalisation; check the layer's "
+                   "activations around the onset.";
+    return d;
+}
+
+} // namespace nanscope::scan

@@ -1,0 +1,148 @@
+#pragma once
+
+// Every cause and suggestion the scan writes, in one place. The rules measure and decide; they
+// hand the facts to these functions as named fields, and the prose is built here.
+
+#include "core/run/RunReader.h"
+#include "core/scan/Incident.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nanscope::scan {
+
+struct Diagnosis
+{
+    std::string cause;      // probable cause, in words
+    std::string suggestion; // what to do
+};
+
+// Sets the incident's cause and suggestion.
+void applyDiagnosis(Incident& incident, Diagnosis diagnosis);
+
+// A number in a sentence: `precision` significant digits.
+std::string formatNumber(double v, int precision = 3);
+// "a, b, c and 2 more".
+std::string joinNames(const std::vector<std::string>& names, size_t limit = 3);
+// " The batch of step N was saved (batches/x); replay it from checkpoint step M." when the run
+// saved that batch, else empty. Appended to suggestions.
+std::string savedBatchNote(const RunInfo& info, int64_t step);
+
+struct BadInputFacts
+{
+    int64_t onsetStep = 0;
+    size_t batches = 0;     // distinct input batches affected
+    bool nonfinite = false; // NaN or Inf rather than extreme values
+    std::vector<std::string> inputs;
+    std::string note; // the extreme value, in words
+    bool inFirstBatch = false;
+    std::string batchNote; // savedBatchNote of the onset step
+};
+Diagnosis diagnoseBadInput(const BadInputFacts& facts);
+
+enum class BufferFault {
+    Nonfinite, // NaN/Inf in the running statistics
+    Negative,  // running_var < 0
+    Collapsed  // running_var at or below the floor
+};
+
+struct BufferFacts
+{
+    BufferFault fault = BufferFault::Nonfinite;
+    std::vector<std::string> layers;
+    int64_t onsetStep = 0;
+    double varianceFloor = 0;
+    // Nonfinite only:
+    bool nonfiniteToEnd = false;             // still non-finite in the last logged row
+    std::optional<int64_t> evalOnlyNanCount; // eval loss NaN this often while the training loss is finite
+    std::optional<int64_t> nanInputStep;     // an input batch with NaN at (or just before) the onset
+    bool onsetStepSkipped = false;
+};
+Diagnosis diagnoseBufferCorruption(const BufferFacts& facts);
+
+// An input batch blamed for an incident.
+struct BlamedInput
+{
+    int64_t step = 0;
+    bool nonfinite = false; // NaN/Inf rather than extreme values
+    std::string note;
+    std::string batchNote;
+};
+
+struct BlowupFacts
+{
+    std::string series; // "gradient norm" or "loss"
+    bool sudden = false;
+    int64_t onsetStep = 0;
+    std::optional<int64_t> nonfiniteStep;
+    int64_t windowEndStep = 0;
+    std::optional<double> jumpRatio;
+    std::optional<double> growthDecadesPerStep;
+    std::optional<double> baseline;
+    std::string firstLayer; // empty when no layer was blamed
+    std::optional<BlamedInput> input;
+    bool nanInFirstSteps = false;
+    std::optional<double> learningRateRise; // lr at the end / lr at the onset, when it rose
+    bool fp16 = false;
+    std::string batchNote; // savedBatchNote of the onset step
+};
+Diagnosis diagnoseBlowup(const BlowupFacts& facts);
+
+struct NonfiniteBurstFacts
+{
+    int64_t firstStep = 0;
+    int64_t lastStep = 0;
+    int64_t count = 0;
+    bool skippedByTraining = false;
+    bool nanInput = false; // the input batch held NaN/Inf
+    bool inFirstBatch = false;
+    std::string origin;     // first module whose output went non-finite; empty when unknown
+    std::string originKind; // its class
+    bool originInputFinite = false;
+    bool gradientsNonfinite = false;
+    bool fp16 = false;
+    std::string batchNote; // savedBatchNote of the first step
+};
+Diagnosis diagnoseNonfiniteBurst(const NonfiniteBurstFacts& facts);
+
+struct SpikeFacts
+{
+    int64_t onsetStep = 0;
+    std::string series;
+    double jumpRatio = 0;
+    bool recovered = true;
+    std::string batchNote;
+};
+Diagnosis diagnoseSpike(const SpikeFacts& facts);
+
+// `cascade`: the decreases in words ("12 consecutive decreases from 6.55e+04 to 1").
+Diagnosis diagnoseLossScaleCollapse(const std::string& cascade);
+
+struct SkippedStepsFacts
+{
+    int64_t firstStep = 0;
+    int64_t lastStep = 0;
+    int64_t count = 0;
+    bool toEnd = false; // still skipping at the end of the log
+    std::string batchNote;
+};
+Diagnosis diagnoseSkippedSteps(const SkippedStepsFacts& facts);
+
+// Parameters whose gradient is zero or negligible over the whole run.
+Diagnosis diagnoseFrozen(const std::vector<std::string>& layers, size_t count);
+
+struct VanishingFacts
+{
+    std::vector<std::string> layers;
+    size_t count = 0;
+    double zeroFraction = 0; // of the rows
+    double decades = 0;      // the vanishing_decades threshold
+    int64_t onsetStep = 0;
+    int64_t endStep = 0;
+};
+Diagnosis diagnoseVanishing(const VanishingFacts& facts);
+
+} // namespace nanscope::scan

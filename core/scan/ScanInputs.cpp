@@ -1,0 +1,267 @@
+#include "core/scan/ScanInputs.h"
+
+#include "core/run/RunFormat.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace nanscope::scan {
+
+namespace rf = runformat;
+
+namespace {
+
+// The scalar datasets the rules use, by name.
+struct ScalarSlots
+{
+    std::vector<double> loss, gradNorm, skipped, lossScale, evalLoss, lr;
+
+    std::vector<std::pair<const char*, std::vector<double>*>> byName()
+    {
+        return {{"loss", &loss},          {"grad_norm", &gradNorm},
+                {"skipped", &skipped},    {"loss_scale", &lossScale},
+                {"eval_loss", &evalLoss}, {"lr", &lr}};
+    }
+};
+
+// A series shorter than the steps (a writer killed mid-append) is padded with NaN.
+void fitToSteps(std::vector<double>& values, size_t steps)
+{
+    if (!values.empty())
+        values.resize(steps, kNaN);
+}
+
+} // namespace
+
+Result<ScanInputs> ScanInputs::load(const RunReader& reader)
+{
+    ScanInputs inputs;
+    inputs.m_reader = &reader;
+    if (Status s = inputs.loadScalars(); !s)
+        return Error{s.error()};
+    return inputs;
+}
+
+ScanInputs ScanInputs::fromMemory(const std::vector<int64_t>& steps,
+                                  const std::map<std::string, std::vector<double>>& scalars)
+{
+    ScanInputs inputs;
+    inputs.m_info.tables.push_back(TableInfo{rf::kScalars, int64_t(steps.size()), {}, {}, {}});
+    inputs.m_tables[rf::kScalars].steps = steps;
+    inputs.m_scalars.steps = steps;
+    ScalarSlots slots;
+    for (auto [name, into] : slots.byName()) {
+        auto it = scalars.find(name);
+        if (it == scalars.end())
+            continue;
+        *into = it->second;
+        fitToSteps(*into, steps.size());
+    }
+    inputs.m_scalars.skipped = std::move(slots.skipped);
+    inputs.m_scalars.lossScale = std::move(slots.lossScale);
+    inputs.m_scalars.evalLoss = std::move(slots.evalLoss);
+    inputs.m_scalars.lr = std::move(slots.lr);
+    inputs.setScalars(std::move(slots.loss), std::move(slots.gradNorm));
+    return inputs;
+}
+
+void ScanInputs::addTable(const std::string& name, const std::vector<std::string>& columnNames,
+                          const std::vector<int64_t>& steps, const std::map<std::string, std::vector<float>>& datasets)
+{
+    TableInfo info{name, int64_t(steps.size()), columnNames, {}, {}};
+    for (const auto& [dataset, values] : datasets)
+        info.datasets.push_back(dataset);
+    m_info.tables.push_back(info);
+    m_tables[name] = MemoryTable{steps, datasets};
+}
+
+bool ScanInputs::fp16() const
+{
+    const auto& attributes = info().attributes;
+    auto amp = attributes.find("amp_dtype");
+    return amp != attributes.end() && amp->second == "float16";
+}
+
+const std::vector<int64_t>& ScanInputs::steps(const char* table) const
+{
+    if (m_reader)
+        return m_reader->steps(table);
+    static const std::vector<int64_t> none;
+    auto it = m_tables.find(table);
+    return it == m_tables.end() ? none : it->second.steps;
+}
+
+bool ScanInputs::hasDataset(const char* table, const char* dataset) const
+{
+    const TableInfo* t = this->table(table);
+    return t && t->rows > 0 && std::find(t->datasets.begin(), t->datasets.end(), dataset) != t->datasets.end();
+}
+
+Result<std::vector<float>> ScanInputs::readBlock(const char* table, const char* dataset, int64_t rowBegin,
+                                                 int64_t rowCount) const
+{
+    if (m_reader)
+        return m_reader->readBlock(table, dataset, rowBegin, rowCount);
+    auto t = m_tables.find(table);
+    const TableInfo* info = this->table(table);
+    if (t == m_tables.end() || !info || !t->second.datasets.count(dataset))
+        return Error{std::string("in-memory run: no ") + table + "/" + dataset};
+    const std::vector<float>& values = t->second.datasets.at(dataset);
+    const size_t width = std::max<size_t>(1, info->names.size());
+    const size_t begin = size_t(rowBegin) * width;
+    const size_t end = size_t(rowBegin + rowCount) * width;
+    if (rowBegin < 0 || rowCount < 0 || end > values.size())
+        return Error{std::string("in-memory run: rows out of range in ") + table + "/" + dataset};
+    return std::vector<float>(values.begin() + begin, values.begin() + end);
+}
+
+Status ScanInputs::loadScalars()
+{
+    const TableInfo* scalarTable = table(rf::kScalars);
+    if (!scalarTable)
+        return Error{info().logPath + ": no /scalars table"};
+    m_scalars.steps = steps(rf::kScalars);
+    m_scalars.steps.resize(std::min<size_t>(m_scalars.steps.size(), size_t(scalarTable->rows)));
+    ScalarSlots slots;
+    for (auto [name, into] : slots.byName()) {
+        if (!hasDataset(rf::kScalars, name))
+            continue;
+        auto values = m_reader->readSeries(rf::kScalars, name);
+        if (!values)
+            return Error{values.error()};
+        *into = std::move(*values);
+        fitToSteps(*into, m_scalars.steps.size());
+    }
+    m_scalars.skipped = std::move(slots.skipped);
+    m_scalars.lossScale = std::move(slots.lossScale);
+    m_scalars.evalLoss = std::move(slots.evalLoss);
+    m_scalars.lr = std::move(slots.lr);
+    setScalars(std::move(slots.loss), std::move(slots.gradNorm));
+    // Skipped steps and loss-scale decreases from events when the scalars are missing.
+    // (RunReader lists no string datasets for /events: ask for the table, not the dataset.)
+    const TableInfo* events = table(rf::kEvents);
+    if ((m_scalars.skipped.empty() || m_scalars.lossScale.empty()) && events && events->rows > 0)
+        if (auto kinds = m_reader->readStrings(rf::kEvents, "kind"))
+            scalarsFromEvents(*kinds, steps(rf::kEvents));
+    return Status::success();
+}
+
+void ScanInputs::setScalars(std::vector<double> loss, std::vector<double> gradNorm)
+{
+    m_scalars.loss = makeLogSeries(m_scalars.steps, loss);
+    if (!gradNorm.empty()) {
+        m_scalars.gradNorm = makeLogSeries(m_scalars.steps, gradNorm);
+        m_scalars.primaryName = "scalars/grad_norm";
+    } else {
+        m_notes.push_back("no /scalars/grad_norm: blow-ups are found on the loss alone");
+        m_scalars.primaryName = "scalars/loss";
+    }
+}
+
+void ScanInputs::scalarsFromEvents(const std::vector<std::string>& kinds, const std::vector<int64_t>& eventSteps)
+{
+    const std::vector<int64_t>& steps = m_scalars.steps;
+    const bool skippedFromEvents = m_scalars.skipped.empty();
+    const bool scaleFromEvents = m_scalars.lossScale.empty();
+    std::vector<uint8_t> decreased(steps.size(), 0);
+    bool anyDecrease = false;
+    if (skippedFromEvents)
+        m_scalars.skipped.assign(steps.size(), 0.0);
+    for (size_t i = 0; i < kinds.size() && i < eventSteps.size(); ++i) {
+        const size_t row = rowAtOrAfter(steps, eventSteps[i]);
+        if (row >= steps.size() || steps[row] != eventSteps[i])
+            continue;
+        if (skippedFromEvents && kinds[i] == "skipped_step")
+            m_scalars.skipped[row] = 1.0;
+        if (scaleFromEvents && kinds[i] == "loss_scale_decrease")
+            decreased[row] = anyDecrease = true;
+    }
+    // A stand-in scale that halves at each decrease: enough to see a cascade (its floor is
+    // unknown, so only the warm-up rule tells cascades from the start-up search).
+    if (anyDecrease) {
+        double scale = 65536.0;
+        for (uint8_t d : decreased)
+            m_scalars.lossScale.push_back(scale = d ? scale / 2 : scale);
+        m_scalars.lossScaleFromEvents = true;
+    }
+}
+
+Result<std::map<std::string, std::vector<std::vector<float>>>>
+ScanInputs::readColumns(const char* table, std::initializer_list<const char*> datasets, size_t rows,
+                        int64_t blockRows) const
+{
+    std::map<std::string, std::vector<std::vector<float>>> columns;
+    const size_t width = this->table(table)->names.size();
+    for (const char* dataset : datasets) {
+        if (!hasDataset(table, dataset))
+            continue;
+        auto& perColumn = columns[dataset];
+        perColumn.assign(width, std::vector<float>(rows, 0.f));
+        for (int64_t begin = 0; begin < int64_t(rows); begin += blockRows) {
+            const int64_t count = std::min<int64_t>(blockRows, int64_t(rows) - begin);
+            auto block = readBlock(table, dataset, begin, count);
+            if (!block)
+                return Error{block.error()};
+            for (int64_t r = 0; r < count; ++r)
+                for (size_t c = 0; c < width; ++c)
+                    perColumn[c][size_t(begin + r)] = (*block)[size_t(r) * width + c];
+        }
+    }
+    return columns;
+}
+
+Result<std::vector<LayerColumn>> ScanInputs::readWindow(const char* table, const char* value, const char* countA,
+                                                        const char* countB, int64_t beginStep, int64_t endStep,
+                                                        int64_t extraRows) const
+{
+    const TableInfo* info = this->table(table);
+    const auto& steps = this->steps(table);
+    const int64_t available = std::min<int64_t>(int64_t(steps.size()), info->rows);
+    const int64_t begin = int64_t(rowAtOrAfter(steps, beginStep));
+    const int64_t end = std::min<int64_t>(available, int64_t(rowAfter(steps, endStep)) + extraRows);
+    std::vector<LayerColumn> columns;
+    if (end <= begin)
+        return columns;
+    const bool isActivation = std::string(table) == rf::kActivations;
+    auto read = [&](const char* dataset) -> Result<std::vector<float>> {
+        if (!dataset || !hasDataset(table, dataset))
+            return std::vector<float>{};
+        return readBlock(table, dataset, begin, end - begin);
+    };
+    auto values = read(value);
+    if (!values)
+        return Error{values.error()};
+    auto lows = read(isActivation ? "min" : nullptr);
+    auto a = read(countA);
+    auto b = read(countB);
+    for (auto* r : {&lows, &a, &b})
+        if (!*r)
+            return Error{r->error()};
+    const size_t width = info->names.size();
+    const size_t rows = size_t(end - begin);
+    std::vector<int64_t> windowSteps(steps.begin() + begin, steps.begin() + end);
+    for (size_t c = 0; c < width; ++c) {
+        std::vector<double> column;
+        std::vector<int64_t> columnSteps;
+        column.reserve(rows);
+        columnSteps.reserve(rows);
+        for (size_t r = 0; r < rows; ++r) {
+            const size_t k = r * width + c;
+            double v = values->empty() ? kNaN : double((*values)[k]);
+            if (!lows->empty() && std::isfinite((*lows)[k]))
+                v = std::isfinite(v) ? std::max(std::fabs(v), std::fabs(double((*lows)[k]))) : v;
+            const bool counted = (!a->empty() && (*a)[k] > 0) || (!b->empty() && (*b)[k] > 0);
+            // An exact zero (a dead unit, a step with no gradient) says nothing about a rise;
+            // as a baseline it would make any later value look like 40 decades.
+            if (v == 0 && !counted)
+                continue;
+            column.push_back(counted ? kNaN : v);
+            columnSteps.push_back(windowSteps[r]);
+        }
+        columns.push_back({info->names[c], std::string(table) + (isActivation ? "" : "/" + std::string(value)),
+                           makeLogSeries(columnSteps, column)});
+    }
+    return columns;
+}
+
+} // namespace nanscope::scan

@@ -1,0 +1,107 @@
+#pragma once
+
+// What the scan reads of a run, and the only scan code that touches RunReader. The scalar series
+// are loaded whole (one double per logged step); the [n, L] tables stay in the file and are read
+// by row block or step window when a rule asks. A run can also be held in memory, so that every
+// rule can be tested on hand-made series without writing an HDF5 file.
+
+#include "core/Result.h"
+#include "core/run/RunReader.h"
+#include "core/scan/RobustStats.h"
+
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace nanscope::scan {
+
+// The scalar series on the scalar table's steps. Absent series are empty; present ones have one
+// value per step (NaN-padded when a dataset is shorter).
+struct RunScalars
+{
+    std::vector<int64_t> steps;
+    LogSeries loss;
+    LogSeries gradNorm;
+    // The series blow-ups are found on: the gradient norm, or the loss when it is not logged.
+    std::string primaryName;
+    std::vector<double> skipped, lossScale, evalLoss, lr;
+    // The loss scale is a stand-in built from loss_scale_decrease events: its floor is unknown.
+    bool lossScaleFromEvents = false;
+
+    const LogSeries& primary() const { return gradNorm.empty() ? loss : gradNorm; }
+    bool rowNonfinite(size_t row) const { return !loss.finite[row] || (!gradNorm.empty() && !gradNorm.finite[row]); }
+    bool skippedAt(size_t row) const { return row < skipped.size() && skipped[row] > 0.5; }
+};
+
+// One layer's column of an [n, L] table over a window of steps.
+struct LayerColumn
+{
+    std::string name;
+    std::string source; // "layers/grad_norm", "activations", ...
+    LogSeries series;
+};
+
+class ScanInputs
+{
+public:
+    // Loads the scalars of `reader`'s run; `reader` must outlive the inputs. A run without a
+    // /scalars table is an error.
+    static Result<ScanInputs> load(const RunReader& reader);
+    // A run held in memory: scalars by dataset name ("loss", "grad_norm", "skipped", "loss_scale",
+    // "eval_loss", "lr") on `steps`.
+    static ScanInputs fromMemory(const std::vector<int64_t>& steps,
+                                 const std::map<std::string, std::vector<double>>& scalars);
+    // Adds an in-memory [steps.size(), columnNames.size()] table (/layers, /buffers, ...), each
+    // dataset row-major.
+    void addTable(const std::string& name, const std::vector<std::string>& columnNames,
+                  const std::vector<int64_t>& steps, const std::map<std::string, std::vector<float>>& datasets);
+    void setAttribute(const std::string& key, const std::string& value) { m_info.attributes[key] = value; }
+
+    const RunInfo& info() const { return m_reader ? m_reader->info() : m_info; }
+    const RunScalars& scalars() const { return m_scalars; }
+    // Training under float16 AMP (fp16 overflow is then a likely cause).
+    bool fp16() const;
+    // What loading found missing, in words, for the report.
+    const std::vector<std::string>& notes() const { return m_notes; }
+
+    const TableInfo* table(const char* name) const { return info().table(name); }
+    const std::vector<int64_t>& steps(const char* table) const;
+    // The table has rows and `dataset` among its value datasets.
+    bool hasDataset(const char* table, const char* dataset) const;
+    // Rows [rowBegin, rowBegin + rowCount) of an [n, L] dataset, row-major.
+    Result<std::vector<float>> readBlock(const char* table, const char* dataset, int64_t rowBegin,
+                                         int64_t rowCount) const;
+    // Every column of the first `rows` rows of a few datasets of a narrow table (the inputs: a
+    // handful of columns), read in row blocks, since a column read of a chunked table touches
+    // every chunk once per column. By dataset, then column; datasets the table lacks are left out.
+    Result<std::map<std::string, std::vector<std::vector<float>>>>
+    readColumns(const char* table, std::initializer_list<const char*> datasets, size_t rows, int64_t blockRows) const;
+    // One column per layer over a step window (a few hundred rows at most), plus `extraRows` rows
+    // past its end. `value` gives the magnitude (for activations the larger of |min| and |max|);
+    // the count datasets, when given and present, mark rows as non-finite.
+    Result<std::vector<LayerColumn>> readWindow(const char* table, const char* value, const char* countA,
+                                                const char* countB, int64_t beginStep, int64_t endStep,
+                                                int64_t extraRows = 0) const;
+
+private:
+    ScanInputs() = default;
+    Status loadScalars();
+    void setScalars(std::vector<double> loss, std::vector<double> gradNorm);
+    void scalarsFromEvents(const std::vector<std::string>& kinds, const std::vector<int64_t>& eventSteps);
+
+    struct MemoryTable
+    {
+        std::vector<int64_t> steps;
+        std::map<std::string, std::vector<float>> datasets;
+    };
+
+    const RunReader* m_reader = nullptr; // null for a run held in memory
+    RunInfo m_info;                      // a run held in memory
+    std::map<std::string, MemoryTable> m_tables;
+    RunScalars m_scalars;
+    std::vector<std::string> m_notes;
+};
+
+} // namespace nanscope::scan

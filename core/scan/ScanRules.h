@@ -1,0 +1,29 @@
+#pragma once
+
+// The scan's rules, one per file. Each reads the inputs and what earlier rules left in the
+// context, appends its incidents to context.report and writes the shared facts it owns (see
+// ScanContext). An error is a failed read; a cancelled scan sets context.cancelled.
+
+#include "core/Result.h"
+#include "core/scan/ScanContext.h"
+
+namespace nanscope::scan {
+
+using ScanRule = Status (*)(ScanContext&);
+
+// Input batches with NaN/Inf or values far beyond the input's usual range (BadInput).
+Status detectBadInputs(ScanContext& context);
+// Normalisation running statistics non-finite, negative or collapsed (BnCorruption).
+Status detectBatchNormCorruption(ScanContext& context);
+// Non-finite bursts the training recovered from (NonfiniteLoss), then the blow-up (Blowup).
+Status detectNonfiniteAndBlowup(ScanContext& context);
+// Isolated jumps of the gradient norm or loss that recover (Spike).
+Status detectSpikes(ScanContext& context);
+// AMP loss scale halving step after step (LossScaleCollapse).
+Status detectLossScaleCollapse(ScanContext& context);
+// Long runs of skipped optimizer steps no other incident explains (SkippedSteps).
+Status detectSkippedSteps(ScanContext& context);
+// Layers whose gradient is zero or far below the others (Vanishing); streams /layers/grad_norm.
+Status detectVanishing(ScanContext& context);
+
+} // namespace nanscope::scan

@@ -1,0 +1,276 @@
+// Each scan rule on its own, on series held in memory: no run file, no other rule, and the facts a
+// rule hands to the later ones (ScanContext) set by hand where a test needs them.
+#include "core/scan/ScanRules.h"
+#include "core/scan/ScanContext.h"
+#include "core/scan/ScanInputs.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <random>
+
+using namespace nanscope;
+using namespace nanscope::scan;
+
+namespace {
+
+std::vector<int64_t> stepsUpTo(int64_t count)
+{
+    std::vector<int64_t> steps;
+    for (int64_t step = 0; step < count; ++step)
+        steps.push_back(step);
+    return steps;
+}
+
+// Ordinary training: a loss that decays and a gradient norm around `level`, both with a spread of
+// noiseDecades between rows.
+struct NoisyRun
+{
+    explicit NoisyRun(int64_t count, double level = 1.0, double noiseDecades = 0.1, uint32_t seed = 7)
+        : steps(stepsUpTo(count))
+    {
+        std::mt19937 rng(seed);
+        std::normal_distribution<double> noise(0.0, 1.0);
+        for (int64_t step = 0; step < count; ++step) {
+            loss.push_back((2.0 * std::exp(-double(step) / 150.0) + 0.1) * std::pow(10.0, noiseDecades * noise(rng)));
+            gradNorm.push_back(level * std::pow(10.0, noiseDecades * noise(rng)));
+        }
+    }
+
+    ScanInputs inputs(std::map<std::string, std::vector<double>> more = {}) const
+    {
+        more["loss"] = loss;
+        more["grad_norm"] = gradNorm;
+        return ScanInputs::fromMemory(steps, more);
+    }
+
+    std::vector<int64_t> steps;
+    std::vector<double> loss;
+    std::vector<double> gradNorm;
+};
+
+// Runs `rule` alone; the one incident it found, or nothing (and a failure) when it found another
+// number of them.
+std::optional<Incident> onlyIncident(ScanContext& context, ScanRule rule)
+{
+    const Status status = rule(context);
+    EXPECT_TRUE(status) << status.error();
+    EXPECT_EQ(context.report.incidents.size(), 1u);
+    if (!status || context.report.incidents.size() != 1)
+        return std::nullopt;
+    return context.report.incidents.front();
+}
+
+// What a user reads first: the kind, how bad, and where it began.
+void expectIncident(const Incident& incident, IncidentKind kind, Severity severity, int64_t onsetStep)
+{
+    EXPECT_EQ(incident.kind, kind) << toString(incident.kind);
+    EXPECT_EQ(incident.severity, severity) << toString(incident.severity);
+    EXPECT_EQ(incident.onsetStep, onsetStep);
+}
+
+// A [steps, columns] table whose column c is `value(step, c)`, row-major.
+std::vector<float> table(int64_t steps, size_t columns, const std::function<float(int64_t, size_t)>& value)
+{
+    std::vector<float> values;
+    for (int64_t step = 0; step < steps; ++step)
+        for (size_t c = 0; c < columns; ++c)
+            values.push_back(value(step, c));
+    return values;
+}
+
+} // namespace
+
+TEST(SpikeRule, OneBatchThatJumpsAndRecoversIsAWarningAtThatStep)
+{
+    NoisyRun run(400);
+    run.gradNorm[150] *= 80;
+    const ScanInputs inputs = run.inputs();
+    ScanContext context(inputs, ScanConfig{});
+    const auto spike = onlyIncident(context, detectSpikes);
+    ASSERT_TRUE(spike);
+    expectIncident(*spike, IncidentKind::Spike, Severity::Warning, 150);
+    ASSERT_TRUE(spike->evidence.jumpRatio);
+    EXPECT_GT(*spike->evidence.jumpRatio, 20.0);
+    EXPECT_NE(spike->cause.find("recovered"), std::string::npos) << spike->cause;
+}
+
+TEST(SpikeRule, TheStartOfABlowupIsNotASpike)
+{
+    NoisyRun run(400);
+    for (size_t row = 150; row < run.gradNorm.size(); ++row)
+        run.gradNorm[row] *= 80;
+    run.gradNorm[120] *= 80; // a real spike before it
+    const ScanInputs inputs = run.inputs();
+    ScanContext context(inputs, ScanConfig{});
+    context.blowupOnsetRow = 150; // what the blow-up rule found
+    const auto spike = onlyIncident(context, detectSpikes);
+    ASSERT_TRUE(spike);
+    EXPECT_EQ(spike->onsetStep, 120);
+}
+
+TEST(LossScaleRule, CascadeToTheFloorIsCriticalAndExplainsItsSkippedSteps)
+{
+    NoisyRun run(400);
+    std::vector<double> scale, skipped(400, 0.0);
+    double value = 65536;
+    for (int64_t step = 0; step < 400; ++step) {
+        if (step >= 305 && step < 323) {
+            value = std::max(1.0, value / 2);
+            skipped[size_t(step)] = 1;
+        }
+        if (step >= 323)
+            skipped[size_t(step)] = 1;
+        scale.push_back(value);
+    }
+    const ScanInputs inputs = run.inputs({{"loss_scale", scale}, {"skipped", skipped}});
+    ScanContext context(inputs, ScanConfig{});
+    const auto collapse = onlyIncident(context, detectLossScaleCollapse);
+    ASSERT_TRUE(collapse);
+    expectIncident(*collapse, IncidentKind::LossScaleCollapse, Severity::Critical, 305);
+    EXPECT_EQ(collapse->evidence.count, 16) << "65536 halves 16 times down to the floor of 1";
+    ASSERT_EQ(context.collapseWindows.size(), 1u);
+    EXPECT_EQ(context.collapseWindows.front().first, 305);
+
+    // The skipped steps of the collapse are not a second incident.
+    ASSERT_TRUE(detectSkippedSteps(context));
+    EXPECT_EQ(context.report.incidents.size(), 1u) << "only the collapse";
+}
+
+TEST(SkippedStepsRule, ALongRunOfSkipsIsReportedAndSkippingToTheEndIsCritical)
+{
+    NoisyRun run(400);
+    std::vector<double> skipped(400, 0.0);
+    for (size_t row = 150; row < 170; ++row)
+        skipped[row] = 1;
+    skipped[250] = skipped[251] = 1; // a couple of skips are nothing
+    for (size_t row = 380; row < 400; ++row)
+        skipped[row] = 1;
+    const ScanInputs inputs = run.inputs({{"skipped", skipped}});
+    ScanContext context(inputs, ScanConfig{});
+    ASSERT_TRUE(detectSkippedSteps(context));
+    const std::vector<Incident>& found = context.report.incidents;
+    ASSERT_EQ(found.size(), 2u);
+    EXPECT_EQ(found[0].onsetStep, 150);
+    EXPECT_EQ(found[0].evidence.count, 20);
+    EXPECT_EQ(found[0].severity, Severity::Warning) << "training went on afterwards";
+    EXPECT_EQ(found[1].onsetStep, 380);
+    EXPECT_EQ(found[1].severity, Severity::Critical) << "still skipping at the end of the log";
+}
+
+TEST(BlowupRule, SuddenJumpToNaNStartsAtTheJumpInTheFirstLayer)
+{
+    NoisyRun run(260);
+    for (size_t row = 200; row < 260; ++row) {
+        run.gradNorm[row] *= row < 205 ? 1e6 : NAN;
+        if (row >= 205)
+            run.loss[row] = NAN;
+    }
+    ScanInputs inputs = run.inputs();
+    // Parameter a jumps a step before b: a is blamed first.
+    inputs.addTable("layers", {"a.weight", "b.weight"}, run.steps,
+                    {{"grad_norm", table(260, 2, [&](int64_t step, size_t c) {
+                          const double base = run.gradNorm[size_t(step) % 180];
+                          const int64_t jump = c == 0 ? 200 : 201;
+                          return float(step >= 205 ? NAN : step >= jump ? base * 1e6 : base);
+                      })}});
+    ScanContext context(inputs, ScanConfig{});
+    const auto blowup = onlyIncident(context, detectNonfiniteAndBlowup);
+    ASSERT_TRUE(blowup);
+    expectIncident(*blowup, IncidentKind::Blowup, Severity::Critical, 200);
+    EXPECT_EQ(blowup->pattern, BlowupPattern::Sudden);
+    EXPECT_EQ(blowup->nonfiniteStep, std::optional<int64_t>(205));
+    ASSERT_FALSE(blowup->layers.empty());
+    EXPECT_EQ(blowup->layers.front(), "a.weight");
+    EXPECT_EQ(context.blowupOnsetStep, std::optional<int64_t>(200)) << "for the rules after it";
+}
+
+TEST(BlowupRule, OneNaNStepTheTrainingSkippedIsARecoveredBurstNotABlowup)
+{
+    NoisyRun run(400);
+    run.loss[180] = NAN;
+    run.gradNorm[180] = NAN;
+    std::vector<double> skipped(400, 0.0);
+    skipped[180] = 1;
+    const ScanInputs inputs = run.inputs({{"skipped", skipped}});
+    ScanContext context(inputs, ScanConfig{});
+    const auto burst = onlyIncident(context, detectNonfiniteAndBlowup);
+    ASSERT_TRUE(burst);
+    expectIncident(*burst, IncidentKind::NonfiniteLoss, Severity::Warning, 180);
+    EXPECT_FALSE(context.blowupOnsetStep);
+    ASSERT_EQ(context.burstRows.size(), 1u);
+}
+
+TEST(BatchNormRule, RunningVarianceCollapsedToZeroIsAWarningOnThatLayer)
+{
+    NoisyRun run(300);
+    ScanInputs inputs = run.inputs();
+    inputs.addTable("buffers", {"bn1", "bn2"}, run.steps,
+                    {{"nonfinite", table(300, 2, [](int64_t, size_t) { return 0.f; })},
+                     {"running_var_min",
+                      table(300, 2, [](int64_t step, size_t c) { return c == 1 && step >= 120 ? 1e-12f : 0.5f; })}});
+    ScanContext context(inputs, ScanConfig{});
+    const auto bn = onlyIncident(context, detectBatchNormCorruption);
+    ASSERT_TRUE(bn);
+    expectIncident(*bn, IncidentKind::BnCorruption, Severity::Warning, 120);
+    EXPECT_EQ(bn->layers, std::vector<std::string>{"bn2"});
+}
+
+TEST(BatchNormRule, PoisonedBuffersAfterANaNBatchAreCriticalAndNameTheBatch)
+{
+    NoisyRun run(300);
+    ScanInputs inputs = run.inputs();
+    inputs.addTable(
+        "buffers", {"bn1", "bn2"}, run.steps,
+        {{"nonfinite", table(300, 2, [](int64_t step, size_t c) { return c == 0 && step >= 200 ? 8.f : 0.f; })},
+         {"running_var_min", table(300, 2, [](int64_t, size_t) { return 0.5f; })}});
+    ScanContext context(inputs, ScanConfig{});
+    Incident nanBatch; // what the bad-input rule found
+    nanBatch.kind = IncidentKind::BadInput;
+    nanBatch.severity = Severity::Critical;
+    nanBatch.onsetStep = nanBatch.evidence.windowEndStep = 200;
+    context.badInputs.push_back(nanBatch);
+    const auto bn = onlyIncident(context, detectBatchNormCorruption);
+    ASSERT_TRUE(bn);
+    expectIncident(*bn, IncidentKind::BnCorruption, Severity::Critical, 200);
+    EXPECT_EQ(bn->layers, std::vector<std::string>{"bn1"});
+    EXPECT_NE(bn->cause.find("input batch of step 200"), std::string::npos) << bn->cause;
+}
+
+TEST(VanishingRule, ALayerWhoseGradientStopsIsNamedFromWhereItStopped)
+{
+    NoisyRun run(400);
+    ScanInputs inputs = run.inputs();
+    inputs.addTable("layers", {"a.weight", "b.weight", "c.weight"}, run.steps,
+                    {{"grad_norm", table(400, 3, [&](int64_t step, size_t c) {
+                          const float g = float(run.gradNorm[size_t(step)]);
+                          return c == 1 && step >= 200 ? g * 1e-6f : g;
+                      })}});
+    ScanContext context(inputs, ScanConfig{});
+    const auto vanishing = onlyIncident(context, detectVanishing);
+    ASSERT_TRUE(vanishing);
+    EXPECT_EQ(vanishing->kind, IncidentKind::Vanishing);
+    EXPECT_EQ(vanishing->severity, Severity::Warning);
+    EXPECT_EQ(vanishing->layers, std::vector<std::string>{"b.weight"});
+    EXPECT_GE(vanishing->onsetStep, 192) << "judged in cells of 32 rows";
+    EXPECT_LE(vanishing->onsetStep, 224);
+}
+
+TEST(BadInputRule, ASaturatedBatchIsNamedWithItsFillValue)
+{
+    NoisyRun run(300);
+    ScanInputs inputs = run.inputs();
+    inputs.addTable("inputs", {"x"}, run.steps,
+                    {{"max", table(300, 1, [](int64_t step, size_t) { return step == 120 ? 32767.f : 3.f; })},
+                     {"min", table(300, 1, [](int64_t, size_t) { return -3.f; })},
+                     {"nan", table(300, 1, [](int64_t, size_t) { return 0.f; })}});
+    ScanContext context(inputs, ScanConfig{});
+    const auto input = onlyIncident(context, detectBadInputs);
+    ASSERT_TRUE(input);
+    expectIncident(*input, IncidentKind::BadInput, Severity::Warning, 120);
+    EXPECT_EQ(input->layers, std::vector<std::string>{"x"});
+    EXPECT_NE(input->evidence.note.find("fill or saturation value 32767"), std::string::npos) << input->evidence.note;
+    EXPECT_EQ(context.badInputs.size(), 1u) << "for the rules after it";
+}
