@@ -1,5 +1,6 @@
 #include "core/scan/Diagnosis.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -36,11 +37,13 @@ std::string savedBatchNote(const RunInfo& info, int64_t step)
         return "";
     std::string note = " The batch of step " + std::to_string(step) + " was saved (batches/" +
                        batch->second.substr(batch->second.find_last_of('/') + 1) + ")";
-    auto checkpoint = info.checkpoints.upper_bound(step);
-    if (checkpoint != info.checkpoints.begin()) {
-        --checkpoint;
-        note += "; replay it from checkpoint step " + std::to_string(checkpoint->first);
-    }
+    // Replay runs batch N through checkpoint N and nothing else (RunInfo::replayableSteps): suggest
+    // it only where that pair exists.
+    const auto replayable = info.replayableSteps();
+    if (std::binary_search(replayable.begin(), replayable.end(), step))
+        note += "; replay it: nanscope replay RUN_DIR --step " + std::to_string(step);
+    else
+        note += ", but no checkpoint of that step, so it cannot be replayed (replay needs both at the same step)";
     return note + ".";
 }
 

@@ -1,5 +1,6 @@
 #include "core/scan/LayerBlame.h"
 
+#include "core/run/LayerNames.h"
 #include "core/run/RunFormat.h"
 #include "core/scan/Onset.h"
 
@@ -28,13 +29,9 @@ int ForwardOrder::module(const std::string& name) const
 
 int ForwardOrder::parameter(const std::string& name) const
 {
-    const auto dot = name.rfind('.');
     const int index = m_parameters.count(name) ? m_parameters.at(name) : 0;
-    if (dot != std::string::npos) {
-        auto it = m_modules.find(name.substr(0, dot));
-        if (it != m_modules.end())
-            return 2 * it->second * kSpread + 1 + index % kSpread;
-    }
+    if (auto it = m_modules.find(layernames::owningModule(name)); it != m_modules.end())
+        return 2 * it->second * kSpread + 1 + index % kSpread;
     // A module without logged activations: keep parameter order, after the known modules.
     return 2 * kSpread * int(m_modules.size()) + index;
 }

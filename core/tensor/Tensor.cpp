@@ -1,5 +1,7 @@
 #include "core/tensor/Tensor.h"
 
+#include "core/tensor/ElementConversion.h"
+
 #include <cstring>
 #include <stdexcept>
 
@@ -112,6 +114,26 @@ std::vector<uint8_t> TensorView::contiguousBytes() const
             index[d] = 0;
         }
     }
+    return out;
+}
+
+// The contiguous bytes of a view: the storage itself when possible, else a copy held in `copy`.
+const uint8_t* contiguousElements(const TensorView& tensor, std::vector<uint8_t>& copy)
+{
+    if (const uint8_t* p = tensor.contiguousData())
+        return p;
+    copy = tensor.contiguousBytes();
+    return copy.data();
+}
+
+std::vector<double> tensorToDoubles(const TensorView& tensor)
+{
+    std::vector<uint8_t> copy;
+    const uint8_t* data = contiguousElements(tensor, copy);
+    const int64_t n = tensor.numel();
+    std::vector<double> out(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+        out[size_t(i)] = elementAsDouble(data, tensor.dtype, i);
     return out;
 }
 

@@ -49,4 +49,12 @@ struct NamedTensor
     TensorView tensor;
 };
 
+// The elements of a view in row-major order: the storage itself when the view is contiguous, else
+// a copy made into `copy`.
+const uint8_t* contiguousElements(const TensorView& tensor, std::vector<uint8_t>& copy);
+
+// Element access for other analyses (diff, spectral norm): every element converted to double,
+// row-major.
+std::vector<double> tensorToDoubles(const TensorView& tensor);
+
 } // namespace nanscope

@@ -1,6 +1,7 @@
 #include "core/tensor/TensorStats.h"
 
-#include "core/tensor/BatchNormHealth.h"
+#include "core/tensor/ElementConversion.h"
+
 
 
 #include <algorithm>
@@ -47,7 +48,7 @@ NANSCOPE_ALWAYS_INLINE void prefetchAhead(const void* p)
 {
     __builtin_prefetch(static_cast<const char*>(p) + kPrefetchBytes);
 }
-constexpr int64_t kElementsPerThread = int64_t(1) << 21;
+constexpr int64_t kElementsPerThread = kStatsElementsPerThread;
 
 typedef float __attribute__((may_alias)) AliasFloat;
 typedef double __attribute__((may_alias)) AliasDouble;
@@ -209,31 +210,6 @@ NANSCOPE_ALWAYS_INLINE void updateCentre(const Moments& acc, Centre& centre)
     centre.exponent = largest > 0 ? std::clamp(-std::ilogb(largest), std::numeric_limits<F>::min_exponent - 1,
                                                std::numeric_limits<F>::max_exponent - 1)
                                   : 0;
-}
-
-NANSCOPE_ALWAYS_INLINE float halfToFloat(uint16_t h)
-{
-    const uint32_t sign = uint32_t(h & 0x8000) << 16;
-    const uint32_t exponent = (h >> 10) & 0x1f;
-    const uint32_t mantissa = h & 0x3ff;
-    const uint32_t normal = sign | ((exponent + 112) << 23) | (mantissa << 13);
-    const uint32_t special = sign | 0x7f800000 | (mantissa << 13);
-    const float tiny = float(mantissa) * 5.9604644775390625e-8f; // subnormal: mantissa * 2^-24
-    uint32_t tinyBits;
-    std::memcpy(&tinyBits, &tiny, 4);
-    tinyBits |= sign;
-    const uint32_t bits = exponent == 0 ? tinyBits : (exponent == 31 ? special : normal);
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-}
-
-NANSCOPE_ALWAYS_INLINE float bfloat16ToFloat(uint16_t h)
-{
-    const uint32_t bits = uint32_t(h) << 16;
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
 }
 
 // Where a block's values come from. The kernel's fast path reads through `load` and `at`; the
@@ -560,28 +536,6 @@ NANSCOPE_ALWAYS_INLINE void blockKernel(const Source& source, int n, F minNormal
     updateCentre<F>(acc, centre);
 }
 
-template<typename T>
-NANSCOPE_ALWAYS_INLINE T loadAs(const uint8_t* p)
-{
-    T value;
-    std::memcpy(&value, p, sizeof(T));
-    return value;
-}
-
-// Converts elements [begin, begin + n) of a contiguous buffer to double.
-NANSCOPE_ALWAYS_INLINE void integersToDouble(const uint8_t* data, DType dtype, int64_t begin, int n, double* out)
-{
-    switch (dtype) {
-    case DType::Int64: for (int i = 0; i < n; ++i) out[i] = double(loadAs<int64_t>(data + (begin + i) * 8)); break;
-    case DType::Int32: for (int i = 0; i < n; ++i) out[i] = double(loadAs<int32_t>(data + (begin + i) * 4)); break;
-    case DType::Int16: for (int i = 0; i < n; ++i) out[i] = double(loadAs<int16_t>(data + (begin + i) * 2)); break;
-    case DType::Int8: for (int i = 0; i < n; ++i) out[i] = double(int8_t(data[begin + i])); break;
-    case DType::UInt8:
-    case DType::Bool: for (int i = 0; i < n; ++i) out[i] = double(data[begin + i]); break;
-    default: break;
-    }
-}
-
 // Widens a block of float16 into an L1 buffer, a cache line at a time, asking for memory ahead
 // as the kernel does on float32.
 NANSCOPE_ALWAYS_INLINE void widenFloat16(const AliasU16* source, int n, float* out)
@@ -680,42 +634,7 @@ Moments contiguousMoments(const uint8_t* data, DType dtype, int64_t numel, int m
     return total;
 }
 
-double elementAsDouble(const uint8_t* data, DType dtype, int64_t i)
-{
-    switch (dtype) {
-    case DType::Float32: return loadAs<float>(data + i * 4);
-    case DType::Float64: return loadAs<double>(data + i * 8);
-    case DType::Float16: return halfToFloat(loadAs<uint16_t>(data + i * 2));
-    case DType::BFloat16: return bfloat16ToFloat(loadAs<uint16_t>(data + i * 2));
-    default: {
-        double d = 0;
-        integersToDouble(data, dtype, i, 1, &d);
-        return d;
-    }
-    }
-}
-
-// The contiguous bytes of a view: the storage itself when possible, else a copy held in `copy`.
-const uint8_t* contiguous(const TensorView& tensor, std::vector<uint8_t>& copy)
-{
-    if (const uint8_t* p = tensor.contiguousData())
-        return p;
-    copy = tensor.contiguousBytes();
-    return copy.data();
-}
-
 } // namespace
-
-std::vector<double> tensorToDoubles(const TensorView& tensor)
-{
-    std::vector<uint8_t> copy;
-    const uint8_t* data = contiguous(tensor, copy);
-    const int64_t n = tensor.numel();
-    std::vector<double> out(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i)
-        out[size_t(i)] = elementAsDouble(data, tensor.dtype, i);
-    return out;
-}
 
 TensorStats computeTensorStats(const std::string& name, const TensorView& tensor, int histogramBins, int threads)
 {
@@ -727,7 +646,7 @@ TensorStats computeTensorStats(const std::string& name, const TensorView& tensor
     if (s.numel == 0)
         return s;
     std::vector<uint8_t> copy;
-    const uint8_t* data = contiguous(tensor, copy);
+    const uint8_t* data = contiguousElements(tensor, copy);
     const Moments m = contiguousMoments(data, tensor.dtype, s.numel, threads);
     s.nan = m.nan;
     s.posinf = m.posinf;
@@ -754,168 +673,6 @@ TensorStats computeTensorStats(const std::string& name, const TensorView& tensor
         }
     }
     return s;
-}
-
-std::optional<double> spectralNorm(const TensorView& tensor)
-{
-    if (!isFloatingPoint(tensor.dtype) || tensor.shape.size() < 2 || tensor.numel() == 0)
-        return std::nullopt;
-    const std::vector<double> w = tensorToDoubles(tensor);
-    for (double v : w)
-        if (!std::isfinite(v))
-            return std::nullopt;
-    const size_t rows = size_t(tensor.shape[0]);
-    const size_t cols = w.size() / rows;
-    // Power iteration on W^T W from a fixed, generic start vector.
-    std::vector<double> v(cols), u(rows);
-    for (size_t j = 0; j < cols; ++j)
-        v[j] = 1.0 + 0.1 * double((j * 2654435761u) % 97) / 97.0;
-    double sigma = 0;
-    for (int iteration = 0; iteration < 100; ++iteration) {
-        double uNorm = 0;
-        for (size_t i = 0; i < rows; ++i) {
-            double acc = 0;
-            for (size_t j = 0; j < cols; ++j)
-                acc += w[i * cols + j] * v[j];
-            u[i] = acc;
-            uNorm += acc * acc;
-        }
-        uNorm = std::sqrt(uNorm);
-        if (uNorm == 0)
-            return 0.0;
-        for (double& x : u)
-            x /= uNorm;
-        std::fill(v.begin(), v.end(), 0.0);
-        for (size_t i = 0; i < rows; ++i)
-            for (size_t j = 0; j < cols; ++j)
-                v[j] += w[i * cols + j] * u[i];
-        double vNorm = 0;
-        for (double x : v)
-            vNorm += x * x;
-        vNorm = std::sqrt(vNorm);
-        if (vNorm == 0)
-            return 0.0;
-        for (double& x : v)
-            x /= vNorm;
-        const bool converged = std::fabs(vNorm - sigma) <= 1e-12 * vNorm;
-        sigma = vNorm;
-        if (converged)
-            break;
-    }
-    return sigma;
-}
-
-namespace {
-TensorStatsBackend& installedBackend()
-{
-    static TensorStatsBackend backend;
-    return backend;
-}
-} // namespace
-
-void setTensorStatsBackend(TensorStatsBackend backend)
-{
-    installedBackend() = std::move(backend);
-}
-
-bool cudaAvailable()
-{
-    const auto& backend = installedBackend();
-    return backend.cudaAvailable && backend.cudaAvailable();
-}
-
-Result<std::vector<TensorStats>> computeCheckpointStats(const std::vector<NamedTensor>& tensors,
-                                                        const StatsOptions& options)
-{
-    if (options.device == StatsDevice::Cuda && !cudaAvailable())
-        return Error{"no CUDA device: LibTorch was built without CUDA or sees no GPU; use --device cpu"};
-    std::vector<TensorStats> stats(tensors.size());
-    std::vector<size_t> onTorch, small;
-    const bool haveCuda = options.device == StatsDevice::Auto && cudaAvailable();
-    for (size_t i = 0; i < tensors.size(); ++i) {
-        const bool useTorch = options.device == StatsDevice::Cuda || options.device == StatsDevice::TorchCpu
-                              || (haveCuda && tensors[i].tensor.location.rfind("cuda", 0) == 0);
-        if (useTorch)
-            onTorch.push_back(i);
-        else if (tensors[i].tensor.numel() < 2 * kElementsPerThread)
-            small.push_back(i);
-        else // split across threads inside the tensor
-            stats[i] = computeTensorStats(tensors[i].name, tensors[i].tensor, options.histogramBins, options.threads);
-    }
-    // A checkpoint is mostly tensors too small to split: spread them over threads instead, one
-    // tensor at a time each, so a many-layer checkpoint uses every core.
-    int64_t smallElements = 0;
-    for (size_t i : small)
-        smallElements += tensors[i].tensor.numel();
-    const int64_t allowed = options.threads > 0 ? options.threads : std::max<int64_t>(1, std::thread::hardware_concurrency());
-    const int64_t workers = std::min<int64_t>({allowed, int64_t(small.size()), 1 + smallElements / kElementsPerThread});
-    std::atomic<size_t> nextSmall{0};
-    auto work = [&] {
-        for (size_t k = nextSmall++; k < small.size(); k = nextSmall++)
-            stats[small[k]] = computeTensorStats(tensors[small[k]].name, tensors[small[k]].tensor, options.histogramBins, 1);
-    };
-    std::vector<std::thread> pool;
-    for (int64_t w = 1; w < workers; ++w)
-        pool.emplace_back(work);
-    work();
-    for (auto& t : pool)
-        t.join();
-    if (!onTorch.empty()) {
-        std::vector<const NamedTensor*> batch;
-        for (size_t i : onTorch)
-            batch.push_back(&tensors[i]);
-        const auto& backend = installedBackend();
-        if (!backend.compute)
-            return Error{"this nanscope was built without the LibTorch statistics path; use --device cpu"};
-        auto results = backend.compute(batch, options.device != StatsDevice::TorchCpu);
-        if (!results)
-            return Error{results.error()};
-        for (size_t k = 0; k < onTorch.size(); ++k) {
-            stats[onTorch[k]] = std::move((*results)[k]);
-            if (options.histogramBins > 0) // bins need min and max first; a second pass on the CPU
-                stats[onTorch[k]].histogram
-                    = computeTensorStats("", tensors[onTorch[k]].tensor, options.histogramBins, options.threads).histogram;
-        }
-    }
-    if (options.spectralNorm)
-        for (size_t i = 0; i < tensors.size(); ++i)
-            stats[i].spectralNorm = spectralNorm(tensors[i].tensor);
-    return stats;
-}
-
-namespace {
-std::string shortNumber(double value)
-{
-    char text[32];
-    std::snprintf(text, sizeof text, "%.3g", value);
-    return text;
-}
-} // namespace
-
-std::vector<std::string> healthFlags(const TensorStats& s, const HealthThresholds& thresholds)
-{
-    std::vector<std::string> flags;
-    if (s.nan)
-        flags.push_back(std::to_string(s.nan) + " NaN");
-    if (s.posinf)
-        flags.push_back(std::to_string(s.posinf) + " +Inf");
-    if (s.neginf)
-        flags.push_back(std::to_string(s.neginf) + " -Inf");
-    if (batchnorm::isRunningVarianceName(s.name)) {
-        switch (batchnorm::judgeBuffers(double(s.nonfinite()), s.min ? *s.min : std::nan(""))) {
-        case batchnorm::BufferHealth::Poisoned: flags.push_back("running_var not finite"); break;
-        case batchnorm::BufferHealth::Negative: flags.push_back("running_var < 0"); break;
-        case batchnorm::BufferHealth::Collapsed:
-            flags.push_back("running_var <= " + shortNumber(batchnorm::kCollapsedVariance) + " (collapsed)");
-            break;
-        case batchnorm::BufferHealth::Healthy: break;
-        }
-    }
-    if (s.norm > thresholds.normAbove)
-        flags.push_back("norm " + shortNumber(s.norm) + " > " + shortNumber(thresholds.normAbove));
-    if (s.spectralNorm && *s.spectralNorm > thresholds.spectralNormAbove)
-        flags.push_back("spectral norm " + shortNumber(*s.spectralNorm) + " > " + shortNumber(thresholds.spectralNormAbove));
-    return flags;
 }
 
 } // namespace nanscope

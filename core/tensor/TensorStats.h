@@ -40,6 +40,10 @@ struct TensorStats
     int64_t finite() const { return numel - nonfinite(); }
 };
 
+// computeTensorStats splits a tensor of more elements than this across threads; a checkpoint's
+// smaller tensors are spread over threads one tensor each instead.
+inline constexpr int64_t kStatsElementsPerThread = int64_t(1) << 21;
+
 enum class StatsDevice {
     Auto,     // CUDA for tensors saved from CUDA when LibTorch has a GPU, else the CPU kernel
     Cpu,      // the fused C++ kernel
@@ -93,7 +97,5 @@ struct HealthThresholds
 // Short, readable findings: "3 NaN", "running_var <= 0", "norm 2.1e+07 > 1e+06".
 std::vector<std::string> healthFlags(const TensorStats& stats, const HealthThresholds& thresholds = {});
 
-// Element access for other analyses (diff): every element converted to double, row-major.
-std::vector<double> tensorToDoubles(const TensorView& tensor);
 
 } // namespace nanscope

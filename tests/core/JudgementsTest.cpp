@@ -1,6 +1,7 @@
 // The judgements every view, command and report share, each decided in one place.
 #include "core/run/LayerNames.h"
 #include "core/run/RunReader.h"
+#include "core/scan/Diagnosis.h"
 #include "core/scan/Incident.h"
 #include "core/scan/LayerHealth.h"
 #include "core/tensor/BatchNormHealth.h"
@@ -104,4 +105,19 @@ TEST(BatchNormHealth, OneFloorForEveryView)
     EXPECT_EQ(history.negativeFrom, -1);
     EXPECT_TRUE(batchnorm::isRunningVarianceName("features.bn1.running_var"));
     EXPECT_FALSE(batchnorm::isRunningVarianceName("features.bn1.running_mean"));
+}
+
+// The scan used to suggest replaying a saved batch "from the checkpoint at or before the step",
+// a pairing replay refuses.
+TEST(ReplayableSteps, TheScanSuggestsOnlyAReplayThatReplayWillRun)
+{
+    RunInfo info;
+    info.checkpoints = {{150, "checkpoints/step_00000150.pt"}, {180, "checkpoints/step_00000180.pt"}};
+    info.batches = {{180, "batches/step_00000180.pt"}, {185, "batches/step_00000185.pt"}};
+    const std::string replayable = scan::savedBatchNote(info, 180);
+    EXPECT_NE(replayable.find("nanscope replay RUN_DIR --step 180"), std::string::npos) << replayable;
+    const std::string notReplayable = scan::savedBatchNote(info, 185);
+    EXPECT_NE(notReplayable.find("cannot be replayed"), std::string::npos) << notReplayable;
+    EXPECT_EQ(notReplayable.find("step 150"), std::string::npos) << "no other checkpoint is offered: " << notReplayable;
+    EXPECT_EQ(scan::savedBatchNote(info, 150), "") << "no batch saved at 150";
 }
