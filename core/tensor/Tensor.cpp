@@ -1,5 +1,6 @@
 #include "core/tensor/Tensor.h"
 
+#include <cstring>
 #include <stdexcept>
 
 namespace nanscope {
