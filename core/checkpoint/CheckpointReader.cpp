@@ -11,8 +11,6 @@
 #include <map>
 #include <set>
 
-#include <sys/stat.h>
-
 namespace nanscope {
 
 const char* checkpointFormatName(CheckpointFormat format)
@@ -539,24 +537,6 @@ Result<Checkpoint> readSafetensors(const std::string& path, uint64_t fileSize)
     return checkpoint;
 }
 
-// A FIFO named step_100.pt blocks the first read forever, and a device or a directory is no
-// checkpoint either: only a regular file is opened.
-Status requireRegularFile(const std::string& path)
-{
-    struct stat info;
-    if (::stat(path.c_str(), &info) != 0)
-        return Error{path + ": cannot open: " + std::strerror(errno)};
-    if (S_ISREG(info.st_mode))
-        return Status::success();
-    const char* kind = S_ISDIR(info.st_mode)    ? "a directory"
-                       : S_ISFIFO(info.st_mode) ? "a FIFO (named pipe)"
-                       : S_ISCHR(info.st_mode)  ? "a character device"
-                       : S_ISBLK(info.st_mode)  ? "a block device"
-                       : S_ISSOCK(info.st_mode) ? "a socket"
-                                                : "not a regular file";
-    return Error{path + ": " + kind + ", not a regular file; a checkpoint is read only from a regular file"};
-}
-
 } // namespace
 
 std::vector<NamedTensor> collectTensors(const PickledValue& root, const std::string& rootName)
@@ -571,9 +551,8 @@ std::vector<NamedTensor> collectTensors(const PickledValue& root, const std::str
 
 Result<PickledValue> readPickledFile(const std::string& path)
 {
-    if (Status regular = requireRegularFile(path); !regular)
-        return Error{regular.error()};
     try {
+        // ZipArchive::open refuses anything but a regular file.
         auto pickle = readZipPickle(path);
         if (!pickle)
             return Error{pickle.error()};
