@@ -44,7 +44,7 @@ Result<std::string> readStringAttribute(hid_t object, const char* name)
 {
     hdf5::Handle attr = hdf5::attribute(H5Aopen(object, name, H5P_DEFAULT));
     if (!attr.valid())
-        return Error{"cannot open attribute"};
+        return Error{"cannot open attribute: " + hdf5::lastErrorMessage()};
     // Every read below has room for one value: an array attribute (layer sizes, a list of tags)
     // is described, never read.
     hdf5::Handle space = hdf5::space(H5Aget_space(attr.get()));
@@ -282,6 +282,10 @@ Status RunReader::load(const std::string& runDirectory)
     m_handles->file = hdf5::file(fileId);
 
     auto format = readStringAttribute(fileId, "format");
+    // A root object header that fails its checksum cannot even say whether 'format' exists.
+    if (!format && H5Aexists(fileId, "format") != 0)
+        return Error{path + ": root attribute 'format' cannot be read (" + format.error() +
+                     "); the file is probably corrupted"};
     if (!format)
         return Error{path + ": missing root attribute 'format' (expected \"training-run\")"};
     if (*format != rf::kFormatName)

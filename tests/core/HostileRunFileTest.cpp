@@ -199,8 +199,10 @@ TEST(HostileRunFile, FlippedMetadataByteDoesNotHangOpen)
         auto reader = RunReader::open(dir.path());
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         EXPECT_LT(seconds, 5.0) << "opening with byte " << offset << " flipped took " << seconds << " s";
-        if (!reader)
+        if (!reader) {
             EXPECT_MENTIONS(reader.error(), path);
+            EXPECT_MENTIONS(reader.error(), "corrupt");
+        }
     }
 }
 
