@@ -255,6 +255,9 @@ Status RunReader::load(const std::string& runDirectory)
         return Error{"run directory " + dir.string() + " does not exist"};
     if (!fs::exists(log, ec))
         return Error{path + ": not found (a run directory holds run.h5; see docs/run-format.md)"};
+    // A FIFO named run.h5 would block the signature read forever.
+    if (!fs::is_regular_file(log, ec))
+        return Error{path + ": not a regular file (a directory, FIFO or device); a run's log is a regular HDF5 file"};
     if (!isHdf5Signature(path))
         return Error{path + ": not an HDF5 file (no HDF5 signature at the start; is it truncated or of another format?)"};
 

@@ -11,6 +11,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <future>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace nanscope;
 namespace fs = std::filesystem;
@@ -252,4 +257,25 @@ TEST(HostileRunFile, DeclaredMatrixRowsBeyondTheFileAreRefused)
     ASSERT_FALSE(reader);
     EXPECT_MENTIONS(reader.error(), path);
     EXPECT_MENTIONS(reader.error(), "declares 1000000000 rows");
+}
+
+// Issue 17's FIFO, as run.h5: the signature check read from it and blocked forever.
+TEST(HostileRunFile, FifoNamedRunH5IsRefusedWithoutBlocking)
+{
+    test::ScratchDir dir;
+    const std::string path = dir / "run.h5";
+    ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
+    auto opening = std::async(std::launch::async, [&] { return RunReader::open(dir.path()); });
+    if (opening.wait_for(std::chrono::seconds(5)) == std::future_status::timeout) {
+        // Unblock the reader so the test can end: a writer opens, and closing sends EOF.
+        const int writer = ::open(path.c_str(), O_WRONLY | O_NONBLOCK);
+        if (writer >= 0)
+            ::close(writer);
+        opening.wait();
+        FAIL() << "opening a FIFO named run.h5 blocked";
+    }
+    auto reader = opening.get();
+    ASSERT_FALSE(reader);
+    EXPECT_MENTIONS(reader.error(), path);
+    EXPECT_MENTIONS(reader.error(), "not a regular file");
 }
