@@ -6,7 +6,6 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 
 #include <cmath>
 
@@ -15,19 +14,16 @@ namespace nanscope {
 
 CheckpointLoader::CheckpointLoader(QObject* parent)
     : QObject(parent)
-    , m_program(nanscopeProgram())
+    , m_child(new ChildProgram(this))
 {
     qRegisterMetaType<std::vector<TensorRow>>();
 }
 
-CheckpointLoader::~CheckpointLoader()
+CheckpointLoader::~CheckpointLoader() = default;
+
+void CheckpointLoader::setProgram(const QString& program)
 {
-    ++m_generation; // a process killed now must not report to a window being destroyed
-    if (m_process) {
-        m_process->disconnect(this);
-        m_process->kill();
-        m_process->waitForFinished(2000);
-    }
+    m_child->setProgram(program);
 }
 
 void CheckpointLoader::load(qint64 step, const std::map<int64_t, std::string>& checkpoints)
@@ -35,9 +31,6 @@ void CheckpointLoader::load(qint64 step, const std::map<int64_t, std::string>& c
     auto it = checkpoints.find(step);
     if (it == checkpoints.end())
         return;
-    ++m_generation;
-    if (m_process)
-        m_process->kill();
     m_step = step;
     m_file = QString::fromStdString(it->second);
     m_previous = it == checkpoints.begin() ? QString() : QString::fromStdString(std::prev(it)->second);
@@ -48,22 +41,14 @@ void CheckpointLoader::load(qint64 step, const std::map<int64_t, std::string>& c
 void CheckpointLoader::runChild(const QStringList& args,
                                 std::function<void(const QJsonObject& json, const QString& error)> done)
 {
-    auto* process = new QProcess(this);
-    m_process = process;
-    const int generation = m_generation;
-    connect(process, &QProcess::finished, this,
-            [this, process, generation, done](int code, QProcess::ExitStatus status) {
-                process->deleteLater();
-                if (generation != m_generation)
-                    return;
-                if (status == QProcess::CrashExit)
-                    done({}, tr("reading %1 crashed").arg(m_file));
-                else if (code != 0)
-                    done({}, QString::fromUtf8(process->readAllStandardError()).trimmed());
-                else
-                    done(QJsonDocument::fromJson(process->readAllStandardOutput()).object(), QString());
-            });
-    process->start(m_program, args);
+    m_child->start(args, [this, done](const ChildOutcome& outcome) {
+        if (outcome.kind == ChildOutcome::Kind::Crashed)
+            done({}, tr("reading %1 crashed").arg(m_file));
+        else if (!outcome.succeeded())
+            done({}, outcome.message);
+        else
+            done(QJsonDocument::fromJson(outcome.standardOutput).object(), QString());
+    });
 }
 
 void CheckpointLoader::runStats()

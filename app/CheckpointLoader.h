@@ -1,16 +1,15 @@
 #pragma once
 
+#include "ChildProgram.h"
+
 #include "widgets/ViewData.h"
 
 #include <QJsonObject>
 #include <QObject>
-#include <QPointer>
 
 #include <functional>
 #include <map>
 #include <string>
-
-class QProcess;
 
 namespace nanscope {
 
@@ -23,7 +22,7 @@ class CheckpointLoader : public QObject
 public:
     explicit CheckpointLoader(QObject* parent = nullptr);
     ~CheckpointLoader() override;
-    void setProgram(const QString& program) { m_program = program; }
+    void setProgram(const QString& program);
     void load(qint64 step, const std::map<int64_t, std::string>& checkpoints);
 
 signals:
@@ -32,16 +31,14 @@ signals:
 private:
     void runStats();
     void runDiff();
-    // Starts `program args`; `done` gets its stdout as JSON, or the reason it failed. A reply
-    // from a replaced request is dropped.
+    // Starts the child; `done` gets its stdout as JSON, or the reason it failed. A reply from a
+    // replaced request is dropped (ChildProgram: latest request wins).
     void runChild(const QStringList& args, std::function<void(const QJsonObject& json, const QString& error)> done);
 
-    QString m_program;
-    QPointer<QProcess> m_process;
+    ChildProgram* m_child = nullptr;
     qint64 m_step = -1;
     QString m_file, m_previous;
     std::vector<TensorRow> m_rows;
-    int m_generation = 0;
 };
 
 } // namespace nanscope

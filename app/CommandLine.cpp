@@ -1,4 +1,7 @@
 #include "CommandLine.h"
+
+#include <exception>
+#include <new>
 #include "CliSupport.h"
 #include "Subcommands.h"
 
@@ -71,7 +74,16 @@ int run(const QStringList& arguments)
         if (command == c.name) {
             QStringList rest = arguments.mid(2);
             rest.prepend(QString("nanscope %1").arg(c.name));
-            return c.run(rest);
+            // The last line of defence: a command that throws reports it and exits with the
+            // input-error status instead of aborting with no message.
+            try {
+                return c.run(rest);
+            } catch (const std::bad_alloc&) {
+                err() << "nanscope " << c.name << ": out of memory (an input declared more data than can be held)" << Qt::endl;
+            } catch (const std::exception& e) {
+                err() << "nanscope " << c.name << ": internal error: " << e.what() << Qt::endl;
+            }
+            return kExitUsage;
         }
     }
     printUsage(err());

@@ -1,6 +1,7 @@
 #include "IncidentJson.h"
 
 #include "CliSupport.h"
+#include "JsonNumbers.h"
 
 #include <QJsonArray>
 
@@ -9,11 +10,6 @@
 namespace nanscope {
 
 using cli::fromStd;
-
-QJsonValue number(const std::optional<double>& value)
-{
-    return value && std::isfinite(*value) ? QJsonValue(*value) : QJsonValue(QJsonValue::Null);
-}
 
 QJsonObject toJson(const Incident& incident)
 {
@@ -26,14 +22,14 @@ QJsonObject toJson(const Incident& incident)
         onsets.append(QJsonObject{{"name", fromStd(onset.name)},
                                   {"source", fromStd(onset.source)},
                                   {"onset_step", qint64(onset.onsetStep)},
-                                  {"magnitude_decades", number(onset.magnitudeDecades)},
+                                  {"magnitude_decades", jsonNumber(onset.magnitudeDecades)},
                                   {"nonfinite", onset.nonfinite}});
     QJsonObject evidence{{"series", fromStd(e.series)},
                          {"window", QJsonArray{qint64(e.windowBeginStep), qint64(e.windowEndStep)}},
-                         {"baseline", number(e.baseline)},
-                         {"peak", number(e.peak)},
-                         {"jump_ratio", number(e.jumpRatio)},
-                         {"growth_decades_per_step", number(e.growthDecadesPerStep)},
+                         {"baseline", jsonNumber(e.baseline)},
+                         {"peak", jsonNumber(e.peak)},
+                         {"jump_ratio", jsonNumber(e.jumpRatio)},
+                         {"growth_decades_per_step", jsonNumber(e.growthDecadesPerStep)},
                          {"count", e.count ? QJsonValue(qint64(*e.count)) : QJsonValue(QJsonValue::Null)},
                          {"layer_onsets", onsets},
                          {"note", fromStd(e.note)}};

@@ -7,6 +7,7 @@
 #include "core/torch/Replay.h"
 #include "core/run/RunFormat.h"
 #include "core/run/RunReader.h"
+#include "core/tensor/BatchNormHealth.h"
 #include "widgets/OverviewView.h"
 #include "widgets/SeriesPlot.h"
 
@@ -20,7 +21,6 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QPdfWriter>
-#include <QProcess>
 #include <QSaveFile>
 #include <QTextDocument>
 
@@ -44,7 +44,7 @@ struct BatchNormState
 {
     QString layer;
     qint64 nonfiniteFrom = -1; // first step with non-finite running stats
-    qint64 collapsedAt = -1;   // first step with running variance <= 1e-8
+    qint64 collapsedAt = -1;   // first step with a collapsed or negative running variance (BatchNormHealth.h)
 };
 
 struct IncidentSection
@@ -179,12 +179,11 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
             BatchNormState state{text(buffers->names[col])};
             auto nonfinite = reader.readColumn(rf::kBuffers, "nonfinite", int64_t(col));
             auto varMin = reader.readColumn(rf::kBuffers, "running_var_min", int64_t(col));
-            for (size_t i = 0; i < bufferSteps.size(); ++i) {
-                if (state.nonfiniteFrom < 0 && nonfinite && (*nonfinite)[i] > 0)
-                    state.nonfiniteFrom = bufferSteps[i];
-                if (state.collapsedAt < 0 && varMin && std::isfinite((*varMin)[i]) && (*varMin)[i] <= 1e-8f)
-                    state.collapsedAt = bufferSteps[i];
-            }
+            const auto history = batchnorm::judgeHistory(
+                bufferSteps, nonfinite ? std::vector<double>(nonfinite->begin(), nonfinite->end()) : std::vector<double>(),
+                varMin ? std::vector<double>(varMin->begin(), varMin->end()) : std::vector<double>());
+            state.nonfiniteFrom = history.poisonedFrom;
+            state.collapsedAt = history.negativeFrom >= 0 ? history.negativeFrom : history.collapsedFrom;
             c.batchNorm.push_back(state);
         }
     }
@@ -199,10 +198,7 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
     c.plots.push_back({"timeline.png", QObject::tr("Incident timeline on the %1").arg(haveGrad ? "gradient norm" : "loss"),
                        renderPlot(haveGrad ? "grad norm" : "loss", steps, haveGrad ? gradNorm : loss, c.scan.incidents, true, 0, 0)});
 
-    std::vector<int64_t> replayable;
-    for (const auto& [step, path] : c.info.checkpoints)
-        if (c.info.batches.count(step))
-            replayable.push_back(step);
+    const std::vector<int64_t> replayable = c.info.replayableSteps();
     int done = 0;
     for (const Incident& incident : c.scan.incidents) {
         if (incident.severity != Severity::Critical)
@@ -210,33 +206,26 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
         if (!reportProgress(progress, 0.4 + 0.5 * done++ / double(std::max<size_t>(1, c.scan.incidents.size())), "report"))
             return Error{"cancelled"};
         IncidentSection section{incident};
-        const double end = double(incident.nonfiniteStep ? *incident.nonfiniteStep
-                                                         : std::max(incident.onsetStep, incident.evidence.windowEndStep));
-        const double margin = std::max(20.0, (end - double(incident.onsetStep)) * 0.6);
+        const StepRange range = incidentViewRange(incident, c.firstStep, c.lastStep);
         section.plotIndex = int(c.plots.size());
         c.plots.push_back({QString("incident%1.png").arg(c.critical.size() + 1),
                            QObject::tr("%1 at step %2").arg(toString(incident.kind)).arg(incident.onsetStep),
                            renderPlot(haveGrad ? "grad norm" : "loss", steps, haveGrad ? gradNorm : loss, {incident}, true,
-                                      double(incident.onsetStep) - margin, end + margin)});
+                                      range.first, range.last)});
         // Replay the incident's own step when it was saved: the onset, else the first NaN.
         std::vector<int64_t> candidates{incident.onsetStep};
         if (incident.nonfiniteStep)
             candidates.push_back(*incident.nonfiniteStep);
         for (int64_t step : candidates)
             if (options.replay && std::count(replayable.begin(), replayable.end(), step)) {
-                QProcess process;
-                process.start(options.program.isEmpty() ? nanscopeProgram() : options.program,
-                              {"replay", runDirectory, "--step", QString::number(step), "--json", "--bisect"});
                 section.replayed = true;
                 section.replayStep = step;
-                if (!process.waitForFinished(600000) || process.exitStatus() != QProcess::NormalExit) {
-                    process.kill();
-                    section.replay.error = QObject::tr("the replay crashed or timed out");
-                } else if (process.exitCode() != 0) {
-                    section.replay.error = QString::fromUtf8(process.readAllStandardError()).trimmed();
-                } else {
-                    section.replay = parseReplayJson(process.readAllStandardOutput());
-                }
+                // A user's model runs here: in a child, bounded in time, so a crash or a hang
+                // becomes a line of the report instead of the report's end.
+                const ChildOutcome outcome = ChildProgram::runAndWait(
+                    options.program.isEmpty() ? nanscopeProgram() : options.program,
+                    {"replay", runDirectory, "--step", QString::number(step), "--json", "--bisect"}, 600000);
+                section.replay = replayReportFrom(outcome, step);
                 break;
             }
         c.critical.push_back(section);

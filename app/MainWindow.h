@@ -1,5 +1,6 @@
 #pragma once
 
+#include "RunContext.h"
 #include "RunSession.h"
 
 #include <QMainWindow>
@@ -16,9 +17,12 @@ class QTabWidget;
 class QThread;
 class QToolButton;
 class QTreeView;
+class QAction;
 
 namespace nanscope {
 
+class ChildProgram;
+class ScreenshotController;
 class BatchNormView;
 class CheckpointLoader;
 class CheckpointsView;
@@ -31,8 +35,8 @@ class ReplayProcess;
 class ReplayView;
 class SeriesPlot;
 
-// The window a user lives in. Wiring only: the RunSession (on its own thread) reads, the views
-// show, and the window's context (selected step, selected layer) keeps every view in sync.
+// The window a user lives in. Wiring only: the RunSession (on its own thread) reads, the
+// RunContext holds the run and the selection, and every view follows the context's signals.
 class MainWindow : public QMainWindow
 {
     Q_OBJECT
@@ -44,12 +48,13 @@ public:
 
     void openRun(const QString& directory);
     void showView(View view);
-    // Renders the window to `path` once the run (and a requested layer) has loaded, then emits
+    // Renders the window to `path` once the run and everything it shows have arrived, then emits
     // screenshotDone.
     void screenshotWhenLoaded(const QString& path);
     void setInitialSelection(qint64 step, const QString& layer);
 
-    const RunSnapshot& snapshot() const { return m_snapshot; }
+    RunContext* context() const { return m_context; }
+    const RunSnapshot& snapshot() const { return m_context->snapshot(); }
     QString errorText() const;
     OverviewView* overview() const { return m_overview; }
     HeatmapView* heatmap() const { return m_heatmap; }
@@ -66,9 +71,12 @@ public:
     // Moves the plots to an incident and selects its first bad layer.
     void showIncident(int row);
     QSortFilterProxyModel* layerFilter() const { return m_layerFilter; }
-    qint64 selectedStep() const { return m_selectedStep; }
-    QString selectedLayer() const { return m_selectedLayer; }
+    qint64 selectedStep() const { return m_context->selectedStep(); }
+    QString selectedLayer() const { return m_context->selectedLayer(); }
     QStringList recentRuns() const;
+    QString statusText() const;
+    QAction* reloadAction() const { return m_reloadAction; }
+    QAction* exportAction() const { return m_exportAction; }
 
 public slots:
     void selectStep(qint64 step);
@@ -76,7 +84,7 @@ public slots:
 
 signals:
     void runLoaded(bool ok);
-    // The gradient heatmap and the layers' health, which follow the overview.
+    // The layers' health, judged from the scan.
     void layersJudged();
     void layerShown(const QString& layer);
     void replayFinished(bool ok);
@@ -94,25 +102,35 @@ protected:
     void closeEvent(QCloseEvent* event) override;
 
 private:
+    void buildTabs();
+    void buildStatusBar();
     void buildMenus();
+    void connectSession();
+    void connectViewsToContext();
+    void connectViewRequests();
     void chooseRun();
     void exportReport();
     void onLoaded(const RunSnapshot& snapshot);
-    void onGrew(const RunSnapshot& snapshot);
-    void showSnapshot(const RunSnapshot& snapshot);
-    void onHeatmap(const LayerHeatmap& heatmap);
-    void showLayerTree();
-    void updateStatus();
     void onProgress(int percent, const QString& what);
+    // Context subscribers.
+    void clearViews();
+    void showRun(const RunSnapshot& snapshot);
+    void showSnapshot(const RunSnapshot& snapshot);
+    void showSavedFiles(const RunSnapshot& snapshot);
+    void showScan(const ScanReport& scan);
+    void showStep(qint64 step);
+    void showLayer(const QString& layer);
+    void showLayerTree();
+    void selectFirstBadLayer();
+    void updateStatus();
     void rememberRun(const QString& directory);
     void updateRecentMenu();
-    void maybeTakeScreenshot();
-    void onScanned(const ScanReport& report);
     QString parameterForLayer(const QString& layer) const;
 
     QThread* m_sessionThread = nullptr;
     RunSession* m_session = nullptr;
-    RunSnapshot m_snapshot;
+    RunContext* m_context = nullptr;
+    ScreenshotController* m_screenshot = nullptr;
 
     QStackedWidget* m_pages = nullptr;
     QLabel* m_placeholder = nullptr;
@@ -126,6 +144,7 @@ private:
     CheckpointsView* m_checkpoints = nullptr;
     CheckpointLoader* m_checkpointLoader = nullptr;
     ReplayProcess* m_replayProcess = nullptr;
+    ChildProgram* m_exportChild = nullptr; // `nanscope report` for Export Incident Report
     LayerTreeModel* m_layerModel = nullptr;
     QSortFilterProxyModel* m_layerFilter = nullptr;
     QTreeView* m_layerTree = nullptr;
@@ -133,23 +152,17 @@ private:
     QTableView* m_incidentTable = nullptr;
     QLineEdit* m_filterEdit = nullptr;
     QMenu* m_recentMenu = nullptr;
+    QAction* m_reloadAction = nullptr;
+    QAction* m_exportAction = nullptr;
     QProgressBar* m_progress = nullptr;
     QToolButton* m_cancel = nullptr;
     QLabel* m_statusRun = nullptr;
 
-    qint64 m_selectedStep = -1;
-    QString m_selectedLayer;
+    QString m_loadingDirectory; // the run asked for, until it has loaded or failed
     qint64 m_initialStep = -1;
     QString m_initialLayer;
-    QString m_screenshotPath;
     QString m_replayProgram;
-    bool m_loaded = false;
-    bool m_layerPending = false;
-    bool m_heatmapPending = false;
-    bool m_replayPending = false;
-    bool m_scanPending = false;
-    bool m_checkpointPending = false;
-    std::vector<LayerHealth> m_layerHealth;
+    bool m_grewSinceOpen = false; // "following live" only for a run that is being written
 };
 
 } // namespace nanscope

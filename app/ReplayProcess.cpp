@@ -9,11 +9,6 @@
 
 namespace nanscope {
 
-double jsonNumberOrNan(const QJsonValue& v)
-{
-    return v.isDouble() ? v.toDouble() : std::nan("");
-}
-
 namespace {
 
 ReplayValue parseValue(const QJsonValue& value)
@@ -55,12 +50,6 @@ ReplayOpRow parseOp(const QJsonObject& o)
 
 } // namespace
 
-QString nanscopeProgram()
-{
-    const QString configured = qEnvironmentVariable("NANSCOPE_PROGRAM");
-    return configured.isEmpty() ? QCoreApplication::applicationFilePath() : configured;
-}
-
 ReplayReport parseReplayJson(const QByteArray& json)
 {
     ReplayReport report;
@@ -99,7 +88,7 @@ ReplayReport parseReplayJson(const QByteArray& json)
 
 ReplayProcess::ReplayProcess(QObject* parent)
     : QObject(parent)
-    , m_program(nanscopeProgram())
+    , m_child(new ChildProgram(this))
 {
     static const bool registered = [] {
         qRegisterMetaType<ReplayReport>();
@@ -109,19 +98,25 @@ ReplayProcess::ReplayProcess(QObject* parent)
     (void)registered;
 }
 
-ReplayProcess::~ReplayProcess()
-{
-    cancel();
-}
+ReplayProcess::~ReplayProcess() = default;
 
 bool ReplayProcess::isRunning() const
 {
-    return m_process && m_process->state() != QProcess::NotRunning;
+    return m_child->isRunning();
+}
+
+void ReplayProcess::setProgram(const QString& program)
+{
+    m_child->setProgram(program);
+}
+
+void ReplayProcess::cancel()
+{
+    m_child->cancel();
 }
 
 void ReplayProcess::start(const QString& runDirectory, const ReplayRequest& request)
 {
-    cancel();
     QStringList args{"replay", runDirectory, "--step", QString::number(request.step), "--json", "--dtype", request.dtype};
     if (!request.layerPrefix.isEmpty())
         args << "--layer" << request.layerPrefix;
@@ -129,61 +124,25 @@ void ReplayProcess::start(const QString& runDirectory, const ReplayRequest& requ
         args << "--eval";
     if (request.bisect)
         args << "--bisect";
-    m_step = request.step;
-    m_process = new QProcess(this);
-    QProcess* process = m_process;
-    connect(process, &QProcess::finished, this, [this, process](int code, QProcess::ExitStatus status) {
-        if (process == m_process)
-            onFinished(code, status);
-        process->deleteLater();
-    });
-    connect(process, &QProcess::errorOccurred, this, [this, process](QProcess::ProcessError error) {
-        if (error != QProcess::FailedToStart || process != m_process)
-            return;
-        ReplayReport report;
-        report.step = m_step;
-        report.error = tr("cannot start %1: %2").arg(m_program, process->errorString());
-        m_process = nullptr;
-        process->deleteLater();
-        emit finished(report);
-    });
-    process->start(m_program, args);
+    const qint64 step = request.step;
+    m_child->start(args, [this, step](const ChildOutcome& outcome) { emit finished(replayReportFrom(outcome, step)); });
     emit started();
 }
 
-void ReplayProcess::cancel()
+ReplayReport replayReportFrom(const ChildOutcome& outcome, qint64 step)
 {
-    if (!m_process)
-        return;
-    QProcess* process = m_process;
-    m_process = nullptr; // its finished signal no longer reports
-    process->kill();
-    process->waitForFinished(2000);
-    process->deleteLater();
-}
-
-void ReplayProcess::onFinished(int exitCode, QProcess::ExitStatus status)
-{
-    QProcess* process = m_process;
-    m_process = nullptr;
     ReplayReport report;
-    const QString stderrText = QString::fromUtf8(process->readAllStandardError()).trimmed();
-    if (status == QProcess::CrashExit) {
-        report.error = tr("The replay of step %1 crashed inside LibTorch; the window is unaffected. %2")
-                           .arg(m_step)
-                           .arg(stderrText.right(400));
-    } else if (exitCode != 0) {
-        QStringList lines = stderrText.split('\n', Qt::SkipEmptyParts);
-        lines.removeIf([](const QString& l) { return l.contains("runs code from the file"); });
-        report.error = lines.join("\n").remove("nanscope: ");
-        if (report.error.isEmpty())
-            report.error = tr("the replay exited with status %1").arg(exitCode);
-    } else {
-        report = parseReplayJson(process->readAllStandardOutput());
-    }
+    if (outcome.kind == ChildOutcome::Kind::Crashed)
+        report.error = QObject::tr("The replay of step %1 crashed inside LibTorch; the window is unaffected. %2")
+                           .arg(step)
+                           .arg(outcome.standardError.right(400));
+    else if (!outcome.succeeded())
+        report.error = outcome.message;
+    else
+        report = parseReplayJson(outcome.standardOutput);
     if (report.step < 0)
-        report.step = m_step;
-    emit finished(report);
+        report.step = step;
+    return report;
 }
 
 } // namespace nanscope

@@ -1,11 +1,12 @@
 #pragma once
 
+#include "ChildProgram.h"
+#include "JsonNumbers.h"
+
 #include "widgets/ViewData.h"
 
 #include <QJsonValue>
 #include <QObject>
-#include <QProcess>
-#include <QPointer>
 
 namespace nanscope {
 
@@ -24,26 +25,18 @@ public:
     bool isRunning() const;
 
     // The program that replays; the running executable by default.
-    void setProgram(const QString& program) { m_program = program; }
+    void setProgram(const QString& program);
 
 signals:
     void started();
     void finished(const nanscope::ReplayReport& report);
 
 private:
-    void onFinished(int exitCode, QProcess::ExitStatus status);
-
-    QPointer<QProcess> m_process;
-    QString m_program;
-    qint64 m_step = -1;
+    ChildProgram* m_child = nullptr;
 };
 
-// The nanscope executable that child processes run: $NANSCOPE_PROGRAM when set (tests, and
-// embedders whose own executable is not nanscope), else this program.
-QString nanscopeProgram();
-
-// A JSON number, or NaN where the child printed null (nanscope's JSON has no NaN).
-double jsonNumberOrNan(const QJsonValue& value);
+// What a finished `nanscope replay --json` child of step `step` means for the replay pane and the report.
+ReplayReport replayReportFrom(const ChildOutcome& outcome, qint64 step);
 
 // Parses the JSON `nanscope replay --json` prints.
 ReplayReport parseReplayJson(const QByteArray& json);

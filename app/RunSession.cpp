@@ -1,6 +1,7 @@
 #include "RunSession.h"
 
 #include "core/scan/IncidentDetector.h"
+#include "core/run/LayerNames.h"
 #include "core/run/RunFormat.h"
 
 #include <QTimer>
@@ -166,15 +167,9 @@ void RunSession::requestLayerDetail(const QString& layer)
     // The module that owns the parameter: "encoder.0.weight" -> "encoder.0". A name that is
     // itself a module path (clicked in the heatmap of activations) is taken as it is.
     if (const TableInfo* activations = m_reader->table(rf::kActivations)) {
-        std::string module = name;
-        auto found = std::find(activations->names.begin(), activations->names.end(), module);
-        if (found == activations->names.end() && name.rfind('.') != std::string::npos) {
-            module = name.substr(0, name.rfind('.'));
-            found = std::find(activations->names.begin(), activations->names.end(), module);
-        }
-        if (found != activations->names.end()) {
-            const int64_t column = found - activations->names.begin();
-            detail.module = QString::fromStdString(module);
+        const int64_t column = layernames::moduleColumn(activations->names, name);
+        if (column >= 0) {
+            detail.module = QString::fromStdString(activations->names[size_t(column)]);
             detail.activationSteps = m_reader->steps(rf::kActivations);
             for (auto [dataset, target] : {std::pair{"min", &detail.activationMin}, std::pair{"max", &detail.activationMax},
                                            std::pair{"mean", &detail.activationMean}, std::pair{"std", &detail.activationStd},

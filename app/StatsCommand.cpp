@@ -1,5 +1,6 @@
 #include "CliSupport.h"
 #include "Subcommands.h"
+#include "JsonNumbers.h"
 
 #include "core/checkpoint/CheckpointReader.h"
 #include "core/tensor/TensorStats.h"
@@ -13,12 +14,6 @@
 namespace nanscope::cli {
 
 namespace {
-
-// JSON has no NaN: a figure that does not exist is null.
-QJsonValue number(const std::optional<double>& value)
-{
-    return value ? QJsonValue(*value) : QJsonValue(QJsonValue::Null);
-}
 
 QJsonArray shapeArray(const std::vector<int64_t>& shape)
 {
@@ -101,10 +96,10 @@ int runStats(const QStringList& arguments)
                           {"shape", shapeArray(s.shape)},
                           {"dtype", dtypeName(s.dtype)},
                           {"numel", qint64(s.numel)},
-                          {"min", number(s.min)},
-                          {"max", number(s.max)},
-                          {"mean", number(s.mean)},
-                          {"std", number(s.std)},
+                          {"min", jsonNumber(s.min)},
+                          {"max", jsonNumber(s.max)},
+                          {"mean", jsonNumber(s.mean)},
+                          {"std", jsonNumber(s.std)},
                           {"norm", s.norm},
                           {"absmax", s.absmax},
                           {"nan", qint64(s.nan)},
@@ -124,7 +119,7 @@ int runStats(const QStringList& arguments)
                 t["histogram"] = bins;
             }
             if (options.spectralNorm)
-                t["spectral_norm"] = number(s.spectralNorm);
+                t["spectral_norm"] = jsonNumber(s.spectralNorm);
             tensors.append(t);
         }
         QJsonObject root{{"file", fromStd(path)},

@@ -1,4 +1,5 @@
 #include "CommandLine.h"
+#include "GuardedApplication.h"
 #include "MainWindow.h"
 #include "core/torch/TorchTensorStats.h"
 
@@ -6,6 +7,7 @@
 #include <QCommandLineParser>
 #include <QCoreApplication>
 #include <QMap>
+#include <QStatusBar>
 #include <QTextStream>
 
 int main(int argc, char** argv)
@@ -25,7 +27,7 @@ int main(int argc, char** argv)
         return nanscope::cli::run(QCoreApplication::arguments());
     }
 
-    QApplication app(argc, argv);
+    nanscope::GuardedApplication app(argc, argv);
     QApplication::setApplicationName("nanscope");
     QApplication::setOrganizationName("nanscope");
     QApplication::setApplicationVersion(NANSCOPE_VERSION);
@@ -43,6 +45,7 @@ int main(int argc, char** argv)
     parser.process(app);
 
     nanscope::MainWindow window;
+    app.setErrorHandler([&window](const QString& what) { window.statusBar()->showMessage(what, 15000); });
     const QString runDir = parser.positionalArguments().value(0);
     const QMap<QString, nanscope::MainWindow::View> views{{"overview", nanscope::MainWindow::View::Overview},
                                                           {"layers", nanscope::MainWindow::View::Layers},

@@ -3,18 +3,19 @@
 #include "LayerTreeModel.h"
 #include "SeriesPlot.h"
 
+#include "core/tensor/BatchNormHealth.h"
+
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 
 namespace nanscope {
 
 namespace {
-constexpr double kCollapsedVariance = 1e-8;
-
 // NaN where the layer's buffers held any non-finite element: the finite min/max alone would
 // hide that the statistics are poisoned.
 std::vector<double> poisoned(const std::vector<double>& values, const std::vector<double>& nonfinite)
@@ -26,12 +27,14 @@ std::vector<double> poisoned(const std::vector<double>& values, const std::vecto
     return out;
 }
 
+batchnorm::BufferHistory historyOf(const BatchNormSeries& s)
+{
+    return batchnorm::judgeHistory(s.steps, s.nonfinite, s.varMin);
+}
+
 LayerHealth judge(const BatchNormSeries& s)
 {
-    for (size_t i = 0; i < s.steps.size(); ++i)
-        if ((i < s.nonfinite.size() && s.nonfinite[i] > 0) || (i < s.varMin.size() && s.varMin[i] <= kCollapsedVariance))
-            return LayerHealth::Bad;
-    return LayerHealth::Ok;
+    return historyOf(s).healthy() ? LayerHealth::Ok : LayerHealth::Bad;
 }
 } // namespace
 
@@ -54,6 +57,9 @@ BatchNormView::BatchNormView(QWidget* parent)
     layout->addWidget(m_mean, 1);
     layout->addWidget(m_var, 1);
     m_var->setLogScale(true);
+    // The main series is each step's largest value, drawn over by the smallest.
+    m_mean->setSeriesName(tr("max"));
+    m_var->setSeriesName(tr("max"));
     connect(m_layer, qOverload<int>(&QComboBox::currentIndexChanged), this, &BatchNormView::showLayer);
     for (auto* plot : {m_mean, m_var})
         connect(plot, &SeriesPlot::stepClicked, this, &BatchNormView::stepClicked);
@@ -95,7 +101,7 @@ void BatchNormView::showLayer(int index)
     m_var->setOverlay(tr("min"), s.steps, poisoned(s.varMin, s.nonfinite));
     std::vector<int64_t> collapsed;
     for (size_t i = 0; i < s.steps.size() && i < s.varMin.size(); ++i)
-        if (std::isfinite(s.varMin[i]) && s.varMin[i] <= kCollapsedVariance)
+        if (batchnorm::judgeBuffers(0, s.varMin[i]) != batchnorm::BufferHealth::Healthy)
             collapsed.push_back(s.steps[i]);
     m_var->setMarkedSteps(collapsed, tr("collapsed variance"));
     m_status->setText(summary());
@@ -107,17 +113,21 @@ QString BatchNormView::summary() const
     if (index < 0 || index >= int(m_series.size()))
         return QString();
     const BatchNormSeries& s = m_series[size_t(index)];
-    for (size_t i = 0; i < s.steps.size() && i < s.nonfinite.size(); ++i)
-        if (s.nonfinite[i] > 0)
-            return tr("%1: running statistics non-finite from step %2 on \u2014 evaluation with this model returns NaN")
-                .arg(QString::fromStdString(s.name))
-                .arg(s.steps[i]);
-    for (size_t i = 0; i < s.steps.size() && i < s.varMin.size(); ++i)
-        if (s.varMin[i] <= kCollapsedVariance)
-            return tr("%1: running variance collapsed to %2 at step %3")
-                .arg(QString::fromStdString(s.name))
-                .arg(s.varMin[i])
-                .arg(s.steps[i]);
+    const batchnorm::BufferHistory history = historyOf(s);
+    if (history.poisonedFrom >= 0)
+        return tr("%1: running statistics non-finite from step %2 on \u2014 evaluation with this model returns NaN")
+            .arg(QString::fromStdString(s.name))
+            .arg(history.poisonedFrom);
+    const int64_t badVarianceFrom = history.negativeFrom >= 0 ? history.negativeFrom : history.collapsedFrom;
+    if (badVarianceFrom >= 0) {
+        const auto it = std::lower_bound(s.steps.begin(), s.steps.end(), badVarianceFrom);
+        const size_t row = size_t(it - s.steps.begin());
+        return tr("%1: running variance %2 %3 at step %4")
+            .arg(QString::fromStdString(s.name))
+            .arg(history.negativeFrom >= 0 ? tr("negative,") : tr("collapsed to"))
+            .arg(row < s.varMin.size() ? s.varMin[row] : std::nan(""))
+            .arg(badVarianceFrom);
+    }
     return tr("%1: running statistics finite throughout").arg(QString::fromStdString(s.name));
 }
 
@@ -125,6 +135,17 @@ void BatchNormView::setSelectedStep(int64_t step)
 {
     m_mean->setSelectedStep(step);
     m_var->setSelectedStep(step);
+}
+
+void BatchNormView::clear()
+{
+    m_series.clear();
+    m_layer->blockSignals(true);
+    m_layer->clear();
+    m_layer->blockSignals(false);
+    m_status->clear();
+    m_mean->clear();
+    m_var->clear();
 }
 
 } // namespace nanscope

@@ -13,7 +13,7 @@ class SeriesPlot;
 
 // Running mean and variance ranges of each normalisation layer over steps. These are buffers,
 // not parameters, so gradient checks never see them go bad: here NaN shows as markers and a
-// collapsed (<= 1e-8) or negative variance is flagged.
+// collapsed or negative variance is flagged, as judged by core/tensor/BatchNormHealth.h.
 class BatchNormView : public QWidget
 {
     Q_OBJECT
@@ -23,6 +23,8 @@ public:
     void setSeries(const std::vector<BatchNormSeries>& series);
     void showLayer(int index);
     void setSelectedStep(int64_t step);
+    // Drops everything of the run shown (RunContext::runClosed).
+    void clear();
     SeriesPlot* meanPlot() const { return m_mean; }
     SeriesPlot* varPlot() const { return m_var; }
     QString summary() const;

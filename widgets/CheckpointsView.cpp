@@ -73,7 +73,12 @@ void CheckpointsView::chooseStepNear(qint64 step)
             best = i;
     if (best >= 0 && m_step->itemData(best).toLongLong() != m_shownStep) {
         m_step->setCurrentIndex(best);
-        emit checkpointRequested(m_step->itemData(best).toLongLong());
+        const qint64 wanted = m_step->itemData(best).toLongLong();
+        // The old checkpoint's rows would read as the new one's while the child reads the file.
+        m_shownStep = wanted;
+        m_model->setTensors({});
+        m_status->setText(tr("Reading the checkpoint of step %1…").arg(wanted));
+        emit checkpointRequested(wanted);
     }
 }
 
@@ -120,6 +125,18 @@ void CheckpointsView::showHistogram(int row)
         m_histogram->rescaleAxes();
     }
     m_histogram->xAxis->setLabel(tr("value of %1 (%2 NaN, %3 Inf not counted)").arg(t.name).arg(t.nan).arg(t.inf));
+    m_histogram->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void CheckpointsView::clear()
+{
+    m_step->blockSignals(true);
+    m_step->clear();
+    m_step->blockSignals(false);
+    m_shownStep = -1;
+    m_model->setTensors({});
+    m_status->clear();
+    m_histogram->clearPlottables();
     m_histogram->replot(QCustomPlot::rpQueuedReplot);
 }
 

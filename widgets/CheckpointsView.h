@@ -24,6 +24,8 @@ public:
 
     void setCheckpointSteps(const std::vector<qint64>& steps);
     void chooseStepNear(qint64 step);
+    // Drops everything of the run shown (RunContext::runClosed).
+    void clear();
     void setTensors(qint64 step, const std::vector<TensorRow>& tensors, const QString& error);
     void showHistogram(int row);
     TensorStatsModel* model() const { return m_model; }

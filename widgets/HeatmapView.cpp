@@ -11,6 +11,10 @@
 
 namespace nanscope {
 
+namespace {
+const QColor kNonfiniteColour(0, 200, 90);
+} // namespace
+
 HeatmapView::HeatmapView(QWidget* parent)
     : QWidget(parent)
     , m_quantity(new QComboBox(this))
@@ -28,6 +32,9 @@ HeatmapView::HeatmapView(QWidget* parent)
     header->addWidget(m_quantity);
     header->addSpacing(12);
     header->addWidget(m_readout, 1);
+    auto* swatch = new QLabel(QString("<span style='color:%1'>\u25A0</span> %2").arg(kNonfiniteColour.name(), tr("non-finite")), this);
+    swatch->setToolTip(tr("Cells holding NaN or Inf at any step of their bin"));
+    header->addWidget(swatch);
     layout->addLayout(header);
     layout->addWidget(m_plot, 1);
 
@@ -38,7 +45,9 @@ HeatmapView::HeatmapView(QWidget* parent)
     m_map->setColorScale(m_scale);
     QCPColorGradient gradient(QCPColorGradient::gpThermal);
     gradient.setNanHandling(QCPColorGradient::nhNanColor);
-    gradient.setNanColor(QColor(255, 0, 200));
+    // Green is no colour of the thermal scale (black, purple, red, yellow, white): a NaN cell must
+    // never read as a value. The header carries its swatch, since the scale cannot show it.
+    gradient.setNanColor(kNonfiniteColour);
     m_map->setGradient(gradient);
     m_map->setInterpolate(false);
     m_plot->xAxis->setLabel(tr("step"));
@@ -136,6 +145,26 @@ void HeatmapView::setSelectedStep(int64_t step)
     m_stepCursor->point2->setCoords(double(step), 1);
     m_stepCursor->setVisible(true);
     m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void HeatmapView::clear()
+{
+    m_heatmap = LayerHeatmap();
+    m_map->data()->clear();
+    m_plot->yAxis->setTicker(QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText));
+    m_readout->clear();
+    m_stepCursor->setVisible(false);
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QColor HeatmapView::nonfiniteColour() const
+{
+    return m_map->gradient().nanColor();
+}
+
+QCPColorGradient HeatmapView::gradient() const
+{
+    return m_map->gradient();
 }
 
 } // namespace nanscope

@@ -2,11 +2,13 @@
 
 #include "core/run/LayerHeatmap.h"
 
+#include <QColor>
 #include <QWidget>
 
 class QComboBox;
 class QCustomPlot;
 class QCPColorMap;
+class QCPColorGradient;
 class QCPColorScale;
 class QCPItemStraightLine;
 class QLabel;
@@ -24,9 +26,14 @@ public:
     void setHeatmap(const LayerHeatmap& heatmap);
     const LayerHeatmap& heatmap() const { return m_heatmap; }
     void setSelectedStep(int64_t step);
+    // Drops everything of the run shown (RunContext::runClosed).
+    void clear();
     HeatmapQuantity quantity() const;
     QCustomPlot* plot() const { return m_plot; }
     int nonfiniteCells() const;
+    // What a non-finite cell is painted in, and the value scale it must stand apart from.
+    QColor nonfiniteColour() const;
+    QCPColorGradient gradient() const;
 
 signals:
     void quantityRequested(int quantity);

@@ -49,13 +49,6 @@ const Incident* IncidentModel::incidentAt(int row) const
     return row >= 0 && row < int(m_report.incidents.size()) ? &m_report.incidents[size_t(row)] : nullptr;
 }
 
-int64_t IncidentModel::endStep(const Incident& incident)
-{
-    if (incident.nonfiniteStep)
-        return *incident.nonfiniteStep;
-    return std::max(incident.onsetStep, incident.evidence.windowEndStep);
-}
-
 int IncidentModel::rowCount(const QModelIndex& parent) const
 {
     return parent.isValid() ? 0 : int(m_report.incidents.size());
@@ -75,7 +68,7 @@ QVariant IncidentModel::data(const QModelIndex& index, int role) const
     case OnsetStepRole:
         return qint64(incident->onsetStep);
     case EndStepRole:
-        return qint64(endStep(*incident));
+        return qint64(incidentEndStep(*incident));
     case FirstLayerRole:
         return incident->layers.empty() ? QString() : QString::fromStdString(incident->layers.front());
     case IncidentIndexRole:

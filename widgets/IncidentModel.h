@@ -25,9 +25,6 @@ public:
     QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
-    // The step where an incident's story ends: its first NaN, else the end of its evidence window.
-    static int64_t endStep(const Incident& incident);
-
 private:
     ScanReport m_report;
 };

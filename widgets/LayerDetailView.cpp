@@ -113,4 +113,12 @@ void LayerDetailView::setSelectedStep(int64_t step)
         plot->setSelectedStep(step);
 }
 
+void LayerDetailView::clear()
+{
+    m_detail = LayerDetail();
+    m_title->setText(tr("Select a layer in the tree or the heatmap."));
+    for (SeriesPlot* plot : {m_gradient, m_activation, m_nonfinite})
+        plot->clear();
+}
+
 } // namespace nanscope

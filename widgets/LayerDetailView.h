@@ -20,6 +20,8 @@ public:
 
     void setDetail(const LayerDetail& detail);
     void setSelectedStep(int64_t step);
+    // Drops everything of the run shown (RunContext::runClosed).
+    void clear();
     const LayerDetail& detail() const { return m_detail; }
     SeriesPlot* gradientPlot() const { return m_gradient; }
     SeriesPlot* activationPlot() const { return m_activation; }

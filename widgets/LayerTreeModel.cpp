@@ -1,5 +1,7 @@
 #include "LayerTreeModel.h"
 
+#include "core/run/LayerNames.h"
+
 #include <QPainter>
 #include <QPixmap>
 
@@ -54,13 +56,13 @@ void LayerTreeModel::setLayers(const std::vector<std::string>& names, const std:
     m_parameterCount = 0;
     for (size_t i = 0; i < names.size(); ++i) {
         const QString name = QString::fromStdString(names[i]);
-        const int dot = name.lastIndexOf('.');
-        QStandardItem* parent = moduleItem(dot < 0 ? QString() : name.left(dot));
+        const QString module = QString::fromStdString(layernames::owningModule(names[i]));
+        QStandardItem* parent = moduleItem(module);
         const LayerHealth h = i < health.size() ? health[i] : LayerHealth::Ok;
-        auto* leaf = new QStandardItem(healthIcon(h), dot < 0 ? name : name.mid(dot + 1));
+        auto* leaf = new QStandardItem(healthIcon(h), QString::fromStdString(layernames::leafName(names[i])));
         leaf->setEditable(false);
         leaf->setData(name, ParameterNameRole);
-        leaf->setData(dot < 0 ? QString() : name.left(dot), ModulePathRole);
+        leaf->setData(module, ModulePathRole);
         leaf->setData(int(h), HealthRole);
         leaf->setToolTip(name);
         parent->appendRow(leaf);

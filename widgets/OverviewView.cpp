@@ -94,8 +94,7 @@ void markIncidents(SeriesPlot& plot, const std::vector<Incident>& incidents, boo
     plot.clearBands();
     for (const Incident& incident : incidents) {
         const double onset = double(incident.onsetStep);
-        const double end = double(incident.nonfiniteStep ? *incident.nonfiniteStep
-                                                         : std::max(incident.onsetStep, incident.evidence.windowEndStep));
+        const double end = double(incidentEndStep(incident));
         const bool critical = incident.severity == Severity::Critical;
         QColor colour = critical ? QColor(220, 38, 38) : QColor(217, 119, 6);
         QString label = QString(toString(incident.kind));
@@ -138,6 +137,12 @@ void OverviewView::linkRanges(SeriesPlot* source, double lower, double upper)
     for (auto* plot : m_plots)
         if (plot != source)
             plot->setStepRange(lower, upper);
+}
+
+void OverviewView::clear()
+{
+    for (SeriesPlot* plot : m_plots)
+        plot->clear();
 }
 
 } // namespace nanscope

@@ -28,6 +28,8 @@ public:
     void setScalars(const std::vector<int64_t>& steps, const std::map<std::string, std::vector<double>>& scalars,
                     const std::vector<int64_t>& skippedSteps);
     void setSelectedStep(int64_t step);
+    // Drops everything of the run shown (RunContext::runClosed).
+    void clear();
     void setCheckpointSteps(const std::vector<int64_t>& steps);
     void showStepRange(double lower, double upper);
     // Marks incidents on every plot: a sudden blow-up as a sharp band at its onset, a gradual one

@@ -85,6 +85,11 @@ ReplayView::ReplayView(QWidget* parent)
                           "Double-clicking a layer in the tree replays its module."));
 
     connect(m_run, &QPushButton::clicked, this, [this] { emit replayRequested(request()); });
+    // Enter in the layer field replays, as the Replay button does.
+    connect(m_layer, &QLineEdit::returnPressed, this, [this] {
+        if (m_run->isEnabled())
+            emit replayRequested(request());
+    });
     connect(m_cancel, &QPushButton::clicked, this, &ReplayView::cancelRequested);
     connect(m_table, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
         emit moduleClicked(index.data(ReplayOpModel::ModuleRole).toString());
@@ -128,7 +133,7 @@ void ReplayView::setRunning(bool running)
 ReplayRequest ReplayView::request() const
 {
     ReplayRequest r;
-    r.step = m_step->currentData().toLongLong();
+    r.step = m_step->currentIndex() >= 0 ? m_step->currentData().toLongLong() : -1; // -1: nothing to replay
     r.layerPrefix = m_layer->text().trimmed();
     r.dtype = m_dtype->currentText();
     r.eval = m_eval->isChecked();
@@ -183,6 +188,16 @@ QString ReplayView::summaryText() const
     for (const QString& note : r.notes)
         html += "<br><i>" + note.toHtmlEscaped() + "</i>";
     return html;
+}
+
+void ReplayView::clear()
+{
+    m_report = ReplayReport();
+    m_model->setReport(m_report);
+    m_step->clear();
+    m_layer->clear();
+    m_summary->clear();
+    setRunning(false);
 }
 
 } // namespace nanscope

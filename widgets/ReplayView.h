@@ -27,6 +27,8 @@ public:
     void setReplayableSteps(const std::vector<qint64>& steps);
     // Picks the replayable step at or before `step` (the nearest one after, if none is before).
     void chooseStepNear(qint64 step);
+    // Drops everything of the run shown (RunContext::runClosed): result, step list, layer filter.
+    void clear();
     void setLayerPrefix(const QString& prefix);
     void setRunning(bool running);
     void setReport(const ReplayReport& report);

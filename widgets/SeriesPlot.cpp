@@ -16,6 +16,11 @@
 namespace nanscope {
 
 namespace {
+// Pixels for the value axis and its tick labels, the same on every plot.
+constexpr int kValueAxisWidth = 76;
+} // namespace
+
+namespace {
 // Marker rows on the hidden right axis, which always spans [0, 1]: edges of the plot.
 constexpr double kNanRow = 0.95;
 constexpr double kPosInfRow = 0.985;
@@ -103,6 +108,10 @@ SeriesPlot::SeriesPlot(const QString& title, QWidget* parent)
     m_plot->setContextMenuPolicy(Qt::CustomContextMenu);
     m_plot->yAxis2->setRange(0, 1);
     m_plot->yAxis2->setVisible(false);
+    // A fixed value-axis width: stacked plots share one step axis, and left margins that followed
+    // their tick labels' width put the same step ~16 px apart from one plot to the next.
+    m_plot->axisRect()->setAutoMargins(QCP::msTop | QCP::msRight | QCP::msBottom);
+    m_plot->axisRect()->setMargins(QMargins(kValueAxisWidth, 0, 0, 0));
     m_plot->setBackground(palette().color(QPalette::Base));
     const QColor text = palette().color(QPalette::Text);
     for (QCPAxis* axis : {m_plot->xAxis, m_plot->yAxis}) {
@@ -140,6 +149,8 @@ SeriesPlot::SeriesPlot(const QString& title, QWidget* parent)
     m_hoverLine->setVisible(false);
 
     connect(m_logToggle, &QCheckBox::toggled, this, &SeriesPlot::setLogScale);
+    // Every replot (zoom, pan, resize) lays the incident labels out again against the right edge.
+    connect(m_plot, &QCustomPlot::afterLayout, this, &SeriesPlot::placeBandLabels);
     connect(m_plot, &QCustomPlot::customContextMenuRequested, this, &SeriesPlot::showContextMenu);
     connect(m_plot, &QCustomPlot::mouseMove, this, [this](QMouseEvent* event) { updateHover(event->position().x()); });
     connect(m_plot, &QCustomPlot::mouseDoubleClick, this, [this](QMouseEvent* event) {
@@ -158,6 +169,35 @@ void SeriesPlot::setSeries(const std::vector<int64_t>& steps, const std::vector<
     applyData();
 }
 
+void SeriesPlot::clear()
+{
+    m_steps.clear();
+    m_data.clear();
+    m_overlaySteps.clear();
+    m_overlayData.clear();
+    m_overlay->setVisible(false);
+    m_plot->legend->setVisible(false);
+    setMarkedSteps({}, m_marked->name());
+    setCheckpointSteps({});
+    clearBands();
+    m_stepCursor->setVisible(false);
+    m_hoverLine->setVisible(false);
+    m_readout->clear();
+    applyData();
+}
+
+void SeriesPlot::resetZoom()
+{
+    rescale(true);
+    emit stepRangeChanged(m_plot->xAxis->range().lower, m_plot->xAxis->range().upper);
+}
+
+void SeriesPlot::setSeriesName(const QString& name)
+{
+    m_values->setName(name);
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
 void SeriesPlot::setOverlay(const QString& name, const std::vector<int64_t>& steps, const std::vector<double>& values)
 {
     m_overlay->setName(name);
@@ -173,7 +213,7 @@ void SeriesPlot::setOverlay(const QString& name, const std::vector<int64_t>& ste
     applyData();
 }
 
-void SeriesPlot::applyData()
+void SeriesPlot::applyData(bool fitSteps)
 {
     SplitSeries main = split(m_steps, m_data, m_logScale);
     SplitSeries overlay = split(m_overlaySteps, m_overlayData, m_logScale);
@@ -194,7 +234,7 @@ void SeriesPlot::applyData()
     m_nanMarkers->setData(nanX, QVector<double>(nanX.size(), kNanRow), true);
     m_posInfMarkers->setData(posX, QVector<double>(posX.size(), kPosInfRow), true);
     m_negInfMarkers->setData(negX, QVector<double>(negX.size(), kNegInfRow), true);
-    rescale();
+    rescale(fitSteps);
 }
 
 void SeriesPlot::setMarkedSteps(const std::vector<int64_t>& steps, const QString& label)
@@ -224,11 +264,18 @@ void SeriesPlot::setLogScale(bool logScale)
     if (m_logToggle->isChecked() != logScale)
         m_logToggle->setChecked(logScale);
     m_plot->yAxis->setScaleType(logScale ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
-    m_plot->yAxis->setTicker(logScale ? QSharedPointer<QCPAxisTicker>(new QCPAxisTickerLog)
-                                      : QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
-    m_plot->yAxis->setNumberFormat(logScale ? "eb" : "gb");
-    m_plot->yAxis->setNumberPrecision(logScale ? 0 : 4);
-    applyData();
+    useLogTicks(logScale);
+    applyData(false);
+}
+
+void SeriesPlot::useLogTicks(bool powersOfTen)
+{
+    // Powers of ten only where the axis spans decades: on a log axis of less than two decades the
+    // log ticker labels its in-between ticks with one significant digit (2·10^0, 2·10^0, 3·10^0).
+    m_plot->yAxis->setTicker(powersOfTen ? QSharedPointer<QCPAxisTicker>(new QCPAxisTickerLog)
+                                         : QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+    m_plot->yAxis->setNumberFormat(powersOfTen ? "eb" : "gb");
+    m_plot->yAxis->setNumberPrecision(powersOfTen ? 0 : 4);
 }
 
 void SeriesPlot::setSelectedStep(int64_t step)
@@ -278,8 +325,22 @@ void SeriesPlot::addBand(double fromStep, double toStep, const QColor& colour, c
         text->setBrush(backing);
         text->setPadding(QMargins(3, 1, 3, 1));
         m_bandLabels.push_back(text);
+        placeBandLabels();
     }
     m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void SeriesPlot::placeBandLabels()
+{
+    // A label reads rightwards from its band, unless that would run past the plot's right edge
+    // (an incident near the end of a run): then it reads leftwards from the band.
+    const int right = m_plot->axisRect()->right();
+    for (QCPItemText* text : m_bandLabels) {
+        const double x = m_plot->xAxis->coordToPixel(text->position->key());
+        const int width = QFontMetrics(text->font()).horizontalAdvance(text->text()) + 8;
+        const bool fits = x + width <= right;
+        text->setPositionAlignment((fits ? Qt::AlignLeft : Qt::AlignRight) | Qt::AlignTop);
+    }
 }
 
 void SeriesPlot::clearBands()
@@ -299,7 +360,7 @@ void SeriesPlot::setTrendLine(const std::vector<double>& steps, const std::vecto
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
-void SeriesPlot::rescale()
+void SeriesPlot::rescale(bool fitSteps)
 {
     bool found = false;
     QCPRange keys = m_values->getKeyRange(found);
@@ -310,7 +371,7 @@ void SeriesPlot::rescale()
             keys = found ? QCPRange(std::min(keys.lower, r.lower), std::max(keys.upper, r.upper)) : r;
         found = found || more;
     }
-    if (found)
+    if (found && fitSteps)
         setStepRange(keys.lower, std::max(keys.upper, keys.lower + 1));
     bool valuesFound = false;
     QCPRange values = m_values->getValueRange(valuesFound, QCP::sdBoth, QCPRange());
@@ -323,6 +384,7 @@ void SeriesPlot::rescale()
         if (m_logScale) {
             values.lower = std::max(values.lower, 1e-300);
             m_plot->yAxis->setRange(values.lower / 2, values.upper * 2);
+            useLogTicks(std::log10(values.upper * 2) - std::log10(values.lower / 2) >= 2);
         } else {
             // A flat series (a constant learning rate) gets a band around its value; a margin
             // proportional to a zero span would label every tick with the same number.
@@ -358,7 +420,7 @@ void SeriesPlot::showContextMenu(const QPoint& position)
     log->setCheckable(true);
     log->setChecked(m_logScale);
     connect(log, &QAction::toggled, this, &SeriesPlot::setLogScale);
-    menu.addAction(tr("Reset zoom"), this, &SeriesPlot::rescale);
+    menu.addAction(tr("Reset zoom"), this, &SeriesPlot::resetZoom);
     menu.addSeparator();
     menu.addAction(tr("Export plot\u2026"), this, [this] {
         const QString path = QFileDialog::getSaveFileName(this, tr("Export Plot"), m_title + ".png",

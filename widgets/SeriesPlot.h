@@ -26,6 +26,13 @@ public:
     explicit SeriesPlot(const QString& title, QWidget* parent = nullptr);
 
     void setSeries(const std::vector<int64_t>& steps, const std::vector<double>& values);
+    // Drops everything of the run shown: series, overlay, markers, bands, trend, cursor, readout.
+    void clear();
+    // Zooms out to every step and value, and tells linked plots (the context menu's Reset zoom).
+    void resetZoom();
+    // The legend name of the main series (default: the title), for plots whose main series is one
+    // of several ("max" over a "min" overlay).
+    void setSeriesName(const QString& name);
     // A second series drawn over the first (e.g. evaluation loss over training loss).
     void setOverlay(const QString& name, const std::vector<int64_t>& steps, const std::vector<double>& values);
     void setMarkedSteps(const std::vector<int64_t>& steps, const QString& label);
@@ -46,6 +53,8 @@ public:
     int posInfCount() const { return m_posInfCount; }
     int negInfCount() const { return m_negInfCount; }
     int markedCount() const { return m_markedCount; }
+    // The incident labels drawn on the bands, for checks that they stay inside the plot.
+    const std::vector<QCPItemText*>& bandLabels() const { return m_bandLabels; }
     QString title() const { return m_title; }
     QCustomPlot* plot() const { return m_plot; }
     // Saves as PNG, SVG or PDF by the file's extension.
@@ -56,8 +65,12 @@ signals:
     void stepRangeChanged(double lower, double upper);
 
 private:
-    void applyData();
-    void rescale();
+    // `fitSteps`: zoom the step axis out to the data (new data); false keeps the user's zoom
+    // (a log toggle changes values, not steps).
+    void applyData(bool fitSteps = true);
+    void rescale(bool fitSteps = true);
+    void useLogTicks(bool powersOfTen);
+    void placeBandLabels();
     void showContextMenu(const QPoint& position);
     void updateHover(double pixelX);
 
@@ -83,6 +96,7 @@ private:
     std::vector<double> m_overlayData;
     bool m_logScale = false;
     bool m_syncingRange = false;
+    double m_lastHoverStep = -1; // the readout's step, to refresh it when the data changes
     int m_nanCount = 0;
     int m_posInfCount = 0;
     int m_negInfCount = 0;

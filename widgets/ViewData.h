@@ -3,6 +3,7 @@
 // Plain values the views are fed with. The app reads them from core off the GUI thread.
 
 #include "core/run/LayerHeatmap.h"
+#include "core/scan/LayerHealth.h"
 
 #include <QString>
 #include <QStringList>

@@ -129,28 +129,4 @@ Result<LayerHeatmap> buildLayerHeatmap(const RunReader& reader, HeatmapQuantity 
 
 namespace nanscope {
 
-std::vector<LayerHealth> judgeLayerHealth(const LayerHeatmap& heatmap)
-{
-    std::vector<LayerHealth> health(heatmap.rows.size(), LayerHealth::Ok);
-    const size_t bins = heatmap.bins();
-    for (size_t r = 0; r < heatmap.rows.size(); ++r) {
-        std::vector<float> finite;
-        for (size_t b = 0; b < bins; ++b) {
-            if (heatmap.nonfinite[r * bins + b]) {
-                health[r] = LayerHealth::Bad;
-                break;
-            }
-            finite.push_back(heatmap.at(r, b));
-        }
-        if (health[r] == LayerHealth::Bad || finite.empty())
-            continue;
-        const float peak = *std::max_element(finite.begin(), finite.end());
-        std::nth_element(finite.begin(), finite.begin() + finite.size() / 2, finite.end());
-        const float median = finite[finite.size() / 2];
-        if (peak - median > 3.f || median < -8.f)
-            health[r] = LayerHealth::Warning;
-    }
-    return health;
-}
-
 } // namespace nanscope

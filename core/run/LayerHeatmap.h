@@ -34,13 +34,6 @@ struct LayerHeatmap
     float at(size_t row, size_t bin) const { return values[row * bins() + bin]; }
 };
 
-enum class LayerHealth { Ok, Warning, Bad };
-
-// Per row of a gradient-norm heatmap. Bad: any non-finite gradient. Warning: a peak three
-// orders of magnitude above the layer's own typical level, or a gradient that has all but
-// vanished (median below 1e-8).
-std::vector<LayerHealth> judgeLayerHealth(const LayerHeatmap& gradNormLog10);
-
 // Reads the table in row blocks (never the whole matrix at once) and bins it.
 Result<LayerHeatmap> buildLayerHeatmap(const RunReader& reader, HeatmapQuantity quantity, size_t maxBins,
                                        const ProgressCallback& progress = {});

@@ -14,6 +14,15 @@ namespace nanscope {
 
 namespace rf = runformat;
 
+std::vector<int64_t> RunInfo::replayableSteps() const
+{
+    std::vector<int64_t> steps;
+    for (const auto& [step, path] : checkpoints)
+        if (batches.count(step))
+            steps.push_back(step);
+    return steps;
+}
+
 const TableInfo* RunInfo::table(const std::string& name) const
 {
     for (const auto& t : tables)

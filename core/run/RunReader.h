@@ -41,6 +41,9 @@ struct RunInfo
     bool openedForSwmr = false;
 
     const TableInfo* table(const std::string& name) const;
+    // Steps that replay can take: a checkpoint and a batch saved at the same step (replay runs
+    // batch N through checkpoint N, and refuses any other pairing). Ascending.
+    std::vector<int64_t> replayableSteps() const;
 };
 
 // Reads a run directory. Opens run.h5 read-only (SWMR read when the file is still marked open

@@ -1,6 +1,30 @@
 #include "core/scan/Incident.h"
 
+#include <algorithm>
+
 namespace nanscope {
+
+int64_t incidentEndStep(const Incident& incident)
+{
+    if (incident.nonfiniteStep)
+        return *incident.nonfiniteStep;
+    return std::max(incident.onsetStep, incident.evidence.windowEndStep);
+}
+
+StepRange incidentViewRange(const Incident& incident, int64_t runFirstStep, int64_t runLastStep)
+{
+    const double onset = double(incident.onsetStep);
+    const double end = double(incidentEndStep(incident));
+    const double margin = std::max(20.0, (end - onset) * 0.6);
+    StepRange range{onset - margin, end + margin};
+    if (runLastStep > runFirstStep) {
+        range.first = std::max(range.first, double(runFirstStep));
+        range.last = std::min(range.last, double(runLastStep));
+        if (range.last <= range.first) // an incident past the logged steps: show it anyway
+            range = {onset - margin, end + margin};
+    }
+    return range;
+}
 
 const char* toString(IncidentKind kind)
 {

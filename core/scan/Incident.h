@@ -89,6 +89,19 @@ struct ScanReport
     }
 };
 
+// The last step an incident covers: its first non-finite step, else the end of its evidence window.
+int64_t incidentEndStep(const Incident& incident);
+
+// The steps to show for an incident: its extent with a margin either side (at least 20 steps, 60%
+// of the extent), kept within the run's steps [runFirstStep, runLastStep] so that an incident at
+// step 0 does not zoom out past the data. One definition for the window, the overview and the report.
+struct StepRange
+{
+    double first = 0;
+    double last = 0;
+};
+StepRange incidentViewRange(const Incident& incident, int64_t runFirstStep, int64_t runLastStep);
+
 // Stable lower-case names used in JSON and text output: "blowup", "bn_corruption", "critical", ...
 const char* toString(IncidentKind kind);
 const char* toString(Severity severity);

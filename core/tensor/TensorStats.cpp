@@ -1,5 +1,7 @@
 #include "core/tensor/TensorStats.h"
 
+#include "core/tensor/BatchNormHealth.h"
+
 
 #include <algorithm>
 #include <atomic>
@@ -899,13 +901,16 @@ std::vector<std::string> healthFlags(const TensorStats& s, const HealthThreshold
         flags.push_back(std::to_string(s.posinf) + " +Inf");
     if (s.neginf)
         flags.push_back(std::to_string(s.neginf) + " -Inf");
-    const std::string suffix = "running_var";
-    const bool runningVar = s.name.size() >= suffix.size()
-                            && s.name.compare(s.name.size() - suffix.size(), suffix.size(), suffix) == 0;
-    if (runningVar && s.min && *s.min <= 0)
-        flags.push_back("running_var <= 0");
-    if (runningVar && s.nonfinite() > 0)
-        flags.push_back("running_var not finite");
+    if (batchnorm::isRunningVarianceName(s.name)) {
+        switch (batchnorm::judgeBuffers(double(s.nonfinite()), s.min ? *s.min : std::nan(""))) {
+        case batchnorm::BufferHealth::Poisoned: flags.push_back("running_var not finite"); break;
+        case batchnorm::BufferHealth::Negative: flags.push_back("running_var < 0"); break;
+        case batchnorm::BufferHealth::Collapsed:
+            flags.push_back("running_var <= " + shortNumber(batchnorm::kCollapsedVariance) + " (collapsed)");
+            break;
+        case batchnorm::BufferHealth::Healthy: break;
+        }
+    }
     if (s.norm > thresholds.normAbove)
         flags.push_back("norm " + shortNumber(s.norm) + " > " + shortNumber(thresholds.normAbove));
     if (s.spectralNorm && *s.spectralNorm > thresholds.spectralNormAbove)

@@ -1,4 +1,4 @@
-#include <QApplication>
+#include "app/GuardedApplication.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,8 @@ int main(int argc, char** argv)
     qputenv("QT_QPA_PLATFORM", qgetenv("QT_QPA_PLATFORM").isEmpty() ? "offscreen" : qgetenv("QT_QPA_PLATFORM"));
     // Child processes (replay, stats, report) run the real nanscope, not this test binary.
     qputenv("NANSCOPE_PROGRAM", NANSCOPE_BINARY);
-    QApplication app(argc, argv);
+    // The application object the window runs under, so that its guard is tested as it runs.
+    nanscope::GuardedApplication app(argc, argv);
     ::testing::InitGoogleTest(&argc, argv);
     return RUN_ALL_TESTS();
 }

@@ -244,10 +244,14 @@ class StatsMatchPyTorch(unittest.TestCase):
         self.assertIn("NaN", table)
 
     def test_running_var_and_norm_flags(self):
-        state = {"bn.running_var": torch.tensor([1.0, 0.0, -2.0]), "big.weight": torch.full((10,), 1e6)}
+        state = {"bn.running_var": torch.tensor([1.0, 0.0, -2.0]), "bn2.running_var": torch.tensor([1.0, 1e-12]),
+                 "bn3.running_var": torch.tensor([1.0, 1e-3]), "big.weight": torch.full((10,), 1e6)}
         torch.save(state, self.path("flags.pt"))
         flags = {t["name"]: t["flags"] for t in stats_json(self.path("flags.pt"))["tensors"]}
-        self.assertIn("running_var <= 0", flags["bn.running_var"])
+        self.assertIn("running_var < 0", flags["bn.running_var"])
+        # The same floor as the scan and the BatchNorm view: 1e-12 has collapsed, 1e-3 has not.
+        self.assertTrue(any("collapsed" in f for f in flags["bn2.running_var"]), flags["bn2.running_var"])
+        self.assertEqual(flags["bn3.running_var"], [])
         self.assertTrue(any(f.startswith("norm") for f in flags["big.weight"]))
 
     def test_spectral_norm_and_histogram(self):

@@ -89,3 +89,94 @@ TEST(BatchNormView, CollapsedVarianceIsFlagged)
     EXPECT_TRUE(view.summary().contains("collapsed")) << view.summary().toStdString();
     EXPECT_EQ(view.varPlot()->markedCount(), 2);
 }
+
+TEST(SeriesPlot, TogglingLogKeepsTheUsersStepRange)
+{
+    SeriesPlot plot("grad norm");
+    plot.setSeries({0, 100, 200, 300, 400}, {1, 2, 3, 4, 5});
+    plot.setStepRange(100, 200);
+    plot.setLogScale(true);
+    EXPECT_DOUBLE_EQ(plot.plot()->xAxis->range().lower, 100) << "log toggling zoomed the step axis out";
+    EXPECT_DOUBLE_EQ(plot.plot()->xAxis->range().upper, 200);
+}
+
+TEST(SeriesPlot, ResetZoomOnOnePlotMovesTheLinkedPlots)
+{
+    OverviewView overview;
+    overview.setScalars({0, 10, 20, 30}, {{"loss", {1, 2, 3, 4}}, {"grad_norm", {1, 2, 3, 4}}}, {});
+    SeriesPlot* loss = overview.plot("loss");
+    SeriesPlot* grad = overview.plot("grad_norm");
+    ASSERT_TRUE(loss && grad);
+    loss->plot()->xAxis->setRange(10, 20); // a user zoom, linked
+    EXPECT_DOUBLE_EQ(grad->plot()->xAxis->range().lower, 10);
+    loss->resetZoom();
+    EXPECT_DOUBLE_EQ(loss->plot()->xAxis->range().lower, 0);
+    EXPECT_DOUBLE_EQ(grad->plot()->xAxis->range().lower, 0) << "reset zoom broke the linked step axis";
+    EXPECT_DOUBLE_EQ(grad->plot()->xAxis->range().upper, loss->plot()->xAxis->range().upper);
+}
+
+TEST(SeriesPlot, StackedPlotsShareOneLeftEdgeWhateverTheirTickLabels)
+{
+    OverviewView overview;
+    overview.resize(800, 900);
+    overview.setScalars({0, 1, 2}, {{"loss", {1e-30, 1e30, 1}}, {"grad_norm", {0.05, 0.05, 0.05}}}, {});
+    overview.show();
+    SeriesPlot* loss = overview.plot("loss");
+    SeriesPlot* grad = overview.plot("grad_norm");
+    loss->plot()->replot();
+    grad->plot()->replot();
+    EXPECT_EQ(loss->plot()->axisRect()->left(), grad->plot()->axisRect()->left());
+}
+
+TEST(SeriesPlot, ClearDropsEverythingOfTheRun)
+{
+    SeriesPlot plot("loss");
+    plot.setSeries({0, 1, 2}, {1.0, std::nan(""), 3.0});
+    plot.setCheckpointSteps({1});
+    plot.setSelectedStep(1);
+    plot.addBand(0, 1, Qt::red, "blowup");
+    plot.clear();
+    EXPECT_EQ(plot.nanCount(), 0);
+    EXPECT_EQ(plot.checkpointCount(), 0);
+    EXPECT_TRUE(plot.plot()->graph(0)->data()->isEmpty());
+    EXPECT_EQ(plot.plot()->itemCount(), 2) << "only the (hidden) step cursor and hover line remain";
+}
+
+TEST(SeriesPlot, ShortLogRangeHasNoRepeatedTickLabels)
+{
+    // Each of these drew a log axis whose labels repeated (3e+00 / 5e+00 / 8e+00 / 1e+01 / 1e+01 ...).
+    for (const std::vector<double>& values : {std::vector<double>{3, 9}, {0.9, 1.1}, {2, 2.1}}) {
+        SeriesPlot plot("loss");
+        plot.resize(600, 300);
+        plot.setSeries({0, 1}, values);
+        plot.setLogScale(true);
+        plot.show();
+        plot.plot()->replot();
+        const QVector<QString> labels = plot.plot()->yAxis->tickVectorLabels();
+        QSet<QString> unique(labels.begin(), labels.end());
+        EXPECT_EQ(unique.size(), labels.size()) << QStringList(labels.begin(), labels.end()).join(" / ").toStdString();
+        EXPECT_GE(labels.size(), 2);
+    }
+}
+
+TEST(SeriesPlot, IncidentLabelNearTheEndOfARunStaysInsideThePlot)
+{
+    SeriesPlot plot("grad norm");
+    plot.resize(600, 300);
+    std::vector<int64_t> steps;
+    std::vector<double> values;
+    for (int i = 0; i <= 100; ++i) {
+        steps.push_back(i);
+        values.push_back(1.0 + i);
+    }
+    plot.setSeries(steps, values);
+    plot.addBand(97, 98, Qt::red, "sudden jump x3.6e+16 at the last steps");
+    plot.addBand(10, 20, Qt::red, "gradual growth");
+    plot.show();
+    plot.plot()->replot();
+    ASSERT_EQ(plot.bandLabels().size(), 2u);
+    const int right = plot.plot()->axisRect()->right();
+    for (QCPItemText* label : plot.bandLabels())
+        EXPECT_LE(label->right->pixelPosition().x(), right + 1) << label->text().toStdString() << " is clipped";
+    EXPECT_TRUE(plot.bandLabels()[1]->positionAlignment() & Qt::AlignLeft) << "a label with room reads rightwards";
+}

@@ -1,0 +1,132 @@
+#include "ChildProgram.h"
+
+#include <QCoreApplication>
+#include <QFileInfo>
+#include <QProcess>
+
+namespace nanscope {
+
+QString nanscopeProgram()
+{
+    const QString fromEnvironment = qEnvironmentVariable("NANSCOPE_PROGRAM");
+    return fromEnvironment.isEmpty() ? QCoreApplication::applicationFilePath() : fromEnvironment;
+}
+
+namespace {
+
+QString programName(const QString& program)
+{
+    return QFileInfo(program).fileName();
+}
+
+// The child's last meaningful error line: its own message, without the "nanscope: " prefix and
+// without the warning every replay prints about running the checkpoint's code.
+QString errorLine(const QString& standardError)
+{
+    QStringList lines = standardError.split('\n', Qt::SkipEmptyParts);
+    lines.removeIf([](const QString& l) { return l.contains("runs code from the file"); });
+    return lines.join("\n").remove("nanscope: ").trimmed();
+}
+
+ChildOutcome outcomeOf(QProcess& process, const QString& program, bool finished)
+{
+    ChildOutcome outcome;
+    outcome.standardError = QString::fromUtf8(process.readAllStandardError()).trimmed();
+    outcome.exitCode = process.exitCode();
+    const QString name = programName(program);
+    if (!finished) {
+        outcome.kind = ChildOutcome::Kind::TimedOut;
+        outcome.message = QObject::tr("%1 did not finish in time and was stopped").arg(name);
+    } else if (process.exitStatus() == QProcess::CrashExit) {
+        outcome.kind = ChildOutcome::Kind::Crashed;
+        outcome.message = QObject::tr("%1 crashed; the window is unaffected. %2").arg(name, outcome.standardError.right(400)).trimmed();
+    } else if (process.exitCode() != 0) {
+        outcome.kind = ChildOutcome::Kind::ExitedWithError;
+        outcome.message = errorLine(outcome.standardError);
+        if (outcome.message.isEmpty())
+            outcome.message = QObject::tr("%1 exited with status %2").arg(name).arg(process.exitCode());
+    } else {
+        outcome.standardOutput = process.readAllStandardOutput();
+    }
+    return outcome;
+}
+
+ChildOutcome failedToStart(const QString& program, const QString& why)
+{
+    ChildOutcome outcome;
+    outcome.kind = ChildOutcome::Kind::FailedToStart;
+    outcome.exitCode = -1;
+    outcome.message = QObject::tr("cannot start %1: %2").arg(program, why);
+    return outcome;
+}
+
+} // namespace
+
+ChildProgram::ChildProgram(QObject* parent)
+    : QObject(parent)
+    , m_program(nanscopeProgram())
+{
+}
+
+ChildProgram::~ChildProgram()
+{
+    cancel();
+}
+
+bool ChildProgram::isRunning() const
+{
+    return m_process && m_process->state() != QProcess::NotRunning;
+}
+
+void ChildProgram::start(const QStringList& arguments, Done done)
+{
+    cancel();
+    auto* process = new QProcess(this);
+    m_process = process;
+    const QString program = m_program;
+    // Both signals can fire for one process (a crash reports errorOccurred, then finished): only
+    // the first one that is still the current request reports.
+    auto report = [this, process, done](const ChildOutcome& outcome) {
+        if (process != m_process)
+            return;
+        m_process = nullptr;
+        process->deleteLater();
+        done(outcome);
+    };
+    connect(process, &QProcess::finished, this, [process, program, report](int, QProcess::ExitStatus) {
+        report(outcomeOf(*process, program, true));
+    });
+    connect(process, &QProcess::errorOccurred, this, [process, program, report](QProcess::ProcessError error) {
+        if (error == QProcess::FailedToStart)
+            report(failedToStart(program, process->errorString()));
+    });
+    process->start(program, arguments);
+}
+
+void ChildProgram::cancel()
+{
+    if (!m_process)
+        return;
+    QProcess* process = m_process;
+    m_process = nullptr; // its signals no longer report
+    process->disconnect(this);
+    process->kill();
+    process->waitForFinished(2000);
+    process->deleteLater();
+}
+
+ChildOutcome ChildProgram::runAndWait(const QString& program, const QStringList& arguments, int timeoutMs)
+{
+    QProcess process;
+    process.start(program, arguments);
+    if (!process.waitForStarted(30000))
+        return failedToStart(program, process.errorString());
+    const bool finished = process.waitForFinished(timeoutMs);
+    if (!finished) {
+        process.kill();
+        process.waitForFinished(2000);
+    }
+    return outcomeOf(process, program, finished);
+}
+
+} // namespace nanscope

@@ -1,0 +1,65 @@
+#pragma once
+
+#include <QByteArray>
+#include <QObject>
+#include <QPointer>
+#include <QString>
+#include <QStringList>
+
+#include <functional>
+
+class QProcess;
+
+namespace nanscope {
+
+// How a child program ended. Exactly one of these reaches the caller per request that was not
+// replaced or cancelled.
+struct ChildOutcome
+{
+    enum class Kind { Succeeded, FailedToStart, Crashed, ExitedWithError, TimedOut };
+    Kind kind = Kind::Succeeded;
+    int exitCode = 0;
+    QByteArray standardOutput;
+    QString standardError; // trimmed
+    // For anything but success: one readable sentence ("cannot start ...", "... crashed", the
+    // child's own error line), never empty.
+    QString message;
+
+    bool succeeded() const { return kind == Kind::Succeeded; }
+};
+
+// The one place that runs nanscope's child programs (replay, stats, diff, report export): untrusted
+// files and users' models are read where a crash cannot take the window down. Latest request wins:
+// start() replaces a request still running, whose callback is then never called; a failed start, a
+// crash, a non-zero exit and a timeout each end in one outcome with a message.
+class ChildProgram : public QObject
+{
+    Q_OBJECT
+public:
+    using Done = std::function<void(const ChildOutcome&)>;
+
+    explicit ChildProgram(QObject* parent = nullptr);
+    ~ChildProgram() override;
+
+    // The program that runs; nanscopeProgram() by default.
+    void setProgram(const QString& program) { m_program = program; }
+    QString program() const { return m_program; }
+
+    void start(const QStringList& arguments, Done done);
+    // Kills the running request; its callback is not called.
+    void cancel();
+    bool isRunning() const;
+
+    // The same outcomes, blocking: for headless commands that already run off the GUI thread.
+    static ChildOutcome runAndWait(const QString& program, const QStringList& arguments, int timeoutMs);
+
+private:
+    QString m_program;
+    QPointer<QProcess> m_process;
+};
+
+// The nanscope executable that child processes run: $NANSCOPE_PROGRAM when set (tests, and
+// embedders whose own executable is not nanscope), else this program.
+QString nanscopeProgram();
+
+} // namespace nanscope

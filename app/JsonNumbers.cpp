@@ -1,0 +1,22 @@
+#include "JsonNumbers.h"
+
+#include <cmath>
+
+namespace nanscope {
+
+QJsonValue jsonNumber(double value)
+{
+    return std::isfinite(value) ? QJsonValue(value) : QJsonValue(QJsonValue::Null);
+}
+
+QJsonValue jsonNumber(const std::optional<double>& value)
+{
+    return value ? jsonNumber(*value) : QJsonValue(QJsonValue::Null);
+}
+
+double jsonNumberOrNan(const QJsonValue& value)
+{
+    return value.isDouble() ? value.toDouble() : std::nan("");
+}
+
+} // namespace nanscope

@@ -1,0 +1,122 @@
+// The window never shows one run's state beside another's: the RunContext closes the old run and
+// every view drops what it showed (issue: the replay pane kept the old run's result, step and
+// layer filter; a failed open showed its error next to the old run's layer tree and incidents).
+#include "AppTestSupport.h"
+
+#include "app/MainWindow.h"
+#include "widgets/BatchNormView.h"
+#include "widgets/CheckpointsView.h"
+#include "widgets/HeatmapView.h"
+#include "widgets/IncidentModel.h"
+#include "widgets/LayerDetailView.h"
+#include "widgets/LayerTreeModel.h"
+#include "widgets/OverviewView.h"
+#include "widgets/ReplayOpModel.h"
+#include "widgets/ReplayView.h"
+#include "widgets/SeriesPlot.h"
+#include "widgets/TensorStatsModel.h"
+
+#include <QAction>
+#include <qcustomplot.h>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+
+#include <gtest/gtest.h>
+
+using namespace nanscope;
+
+namespace {
+bool openAndWait(MainWindow& window, const QString& dir)
+{
+    QSignalSpy loaded(&window, &MainWindow::runLoaded);
+    window.openRun(dir);
+    return loaded.wait(30000) && loaded.first().first().toBool();
+}
+
+bool treeNames(const LayerTreeModel& model, const QString& name)
+{
+    return model.indexOfParameter(name).isValid();
+}
+} // namespace
+
+TEST(RunSwitch, OpeningRunBAfterAReplayOfRunAShowsNothingOfA)
+{
+    MainWindow window;
+    window.setReplayProgram(NANSCOPE_BINARY);
+    ASSERT_TRUE(openAndWait(window, test::demoRun("division-by-zero")));
+    QSignalSpy scanned(&window, &MainWindow::incidentsFound);
+    ASSERT_TRUE(scanned.wait(30000) || scanned.count() > 0);
+    window.selectStep(185);
+    ReplayRequest request = window.replay()->request();
+    request.layerPrefix = "norm";
+    window.replay()->setLayerPrefix("norm");
+    QSignalSpy replayed(&window, &MainWindow::replayFinished);
+    window.runReplay(request);
+    ASSERT_TRUE(replayed.wait(120000));
+    ASSERT_GT(window.replay()->model()->rowCount(), 0) << "run A's replay is on screen before the switch";
+    const QString runALayer = QString::fromStdString(window.snapshot().layers.front());
+    ASSERT_TRUE(treeNames(*window.layerModel(), runALayer));
+
+    ASSERT_TRUE(openAndWait(window, test::demoRun("batchnorm-poisoned")));
+    EXPECT_EQ(window.snapshot().info.runName, "batchnorm-poisoned");
+    // Replay pane: no result, no layer filter, only run B's steps.
+    EXPECT_EQ(window.replay()->model()->rowCount(), 0);
+    EXPECT_TRUE(window.replay()->report().ops.empty());
+    EXPECT_TRUE(window.replay()->request().layerPrefix.isEmpty()) << window.replay()->request().layerPrefix.toStdString();
+    const qint64 replayStep = window.replay()->request().step;
+    const std::vector<int64_t> runBSteps = window.snapshot().info.replayableSteps();
+    EXPECT_TRUE(replayStep < 0 || std::count(runBSteps.begin(), runBSteps.end(), replayStep)) << replayStep;
+    // Selection: nothing selected carries over.
+    EXPECT_NE(window.selectedStep(), 185);
+    // Layer tree and layer detail: only run B's layers.
+    bool anyOfA = false;
+    for (const auto& name : window.snapshot().layers)
+        anyOfA |= QString::fromStdString(name) == runALayer;
+    if (!anyOfA)
+        EXPECT_FALSE(treeNames(*window.layerModel(), runALayer));
+    EXPECT_TRUE(window.layerDetail()->detail().layer.isEmpty() ||
+                std::count(window.snapshot().layers.begin(), window.snapshot().layers.end(),
+                           window.layerDetail()->detail().layer.toStdString()));
+}
+
+TEST(RunSwitch, AFailedOpenLeavesNoTraceOfThePreviousRun)
+{
+    MainWindow window;
+    ASSERT_TRUE(openAndWait(window, test::demoRun("sudden-blowup")));
+    QSignalSpy scanned(&window, &MainWindow::incidentsFound);
+    ASSERT_TRUE(scanned.wait(30000) || scanned.count() > 0);
+    ASSERT_GT(window.incidentModel()->rowCount(), 0);
+    ASSERT_GT(window.layerModel()->parameterCount(), 0);
+    ASSERT_TRUE(window.reloadAction()->isEnabled());
+
+    QTemporaryDir empty;
+    QSignalSpy loaded(&window, &MainWindow::runLoaded);
+    window.openRun(empty.path());
+    ASSERT_TRUE(loaded.wait(30000));
+    EXPECT_FALSE(loaded.first().first().toBool());
+    EXPECT_FALSE(window.errorText().isEmpty());
+    EXPECT_EQ(window.incidentModel()->rowCount(), 0) << "the old run's incidents stayed clickable";
+    EXPECT_EQ(window.layerModel()->parameterCount(), 0) << "the old run's layer tree stayed up";
+    EXPECT_TRUE(window.overview()->plot("loss")->plot()->graph(0)->data()->isEmpty()) << "the old run's loss stayed drawn";
+    EXPECT_EQ(window.heatmap()->heatmap().rows.size(), 0u);
+    EXPECT_EQ(window.checkpoints()->model()->rowCount(), 0);
+    EXPECT_FALSE(window.reloadAction()->isEnabled());
+    EXPECT_FALSE(window.exportAction()->isEnabled());
+}
+
+TEST(RunSwitch, ActionsThatNeedARunAreDisabledWithoutOne)
+{
+    MainWindow window;
+    EXPECT_FALSE(window.reloadAction()->isEnabled()) << "F5 looked enabled with no run and did nothing";
+    EXPECT_FALSE(window.exportAction()->isEnabled()) << "Ctrl+E looked enabled with no run and did nothing";
+}
+
+TEST(RunSwitch, StatusSaysIncidentInTheSingularAndNoLiveFollowForAFinishedRun)
+{
+    MainWindow window;
+    ASSERT_TRUE(openAndWait(window, test::demoRun("healthy")));
+    QSignalSpy scanned(&window, &MainWindow::incidentsFound);
+    ASSERT_TRUE(scanned.wait(30000) || scanned.count() > 0);
+    EXPECT_FALSE(window.statusText().contains("following live")) << window.statusText().toStdString();
+    EXPECT_FALSE(window.statusText().contains(" 1 incidents")) << window.statusText().toStdString();
+}

@@ -1,0 +1,107 @@
+// The judgements every view, command and report share, each decided in one place.
+#include "core/run/LayerNames.h"
+#include "core/run/RunReader.h"
+#include "core/scan/Incident.h"
+#include "core/scan/LayerHealth.h"
+#include "core/tensor/BatchNormHealth.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace nanscope;
+
+namespace {
+Incident incidentNaming(Severity severity, std::vector<std::string> layers, std::vector<std::string> onsetNames = {})
+{
+    Incident incident;
+    incident.severity = severity;
+    incident.layers = std::move(layers);
+    for (auto& name : onsetNames)
+        incident.evidence.layerOnsets.push_back(LayerOnset{name, "activations", 10});
+    return incident;
+}
+} // namespace
+
+TEST(LayerHealth, IconsFollowTheIncidentsNotTheRawGradients)
+{
+    ScanReport scan;
+    // A skipped non-finite step that training recovered from: a warning, so its layer is not red.
+    scan.incidents.push_back(incidentNaming(Severity::Warning, {"fc2.weight"}));
+    // A critical blow-up blamed on a module (from /activations): every parameter of it is bad.
+    scan.incidents.push_back(incidentNaming(Severity::Critical, {}, {"fc1"}));
+    const auto health = judgeLayerHealth({"fc1.weight", "fc1.bias", "fc10.weight", "fc2.weight", "fc3.weight"}, scan);
+    EXPECT_EQ(health, (std::vector<LayerHealth>{LayerHealth::Bad, LayerHealth::Bad, LayerHealth::Ok, LayerHealth::Warning,
+                                                LayerHealth::Ok}));
+}
+
+TEST(LayerHealth, TheWorstIncidentWins)
+{
+    ScanReport scan;
+    scan.incidents.push_back(incidentNaming(Severity::Warning, {"a.weight"}));
+    scan.incidents.push_back(incidentNaming(Severity::Critical, {"a.weight"}));
+    scan.incidents.push_back(incidentNaming(Severity::Info, {"b.weight"}));
+    EXPECT_EQ(judgeLayerHealth({"a.weight", "b.weight"}, scan), (std::vector<LayerHealth>{LayerHealth::Bad, LayerHealth::Ok}));
+}
+
+TEST(LayerNames, ModulesOwnParametersByPathNotByPrefix)
+{
+    EXPECT_EQ(layernames::owningModule("encoder.layers.0.attn.weight"), "encoder.layers.0.attn");
+    EXPECT_EQ(layernames::owningModule("bias"), "");
+    EXPECT_EQ(layernames::leafName("encoder.0.weight"), "weight");
+    EXPECT_TRUE(layernames::isWithin("fc1.weight", "fc1"));
+    EXPECT_FALSE(layernames::isWithin("fc10.weight", "fc1"));
+    const std::vector<std::string> modules{"fc1", "fc10", "bn"};
+    EXPECT_EQ(layernames::moduleColumn(modules, "fc10.weight"), 1);
+    EXPECT_EQ(layernames::moduleColumn(modules, "bn"), 2);
+    EXPECT_EQ(layernames::moduleColumn(modules, "head.weight"), -1);
+}
+
+TEST(IncidentExtent, AnIncidentAtStepZeroDoesNotZoomPastTheData)
+{
+    Incident incident;
+    incident.onsetStep = 0;
+    incident.nonfiniteStep = 400;
+    EXPECT_EQ(incidentEndStep(incident), 400);
+    const StepRange range = incidentViewRange(incident, 0, 1000);
+    EXPECT_EQ(range.first, 0.0) << "was -240";
+    EXPECT_EQ(range.last, 640.0);
+    const StepRange nearEnd = incidentViewRange(incident, 0, 450);
+    EXPECT_EQ(nearEnd.last, 450.0) << "was 640, past the last logged step";
+}
+
+TEST(IncidentExtent, EndsAtTheEvidenceWindowWithoutANonfiniteStep)
+{
+    Incident incident;
+    incident.onsetStep = 100;
+    incident.evidence.windowEndStep = 130;
+    EXPECT_EQ(incidentEndStep(incident), 130);
+    const StepRange range = incidentViewRange(incident, 0, 10000);
+    EXPECT_EQ(range.first, 80.0);
+    EXPECT_EQ(range.last, 150.0);
+}
+
+TEST(ReplayableSteps, OnlyStepsWithBothACheckpointAndABatch)
+{
+    RunInfo info;
+    info.checkpoints = {{100, "c100"}, {200, "c200"}, {300, "c300"}};
+    info.batches = {{200, "b200"}, {250, "b250"}, {300, "b300"}};
+    EXPECT_EQ(info.replayableSteps(), (std::vector<int64_t>{200, 300}));
+}
+
+TEST(BatchNormHealth, OneFloorForEveryView)
+{
+    using batchnorm::BufferHealth;
+    EXPECT_EQ(batchnorm::judgeBuffers(0, 1.0), BufferHealth::Healthy);
+    EXPECT_EQ(batchnorm::judgeBuffers(0, 1e-9), BufferHealth::Healthy) << "the view used to call 1e-9 collapsed, the scan did not";
+    EXPECT_EQ(batchnorm::judgeBuffers(0, 1e-11), BufferHealth::Collapsed);
+    EXPECT_EQ(batchnorm::judgeBuffers(0, -0.5), BufferHealth::Negative);
+    EXPECT_EQ(batchnorm::judgeBuffers(3, 1.0), BufferHealth::Poisoned);
+    EXPECT_EQ(batchnorm::judgeBuffers(0, std::nan("")), BufferHealth::Healthy) << "no finite element: nothing to judge";
+    const auto history = batchnorm::judgeHistory({10, 20, 30, 40}, {0, 0, 0, 2}, {1.0, 1e-12, 0.5, 0.5});
+    EXPECT_EQ(history.collapsedFrom, 20);
+    EXPECT_EQ(history.poisonedFrom, 40);
+    EXPECT_EQ(history.negativeFrom, -1);
+    EXPECT_TRUE(batchnorm::isRunningVarianceName("features.bn1.running_var"));
+    EXPECT_FALSE(batchnorm::isRunningVarianceName("features.bn1.running_mean"));
+}
