@@ -12,6 +12,11 @@
 #include <QJsonObject>
 
 #include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+
+#include <unistd.h>
 
 namespace nanscope::cli {
 
@@ -65,6 +70,36 @@ QString range(const ValueStats& s)
         text += QString("  NaN %1 +Inf %2 -Inf %3").arg(s.nan).arg(s.posinf).arg(s.neginf);
     return text;
 }
+
+// While it lives, whatever writes to file descriptor 1 (C stdio, std::cout, LibTorch) goes to
+// stderr; the real stdout comes back when it ends.
+class StdoutToStderr
+{
+public:
+    StdoutToStderr()
+    {
+        out().flush();
+        std::cout.flush();
+        std::fflush(stdout);
+        m_savedStdout = ::dup(STDOUT_FILENO);
+        if (m_savedStdout >= 0)
+            ::dup2(STDERR_FILENO, STDOUT_FILENO);
+    }
+    ~StdoutToStderr()
+    {
+        std::cout.flush();
+        std::fflush(stdout);
+        if (m_savedStdout >= 0) {
+            ::dup2(m_savedStdout, STDOUT_FILENO);
+            ::close(m_savedStdout);
+        }
+    }
+    StdoutToStderr(const StdoutToStderr&) = delete;
+    StdoutToStderr& operator=(const StdoutToStderr&) = delete;
+
+private:
+    int m_savedStdout = -1;
+};
 
 QString stepList(const std::map<int64_t, std::string>& a, const std::map<int64_t, std::string>& b)
 {
@@ -144,7 +179,15 @@ int runReplay(const QStringList& arguments)
     err() << "nanscope: replaying " << fromStd(options.checkpoint)
           << " (TorchScript: this runs code from the file)" << Qt::endl;
 
-    auto replayed = replayStep(options);
+    Result<ReplayResult> replayed = Error{"not run"};
+    {
+        // The model runs here, and a model may print (TorchScript print() writes to stdout): with
+        // --json its text would corrupt the JSON a parent process parses. Its stdout goes to stderr.
+        std::optional<StdoutToStderr> modelOutputAside;
+        if (parser.isSet("json"))
+            modelOutputAside.emplace();
+        replayed = replayStep(options);
+    }
     if (!replayed)
         return fail(fromStd(replayed.error()));
     const ReplayResult& r = *replayed;

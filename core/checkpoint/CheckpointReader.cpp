@@ -3,10 +3,13 @@
 #include "core/checkpoint/PickleReader.h"
 #include "core/checkpoint/ZipArchive.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 
 namespace nanscope {
 
@@ -197,6 +200,66 @@ private:
         m_pos += n;
         return true;
     }
+    // Four hex digits of a \u escape, or false: stoul would accept "  12" and throw on "ZZZZ".
+    bool hexQuad(unsigned& code)
+    {
+        if (m_text.size() - m_pos < 4)
+            return failWith("\\u escape needs four hex digits");
+        code = 0;
+        for (int k = 0; k < 4; ++k) {
+            const char h = m_text[m_pos++];
+            unsigned digit = 0;
+            if (h >= '0' && h <= '9')
+                digit = unsigned(h - '0');
+            else if (h >= 'a' && h <= 'f')
+                digit = unsigned(h - 'a' + 10);
+            else if (h >= 'A' && h <= 'F')
+                digit = unsigned(h - 'A' + 10);
+            else
+                return failWith("\\u escape needs four hex digits");
+            code = code * 16 + digit;
+        }
+        return true;
+    }
+    static void appendUtf8(std::string& out, unsigned code)
+    {
+        if (code < 0x80) {
+            out += char(code);
+        } else if (code < 0x800) {
+            out += char(0xc0 | (code >> 6));
+            out += char(0x80 | (code & 0x3f));
+        } else if (code < 0x10000) {
+            out += char(0xe0 | (code >> 12));
+            out += char(0x80 | ((code >> 6) & 0x3f));
+            out += char(0x80 | (code & 0x3f));
+        } else {
+            out += char(0xf0 | (code >> 18));
+            out += char(0x80 | ((code >> 12) & 0x3f));
+            out += char(0x80 | ((code >> 6) & 0x3f));
+            out += char(0x80 | (code & 0x3f));
+        }
+    }
+    bool escapedCodePoint(std::string& out)
+    {
+        unsigned code = 0;
+        if (!hexQuad(code))
+            return false;
+        if (code >= 0xdc00 && code <= 0xdfff)
+            return failWith("\\u escape holds a lone low surrogate");
+        if (code >= 0xd800 && code <= 0xdbff) {
+            unsigned low = 0;
+            if (m_text.compare(m_pos, 2, "\\u") != 0)
+                return failWith("\\u escape holds a high surrogate without its low half");
+            m_pos += 2;
+            if (!hexQuad(low))
+                return false;
+            if (low < 0xdc00 || low > 0xdfff)
+                return failWith("\\u escape holds a high surrogate without its low half");
+            code = 0x10000 + ((code - 0xd800) << 10) + (low - 0xdc00);
+        }
+        appendUtf8(out, code);
+        return true;
+    }
     bool string(std::string& out)
     {
         ++m_pos; // opening quote
@@ -204,41 +267,80 @@ private:
             const char c = m_text[m_pos++];
             if (c == '"')
                 return true;
-            if (c == '\\') {
-                if (m_pos >= m_text.size())
-                    break;
-                const char e = m_text[m_pos++];
-                switch (e) {
-                case 'n': out += '\n'; break;
-                case 't': out += '\t'; break;
-                case 'r': out += '\r'; break;
-                case 'b': out += '\b'; break;
-                case 'f': out += '\f'; break;
-                case 'u': {
-                    if (m_pos + 4 > m_text.size())
-                        return failWith("bad \\u escape");
-                    const unsigned code = unsigned(std::stoul(m_text.substr(m_pos, 4), nullptr, 16));
-                    m_pos += 4;
-                    // Names are ASCII in practice; encode the BMP code point as UTF-8.
-                    if (code < 0x80) {
-                        out += char(code);
-                    } else if (code < 0x800) {
-                        out += char(0xc0 | (code >> 6));
-                        out += char(0x80 | (code & 0x3f));
-                    } else {
-                        out += char(0xe0 | (code >> 12));
-                        out += char(0x80 | ((code >> 6) & 0x3f));
-                        out += char(0x80 | (code & 0x3f));
-                    }
-                    break;
-                }
-                default: out += e;
-                }
-            } else {
+            if (static_cast<unsigned char>(c) < 0x20)
+                return failWith("control character inside a JSON string");
+            if (c != '\\') {
                 out += c;
+                continue;
+            }
+            if (m_pos >= m_text.size())
+                break;
+            const char e = m_text[m_pos++];
+            switch (e) {
+            case '"': out += '"'; break;
+            case '\\': out += '\\'; break;
+            case '/': out += '/'; break;
+            case 'n': out += '\n'; break;
+            case 't': out += '\t'; break;
+            case 'r': out += '\r'; break;
+            case 'b': out += '\b'; break;
+            case 'f': out += '\f'; break;
+            case 'u':
+                if (!escapedCodePoint(out))
+                    return false;
+                break;
+            default: return failWith(std::string("unknown JSON escape \\") + e);
             }
         }
         return failWith("unterminated JSON string");
+    }
+    // JSON's number grammar, strictly: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?. A looser scan
+    // read "6-2" as 6.
+    bool number(Json& out)
+    {
+        const size_t start = m_pos;
+        auto digits = [&] {
+            const size_t first = m_pos;
+            while (m_pos < m_text.size() && m_text[m_pos] >= '0' && m_text[m_pos] <= '9')
+                ++m_pos;
+            return m_pos - first;
+        };
+        if (m_pos < m_text.size() && m_text[m_pos] == '-')
+            ++m_pos;
+        const size_t integerStart = m_pos;
+        const size_t integerDigits = digits();
+        if (integerDigits == 0)
+            return failWith("unexpected character in JSON");
+        if (integerDigits > 1 && m_text[integerStart] == '0')
+            return failWith("JSON number with a leading zero");
+        bool integer = true;
+        if (m_pos < m_text.size() && m_text[m_pos] == '.') {
+            ++m_pos;
+            integer = false;
+            if (digits() == 0)
+                return failWith("JSON number without digits after '.'");
+        }
+        if (m_pos < m_text.size() && (m_text[m_pos] == 'e' || m_text[m_pos] == 'E')) {
+            ++m_pos;
+            integer = false;
+            if (m_pos < m_text.size() && (m_text[m_pos] == '+' || m_text[m_pos] == '-'))
+                ++m_pos;
+            if (digits() == 0)
+                return failWith("JSON number without exponent digits");
+        }
+        const std::string token = m_text.substr(start, m_pos - start);
+        out.kind = Json::Kind::Number;
+        out.numberIsInteger = integer;
+        char* end = nullptr;
+        errno = 0;
+        out.number = std::strtod(token.c_str(), &end);
+        if (integer) {
+            errno = 0;
+            out.integer = std::strtoll(token.c_str(), &end, 10);
+            if (errno == ERANGE)
+                return failWith("JSON integer " + token + " does not fit 64 bits");
+        }
+        return true;
     }
     bool value(Json& out, int depth)
     {
@@ -250,6 +352,7 @@ private:
         const char c = m_text[m_pos];
         if (c == '{') {
             out.kind = Json::Kind::Object;
+            std::set<std::string> keys;
             ++m_pos;
             skipSpace();
             if (m_pos < m_text.size() && m_text[m_pos] == '}') {
@@ -267,6 +370,8 @@ private:
                 if (m_pos >= m_text.size() || m_text[m_pos] != ':')
                     return failWith("expected ':'");
                 ++m_pos;
+                if (!keys.insert(key).second)
+                    return failWith("duplicate JSON key \"" + key + "\"");
                 Json member;
                 if (!value(member, depth + 1))
                     return false;
@@ -322,22 +427,9 @@ private:
         }
         if (c == 'n')
             return literal("null");
-        const size_t start = m_pos;
-        while (m_pos < m_text.size() && std::strchr("+-0123456789.eE", m_text[m_pos]))
-            ++m_pos;
-        if (start == m_pos)
-            return failWith("unexpected character in JSON");
-        const std::string token = m_text.substr(start, m_pos - start);
-        out.kind = Json::Kind::Number;
-        out.numberIsInteger = token.find_first_of(".eE") == std::string::npos;
-        try {
-            out.number = std::stod(token);
-            if (out.numberIsInteger)
-                out.integer = std::stoll(token);
-        } catch (const std::exception&) {
-            return failWith("bad JSON number");
-        }
-        return true;
+        if (c == '-' || (c >= '0' && c <= '9'))
+            return number(out);
+        return failWith("unexpected character in JSON");
     }
 
     const std::string& m_text;
@@ -459,14 +551,21 @@ std::vector<NamedTensor> collectTensors(const PickledValue& root, const std::str
 
 Result<PickledValue> readPickledFile(const std::string& path)
 {
-    auto pickle = readZipPickle(path);
-    if (!pickle)
-        return Error{pickle.error()};
-    return std::move(pickle->root);
+    try {
+        // ZipArchive::open refuses anything but a regular file.
+        auto pickle = readZipPickle(path);
+        if (!pickle)
+            return Error{pickle.error()};
+        return std::move(pickle->root);
+    } catch (const std::bad_alloc&) {
+        return Error{path + ": out of memory while reading"};
+    }
 }
 
 Result<Checkpoint> readCheckpoint(const std::string& path)
 {
+    if (Status regular = requireRegularFile(path); !regular)
+        return Error{regular.error()};
     try {
         std::ifstream file(path, std::ios::binary | std::ios::ate);
         if (!file)

@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <unordered_map>
 
 namespace nanscope {
@@ -12,12 +13,24 @@ namespace {
 
 // Containers may nest this deep: far beyond any checkpoint, far below a stack overflow.
 constexpr int kMaxDepth = 200;
-// Shared sub-trees are copied when the tree is handed out; this bounds the copy, so a file that
-// shares a list with itself a thousand times cannot turn a few bytes into gigabytes.
-constexpr int64_t kMaxConvertedValues = 20'000'000;
 constexpr size_t kMaxDimensions = 64;
 // A view larger than its storage (stride 0) is accepted up to this size.
 constexpr int64_t kMaxRepeatingViewBytes = int64_t(64) << 20;
+
+// What one pickle may make nanscope allocate and walk, in proportion to its own bytes. Without
+// shared references each pickle byte makes at most one value; memo references (BINGET) share a
+// sub-tree, and the tree handed out copies it at every reference. Lists that each hold the
+// previous level twice ("billion laughs") so turn 500 bytes into 2^23 values. Legitimate sharing
+// (tied weights, repeated keys) stays far inside these factors.
+constexpr int64_t kBaseValues = 1'000'000;
+constexpr int64_t kValuesPerPickleByte = 16;
+constexpr int64_t kBaseTextBytes = int64_t(64) << 20;
+constexpr int64_t kTextBytesPerPickleByte = 16;
+// Tensor views are walked element by element for statistics. Views of one storage may overlap
+// (tied weights, expand()), but all of them together stay within a small multiple of the bytes
+// the file actually stores: 300 stride-0 views of 16 bytes are not 19 GB of tensors.
+constexpr int64_t kBaseViewBytes = int64_t(256) << 20;
+constexpr int64_t kViewBytesPerStoredByte = 4;
 
 struct Node
 {
@@ -244,7 +257,10 @@ private:
     std::vector<size_t> m_marks;
     std::unordered_map<uint64_t, Node*> m_memo;
     std::map<std::string, Node*> m_storages;
-    int64_t m_converted = 0;
+    int64_t m_storedBytes = 0;
+    int64_t m_convertedValues = 0;
+    int64_t m_convertedTextBytes = 0;
+    int64_t m_convertedViewBytes = 0;
 };
 
 void Machine::global(const std::string& module, const std::string& name)
@@ -306,6 +322,7 @@ Node* Machine::persistentLoad(Node* pid)
     storage->storageNumel = numel->integer;
     storage->location = location->text;
     m_storages[cacheKey] = storage;
+    m_storedBytes += int64_t((*bytes)->size());
     return storage;
 }
 
@@ -588,8 +605,26 @@ PickledValue Machine::convert(const Node* node, int depth)
 {
     if (depth > kMaxDepth)
         fail("containers nested deeper than " + std::to_string(kMaxDepth) + " levels (or a container holds itself)");
-    if (++m_converted > kMaxConvertedValues)
-        fail("the pickled tree expands to more than " + std::to_string(kMaxConvertedValues) + " values");
+    // Checked before each value is made, so a multiplying tree is refused before it is allocated.
+    const int64_t pickleBytes = int64_t(m_size);
+    const int64_t maxValues = kBaseValues + kValuesPerPickleByte * pickleBytes;
+    if (++m_convertedValues > maxValues)
+        fail("the pickled tree expands to more than " + std::to_string(maxValues) + " values from a "
+             + std::to_string(pickleBytes) + "-byte pickle (shared references multiplying: refused)");
+    if (node->kind == Node::Kind::String || node->kind == Node::Kind::Bytes) {
+        const int64_t maxTextBytes = kBaseTextBytes + kTextBytesPerPickleByte * pickleBytes;
+        m_convertedTextBytes += int64_t(node->text.size());
+        if (m_convertedTextBytes > maxTextBytes)
+            fail("the pickled tree repeats strings to more than " + std::to_string(maxTextBytes) + " bytes from a "
+                 + std::to_string(pickleBytes) + "-byte pickle (shared references multiplying: refused)");
+    }
+    if (node->kind == Node::Kind::Tensor) {
+        const int64_t maxViewBytes = kBaseViewBytes + kViewBytesPerStoredByte * (m_storedBytes + pickleBytes);
+        const int64_t viewBytes = node->tensor->numel() * int64_t(dtypeSize(node->tensor->dtype));
+        if (!addChecked(m_convertedViewBytes, viewBytes, m_convertedViewBytes) || m_convertedViewBytes > maxViewBytes)
+            fail("its tensors view more than " + std::to_string(maxViewBytes) + " bytes in all, but the file stores "
+                 + std::to_string(m_storedBytes) + " bytes of tensor data (views repeating a storage: refused)");
+    }
     PickledValue v;
     switch (node->kind) {
     case Node::Kind::None: break;
@@ -632,6 +667,8 @@ Result<PickledValue> readPickle(const uint8_t* data, size_t size, const StorageL
         Machine machine(data, size, loadStorage, context);
         return machine.run();
     } catch (const std::bad_alloc&) {
+        return Error{context + ": out of memory while unpickling"};
+    } catch (const std::length_error&) {
         return Error{context + ": out of memory while unpickling"};
     }
 }

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <memory>
 
+#include <sys/stat.h>
+
 #include <zlib.h>
 
 namespace nanscope {
@@ -43,6 +45,22 @@ struct FileCloser
 
 } // namespace
 
+Status requireRegularFile(const std::string& path)
+{
+    struct stat info;
+    if (::stat(path.c_str(), &info) != 0)
+        return Error{path + ": cannot open: " + std::strerror(errno)};
+    if (S_ISREG(info.st_mode))
+        return Status::success();
+    const char* kind = S_ISDIR(info.st_mode)    ? "a directory"
+                       : S_ISFIFO(info.st_mode) ? "a FIFO (named pipe)"
+                       : S_ISCHR(info.st_mode)  ? "a character device"
+                       : S_ISBLK(info.st_mode)  ? "a block device"
+                       : S_ISSOCK(info.st_mode) ? "a socket"
+                                                : "a special file";
+    return Error{path + ": " + kind + ", not a regular file; checkpoints and batches are read only from regular files"};
+}
+
 Error ZipArchive::error(const std::string& what) const
 {
     return Error{m_path + ": " + what};
@@ -63,6 +81,8 @@ Status ZipArchive::readAt(uint64_t offset, void* buffer, uint64_t size) const
 
 Result<ZipArchive> ZipArchive::open(const std::string& path)
 {
+    if (Status regular = requireRegularFile(path); !regular)
+        return Error{regular.error()};
     ZipArchive archive;
     archive.m_path = path;
     std::unique_ptr<FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
@@ -241,6 +261,17 @@ Result<std::vector<uint8_t>> ZipArchive::read(const Entry& entry) const
                      + detail + "; the file was damaged after it was written");
     }
     return bytes;
+}
+
+Status ZipArchive::verifyChecksums() const
+{
+    for (const Entry& entry : m_entries) {
+        if (entry.method != 0)
+            continue; // torch writes none; a compressed entry is refused where it is read
+        if (auto bytes = read(entry); !bytes)
+            return Error{bytes.error()};
+    }
+    return Status::success();
 }
 
 } // namespace nanscope

@@ -16,6 +16,10 @@
 
 namespace nanscope {
 
+// Success for a regular file; an error naming the path for anything else. A FIFO named like a
+// checkpoint blocks the first read forever; a directory or a device is no archive either.
+Status requireRegularFile(const std::string& path);
+
 class ZipArchive
 {
 public:
@@ -42,6 +46,9 @@ public:
     // bytes do not match their CRC-32.
     Result<std::vector<uint8_t>> read(const Entry& entry) const;
     Result<std::vector<uint8_t>> read(const std::string& name) const;
+    // Reads every stored entry once and checks it against its CRC-32, keeping nothing: for a
+    // consumer (torch::jit::load) that would read the archive without checking.
+    Status verifyChecksums() const;
 
 private:
     Status readCentralDirectory();

@@ -40,6 +40,10 @@ struct RunReader::Handles
 
 namespace {
 
+// Enough rereads for a reader racing a live writer's flush; few enough that a damaged file
+// fails in well under a second.
+constexpr unsigned kSwmrMetadataReadAttempts = 4;
+
 std::string describeRank(int rank)
 {
     return rank == 1 ? "1-D [n]" : "2-D [n, L]";
@@ -49,7 +53,15 @@ Result<std::string> readStringAttribute(hid_t object, const char* name)
 {
     hdf5::Handle attr = hdf5::attribute(H5Aopen(object, name, H5P_DEFAULT));
     if (!attr.valid())
-        return Error{"cannot open attribute"};
+        return Error{"cannot open attribute: " + hdf5::lastErrorMessage()};
+    // Every read below has room for one value: an array attribute (layer sizes, a list of tags)
+    // is described, never read.
+    hdf5::Handle space = hdf5::space(H5Aget_space(attr.get()));
+    const hssize_t count = H5Sget_simple_extent_npoints(space.get());
+    if (count < 0)
+        return Error{"cannot read the attribute's shape"};
+    if (count != 1)
+        return "(array of " + std::to_string(count) + ")";
     hdf5::Handle fileType = hdf5::type(H5Aget_type(attr.get()));
     H5T_class_t cls = H5Tget_class(fileType.get());
     if (cls == H5T_STRING) {
@@ -108,7 +120,10 @@ bool isHdf5Signature(const std::string& path)
     return in.gcount() == 8 && std::equal(magic, magic + 8, kSignature);
 }
 
-Result<std::vector<std::string>> readStringDataset(hid_t dset, const std::string& where)
+Status checkDeclaredRows(hid_t dset, hsize_t declared, hsize_t rowElements, uint64_t fileSize,
+                         const std::string& where, const char* unit);
+
+Result<std::vector<std::string>> readStringDataset(hid_t dset, const std::string& where, uint64_t fileSize)
 {
     hdf5::Handle fileType = hdf5::type(H5Dget_type(dset));
     if (H5Tget_class(fileType.get()) != H5T_STRING)
@@ -118,6 +133,8 @@ Result<std::vector<std::string>> readStringDataset(hid_t dset, const std::string
         return Error{where + " must be 1-D"};
     hsize_t n = 0;
     H5Sget_simple_extent_dims(fileSpace.get(), &n, nullptr);
+    if (Status fits = checkDeclaredRows(dset, n, 1, fileSize, where, "entries"); !fits)
+        return Error{fits.error()};
     std::vector<std::string> out;
     out.reserve(n);
     if (n == 0)
@@ -142,6 +159,40 @@ Result<std::vector<std::string>> readStringDataset(hid_t dset, const std::string
         out.emplace_back(begin, std::find(begin, begin + size, '\0'));
     }
     return out;
+}
+
+// The most rows of `rowElements` elements each that a dataset's stored bytes can hold. The extent
+// alone proves nothing: chunks never written read as fill values, so a few kilobytes can declare
+// 2^62 rows, and believing it means allocating them. Stored bytes are the dataset's allocated
+// storage, never more than the file itself; a compression filter can at best shrink data by
+// deflate's limit of about 1:1032; a partly written last chunk is allowed for.
+hsize_t rowsTheFileCanHold(hid_t dset, hsize_t rowElements, uint64_t fileSize)
+{
+    constexpr double kBestCompressionRatio = 1032;
+    constexpr hsize_t kPartialChunkRows = 1024;
+    hdf5::Handle type = hdf5::type(H5Dget_type(dset));
+    hdf5::Handle createList = hdf5::plist(H5Dget_create_plist(dset));
+    const double storedBytes = double(std::min<uint64_t>(H5Dget_storage_size(dset), fileSize));
+    const double ratio = H5Pget_nfilters(createList.get()) > 0 ? kBestCompressionRatio : 1.0;
+    const double rowBytes = double(std::max<size_t>(H5Tget_size(type.get()), 1)) * double(std::max<hsize_t>(rowElements, 1));
+    return hsize_t(storedBytes * ratio / rowBytes) + kPartialChunkRows;
+}
+
+Status checkDeclaredRows(hid_t dset, hsize_t declared, hsize_t rowElements, uint64_t fileSize,
+                         const std::string& where, const char* unit)
+{
+    const hsize_t most = rowsTheFileCanHold(dset, rowElements, fileSize);
+    if (declared > most)
+        return Error{where + " declares " + std::to_string(declared) + " " + unit + " but the file holds at most " +
+                     std::to_string(most)};
+    return Status::success();
+}
+
+uint64_t fileSizeOf(const std::string& path)
+{
+    std::error_code ec;
+    const auto size = fs::file_size(path, ec);
+    return ec ? 0 : uint64_t(size);
 }
 
 } // namespace
@@ -178,7 +229,13 @@ Result<std::unique_ptr<RunReader>> RunReader::open(const std::string& runDirecto
 {
     hdf5::silenceErrorPrinting();
     std::unique_ptr<RunReader> reader(new RunReader());
-    Status status = reader->load(runDirectory);
+    Status status;
+    try {
+        status = reader->load(runDirectory);
+    } catch (const std::exception& e) {
+        // A size check missed something: the run is refused, the process survives.
+        return Error{runDirectory + ": cannot be read (" + e.what() + ")"};
+    }
     if (!status)
         return Error{status.error()};
     return reader;
@@ -207,25 +264,40 @@ Status RunReader::load(const std::string& runDirectory)
         return Error{"run directory " + dir.string() + " does not exist"};
     if (!fs::exists(log, ec))
         return Error{path + ": not found (a run directory holds run.h5; see docs/run-format.md)"};
+    // A FIFO named run.h5 would block the signature read forever.
+    if (!fs::is_regular_file(log, ec))
+        return Error{path + ": not a regular file (a directory, FIFO or device); a run's log is a regular HDF5 file"};
     if (!isHdf5Signature(path))
         return Error{path + ": not an HDF5 file (no HDF5 signature at the start; is it truncated or of another format?)"};
 
     hdf5::Handle fapl = hdf5::plist(H5Pcreate(H5P_FILE_ACCESS));
     // A run may sit on a read-only or network share: do not insist on file locks.
     H5Pset_file_locking(fapl.get(), false, true);
-    hid_t fileId = H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl.get());
-    m_info.openedForSwmr = fileId >= 0;
+    // A plain open first: it reads each piece of metadata once, so a damaged file fails at once.
+    // It refuses a file still marked open for write (a live run, or one whose writer was killed),
+    // and only such a file is opened for SWMR reading, which alone can follow it. Under SWMR,
+    // HDF5 rereads metadata with a bad checksum up to 100 times by default, waiting between
+    // tries, in case a writer is mid-flush: on a damaged file that looked like a hang, so the
+    // attempts are bounded to what a racing writer needs.
+    hid_t fileId = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
+    std::string plainOpenError;
     if (fileId < 0) {
+        plainOpenError = hdf5::lastErrorMessage();
+        H5Pset_metadata_read_attempts(fapl.get(), kSwmrMetadataReadAttempts);
+        fileId = H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl.get());
+        m_info.openedForSwmr = fileId >= 0;
         H5Eclear2(H5E_DEFAULT);
-        // Files written without the latest format bounds cannot be opened for SWMR reading.
-        fileId = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
     }
     if (fileId < 0)
-        return Error{path + ": cannot be opened as HDF5 (" + hdf5::lastErrorMessage() +
+        return Error{path + ": cannot be opened as HDF5 (" + plainOpenError +
                      "); the file is probably truncated or corrupted"};
     m_handles->file = hdf5::file(fileId);
 
     auto format = readStringAttribute(fileId, "format");
+    // A root object header that fails its checksum cannot even say whether 'format' exists.
+    if (!format && H5Aexists(fileId, "format") != 0)
+        return Error{path + ": root attribute 'format' cannot be read (" + format.error() +
+                     "); the file is probably corrupted"};
     if (!format)
         return Error{path + ": missing root attribute 'format' (expected \"training-run\")"};
     if (*format != rf::kFormatName)
@@ -288,6 +360,7 @@ Status RunReader::loadTable(const std::string& name)
     std::vector<std::string> links;
     H5Literate(group.get(), H5_INDEX_NAME, H5_ITER_INC, nullptr, collectLinkName, &links);
 
+    const uint64_t fileSize = fileSizeOf(m_info.logPath);
     TableInfo table;
     table.name = name;
     if (std::find(links.begin(), links.end(), rf::kSteps) == links.end())
@@ -298,7 +371,7 @@ Status RunReader::loadTable(const std::string& name)
         if (std::find(links.begin(), links.end(), labels) == links.end())
             continue;
         hdf5::Handle dset = hdf5::dataset(H5Dopen2(group.get(), labels, H5P_DEFAULT));
-        auto strings = readStringDataset(dset.get(), "/" + name + "/" + labels);
+        auto strings = readStringDataset(dset.get(), "/" + name + "/" + labels, fileSize);
         if (!strings)
             return Error{strings.error()};
         (std::string(labels) == rf::kNames ? table.names : table.kinds) = std::move(*strings);
@@ -346,6 +419,8 @@ Status RunReader::loadTable(const std::string& name)
                              std::to_string(table.names.size())};
             table.datasets.push_back(link);
         }
+        if (Status fits = checkDeclaredRows(dset.get(), dims[0], rank == 2 ? dims[1] : 1, fileSize, where, "rows"); !fits)
+            return fits;
         rows = rows < 0 ? int64_t(dims[0]) : std::min<int64_t>(rows, int64_t(dims[0]));
         m_handles->datasets[name + "/" + link] = std::move(dset);
     }
@@ -467,7 +542,8 @@ Result<std::vector<std::string>> RunReader::readStrings(const std::string& table
     auto id = checkedDataset(table, dataset, 1);
     if (!id)
         return Error{id.error()};
-    auto strings = readStringDataset(hid_t(*id), m_info.logPath + ": /" + table + "/" + dataset);
+    auto strings = readStringDataset(hid_t(*id), m_info.logPath + ": /" + table + "/" + dataset,
+                                     fileSizeOf(m_info.logPath));
     if (strings && int64_t(strings->size()) > m_info.table(table)->rows)
         strings->resize(size_t(m_info.table(table)->rows));
     return strings;
@@ -475,23 +551,28 @@ Result<std::vector<std::string>> RunReader::readStrings(const std::string& table
 
 Result<bool> RunReader::refresh()
 {
-    std::map<std::string, int64_t> before;
-    for (const auto& t : m_info.tables)
-        before[t.name] = t.rows;
-    if (m_info.openedForSwmr) {
-        for (auto& [key, handle] : m_handles->datasets)
-            if (H5Drefresh(handle.get()) < 0)
-                return Error{m_info.logPath + ": cannot refresh /" + key + ": " + hdf5::lastErrorMessage()};
+    try {
+        std::map<std::string, int64_t> before;
+        for (const auto& t : m_info.tables)
+            before[t.name] = t.rows;
+        if (m_info.openedForSwmr) {
+            for (auto& [key, handle] : m_handles->datasets)
+                if (H5Drefresh(handle.get()) < 0)
+                    return Error{m_info.logPath + ": cannot refresh /" + key + ": " + hdf5::lastErrorMessage()};
+        }
+        bool grew = false;
+        for (const auto& [name, rows] : before) {
+            Status status = loadTable(name);
+            if (!status)
+                return Error{m_info.logPath + ": " + status.error()};
+            grew = grew || m_info.table(name)->rows != rows;
+        }
+        scanSteppedFiles();
+        return grew;
+    } catch (const std::exception& e) {
+        // A size check missed something: the run is refused, the process survives.
+        return Error{m_info.logPath + ": cannot be read (" + e.what() + ")"};
     }
-    bool grew = false;
-    for (const auto& [name, rows] : before) {
-        Status status = loadTable(name);
-        if (!status)
-            return Error{m_info.logPath + ": " + status.error()};
-        grew = grew || m_info.table(name)->rows != rows;
-    }
-    scanSteppedFiles();
-    return grew;
 }
 
 } // namespace nanscope

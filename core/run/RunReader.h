@@ -37,6 +37,7 @@ struct RunInfo
     // Saved checkpoints and batches, by optimizer step.
     std::map<int64_t, std::string> checkpoints;
     std::map<int64_t, std::string> batches;
+    // True for a file still marked open for write (live, or its writer killed); a closed run opens plainly.
     bool openedForSwmr = false;
 
     const TableInfo* table(const std::string& name) const;
@@ -45,8 +46,8 @@ struct RunInfo
     std::vector<int64_t> replayableSteps() const;
 };
 
-// Reads a run directory. Opens run.h5 read-only (SWMR read when the file allows it, so a run
-// still being written can be followed), validates it against the contract on open, and then
+// Reads a run directory. Opens run.h5 read-only (SWMR read when the file is still marked open
+// for write, so a run still being written can be followed), validates it against the contract on open, and then
 // reads single columns, rows or row blocks without loading whole matrices. NaN and Inf are data.
 // Never writes anything into the run directory.
 class RunReader

@@ -1,6 +1,7 @@
 #include "core/torch/Replay.h"
 
 #include "core/checkpoint/CheckpointReader.h"
+#include "core/checkpoint/ZipArchive.h"
 
 #include <torch/csrc/jit/frontend/source_range.h>
 #include <torch/csrc/jit/ir/ir.h>
@@ -213,6 +214,49 @@ Result<Batch> readBatch(const std::string& path)
     return batch;
 }
 
+// LibTorch's messages run over many lines (a TorchScript traceback, then the error itself). The
+// line that says what went wrong is the last "SomethingError: ..." line, else the first line.
+std::string causeLine(const std::string& message)
+{
+    std::istringstream lines(message);
+    std::string line, first, cause;
+    while (std::getline(lines, line)) {
+        if (first.empty() && line.find_first_not_of(" \t") != std::string::npos)
+            first = line;
+        const auto colon = line.find("Error: ");
+        if (colon != std::string::npos && line.find(' ') > colon)
+            cause = line.substr(colon + 7);
+    }
+    return cause.empty() ? first : cause;
+}
+
+// Python's names, as the user wrote the batch: "float32", not LibTorch's "Float".
+std::string dtypeNameOf(c10::ScalarType type)
+{
+    switch (type) {
+    case torch::kFloat: return "float32";
+    case torch::kDouble: return "float64";
+    case torch::kHalf: return "float16";
+    case torch::kBFloat16: return "bfloat16";
+    case torch::kLong: return "int64";
+    case torch::kInt: return "int32";
+    case torch::kShort: return "int16";
+    case torch::kChar: return "int8";
+    case torch::kByte: return "uint8";
+    case torch::kBool: return "bool";
+    default: return c10::toString(type);
+    }
+}
+
+// "float32 [4, 5]"
+std::string describeTensor(const torch::Tensor& tensor)
+{
+    std::string text = dtypeNameOf(tensor.scalar_type()) + " [";
+    for (int64_t d = 0; d < tensor.dim(); ++d)
+        text += (d ? ", " : "") + std::to_string(tensor.size(d));
+    return text + "]";
+}
+
 torch::Tensor firstTensor(const c10::IValue& value)
 {
     if (value.isTensor())
@@ -274,11 +318,21 @@ public:
 
         if (!reportProgress(m_progress, 0.05, "loading checkpoint"))
             return Error{"cancelled"};
+        // torch::jit::load checks no CRC: a flipped byte in a weight would replay silently wrong
+        // numbers. The archive is checked as the tensor statistics check it, before LibTorch reads it.
+        auto archive = ZipArchive::open(m_options.checkpoint);
+        if (!archive)
+            return Error{archive.error()};
+        if (Status intact = archive->verifyChecksums(); !intact)
+            return Error{intact.error()};
         try {
             m_module = torch::jit::load(m_options.checkpoint, m_device);
         } catch (const c10::Error& e) {
             return Error{m_options.checkpoint + ": not a TorchScript archive that can replay (" +
-                         e.what_without_backtrace() + "); a state_dict gives tensor statistics only"};
+                         causeLine(e.what_without_backtrace()) + "); a state_dict gives tensor statistics only"};
+        } catch (const std::exception& e) {
+            return Error{m_options.checkpoint + ": not a TorchScript archive that can replay (" + causeLine(e.what()) +
+                         ")"};
         }
         if (!m_module.find_method("forward"))
             return Error{m_options.checkpoint + ": the TorchScript module has no forward method"};
@@ -310,6 +364,23 @@ public:
     }
 
 private:
+    // One line: the batch file, what it holds, what the model's first layer takes, and LibTorch's
+    // own cause ("mat1 and mat2 shapes cannot be multiplied (4x5 and 16x16)"), instead of its
+    // multi-line TorchScript traceback.
+    std::string forwardFailure(const std::string& cause) const
+    {
+        std::string inputs;
+        for (const auto& input : m_batch.inputs)
+            inputs += (inputs.empty() ? "" : ", ") + describeTensor(input);
+        std::string expected;
+        for (const auto& parameter : m_module.named_parameters(/*recurse=*/true)) {
+            expected = "; the model's first parameter " + parameter.name + " is " + describeTensor(parameter.value);
+            break;
+        }
+        return m_options.batch + ": the model's forward failed on this batch, which holds " +
+               (m_batch.inputs.size() == 1 ? "input " : "inputs ") + inputs + expected + ": " + cause;
+    }
+
     Status instrumentedForward(ReplayResult& result)
     {
         auto graph = m_module.get_method("forward").graph()->copy();
@@ -352,9 +423,9 @@ private:
             std::string hint;
             if (m_dtype == torch::kHalf && !m_device.is_cuda())
                 hint = " (LibTorch has no float16 kernels for some CPU ops: use --dtype bfloat16 on CPU, or --device cuda)";
-            return Error{std::string("the model's forward failed on this batch") + hint + ": " + e.what_without_backtrace()};
+            return Error{forwardFailure(causeLine(e.what_without_backtrace())) + hint};
         } catch (const std::exception& e) {
-            return Error{std::string("the model's forward failed on this batch: ") + e.what()};
+            return Error{forwardFailure(causeLine(e.what()))};
         }
         if (stack.size() != originalOutputs + captured.size())
             return Error{"internal: the instrumented forward returned " + std::to_string(stack.size()) + " values"};

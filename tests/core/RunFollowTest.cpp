@@ -7,6 +7,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <sys/wait.h>
 #include <thread>
@@ -115,4 +116,43 @@ TEST(RunFollow, KilledWriterLeavesEveryFlushedRowReadable)
     auto row = (*reader)->readRow("layers", "grad_norm", rows - 1);
     ASSERT_TRUE(row);
     EXPECT_FLOAT_EQ((*row)[2], float(rows - 1) + 0.25f);
+}
+
+// Issue 17: a run whose writer was killed is still marked open for write, so it is opened for
+// SWMR reading, where HDF5 rereads metadata that fails its checksum (100 times by default, with
+// waits). A damaged copy of such a run must still open, or fail, at once.
+TEST(RunFollow, FlippedMetadataByteInAKilledWritersRunDoesNotHangOpen)
+{
+    test::ScratchDir dir;
+    {
+        WriterProcess writer(dir.path(), 100000, 1);
+        ASSERT_TRUE(writer.waitForRow(50));
+        kill(writer.pid, SIGKILL);
+        writer.wait();
+    }
+    auto intact = RunReader::open(dir.path());
+    ASSERT_TRUE(intact) << intact.error();
+    ASSERT_TRUE((*intact)->info().openedForSwmr) << "the killed writer's run is still marked open for write";
+    intact = Error{"closed"};
+
+    for (const long offset : {27, 58, 139, 141, 161, 249, 276, 298, 341}) {
+        test::ScratchDir copy;
+        const std::string path = copy / "run.h5";
+        std::filesystem::copy_file(dir / "run.h5", path);
+        {
+            FILE* file = std::fopen(path.c_str(), "r+b");
+            ASSERT_NE(file, nullptr);
+            std::fseek(file, offset, SEEK_SET);
+            const int byte = std::fgetc(file);
+            std::fseek(file, offset, SEEK_SET);
+            std::fputc(byte ^ 0x5a, file);
+            std::fclose(file);
+        }
+        const auto start = std::chrono::steady_clock::now();
+        auto reader = RunReader::open(copy.path());
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        EXPECT_LT(seconds, 5.0) << "opening with byte " << offset << " flipped took " << seconds << " s";
+        if (!reader)
+            EXPECT_NE(reader.error().find(path), std::string::npos) << reader.error();
+    }
 }

@@ -1,0 +1,281 @@
+// Hostile or damaged run.h5 files (issue 17): whatever the bytes say, opening one returns an error
+// naming the file, or a run, in bounded time and memory. It never crashes and never hangs.
+#include "TestRuns.h"
+
+#include "core/run/RunReader.h"
+#include "core/run/RunWriter.h"
+
+#include <hdf5.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <future>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace nanscope;
+namespace fs = std::filesystem;
+
+namespace {
+
+#define EXPECT_MENTIONS(text, part) EXPECT_NE((text).find(part), std::string::npos) << "message: " << (text)
+
+std::string writeSmallRun(const test::ScratchDir& dir)
+{
+    RunSchema schema;
+    schema.scalars = {"loss"};
+    schema.layers = {"a", "b"};
+    auto writer = RunWriter::create(dir.path(), schema);
+    EXPECT_TRUE(writer) << writer.error();
+    for (int i = 0; i < 20; ++i) {
+        (*writer)->appendScalars(i, {{"loss", 1.0}});
+        (*writer)->appendRow("layers", i, {{"grad_norm", {1, 2}}});
+    }
+    (*writer)->close();
+    return dir / "run.h5";
+}
+
+template<typename Edit>
+void editFile(const std::string& path, Edit edit)
+{
+    hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    edit(file);
+    H5Fclose(file);
+}
+
+void writeArrayAttribute(hid_t object, const char* name, hid_t fileType, hid_t memType, hsize_t count,
+                         const void* values)
+{
+    H5Adelete(object, name);
+    hid_t space = H5Screate_simple(1, &count, nullptr);
+    hid_t attr = H5Acreate2(object, name, fileType, space, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT_GE(attr, 0) << name;
+    EXPECT_GE(H5Awrite(attr, memType, values), 0) << name;
+    H5Aclose(attr);
+    H5Sclose(space);
+}
+
+// A fixed-length string type of `size` bytes.
+hid_t fixedStringType(size_t size)
+{
+    hid_t type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(type, size);
+    return type;
+}
+
+// Replaces `path` by a chunked dataset whose extent declares `rows` rows (and `columns` columns
+// when not 0) without writing any of them: HDF5 keeps unwritten chunks as fill values, so a
+// few-kilobyte file can claim any size.
+void declareRowsWithoutData(hid_t file, const char* path, hid_t type, hsize_t rows, hsize_t columns = 0)
+{
+    H5Ldelete(file, path, H5P_DEFAULT);
+    const int rank = columns ? 2 : 1;
+    hsize_t dims[2] = {rows, columns};
+    hsize_t maxDims[2] = {H5S_UNLIMITED, columns};
+    hsize_t chunk[2] = {1024, columns ? columns : 1};
+    hid_t space = H5Screate_simple(rank, dims, maxDims);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, rank, chunk);
+    hid_t dset = H5Dcreate2(file, path, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    ASSERT_GE(dset, 0) << path;
+    H5Dclose(dset);
+    H5Pclose(dcpl);
+    H5Sclose(space);
+}
+
+herr_t collectLink(hid_t, const char* name, const H5L_info_t*, void* names)
+{
+    static_cast<std::vector<std::string>*>(names)->push_back(name);
+    return 0;
+}
+
+// Every row-indexed dataset of a table group (all but names and kinds) declares `rows` rows.
+void declareTableRowsWithoutData(hid_t file, const std::string& group, hsize_t rows)
+{
+    std::vector<std::string> links;
+    hid_t groupId = H5Gopen2(file, group.c_str(), H5P_DEFAULT);
+    H5Literate(groupId, H5_INDEX_NAME, H5_ITER_INC, nullptr, collectLink, &links);
+    H5Gclose(groupId);
+    for (const auto& link : links) {
+        if (link == "names" || link == "kinds")
+            continue;
+        const std::string path = group + "/" + link;
+        hid_t dset = H5Dopen2(file, path.c_str(), H5P_DEFAULT);
+        hid_t type = H5Dget_type(dset);
+        hid_t space = H5Dget_space(dset);
+        hsize_t dims[2] = {0, 0};
+        const int rank = H5Sget_simple_extent_dims(space, dims, nullptr);
+        H5Sclose(space);
+        H5Dclose(dset);
+        declareRowsWithoutData(file, path.c_str(), type, rows, rank == 2 ? dims[1] : 0);
+        H5Tclose(type);
+    }
+}
+
+} // namespace
+
+// Issue 17: readStringAttribute read a whole array attribute into room for one value (a stack
+// buffer overflow). Arrays now read as "(array of N)".
+TEST(HostileRunFile, ArrayRootAttributesDoNotOverflowTheAttributeBuffer)
+{
+    test::ScratchDir dir;
+    const std::string path = writeSmallRun(dir);
+    editFile(path, [](hid_t f) {
+        std::vector<long long> layerSizes(10000);
+        for (size_t i = 0; i < layerSizes.size(); ++i)
+            layerSizes[i] = (long long)i;
+        writeArrayAttribute(f, "layer_sizes", H5T_STD_I64LE, H5T_NATIVE_LLONG, layerSizes.size(), layerSizes.data());
+        std::vector<double> rates(5000, 0.1);
+        writeArrayAttribute(f, "learning_rates", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, rates.size(), rates.data());
+
+        hid_t variable = H5Tcopy(H5T_C_S1);
+        H5Tset_size(variable, H5T_VARIABLE);
+        std::vector<const char*> tags(300, "a tag of some length");
+        writeArrayAttribute(f, "tags", variable, variable, tags.size(), tags.data());
+        H5Tclose(variable);
+
+        hid_t fixed = fixedStringType(32);
+        std::string notes(32 * 500, 'x');
+        writeArrayAttribute(f, "notes", fixed, fixed, 500, notes.data());
+        H5Tclose(fixed);
+    });
+
+    auto reader = RunReader::open(dir.path());
+    ASSERT_TRUE(reader) << reader.error();
+    const auto& attributes = (*reader)->info().attributes;
+    EXPECT_EQ(attributes.at("layer_sizes"), "(array of 10000)");
+    EXPECT_EQ(attributes.at("learning_rates"), "(array of 5000)");
+    EXPECT_EQ(attributes.at("tags"), "(array of 300)");
+    EXPECT_EQ(attributes.at("notes"), "(array of 500)");
+    EXPECT_EQ(attributes.at("format"), "training-run");
+}
+
+TEST(HostileRunFile, FormatAttributeAsAnArrayIsRefusedWithoutOverflow)
+{
+    for (const bool variableLength : {false, true}) {
+        test::ScratchDir dir;
+        const std::string path = writeSmallRun(dir);
+        editFile(path, [&](hid_t f) {
+            if (variableLength) {
+                hid_t variable = H5Tcopy(H5T_C_S1);
+                H5Tset_size(variable, H5T_VARIABLE);
+                std::vector<const char*> values(64, "training-run");
+                writeArrayAttribute(f, "format", variable, variable, values.size(), values.data());
+                H5Tclose(variable);
+            } else {
+                hid_t fixed = fixedStringType(12);
+                std::string values;
+                for (int i = 0; i < 64; ++i)
+                    values += "training-run";
+                writeArrayAttribute(f, "format", fixed, fixed, 64, values.data());
+                H5Tclose(fixed);
+            }
+        });
+        auto reader = RunReader::open(dir.path());
+        ASSERT_FALSE(reader) << "a 'format' of 64 values is not a training run";
+        EXPECT_MENTIONS(reader.error(), path);
+        EXPECT_MENTIONS(reader.error(), "array of 64");
+    }
+}
+
+// Issue 17: the SWMR-read open retried every failed metadata checksum with waits, so one flipped
+// byte made opening take 20 s and more.
+TEST(HostileRunFile, FlippedMetadataByteDoesNotHangOpen)
+{
+    const std::string original = test::demoRun("healthy") + "/run.h5";
+    ASSERT_TRUE(fs::exists(original)) << "needs the demo runs (ctest -R make_demo_runs)";
+    for (const std::streamoff offset : {27, 58, 139, 141, 161, 249, 276, 298, 341}) {
+        test::ScratchDir dir;
+        const std::string path = dir / "run.h5";
+        fs::copy_file(original, path);
+        {
+            std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+            file.seekg(offset);
+            const char byte = char(file.get());
+            file.seekp(offset);
+            file.put(char(byte ^ 0x5a));
+        }
+        const auto start = std::chrono::steady_clock::now();
+        auto reader = RunReader::open(dir.path());
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        EXPECT_LT(seconds, 5.0) << "opening with byte " << offset << " flipped took " << seconds << " s";
+        if (!reader) {
+            EXPECT_MENTIONS(reader.error(), path);
+            EXPECT_MENTIONS(reader.error(), "corrupt");
+        }
+    }
+}
+
+// Issue 17: row counts were believed and allocated: 2^62 rows threw std::length_error out of
+// RunReader::open (abort), 10^9 rows or names ran out of memory.
+TEST(HostileRunFile, DeclaredRowCountsBeyondTheFileAreRefused)
+{
+    for (const hsize_t rows : {hsize_t(1) << 62, hsize_t(1'000'000'000)}) {
+        test::ScratchDir dir;
+        const std::string path = writeSmallRun(dir);
+        editFile(path, [&](hid_t f) {
+            declareTableRowsWithoutData(f, "/scalars", rows);
+        });
+        auto reader = RunReader::open(dir.path());
+        ASSERT_FALSE(reader) << rows << " declared rows in a small file must be refused";
+        EXPECT_MENTIONS(reader.error(), path);
+        EXPECT_MENTIONS(reader.error(), "declares " + std::to_string(rows) + " rows");
+        EXPECT_MENTIONS(reader.error(), "/scalars/");
+        EXPECT_MENTIONS(reader.error(), "the file holds at most");
+    }
+}
+
+TEST(HostileRunFile, DeclaredNameCountsBeyondTheFileAreRefused)
+{
+    test::ScratchDir dir;
+    const std::string path = writeSmallRun(dir);
+    editFile(path, [&](hid_t f) {
+        hid_t variable = H5Tcopy(H5T_C_S1);
+        H5Tset_size(variable, H5T_VARIABLE);
+        declareRowsWithoutData(f, "/layers/names", variable, 1'000'000'000);
+        H5Tclose(variable);
+    });
+    auto reader = RunReader::open(dir.path());
+    ASSERT_FALSE(reader);
+    EXPECT_MENTIONS(reader.error(), path);
+    EXPECT_MENTIONS(reader.error(), "/layers/names declares 1000000000");
+}
+
+TEST(HostileRunFile, DeclaredMatrixRowsBeyondTheFileAreRefused)
+{
+    test::ScratchDir dir;
+    const std::string path = writeSmallRun(dir);
+    editFile(path, [&](hid_t f) {
+        declareTableRowsWithoutData(f, "/layers", 1'000'000'000);
+    });
+    auto reader = RunReader::open(dir.path());
+    ASSERT_FALSE(reader);
+    EXPECT_MENTIONS(reader.error(), path);
+    EXPECT_MENTIONS(reader.error(), "declares 1000000000 rows");
+}
+
+// Issue 17's FIFO, as run.h5: the signature check read from it and blocked forever.
+TEST(HostileRunFile, FifoNamedRunH5IsRefusedWithoutBlocking)
+{
+    test::ScratchDir dir;
+    const std::string path = dir / "run.h5";
+    ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
+    auto opening = std::async(std::launch::async, [&] { return RunReader::open(dir.path()); });
+    if (opening.wait_for(std::chrono::seconds(5)) == std::future_status::timeout) {
+        // Unblock the reader so the test can end: a writer opens, and closing sends EOF.
+        const int writer = ::open(path.c_str(), O_WRONLY | O_NONBLOCK);
+        if (writer >= 0)
+            ::close(writer);
+        opening.wait();
+        FAIL() << "opening a FIFO named run.h5 blocked";
+    }
+    auto reader = opening.get();
+    ASSERT_FALSE(reader);
+    EXPECT_MENTIONS(reader.error(), path);
+    EXPECT_MENTIONS(reader.error(), "not a regular file");
+}
