@@ -1,6 +1,7 @@
 #include "core/run/RunReader.h"
 
 #include "core/run/Hdf5Handle.h"
+#include "core/run/RunFileProbe.h"
 #include "core/run/RunFormat.h"
 
 #include <algorithm>
@@ -228,6 +229,29 @@ RunReader::~RunReader() = default;
 Result<std::unique_ptr<RunReader>> RunReader::open(const std::string& runDirectory)
 {
     hdf5::silenceErrorPrinting();
+    // Everything that reads variable-length strings (root attributes, table names, event texts)
+    // first runs in a child: a damaged string heap crashes libhdf5 itself.
+    const fs::path given(runDirectory);
+    const std::string logPath = given.filename() == rf::kLogFileName ? runDirectory : (given / rf::kLogFileName).string();
+    const Status probed = probeInChildProcess(
+        logPath,
+        [&] {
+            auto reader = openInThisProcess(runDirectory);
+            if (!reader)
+                return false;
+            if ((*reader)->table(rf::kEvents))
+                for (const auto& dataset : (*reader)->table(rf::kEvents)->datasets)
+                    (void)(*reader)->readStrings(rf::kEvents, dataset);
+            return true;
+        },
+        kProbeTimeoutMs);
+    if (!probed)
+        return Error{probed.error()};
+    return openInThisProcess(runDirectory);
+}
+
+Result<std::unique_ptr<RunReader>> RunReader::openInThisProcess(const std::string& runDirectory)
+{
     std::unique_ptr<RunReader> reader(new RunReader());
     Status status;
     try {

@@ -57,7 +57,14 @@ public:
     RunReader(const RunReader&) = delete;
     RunReader& operator=(const RunReader&) = delete;
 
+    // Reads the file's strings in a child process first (RunFileProbe.h), so that a file that
+    // crashes or hangs libhdf5 is an error naming it; then opens it here.
     static Result<std::unique_ptr<RunReader>> open(const std::string& runDirectory);
+    // Without the child-process probe: for the probe itself, and for files this process wrote.
+    static Result<std::unique_ptr<RunReader>> openInThisProcess(const std::string& runDirectory);
+    // How long the probe may take before the file is called damaged: a few seconds, as a user
+    // would wait for a window to show a run.
+    static constexpr int kProbeTimeoutMs = 5000;
 
     const RunInfo& info() const { return m_info; }
     const TableInfo* table(const std::string& name) const { return m_info.table(name); }

@@ -279,3 +279,35 @@ TEST(HostileRunFile, FifoNamedRunH5IsRefusedWithoutBlocking)
     EXPECT_MENTIONS(reader.error(), path);
     EXPECT_MENTIONS(reader.error(), "not a regular file");
 }
+
+// Issue 17: a damaged global heap (variable-length string storage) crashes libhdf5 1.10.8 itself
+// (SIGSEGV in H5HG_read) or makes it loop. No check can prevent a crash inside the library: the
+// strings are read first in a child process, and its crash or hang becomes an error naming the file.
+TEST(HostileRunFile, DamagedStringStorageIsAnErrorNotACrash)
+{
+    const std::string original = test::demoRun("healthy") + "/run.h5";
+    ASSERT_TRUE(fs::exists(original)) << "needs the demo runs (ctest -R make_demo_runs)";
+    int contained = 0;
+    for (const std::streamoff offset : {2075, 2200, 2400, 2600, 2700, 2750}) {
+        test::ScratchDir dir;
+        const std::string path = dir / "run.h5";
+        fs::copy_file(original, path);
+        {
+            std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+            file.seekg(offset);
+            const char byte = char(file.get());
+            file.seekp(offset);
+            file.put(char(byte ^ 0x5a));
+        }
+        const auto start = std::chrono::steady_clock::now();
+        auto reader = RunReader::open(dir.path()); // before the probe: this test process died here
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        EXPECT_LT(seconds, RunReader::kProbeTimeoutMs / 1000.0 + 2) << "byte " << offset;
+        if (!reader) {
+            EXPECT_MENTIONS(reader.error(), path);
+            contained += reader.error().find("HDF5 library") != std::string::npos ||
+                         reader.error().find("did not finish") != std::string::npos;
+        }
+    }
+    EXPECT_GT(contained, 0) << "no flip reached the library's crash: the demo run's layout changed, pick new offsets";
+}

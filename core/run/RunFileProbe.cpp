@@ -1,0 +1,52 @@
+#include "core/run/RunFileProbe.h"
+
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <thread>
+
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace nanscope {
+
+Status probeInChildProcess(const std::string& file, const std::function<bool()>& readEverything, int timeoutMs)
+{
+    const pid_t child = fork();
+    if (child < 0) // no process to spare: read in this process, as before the probe existed
+        return Status::success();
+    if (child == 0) {
+        // The child only reads and leaves with _exit: no atexit handlers, no flushing of the
+        // parent's buffers, no destructors of objects it does not own.
+        bool ok = false;
+        try {
+            ok = readEverything();
+        } catch (...) {
+            ok = false;
+        }
+        _exit(ok ? 0 : 3);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
+    int status = 0;
+    for (;;) {
+        const pid_t done = waitpid(child, &status, WNOHANG);
+        if (done == child)
+            break;
+        if (done < 0) // not ours to wait for (a SIGCHLD handler reaped it): nothing learned
+            return Status::success();
+        if (std::chrono::steady_clock::now() >= deadline) {
+            kill(child, SIGKILL);
+            waitpid(child, &status, 0);
+            return Error{file + ": reading it did not finish within " + std::to_string(timeoutMs / 1000) +
+                         " s; the file is probably corrupted (damaged HDF5 metadata or string storage)"};
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    if (WIFSIGNALED(status))
+        return Error{file + ": reading it crashed the HDF5 library (" + strsignal(WTERMSIG(status)) +
+                     "); the file is corrupted (damaged HDF5 metadata or string storage)"};
+    return Status::success();
+}
+
+} // namespace nanscope
