@@ -205,7 +205,8 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
             continue;
         if (!reportProgress(progress, 0.4 + 0.5 * done++ / double(std::max<size_t>(1, c.scan.incidents.size())), "report"))
             return Error{"cancelled"};
-        IncidentSection section{incident};
+        IncidentSection section;
+        section.incident = incident;
         const StepRange range = incidentViewRange(incident, c.firstStep, c.lastStep);
         section.plotIndex = int(c.plots.size());
         c.plots.push_back({QString("incident%1.png").arg(c.critical.size() + 1),

@@ -5,6 +5,7 @@
 #include "core/run/RunFormat.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -506,7 +507,7 @@ Result<std::vector<double>> RunReader::readSeries(const std::string& table, cons
     H5Sselect_hyperslab(fileSpace.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr);
     hdf5::Handle memSpace = hdf5::space(H5Screate_simple(1, &count, nullptr));
     if (H5Dread(hid_t(*id), H5T_NATIVE_DOUBLE, memSpace.get(), fileSpace.get(), H5P_DEFAULT, values.data()) < 0)
-        return Error{m_info.logPath + ": cannot read /" + table + "/" + dataset + ": " + hdf5::lastErrorMessage()};
+        return readFailure(table, dataset, 0, int64_t(rows));
     return values;
 }
 
@@ -528,7 +529,7 @@ Result<std::vector<float>> RunReader::readColumn(const std::string& table, const
     hsize_t memCount = count[0];
     hdf5::Handle memSpace = hdf5::space(H5Screate_simple(1, &memCount, nullptr));
     if (H5Dread(hid_t(*id), H5T_NATIVE_FLOAT, memSpace.get(), fileSpace.get(), H5P_DEFAULT, values.data()) < 0)
-        return Error{m_info.logPath + ": cannot read /" + table + "/" + dataset + ": " + hdf5::lastErrorMessage()};
+        return readFailure(table, dataset, 0, info->rows);
     return values;
 }
 
@@ -557,8 +558,24 @@ Result<std::vector<float>> RunReader::readBlock(const std::string& table, const 
     H5Sselect_hyperslab(fileSpace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr);
     hdf5::Handle memSpace = hdf5::space(H5Screate_simple(2, count, nullptr));
     if (H5Dread(hid_t(*id), H5T_NATIVE_FLOAT, memSpace.get(), fileSpace.get(), H5P_DEFAULT, values.data()) < 0)
-        return Error{m_info.logPath + ": cannot read /" + table + "/" + dataset + ": " + hdf5::lastErrorMessage()};
+        return readFailure(table, dataset, rowBegin, rowBegin + rowCount);
     return values;
+}
+
+Error RunReader::readFailure(const std::string& table, const std::string& dataset, int64_t rowBegin, int64_t rowEnd) const
+{
+    std::string why = hdf5::lastErrorMessage();
+    std::string lower = why;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    const std::string where = m_info.logPath + ": /" + table + "/" + dataset;
+    if (lower.find("checksum") == std::string::npos && lower.find("fletcher") == std::string::npos)
+        return Error{where + ": cannot be read: " + why};
+    // Name the steps the damaged rows hold, so that a user knows which part of the run is lost.
+    const auto& steps = this->steps(table);
+    std::string range;
+    if (rowBegin >= 0 && rowEnd > rowBegin && size_t(rowEnd) <= steps.size())
+        range = ", steps " + std::to_string(steps[size_t(rowBegin)]) + ".." + std::to_string(steps[size_t(rowEnd - 1)]);
+    return Error{where + range + ": the data failed its checksum (Fletcher-32): the file is corrupted"};
 }
 
 Result<std::vector<std::string>> RunReader::readStrings(const std::string& table, const std::string& dataset) const

@@ -94,6 +94,8 @@ private:
     Status load(const std::string& runDirectory);
     Status loadTable(const std::string& name);
     Status scanSteppedFiles();
+    // The error of a failed read: a checksum failure is named as corruption with the steps it covers.
+    Error readFailure(const std::string& table, const std::string& dataset, int64_t rowBegin, int64_t rowEnd) const;
     Result<int64_t> checkedDataset(const std::string& table, const std::string& dataset, int rank) const;
 
     std::unique_ptr<Handles> m_handles;

@@ -255,4 +255,16 @@ Diagnosis diagnoseVanishing(const VanishingFacts& facts)
     return d;
 }
 
+Diagnosis diagnoseDamagedData(const DamagedDataFacts& facts)
+{
+    Diagnosis d;
+    d.cause = "The run file holds " + std::to_string(facts.count) +
+              " values no training can produce (a norm, count or rate below zero) in " +
+              joinNames(facts.places, facts.places.size()) +
+              ": run.h5 is damaged there, and those steps show the damage, not the training.";
+    d.suggestion = "Restore run.h5 from a copy if there is one; read the incidents at these steps with care. Recorders "
+                   "of this nanscope write a checksum per chunk, so a new recording reports such damage as an error.";
+    return d;
+}
+
 } // namespace nanscope::scan

@@ -131,6 +131,14 @@ struct SkippedStepsFacts
 };
 Diagnosis diagnoseSkippedSteps(const SkippedStepsFacts& facts);
 
+// Values no training can produce (negative norms, counts or rates): damage to the file.
+struct DamagedDataFacts
+{
+    int64_t count = 0;
+    std::vector<std::string> places; // "layers/param_norm (3 values, steps 120..130)"
+};
+Diagnosis diagnoseDamagedData(const DamagedDataFacts& facts);
+
 // Parameters whose gradient is zero or negligible over the whole run.
 Diagnosis diagnoseFrozen(const std::vector<std::string>& layers, size_t count);
 

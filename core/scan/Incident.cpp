@@ -37,6 +37,7 @@ const char* toString(IncidentKind kind)
     case IncidentKind::NonfiniteLoss: return "nonfinite_loss";
     case IncidentKind::Vanishing: return "vanishing";
     case IncidentKind::Spike: return "spike";
+    case IncidentKind::DamagedData: return "damaged_data";
     }
     return "unknown";
 }

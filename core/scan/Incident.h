@@ -17,7 +17,8 @@ enum class IncidentKind {
     SkippedSteps,      // many consecutive optimizer steps skipped
     NonfiniteLoss,     // a non-finite loss the training skipped and recovered from
     Vanishing,         // layers whose gradient is zero or orders of magnitude below the rest
-    Spike              // an isolated jump in gradient norm or loss that recovers
+    Spike,             // an isolated jump in gradient norm or loss that recovers
+    DamagedData        // values no training can produce (a negative norm): the file is damaged
 };
 
 enum class Severity { Critical, Warning, Info };

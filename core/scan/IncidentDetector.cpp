@@ -35,6 +35,7 @@ struct RuleStep
 // 5. loss scale          writes collapseWindows
 // 6. skipped steps       reads blowupOnsetStep, collapseWindows, burstRows: explained skips
 // 7. vanishing           reads blowupOnsetStep; streams /layers and reports progress 0.3 to 1
+// 8. damaged values      shares nothing
 constexpr RuleStep kRules[] = {
     {detectBadInputs, -1, nullptr},
     {detectBatchNormCorruption, 0.1, "inputs and buffers"},
@@ -43,6 +44,7 @@ constexpr RuleStep kRules[] = {
     {detectLossScaleCollapse, -1, nullptr},
     {detectSkippedSteps, -1, nullptr},
     {detectVanishing, -1, nullptr},
+    {detectDamagedValues, -1, nullptr},
 };
 
 // Most severe first, then by onset, then by kind.

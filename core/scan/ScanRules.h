@@ -23,6 +23,8 @@ Status detectSpikes(ScanContext& context);
 Status detectLossScaleCollapse(ScanContext& context);
 // Long runs of skipped optimizer steps no other incident explains (SkippedSteps).
 Status detectSkippedSteps(ScanContext& context);
+// Values no training can produce, read as damage to the file (DamagedData).
+Status detectDamagedValues(ScanContext& context);
 // Layers whose gradient is zero or far below the others (Vanishing); streams /layers/grad_norm.
 Status detectVanishing(ScanContext& context);
 

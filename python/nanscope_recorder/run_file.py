@@ -36,8 +36,10 @@ class _Table:
     def __init__(self, group, columns, width, dtype):
         self.rows = 0
         self.width = width
+        # fletcher32: a checksum per chunk, so that a damaged file is reported as damaged by nanscope
+        # instead of plotted as training behaviour.
         self.steps = group.create_dataset("steps", shape=(0,), maxshape=(None,), dtype=np.int64,
-                                          chunks=(SERIES_CHUNK,))
+                                          chunks=(SERIES_CHUNK,), fletcher32=True)
         self.columns = {}
         for name in columns:
             if width is None:
@@ -46,7 +48,7 @@ class _Table:
                 shape, maxshape = (0, width), (None, width)
                 chunks = (ROW_CHUNK, max(1, min(width, COLUMN_CHUNK)))
             self.columns[name] = group.create_dataset(name, shape=shape, maxshape=maxshape, dtype=dtype,
-                                                      chunks=chunks)
+                                                      chunks=chunks, fletcher32=True)
         self._dtype = dtype
         self._row_space = h5s.create_simple((1,) if width is None else (1, width))
         self._step_space = h5s.create_simple((1,))

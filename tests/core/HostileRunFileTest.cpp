@@ -8,6 +8,7 @@
 #include <hdf5.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -310,4 +311,68 @@ TEST(HostileRunFile, DamagedStringStorageIsAnErrorNotACrash)
         }
     }
     EXPECT_GT(contained, 0) << "no flip reached the library's crash: the demo run's layout changed, pick new offsets";
+}
+
+// Issue 17: 8 KB of random bytes in the middle of run.h5 opened without a warning, and a parameter
+// norm read +-3e38 (negative norms included). Every chunk now carries a Fletcher-32 checksum: a
+// damaged chunk is a read error naming the dataset and the steps, never numbers to plot.
+TEST(HostileRunFile, DamagedChunksFailTheirChecksumInsteadOfBeingPlotted)
+{
+    const std::string original = test::demoRun("healthy") + "/run.h5";
+    ASSERT_TRUE(fs::exists(original)) << "needs the demo runs (ctest -R make_demo_runs)";
+    int checksumErrors = 0;
+    for (const double where : {0.4, 0.6, 0.8}) {
+        test::ScratchDir dir;
+        const std::string path = dir / "run.h5";
+        fs::copy_file(original, path);
+        {
+            std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+            file.seekp(std::streamoff(double(fs::file_size(path)) * where));
+            uint32_t state = 12345;
+            for (int i = 0; i < 8192; ++i) {
+                state = state * 1664525u + 1013904223u;
+                file.put(char(state >> 24));
+            }
+        }
+        auto reader = RunReader::open(dir.path());
+        if (!reader) {
+            EXPECT_MENTIONS(reader.error(), path);
+            continue;
+        }
+        for (const TableInfo& table : (*reader)->info().tables) {
+            if (table.name == "events")
+                continue;
+            for (const std::string& dataset : table.datasets) {
+                std::vector<double> values;
+                std::string error;
+                if (table.names.empty()) {
+                    auto series = (*reader)->readSeries(table.name, dataset);
+                    if (series)
+                        values = *series;
+                    else
+                        error = series.error();
+                } else {
+                    auto block = (*reader)->readBlock(table.name, dataset, 0, table.rows);
+                    if (block)
+                        values.assign(block->begin(), block->end());
+                    else
+                        error = block.error();
+                }
+                if (!error.empty()) {
+                    EXPECT_MENTIONS(error, path);
+                    EXPECT_MENTIONS(error, "/" + table.name + "/" + dataset);
+                    if (error.find("checksum") != std::string::npos) {
+                        ++checksumErrors;
+                        EXPECT_MENTIONS(error, "steps ");
+                    }
+                    continue;
+                }
+                if (dataset.find("norm") != std::string::npos)
+                    for (double v : values)
+                        EXPECT_FALSE(std::isfinite(v) && v < 0) << "/" << table.name << "/" << dataset
+                                                                << " read a negative norm from damaged data";
+            }
+        }
+    }
+    EXPECT_GT(checksumErrors, 0) << "no damaged chunk was caught by its checksum";
 }

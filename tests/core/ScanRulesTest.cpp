@@ -274,3 +274,35 @@ TEST(BadInputRule, ASaturatedBatchIsNamedWithItsFillValue)
     EXPECT_NE(input->evidence.note.find("fill or saturation value 32767"), std::string::npos) << input->evidence.note;
     EXPECT_EQ(context.badInputs.size(), 1u) << "for the rules after it";
 }
+
+// Issue 17: damaged bytes read as a parameter norm of -3e38 were taken for training behaviour.
+TEST(ScanRules, NegativeNormsAreReportedAsDamageToTheFile)
+{
+    const NoisyRun run(300);
+    ScanInputs inputs = run.inputs();
+    inputs.addTable("layers", {"a.weight", "b.weight"}, run.steps,
+                    {{"grad_norm", table(300, 2, [](int64_t, size_t) { return 1.0f; })},
+                     {"param_norm", table(300, 2, [](int64_t step, size_t c) {
+                          return c == 1 && step >= 180 && step < 184 ? -3e38f : 10.0f;
+                      })}});
+    ScanContext context(inputs, ScanConfig{});
+    const auto incident = onlyIncident(context, detectDamagedValues);
+    ASSERT_TRUE(incident);
+    expectIncident(*incident, IncidentKind::DamagedData, Severity::Critical, 180);
+    EXPECT_EQ(incident->evidence.windowEndStep, 183);
+    EXPECT_EQ(incident->evidence.count, 4);
+    EXPECT_NE(incident->cause.find("layers/param_norm"), std::string::npos) << incident->cause;
+    EXPECT_NE(incident->cause.find("damaged"), std::string::npos) << incident->cause;
+}
+
+TEST(ScanRules, AHealthyRunHasNoDamagedValues)
+{
+    const NoisyRun run(300);
+    ScanInputs inputs = run.inputs({{"lr", std::vector<double>(300, 0.01)}});
+    inputs.addTable("layers", {"a.weight"}, run.steps,
+                    {{"grad_norm", table(300, 1, [](int64_t, size_t) { return 0.5f; })},
+                     {"param_norm", table(300, 1, [](int64_t, size_t) { return 3.0f; })}});
+    ScanContext context(inputs, ScanConfig{});
+    ASSERT_TRUE(detectDamagedValues(context));
+    EXPECT_TRUE(context.report.incidents.empty());
+}
