@@ -638,16 +638,24 @@ Moments contiguousMoments(const uint8_t* data, DType dtype, int64_t numel, int m
 
 TensorStats computeTensorStats(const std::string& name, const TensorView& tensor, int histogramBins, int threads)
 {
+    std::vector<uint8_t> copy;
+    const uint8_t* data = tensor.numel() > 0 ? contiguousElements(tensor, copy) : nullptr;
+    return computeContiguousStats(name, data, tensor.dtype, tensor.shape, histogramBins, threads);
+}
+
+TensorStats computeContiguousStats(const std::string& name, const uint8_t* data, DType dtype,
+                                   const std::vector<int64_t>& shape, int histogramBins, int threads)
+{
     TensorStats s;
     s.name = name;
-    s.shape = tensor.shape;
-    s.dtype = tensor.dtype;
-    s.numel = tensor.numel();
-    if (s.numel == 0)
+    s.shape = shape;
+    s.dtype = dtype;
+    s.numel = 1;
+    for (int64_t extent : shape)
+        s.numel *= extent;
+    if (s.numel == 0 || !data)
         return s;
-    std::vector<uint8_t> copy;
-    const uint8_t* data = contiguousElements(tensor, copy);
-    const Moments m = contiguousMoments(data, tensor.dtype, s.numel, threads);
+    const Moments m = contiguousMoments(data, dtype, s.numel, threads);
     s.nan = m.nan;
     s.posinf = m.posinf;
     s.neginf = m.neginf;
@@ -665,7 +673,7 @@ TensorStats computeTensorStats(const std::string& name, const TensorView& tensor
         s.histogram.assign(size_t(histogramBins), 0);
         const double width = (m.max - m.min) / histogramBins;
         for (int64_t i = 0; i < s.numel; ++i) {
-            const double v = elementAsDouble(data, tensor.dtype, i);
+            const double v = elementAsDouble(data, dtype, i);
             if (!std::isfinite(v))
                 continue;
             int64_t bin = width > 0 ? int64_t((v - m.min) / width) : 0;

@@ -64,6 +64,10 @@ struct StatsOptions
 // thread); the figures agree to rounding whatever the split.
 TensorStats computeTensorStats(const std::string& name, const TensorView& tensor, int histogramBins = 0,
                                int threads = 0);
+// The same pass over elements already in memory, row-major (a replayed op's output, say): the one
+// statistics kernel for every tensor nanscope looks at.
+TensorStats computeContiguousStats(const std::string& name, const uint8_t* data, DType dtype,
+                                   const std::vector<int64_t>& shape, int histogramBins = 0, int threads = 0);
 
 // Every tensor of a checkpoint. The CUDA path queues every tensor's reductions and reads the results
 // back once, so there is no host synchronisation per tensor.

@@ -1,6 +1,8 @@
 #include "core/torch/Replay.h"
 
 #include "core/checkpoint/CheckpointReader.h"
+#include "core/run/LayerNames.h"
+#include "core/torch/TensorRange.h"
 #include "core/checkpoint/ZipArchive.h"
 
 #include <torch/csrc/jit/frontend/source_range.h>
@@ -28,65 +30,28 @@ namespace {
 using torch::jit::Node;
 using torch::jit::Value;
 
-// One pass over the elements: min/max/sum/sum of squares of the finite ones and the non-finite
-// counts together. Separate torch reductions (isnan, isinf, masked min, max, mean, std) read the
-// tensor seven times and made the instrumented replay of a small CNN 8x slower than a plain one.
-template<typename T>
-void accumulate(const T* data, int64_t n, ValueStats& s)
-{
-    double lo = std::numeric_limits<double>::infinity(), hi = -lo, sum = 0, sumSquares = 0;
-    int64_t finite = 0, nan = 0, posinf = 0, neginf = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const double v = double(data[i]);
-        if (std::isfinite(v)) {
-            lo = std::min(lo, v);
-            hi = std::max(hi, v);
-            sum += v;
-            sumSquares += v * v;
-            ++finite;
-        } else if (std::isnan(v)) {
-            ++nan;
-        } else if (v > 0) {
-            ++posinf;
-        } else {
-            ++neginf;
-        }
-    }
-    s.nan = nan;
-    s.posinf = posinf;
-    s.neginf = neginf;
-    if (finite == 0) {
-        s.min = s.max = s.mean = s.std = s.absmax = std::nan("");
-        return;
-    }
-    s.min = lo;
-    s.max = hi;
-    s.mean = sum / double(finite);
-    s.std = finite > 1 ? std::sqrt(std::max(0.0, (sumSquares - sum * s.mean) / double(finite - 1))) : 0.0;
-    s.absmax = std::max(std::fabs(lo), std::fabs(hi));
-}
-
+// The one statistics kernel (core/tensor): a single fused pass, accurate when the mean is large
+// (a naive sum of squares here lost the spread of values like 1e4 + small noise).
 ValueStats statsOf(const torch::Tensor& tensor)
 {
     ValueStats s;
     if (!tensor.defined())
         return s;
-    torch::NoGradGuard noGrad;
     s.shape = tensor.sizes().vec();
     s.dtype = std::string(c10::toString(tensor.scalar_type()));
     s.numel = tensor.numel();
     if (s.numel == 0)
         return s;
-    // Float32 and float64 are read in place; other dtypes (and GPU tensors) are copied to a
-    // float64 CPU tensor first.
-    torch::Tensor values = tensor.detach();
-    if (!values.is_cpu() || (values.scalar_type() != torch::kFloat && values.scalar_type() != torch::kDouble))
-        values = values.to(torch::kCPU, torch::kDouble);
-    values = values.contiguous();
-    if (values.scalar_type() == torch::kFloat)
-        accumulate(values.data_ptr<float>(), s.numel, s);
-    else
-        accumulate(values.data_ptr<double>(), s.numel, s);
+    const TensorStats t = torchutil::tensorStats(tensor);
+    s.nan = t.nan;
+    s.posinf = t.posinf;
+    s.neginf = t.neginf;
+    const double none = std::nan("");
+    s.min = t.min.value_or(none);
+    s.max = t.max.value_or(none);
+    s.mean = t.mean.value_or(none);
+    s.std = t.std.value_or(none);
+    s.absmax = t.min ? t.absmax : none;
     return s;
 }
 
@@ -538,9 +503,12 @@ private:
         if (result.firstNonfinite)
             result.firstNonfinite->grad = allOps[size_t(result.firstNonfinite->index)].grad;
 
+        // The layer filter lists the module's ops, and always the first non-finite op: a filter
+        // must not hide the culprit the pane highlights.
+        const int culprit = result.firstNonfinite ? result.firstNonfinite->index : -1;
         for (auto& op : allOps)
-            if (m_options.layerPrefix.empty() || op.module == m_options.layerPrefix ||
-                op.module.rfind(m_options.layerPrefix + ".", 0) == 0)
+            if (m_options.layerPrefix.empty() || layernames::isWithin(op.module, m_options.layerPrefix) ||
+                op.index == culprit)
                 result.ops.push_back(std::move(op));
         return Status::success();
     }
