@@ -1,4 +1,5 @@
 #include "CliSupport.h"
+#include "ReplayJson.h"
 #include "Subcommands.h"
 
 #include "core/torch/Replay.h"
@@ -21,45 +22,6 @@
 namespace nanscope::cli {
 
 namespace {
-
-QJsonValue number(double v)
-{
-    return std::isfinite(v) ? QJsonValue(v) : QJsonValue(); // NaN is no JSON: null
-}
-
-QJsonObject toJson(const ValueStats& s)
-{
-    if (!s.defined())
-        return {};
-    QJsonArray shape;
-    for (int64_t d : s.shape)
-        shape.append(qint64(d));
-    return {{"shape", shape},       {"dtype", fromStd(s.dtype)},   {"numel", qint64(s.numel)},
-            {"min", number(s.min)}, {"max", number(s.max)},        {"mean", number(s.mean)},
-            {"std", number(s.std)}, {"absmax", number(s.absmax)},  {"nan", qint64(s.nan)},
-            {"posinf", qint64(s.posinf)}, {"neginf", qint64(s.neginf)}, {"inf", qint64(s.posinf + s.neginf)}};
-}
-
-QJsonObject toJson(const ReplayOp& op, bool withInputs)
-{
-    QJsonObject o{{"index", op.index},
-                  {"op", fromStd(op.op)},
-                  {"module", fromStd(op.module)},
-                  {"source", fromStd(op.source)},
-                  {"code", fromStd(op.code)},
-                  {"output", toJson(op.output)}};
-    if (withInputs) {
-        QJsonArray inputs;
-        for (const auto& s : op.inputs)
-            inputs.append(toJson(s));
-        o["inputs"] = inputs;
-    }
-    if (op.grad.defined())
-        o["grad"] = toJson(op.grad);
-    if (!op.gradFunction.empty())
-        o["grad_fn"] = fromStd(op.gradFunction);
-    return o;
-}
 
 QString range(const ValueStats& s)
 {
@@ -194,33 +156,7 @@ int runReplay(const QStringList& arguments)
     const qint64 shownStep = r.step >= 0 ? r.step : step;
 
     if (parser.isSet("json")) {
-        QJsonArray ops;
-        for (const auto& op : r.ops)
-            ops.append(toJson(op, false));
-        QJsonArray params;
-        for (const auto& p : r.params)
-            params.append(QJsonObject{{"name", fromStd(p.name)}, {"value", toJson(p.value)}, {"grad", toJson(p.grad)}});
-        QJsonObject root{{"step", shownStep},
-                         {"loss", number(r.loss)},
-                         {"loss_name", fromStd(r.lossName)},
-                         {"checkpoint", fromStd(options.checkpoint)},
-                         {"batch", fromStd(options.batch)},
-                         {"dtype", fromStd(options.dtype)},
-                         {"mode", options.eval ? "eval" : "train"},
-                         {"forward", QJsonObject{{"first_nonfinite", r.firstNonfinite ? QJsonValue(toJson(*r.firstNonfinite, true)) : QJsonValue()},
-                                                 {"ops", ops}}},
-                         {"backward", QJsonObject{{"first_nonfinite", r.firstNonfiniteGrad ? QJsonValue(toJson(*r.firstNonfiniteGrad, true)) : QJsonValue()},
-                                                  {"params", params}}}};
-        if (r.bisected) {
-            QJsonArray bad;
-            for (int64_t i : r.badSamples)
-                bad.append(qint64(i));
-            root["bad_samples"] = bad;
-        }
-        QJsonArray notes;
-        for (const auto& n : r.notes)
-            notes.append(fromStd(n));
-        root["notes"] = notes;
+        const QJsonObject root = replayResultToJson(r, shownStep, options);
         out() << QJsonDocument(root).toJson(QJsonDocument::Indented);
         return kExitOk;
     }

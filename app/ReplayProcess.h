@@ -38,8 +38,6 @@ private:
 // What a finished `nanscope replay --json` child of step `step` means for the replay pane and the report.
 ReplayReport replayReportFrom(const ChildOutcome& outcome, qint64 step);
 
-// Parses the JSON `nanscope replay --json` prints.
-ReplayReport parseReplayJson(const QByteArray& json);
 
 } // namespace nanscope
 

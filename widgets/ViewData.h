@@ -46,8 +46,10 @@ namespace nanscope {
 struct ReplayValue
 {
     bool defined = false;
-    QString shape;
-    double min = 0, max = 0, mean = 0, std = 0; // NaN when no element is finite
+    QString shape; // as shapeText writes it: "[4, 8]"
+    QString dtype;
+    qint64 numel = 0;
+    double min = 0, max = 0, mean = 0, std = 0, absmax = 0; // NaN when no element is finite
     qint64 nan = 0, posinf = 0, neginf = 0;
     bool finite() const { return nan == 0 && posinf == 0 && neginf == 0; }
 };

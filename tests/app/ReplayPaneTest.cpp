@@ -2,6 +2,7 @@
 #include "AppTestSupport.h"
 
 #include "app/MainWindow.h"
+#include "app/ReplayJson.h"
 #include "app/ReplayProcess.h"
 #include "widgets/CheckpointsView.h"
 #include "widgets/ReplayOpModel.h"
@@ -14,6 +15,8 @@
 #include <QTemporaryDir>
 
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 using namespace nanscope;
 
@@ -94,6 +97,16 @@ TEST(ReplayPane, ParsesTheCommandLineJson)
     EXPECT_EQ(report.culprit.op, "aten::batch_norm");
     ASSERT_GE(report.culprit.inputs.size(), 4u);
     EXPECT_FALSE(report.culprit.inputs[3].finite()) << "the running mean is the poisoned input";
+    // Nothing dropped on the way through the child: absmax, dtype and numel arrive, and shapes are
+    // written the one way ("[32]"), as the checkpoints pane writes them.
+    const ReplayValue& output = report.culprit.output;
+    ASSERT_TRUE(output.defined);
+    EXPECT_EQ(output.dtype, "Float");
+    EXPECT_GT(output.numel, 0);
+    EXPECT_TRUE(output.shape.startsWith("[") && output.shape.endsWith("]")) << output.shape.toStdString();
+    const ReplayValue& weight = report.culprit.inputs[1];
+    EXPECT_TRUE(std::isfinite(weight.absmax)) << "absmax was dropped by the old decoder";
+    EXPECT_DOUBLE_EQ(weight.absmax, std::max(std::fabs(weight.min), std::fabs(weight.max)));
     EXPECT_FALSE(report.notes.isEmpty());
     EXPECT_TRUE(parseReplayJson("not json").error.contains("no valid JSON"));
 }

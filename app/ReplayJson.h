@@ -1,0 +1,25 @@
+#pragma once
+
+// The JSON of `nanscope replay --json`: written by the replay command in the child process and
+// read back by the replay pane and the report. Encoder and decoder side by side, so that every
+// figure written (absmax included) is read, and shapes are written one way.
+
+#include "core/torch/Replay.h"
+#include "widgets/ViewData.h"
+
+#include <QByteArray>
+#include <QJsonObject>
+#include <QJsonValue>
+
+namespace nanscope {
+
+QJsonObject valueStatsToJson(const ValueStats& stats);
+QJsonObject replayOpToJson(const ReplayOp& op, bool withInputs);
+QJsonObject replayResultToJson(const ReplayResult& result, int64_t step, const ReplayOptions& options);
+
+ReplayValue replayValueFromJson(const QJsonValue& value);
+ReplayOpRow replayOpFromJson(const QJsonObject& op);
+// A replay as the pane shows it; `error` says so when the JSON is not a replay's.
+ReplayReport parseReplayJson(const QByteArray& json);
+
+} // namespace nanscope
