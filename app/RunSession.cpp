@@ -64,6 +64,7 @@ void RunSession::open(const QString& directory)
     }
     m_reader = std::move(*reader);
     snapshot = buildSnapshot();
+    m_snapshot = snapshot;
     emit progress(100, QString());
     emit loaded(snapshot);
     if (snapshot.error.isEmpty())
@@ -95,7 +96,8 @@ void RunSession::poll()
     auto refreshed = m_reader->refresh();
     if (!refreshed || !*refreshed)
         return;
-    emit grew(buildSnapshot());
+    m_snapshot = grownSnapshot(m_snapshot);
+    emit grew(m_snapshot);
     // The scan and the heatmap read every row: while a run grows every second, run them at most
     // once per kRecomputeAfterGrowthMs, so a click on the session thread never waits behind a
     // queue of them.
@@ -158,6 +160,66 @@ RunSnapshot RunSession::buildSnapshot()
             series.nonfinite = column("nonfinite");
             snapshot.batchNorm.push_back(std::move(series));
         }
+    }
+    return snapshot;
+}
+
+RunSnapshot RunSession::grownSnapshot(const RunSnapshot& previous)
+{
+    // Live follow reads only the rows appended since the last look; anything else that changed
+    // (a new dataset, other columns) is a new layout, read whole.
+    RunSnapshot snapshot = previous;
+    snapshot.info = m_reader->info();
+    const TableInfo* scalars = snapshot.info.table(rf::kScalars);
+    const auto& steps = m_reader->steps(rf::kScalars);
+    const int64_t oldRows = int64_t(previous.steps.size());
+    const int64_t newRows = int64_t(steps.size());
+    if (!scalars || newRows < oldRows || scalars->datasets.size() != previous.scalars.size())
+        return buildSnapshot();
+    for (const auto& name : scalars->datasets) {
+        auto it = snapshot.scalars.find(name);
+        if (it == snapshot.scalars.end() || int64_t(it->second.size()) != oldRows)
+            return buildSnapshot();
+        auto rows = m_reader->readSeriesRows(rf::kScalars, name, oldRows, newRows - oldRows);
+        if (!rows) {
+            snapshot.error = QString::fromStdString(rows.error());
+            return snapshot;
+        }
+        it->second.insert(it->second.end(), rows->begin(), rows->end());
+    }
+    snapshot.steps = steps;
+    if (auto it = snapshot.scalars.find("skipped"); it != snapshot.scalars.end())
+        for (int64_t i = oldRows; i < newRows; ++i)
+            if (it->second[size_t(i)] > 0.5)
+                snapshot.skippedSteps.push_back(snapshot.steps[size_t(i)]);
+    if (const TableInfo* layers = snapshot.info.table(rf::kLayers))
+        snapshot.layers = layers->names;
+    if (const TableInfo* buffers = snapshot.info.table(rf::kBuffers)) {
+        if (buffers->names.size() != previous.batchNorm.size())
+            return buildSnapshot();
+        const auto& bufferSteps = m_reader->steps(rf::kBuffers);
+        const int64_t before = previous.batchNorm.empty() ? 0 : int64_t(previous.batchNorm.front().steps.size());
+        const int64_t after = int64_t(bufferSteps.size());
+        if (after < before)
+            return buildSnapshot();
+        const size_t width = buffers->names.size();
+        auto append = [&](const char* dataset, std::vector<double> BatchNormSeries::*member) {
+            auto block = m_reader->readBlock(rf::kBuffers, dataset, before, after - before);
+            if (!block) {
+                snapshot.warnings << QString::fromStdString(block.error());
+                return;
+            }
+            for (size_t c = 0; c < width; ++c)
+                for (int64_t r = 0; r < after - before; ++r)
+                    (snapshot.batchNorm[c].*member).push_back(double((*block)[size_t(r) * width + c]));
+        };
+        append("running_mean_min", &BatchNormSeries::meanMin);
+        append("running_mean_max", &BatchNormSeries::meanMax);
+        append("running_var_min", &BatchNormSeries::varMin);
+        append("running_var_max", &BatchNormSeries::varMax);
+        append("nonfinite", &BatchNormSeries::nonfinite);
+        for (auto& series : snapshot.batchNorm)
+            series.steps = bufferSteps;
     }
     return snapshot;
 }

@@ -64,10 +64,13 @@ signals:
 
 private:
     RunSnapshot buildSnapshot();
+    // `previous` with the rows appended since it was read.
+    RunSnapshot grownSnapshot(const RunSnapshot& previous);
     ProgressCallback progressCallback(const QString& what);
 
     std::unique_ptr<RunReader> m_reader;
     QString m_directory;
+    RunSnapshot m_snapshot; // what the window was last given, for live follow to append to
     QTimer* m_pollTimer = nullptr;
     QTimer* m_recomputeTimer = nullptr; // the scan and heatmap after growth, throttled
     static constexpr int kRecomputeAfterGrowthMs = 3000;

@@ -495,19 +495,29 @@ Result<int64_t> RunReader::checkedDataset(const std::string& table, const std::s
 
 Result<std::vector<double>> RunReader::readSeries(const std::string& table, const std::string& dataset) const
 {
+    const TableInfo* info = m_info.table(table);
+    return readSeriesRows(table, dataset, 0, info ? info->rows : 0);
+}
+
+Result<std::vector<double>> RunReader::readSeriesRows(const std::string& table, const std::string& dataset,
+                                                      int64_t rowBegin, int64_t rowCount) const
+{
     auto id = checkedDataset(table, dataset, 1);
     if (!id)
         return Error{id.error()};
-    const hsize_t rows = hsize_t(m_info.table(table)->rows);
-    std::vector<double> values(rows);
-    if (rows == 0)
+    const int64_t rows = m_info.table(table)->rows;
+    if (rowBegin < 0 || rowCount < 0 || rowBegin + rowCount > rows)
+        return Error{"rows [" + std::to_string(rowBegin) + ", " + std::to_string(rowBegin + rowCount) +
+                     ") are out of range for /" + table + "/" + dataset + " (" + std::to_string(rows) + " rows)"};
+    std::vector<double> values(static_cast<size_t>(rowCount));
+    if (rowCount == 0)
         return values;
-    hsize_t start = 0, count = rows;
+    hsize_t start = hsize_t(rowBegin), count = hsize_t(rowCount);
     hdf5::Handle fileSpace = hdf5::space(H5Dget_space(hid_t(*id)));
     H5Sselect_hyperslab(fileSpace.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr);
     hdf5::Handle memSpace = hdf5::space(H5Screate_simple(1, &count, nullptr));
     if (H5Dread(hid_t(*id), H5T_NATIVE_DOUBLE, memSpace.get(), fileSpace.get(), H5P_DEFAULT, values.data()) < 0)
-        return readFailure(table, dataset, 0, int64_t(rows));
+        return readFailure(table, dataset, rowBegin, rowBegin + rowCount);
     return values;
 }
 

@@ -74,6 +74,9 @@ public:
 
     // A 1-D dataset of a table (a scalar series), converted to double.
     Result<std::vector<double>> readSeries(const std::string& table, const std::string& dataset) const;
+    // Rows [rowBegin, rowBegin + rowCount) of a 1-D dataset: what live follow appends.
+    Result<std::vector<double>> readSeriesRows(const std::string& table, const std::string& dataset, int64_t rowBegin,
+                                               int64_t rowCount) const;
     // One column of an [n, L] dataset: one layer's series.
     Result<std::vector<float>> readColumn(const std::string& table, const std::string& dataset, int64_t column) const;
     // One row of an [n, L] dataset: every layer at one step.

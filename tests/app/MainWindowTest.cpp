@@ -1,6 +1,7 @@
 #include "AppTestSupport.h"
 
 #include "app/MainWindow.h"
+#include "core/run/RunReader.h"
 #include "widgets/BatchNormView.h"
 #include "widgets/HeatmapView.h"
 #include "widgets/IncidentModel.h"
@@ -24,6 +25,9 @@
 #include <QTemporaryDir>
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
 
 using namespace nanscope;
 
@@ -185,8 +189,22 @@ TEST(MainWindow, FollowsARunWhileItIsWritten)
         QTest::qWait(100);
     EXPECT_GT(window.snapshot().steps.size(), first) << "new rows appear without reopening";
     EXPECT_LT(timer.elapsed(), 4000) << "within about 2 s of being written (1 s polling)";
+    // Live follow appends only the new rows: what it built must be what a full read gives.
+    QTest::qWait(1500);
     writer.kill();
     writer.waitForFinished();
+    const RunSnapshot followed = window.snapshot();
+    auto fresh = RunReader::open(run.toStdString());
+    ASSERT_TRUE(fresh) << fresh.error();
+    ASSERT_GE((*fresh)->steps("scalars").size(), followed.steps.size());
+    EXPECT_TRUE(std::equal(followed.steps.begin(), followed.steps.end(), (*fresh)->steps("scalars").begin()));
+    for (const auto& [name, values] : followed.scalars) {
+        auto whole = (*fresh)->readSeries("scalars", name);
+        ASSERT_TRUE(whole) << whole.error();
+        ASSERT_EQ(values.size(), followed.steps.size()) << name;
+        for (size_t i = 0; i < values.size(); ++i)
+            EXPECT_TRUE(values[i] == (*whole)[i] || (std::isnan(values[i]) && std::isnan((*whole)[i]))) << name << " row " << i;
+    }
 }
 
 // Live follow used to refresh only the tables: a checkpoint and batch saved while the window
