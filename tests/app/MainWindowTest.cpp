@@ -1,4 +1,5 @@
 #include "AppTestSupport.h"
+#include "WindowTestSupport.h"
 
 #include "app/MainWindow.h"
 #include "core/run/RunReader.h"
@@ -31,14 +32,7 @@
 
 using namespace nanscope;
 
-namespace {
-bool openAndWait(MainWindow& window, const QString& dir)
-{
-    QSignalSpy loaded(&window, &MainWindow::runLoaded);
-    window.openRun(dir);
-    return loaded.wait(30000) && loaded.first().first().toBool();
-}
-} // namespace
+using test::openAndWait;
 
 TEST(MainWindow, ShowsLossAndGradNormWithNonFiniteMarkers)
 {

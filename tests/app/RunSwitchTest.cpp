@@ -2,6 +2,7 @@
 // every view drops what it showed (issue: the replay pane kept the old run's result, step and
 // layer filter; a failed open showed its error next to the old run's layer tree and incidents).
 #include "AppTestSupport.h"
+#include "WindowTestSupport.h"
 
 #include "app/MainWindow.h"
 #include "widgets/BatchNormView.h"
@@ -25,13 +26,9 @@
 
 using namespace nanscope;
 
+using test::openAndWait;
+
 namespace {
-bool openAndWait(MainWindow& window, const QString& dir)
-{
-    QSignalSpy loaded(&window, &MainWindow::runLoaded);
-    window.openRun(dir);
-    return loaded.wait(30000) && loaded.first().first().toBool();
-}
 
 bool treeNames(const LayerTreeModel& model, const QString& name)
 {

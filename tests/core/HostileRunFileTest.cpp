@@ -23,6 +23,19 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A copy of `original` as dir/run.h5 with the byte at `offset` flipped (XOR 0x5a).
+std::string copyWithFlippedByte(const std::string& original, const test::ScratchDir& dir, std::streamoff offset)
+{
+    const std::string path = dir / "run.h5";
+    fs::copy_file(original, path);
+    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekg(offset);
+    const char byte = char(file.get());
+    file.seekp(offset);
+    file.put(char(byte ^ 0x5a));
+    return path;
+}
+
 #define EXPECT_MENTIONS(text, part) EXPECT_NE((text).find(part), std::string::npos) << "message: " << (text)
 
 std::string writeSmallRun(const test::ScratchDir& dir)
@@ -192,15 +205,7 @@ TEST(HostileRunFile, FlippedMetadataByteDoesNotHangOpen)
     ASSERT_TRUE(fs::exists(original)) << "needs the demo runs (ctest -R make_demo_runs)";
     for (const std::streamoff offset : {27, 58, 139, 141, 161, 249, 276, 298, 341}) {
         test::ScratchDir dir;
-        const std::string path = dir / "run.h5";
-        fs::copy_file(original, path);
-        {
-            std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
-            file.seekg(offset);
-            const char byte = char(file.get());
-            file.seekp(offset);
-            file.put(char(byte ^ 0x5a));
-        }
+        const std::string path = copyWithFlippedByte(original, dir, offset);
         const auto start = std::chrono::steady_clock::now();
         auto reader = RunReader::open(dir.path());
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -291,15 +296,7 @@ TEST(HostileRunFile, DamagedStringStorageIsAnErrorNotACrash)
     int contained = 0;
     for (const std::streamoff offset : {2075, 2200, 2400, 2600, 2700, 2750}) {
         test::ScratchDir dir;
-        const std::string path = dir / "run.h5";
-        fs::copy_file(original, path);
-        {
-            std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
-            file.seekg(offset);
-            const char byte = char(file.get());
-            file.seekp(offset);
-            file.put(char(byte ^ 0x5a));
-        }
+        const std::string path = copyWithFlippedByte(original, dir, offset);
         const auto start = std::chrono::steady_clock::now();
         auto reader = RunReader::open(dir.path()); // before the probe: this test process died here
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
