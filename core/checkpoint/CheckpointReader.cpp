@@ -192,6 +192,23 @@ private:
         m_error = message;
         return false;
     }
+    // After a member of an object or an item of an array: ',' goes on, `close` ends the list,
+    // anything else is an error.
+    enum class Next { More, Closed, Error };
+    Next afterItem(char close)
+    {
+        skipSpace();
+        if (m_pos < m_text.size() && m_text[m_pos] == ',') {
+            ++m_pos;
+            return Next::More;
+        }
+        if (m_pos < m_text.size() && m_text[m_pos] == close) {
+            ++m_pos;
+            return Next::Closed;
+        }
+        failWith(std::string("expected ',' or '") + close + "'");
+        return Next::Error;
+    }
     bool literal(const char* word)
     {
         const size_t n = std::strlen(word);
@@ -376,16 +393,8 @@ private:
                 if (!value(member, depth + 1))
                     return false;
                 out.members.emplace_back(std::move(key), std::move(member));
-                skipSpace();
-                if (m_pos < m_text.size() && m_text[m_pos] == ',') {
-                    ++m_pos;
-                    continue;
-                }
-                if (m_pos < m_text.size() && m_text[m_pos] == '}') {
-                    ++m_pos;
-                    return true;
-                }
-                return failWith("expected ',' or '}'");
+                if (const Next next = afterItem('}'); next != Next::More)
+                    return next == Next::Closed;
             }
         }
         if (c == '[') {
@@ -401,16 +410,8 @@ private:
                 if (!value(item, depth + 1))
                     return false;
                 out.items.push_back(std::move(item));
-                skipSpace();
-                if (m_pos < m_text.size() && m_text[m_pos] == ',') {
-                    ++m_pos;
-                    continue;
-                }
-                if (m_pos < m_text.size() && m_text[m_pos] == ']') {
-                    ++m_pos;
-                    return true;
-                }
-                return failWith("expected ',' or ']'");
+                if (const Next next = afterItem(']'); next != Next::More)
+                    return next == Next::Closed;
             }
         }
         if (c == '"') {
