@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harnesses (clang, ASan + UBSan, build-fuzz/) and runs each for SECONDS:
+#   fuzz/run_fuzzers.sh [SECONDS] [HARNESS...]       (./setup.sh fuzz SECONDS runs all four)
+# Prints each harness's executions and any crash, timeout or out-of-memory input it saved
+# (build-fuzz/findings/<harness>-*). The corpus each run grows is kept in build-fuzz/corpus/, so a
+# second run continues where the first stopped. Exits 1 if any harness found something.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=${1:-60}
+shift || true
+harnesses=("$@")
+((${#harnesses[@]})) || harnesses=(zip_archive pickle safetensors run_reader)
+build_dir=${NANSCOPE_FUZZ_BUILD_DIR:-build-fuzz}
+jobs=${NANSCOPE_JOBS:-$(nproc)}
+
+export CCACHE_BASEDIR="$PWD"
+if [ ! -f "$build_dir/build.ninja" ]; then
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DNANSCOPE_BUILD_FUZZ=ON >/dev/null
+fi
+echo "== building the fuzz harnesses ($jobs jobs)"
+cmake --build "$build_dir" -j "$jobs" --target $(printf 'fuzz_%s ' "${harnesses[@]}")
+
+seeds="$build_dir/seeds"
+if [ ! -d "$seeds" ]; then
+  echo "== writing seed inputs to $seeds"
+  /usr/bin/python3 fuzz/make_seeds.py "$seeds.tmp" && mv "$seeds.tmp" "$seeds"
+fi
+
+mkdir -p "$build_dir/findings" "$build_dir/logs"
+# libFuzzer reports leaks as findings; the readers allocate nothing they keep, so leaks stay on.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:allocator_may_return_null=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
+found=0
+printf '%-12s %10s %8s %8s  %s\n' harness executions exec/s corpus findings
+for h in "${harnesses[@]}"; do
+  corpus="$build_dir/corpus/$h"
+  mkdir -p "$corpus"
+  log="$build_dir/logs/$h.log"
+  before=$(ls "$build_dir/findings" | grep "^$h-" || true)
+  # -fork=1 with -ignore_*: fuzz in a child process and carry on past a finding, so one known
+  # crash (libhdf5's own, say) does not end the session; every finding is still saved.
+  # -timeout: one input running for 10 s is a hang finding; -rss_limit_mb: a declared size that
+  # made a reader allocate 2 GiB is an out-of-memory finding.
+  rc=0
+  "$build_dir/bin/fuzz_$h" "$corpus" "$seeds/$h" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
+      -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+      -artifact_prefix="$build_dir/findings/$h-" >"$log" 2>&1 || rc=$?
+  # Fork mode's progress lines: "#<executions>: cov: ... exec/s <rate> oom/timeout/crash: a/b/c ..."
+  last=$(grep -E '^#[0-9]+:' "$log" | tail -1)
+  runs=$(sed -E 's/^#([0-9]+):.*/\1/' <<<"$last")
+  speed=$(sed -E 's/.*exec\/s ([0-9]+).*/\1/' <<<"$last")
+  size=$(ls "$corpus" | wc -l)
+  new=$(comm -13 <(echo "$before") <(ls "$build_dir/findings" | grep "^$h-" || true) | tr '\n' ' ')
+  printf '%-12s %10s %8s %8s  %s\n' "$h" "${runs:-?}" "${speed:-?}" "$size" "${new:-none}"
+  if [ "$rc" -ne 0 ] || [ -n "$new" ]; then
+    found=1
+    grep -E "^SUMMARY|runtime error|terminate called|what\(\)" "$log" | sort | uniq -c | sed 's/^/    /' || true
+    echo "    log: $log"
+  fi
+done
+exit $found
