@@ -15,8 +15,8 @@ read that file run on it, each with a timeout, and each outcome is one of:
 Prints a table of case kinds x outcomes and lists every crash, hang, change and unclear message.
 Exits 1 if any crash, hang or change happened; unclear messages are reported, not failures.
 
---subset runs only the cases listed in SUBSET below: kinds verified not to crash or hang on main,
-small enough for the test suite (ctest corruption_corpus_subset). The full corpus is
+--subset runs only the cases (and commands) listed in SUBSET below: ones verified not to crash or hang
+on main, few enough for the test suite (ctest corruption_corpus_subset). The full corpus is
 bench/corruption_corpus.sh.
 """
 
@@ -24,6 +24,7 @@ import argparse
 import collections
 import concurrent.futures
 import hashlib
+import json
 import os
 import signal
 import stat
@@ -38,20 +39,37 @@ import make_corpus  # noqa: E402
 OUTCOMES = ("clear", "success", "unclear", "crash", "hang", "changed")
 FAILURES = ("crash", "hang", "changed")
 
-# Cases the test suite runs: every one verified to end without a crash or hang on main (2026-12-01).
-# Case kinds that crash or hang there today stay in the full corpus only (see the bench script).
-SUBSET = [
-    "h5-truncate-0", "h5-truncate-8", "h5-truncate-4096", "h5-truncate-121010",
-    "h5-contract-scalars-loss-string", "h5-contract-layers-3d", "h5-contract-names-int",
-    "h5-contract-format-version-99", "h5-contract-soft-link-loop",
-    "ckpt-truncate-0", "ckpt-truncate-1024", "ckpt-truncate-12434",
-    "batch-truncate-2048",
-    "pickle-os-system-ckpt", "pickle-builtins-eval-batch", "pickle-memo-get-missing-ckpt",
-    "pickle-storage-key-traversal-ckpt", "pickle-size-overflow-ckpt", "pickle-zip-deflated-ckpt",
-    "batch-inputs-string", "ckpt-is-a-batch",
-    "st-bad-u-escape-short", "st-shape-expression", "st-offsets-past-end", "st-header-length-huge",
-    "special-h5-directory", "special-h5-missing", "special-ckpt-directory", "special-ckpt-empty",
-]
+# The cases the test suite runs, each with the commands to run on it: every one verified to end
+# without a crash or hang on main (2026-12-01), about 30 commands (~30 s on 2 busy cores). Kinds that
+# hang there today (metadata byte flips and some truncations of run.h5 under SWMR-read retries, the
+# memoised "billion laughs" pickle, FIFOs) stay in the full corpus only: bench/corruption_corpus.sh.
+SUBSET = {
+    "h5-truncate-0": ["info", "scan"],
+    "h5-truncate-4096": ["info", "window"],
+    "h5-truncate-121010": ["info", "scan", "replay"],
+    "h5-contract-scalars-loss-string": ["scan"],
+    "h5-contract-layers-3d": ["scan", "window"],
+    "h5-contract-soft-link-loop": ["info"],
+    "h5-contract-names-int": ["info"],
+    "special-h5-directory": ["info"],
+    "ckpt-truncate-1024": ["stats", "replay"],
+    "ckpt-flip-4249": ["stats"],
+    "pickle-os-system-ckpt": ["stats", "replay"],
+    "pickle-builtins-eval-batch": ["replay"],
+    "pickle-nested-lists-100k-ckpt": ["stats"],
+    "pickle-stride0-1e12-ckpt": ["stats"],
+    "pickle-size-overflow-ckpt": ["stats"],
+    "pickle-zip-deflated-ckpt": ["stats"],
+    "pickle-billion-laughs-dict-ckpt": ["stats"],
+    "batch-inputs-rank1": ["replay"],
+    "ckpt-param-float64": ["replay"],
+    "st-bad-u-escape-short": ["stats"],
+    "st-shape-expression": ["stats"],
+    "st-header-length-huge": ["stats"],
+    "st-header-deep-arrays": ["stats"],
+    "st-offsets-past-end": ["stats"],
+    "special-ckpt-empty": ["stats"],
+}
 
 CKPT = make_corpus.CKPT
 BATCH = make_corpus.BATCH
@@ -121,7 +139,9 @@ def run_one(binary, case, label, argv, timeout):
 
 def run_case(binary, case, timeout):
     before = snapshot(case["dir"])
-    results = [run_one(binary, case, label, argv, timeout) for label, argv in commands_for(case)]
+    wanted = case.get("commands")
+    results = [run_one(binary, case, label, argv, timeout) for label, argv in commands_for(case)
+               if wanted is None or label in wanted]
     after = snapshot(case["dir"])
     if before != after:
         changed = sorted(set(before.items()) ^ set(after.items()))
@@ -155,6 +175,7 @@ def main():
     parser.add_argument("--limit", type=int, default=0, help="at most N cases (spread over the corpus)")
     parser.add_argument("--timeout", type=float, default=20.0, help="seconds per command")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--json", help="also write every outcome to this file")
     args = parser.parse_args()
 
     start = time.monotonic()
@@ -163,7 +184,7 @@ def main():
         missing = set(SUBSET) - {c["name"] for c in cases}
         if missing:
             sys.exit(f"run_corpus: subset cases not in the corpus: {sorted(missing)}")
-        cases = [c for c in cases if c["name"] in SUBSET]
+        cases = [dict(c, commands=SUBSET[c["name"]]) for c in cases if c["name"] in SUBSET]
     if args.kind:
         cases = [c for c in cases if any(c["name"].startswith(k) for k in args.kind)]
     if args.limit and len(cases) > args.limit:
@@ -180,6 +201,9 @@ def main():
         for case_results in pool.map(lambda c: run_case(os.path.abspath(args.nanscope), c, args.timeout), cases):
             results.extend(case_results)
 
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
     total = print_table(results)
     for outcome in FAILURES + ("unclear",):
         for r in results:
