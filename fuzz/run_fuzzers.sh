@@ -58,15 +58,22 @@ for h in "${harnesses[@]}"; do
   speed=$(sed -E 's/.*exec\/s ([0-9]+).*/\1/' <<<"$last")
   size=$(ls "$corpus" | wc -l)
   new=$(comm -13 <(echo "$before") <(ls "$build_dir/findings" | grep "^$h-" || true) | tr '\n' ' ')
-  printf '%-12s %10s %8s %8s  %s\n' "$h" "${runs:-?}" "${speed:-?}" "$size" "${new:-none}"
+  count=$(wc -w <<<"$new")
+  printf '%-12s %10s %8s %8s  %s\n' "$h" "${runs:-?}" "${speed:-?}" "$size" \
+         "$([ "$count" -eq 0 ] && echo none || echo "$count in $build_dir/findings/$h-*")"
   if [ "$rc" -ne 0 ] || [ -n "$new" ]; then
     found=1
-    # Fork mode saves one file per crashing job, often many for one bug: replay the first 10 and
-    # count them by their first error line.
-    for f in $(head -10 <<<"$(tr ' ' '\n' <<<"$new")"); do
-      timeout 30 "$build_dir/bin/fuzz_$h" "$build_dir/findings/$f" 2>&1 \
-        | grep -m1 -E "what\(\)|^SUMMARY|runtime error|ERROR: libFuzzer: timeout" || echo "(no error on replay: timeout or out of memory)"
+    # Fork mode saves one file per crashing job, often many for one bug: replay the first 10
+    # crashes and leaks and count them by their first error line; timeouts and out-of-memory
+    # inputs are only counted (replaying one takes as long as the limit it broke).
+    for f in $(tr ' ' '\n' <<<"$new" | grep -E "^$h-(crash|leak)-" | head -10); do
+      { timeout 20 "$build_dir/bin/fuzz_$h" "${extra[@]}" "$build_dir/findings/$f" 2>&1 || true; } \
+        | grep -m1 -E "what\(\)|^SUMMARY|runtime error" || echo "(no error on replay)"
     done | sort | uniq -c | sed 's/^/    /'
+    for kind in timeout oom slow-unit; do
+      n=$(tr ' ' '\n' <<<"$new" | grep -c "^$h-$kind-" || true)
+      [ "$n" -eq 0 ] || echo "    $n $kind input(s)"
+    done
     echo "    log: $log"
   fi
 done
