@@ -24,12 +24,25 @@ start=$SECONDS
 cmake --build "$build_dir" -j "$jobs"
 echo "== built in $((SECONDS - start)) s"
 
-export ASAN_OPTIONS="detect_leaks=0:detect_container_overflow=0:abort_on_error=1:symbolize=1"
-export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:abort_on_error=1:suppressions=$here/ubsan.supp"
+# Reports also go to files: a child process (the window's `nanscope stats`, a test's `nanscope
+# replay`) that aborts on a report may fail no test by itself, since the parent reports a crashed
+# child as a message. Any report file left after the run fails it.
+reports="$PWD/$build_dir/sanitizer-reports"
+rm -rf "$reports" && mkdir -p "$reports"
+export ASAN_OPTIONS="detect_leaks=0:detect_container_overflow=0:abort_on_error=1:symbolize=1:log_path=$reports/asan"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:abort_on_error=1:suppressions=$here/ubsan.supp:log_path=$reports/ubsan"
 echo "== testing under ASan and UBSan"
 start=$SECONDS
 cd "$build_dir"
 rc=0
 QT_QPA_PLATFORM=offscreen ctest --output-on-failure -j "$jobs" --timeout 1800 || rc=$?
 echo "== tested in $((SECONDS - start)) s"
+if compgen -G "$reports/*" >/dev/null; then
+  echo "== sanitizer reports (in $reports):"
+  for f in "$reports"/*; do
+    echo "-- $f"
+    grep -m1 -E "^SUMMARY|runtime error" "$f" || head -5 "$f"
+  done
+  rc=1
+fi
 exit $rc
