@@ -81,18 +81,23 @@ class Corpus:
 # --- truncation and byte flips -------------------------------------------------------------------
 
 def truncation_points(size):
-    points = {0, 1, 7, 8, 9, 16, 64, 96, 512, 1024, 2048, 4095, 4096, 8192,
-              size // 8, size // 4, size // 2, 3 * size // 4, size - 4096, size - 512, size - 22, size - 1}
-    return sorted(p for p in points if 0 <= p < size)
+    """(label, offset): fixed offsets by number, offsets relative to the size by name, so that a case
+    keeps its name when the demo run's size changes."""
+    points = [(str(p), p) for p in (0, 1, 7, 8, 9, 16, 64, 96, 512, 1024, 2048, 4095, 4096, 8192)]
+    points += [("eighth", size // 8), ("quarter", size // 4), ("half", size // 2), ("three-quarters", 3 * size // 4),
+               ("end-4096", size - 4096), ("end-512", size - 512), ("end-22", size - 22), ("end-1", size - 1)]
+    seen, out = set(), []
+    for label, p in points:
+        if 0 <= p < size and p not in seen:
+            seen.add(p)
+            out.append((label, p))
+    return out
 
 
-def add_truncations(corpus, target, kind, limit=None):
+def add_truncations(corpus, target, kind):
     data = corpus.pristine[target]
-    points = truncation_points(len(data))
-    if limit:
-        points = points[:: max(1, len(points) // limit)]
-    for p in points:
-        corpus.replace(f"{kind}-{p}", kind, target, data[:p])
+    for label, p in truncation_points(len(data)):
+        corpus.replace(f"{kind}-{label}", kind, target, data[:p])
 
 
 def add_flips(corpus, target, kind, lo, hi, count, seed):
