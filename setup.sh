@@ -2,21 +2,26 @@
 # One entry point for a fresh Debian 12 machine (root, or a user with sudo):
 #   ./setup.sh gui    install what is missing, build, write the demo runs, open the GUI on one
 #   ./setup.sh test   install what is missing, build, write the demo runs, run every test
-# Both are idempotent: packages already present are skipped and the build is incremental.
+#   ./setup.sh asan   the same tests in a Debug build with ASan and UBSan (build-asan; tests/sanitizers)
+#   ./setup.sh fuzz [SECONDS]   build the libFuzzer harnesses with clang (build-fuzz) and run each
+#                     for SECONDS (default 60), printing executions and any crash input (fuzz/)
+# Each is idempotent: packages already present are skipped and the build is incremental.
 set -euo pipefail
 cd "$(dirname "$0")"
 
 mode=${1:-gui}
 case "$mode" in
-  gui|test|build) ;;
-  -h|--help) sed -n 2,5p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-  *) echo "usage: ./setup.sh gui|test|build" >&2; exit 2 ;;
+  gui|test|build|asan|fuzz) ;;
+  -h|--help) sed -n 2,8p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "usage: ./setup.sh gui|test|build|asan|fuzz [SECONDS]" >&2; exit 2 ;;
 esac
 
 packages=(build-essential cmake ninja-build ccache pkg-config
           qt6-base-dev qt6-svg-dev libqcustomplot-dev libhdf5-dev libtorch-dev zlib1g-dev
           libgtest-dev libgmock-dev python3 python3-torch python3-h5py python3-numpy
           poppler-utils fonts-dejavu-core)
+# libFuzzer for clang 14 is in libclang-rt-14-dev (libclang_rt.fuzzer-x86_64.a).
+if [ "$mode" = fuzz ]; then packages+=(clang libclang-rt-14-dev); fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -33,6 +38,12 @@ fi
 # the sloppiness lets it cache the LibTorch precompiled header's users.
 export CCACHE_BASEDIR="$PWD"
 export CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime"
+
+# The sanitizer and fuzz builds are builds of their own, each driven by its script.
+case "$mode" in
+  fuzz) exec fuzz/run_fuzzers.sh "${2:-60}" ;;
+  asan) exec tests/sanitizers/run_asan_tests.sh ;;
+esac
 
 build_dir=${NANSCOPE_BUILD_DIR:-build}
 jobs=${NANSCOPE_JOBS:-$(nproc)}
