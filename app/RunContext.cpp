@@ -23,6 +23,7 @@ void RunContext::close()
     m_open = false;
     m_snapshot = RunSnapshot();
     m_scan = ScanReport();
+    m_scanned = false;
     m_layerHealth.clear();
     m_selectedStep = -1;
     m_selectedLayer.clear();
@@ -62,6 +63,7 @@ void RunContext::setScan(const ScanReport& scan)
     if (!m_open)
         return;
     m_scan = scan;
+    m_scanned = true;
     m_layerHealth = judgeLayerHealth(m_snapshot.layers, scan);
     emit scanChanged(m_scan);
 }

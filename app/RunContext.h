@@ -25,6 +25,8 @@ public:
     bool hasRun() const { return m_open; }
     const RunSnapshot& snapshot() const { return m_snapshot; }
     const ScanReport& scan() const { return m_scan; }
+    // The scan of this run has arrived (it follows the run by a moment).
+    bool scanned() const { return m_scanned; }
     // Per snapshot().layers, from the scan (all Ok until it is in).
     const std::vector<LayerHealth>& layerHealth() const { return m_layerHealth; }
     qint64 selectedStep() const { return m_selectedStep; }
@@ -55,6 +57,7 @@ private:
     bool m_open = false;
     RunSnapshot m_snapshot;
     ScanReport m_scan;
+    bool m_scanned = false;
     std::vector<LayerHealth> m_layerHealth;
     qint64 m_selectedStep = -1;
     QString m_selectedLayer;

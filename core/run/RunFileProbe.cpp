@@ -13,6 +13,14 @@ namespace nanscope {
 
 Status probeInChildProcess(const std::string& file, const std::function<bool()>& readEverything, int timeoutMs)
 {
+#if defined(__SANITIZE_ADDRESS__)
+    // The sanitizer build reads in this process: ASan's allocator can deadlock a child forked from
+    // a multi-threaded process (the window's), and that build is for finding nanscope's own bugs.
+    (void)file;
+    (void)readEverything;
+    (void)timeoutMs;
+    return Status::success();
+#endif
     const pid_t child = fork();
     if (child < 0) // no process to spare: read in this process, as before the probe existed
         return Status::success();

@@ -41,8 +41,7 @@ TEST(RunSwitch, OpeningRunBAfterAReplayOfRunAShowsNothingOfA)
     MainWindow window;
     window.setReplayProgram(NANSCOPE_BINARY);
     ASSERT_TRUE(openAndWait(window, test::demoRun("division-by-zero")));
-    QSignalSpy scanned(&window, &MainWindow::incidentsFound);
-    ASSERT_TRUE(scanned.wait(30000) || scanned.count() > 0);
+    ASSERT_TRUE(test::waitForScan(window));
     window.selectStep(185);
     ReplayRequest request = window.replay()->request();
     request.layerPrefix = "norm";
@@ -80,8 +79,7 @@ TEST(RunSwitch, AFailedOpenLeavesNoTraceOfThePreviousRun)
 {
     MainWindow window;
     ASSERT_TRUE(openAndWait(window, test::demoRun("sudden-blowup")));
-    QSignalSpy scanned(&window, &MainWindow::incidentsFound);
-    ASSERT_TRUE(scanned.wait(30000) || scanned.count() > 0);
+    ASSERT_TRUE(test::waitForScan(window));
     ASSERT_GT(window.incidentModel()->rowCount(), 0);
     ASSERT_GT(window.layerModel()->parameterCount(), 0);
     ASSERT_TRUE(window.reloadAction()->isEnabled());
@@ -112,8 +110,7 @@ TEST(RunSwitch, StatusSaysIncidentInTheSingularAndNoLiveFollowForAFinishedRun)
 {
     MainWindow window;
     ASSERT_TRUE(openAndWait(window, test::demoRun("healthy")));
-    QSignalSpy scanned(&window, &MainWindow::incidentsFound);
-    ASSERT_TRUE(scanned.wait(30000) || scanned.count() > 0);
+    ASSERT_TRUE(test::waitForScan(window));
     EXPECT_FALSE(window.statusText().contains("following live")) << window.statusText().toStdString();
     EXPECT_FALSE(window.statusText().contains(" 1 incidents")) << window.statusText().toStdString();
 }
