@@ -88,9 +88,9 @@ QImage renderPlot(const QString& title, const std::vector<int64_t>& steps, const
     return plot.plot()->toPixmap(1000, 300).toImage();
 }
 
-QString range(const ReplayValue& v)
+QString range(const ValueStats& v)
 {
-    if (!v.defined)
+    if (!v.defined())
         return "-";
     QString s = std::isfinite(v.min) ? QString("[%1, %2]").arg(v.min, 0, 'g', 4).arg(v.max, 0, 'g', 4) : QString("no finite value");
     if (!v.finite())
@@ -129,23 +129,24 @@ QString replaySummary(const IncidentSection& s)
     if (!s.replay.error.isEmpty())
         return QObject::tr("Replay of step %1 failed: %2").arg(s.replayStep).arg(s.replay.error);
     QString out = QObject::tr("Replay of step %1 (%2, %3): ").arg(s.replayStep).arg(s.replay.mode, s.replay.dtype);
-    if (s.replay.firstNonfinite < 0)
-        out += QObject::tr("the forward pass is finite (loss %1).").arg(s.replay.loss, 0, 'g', 5);
+    const ReplayResult& r = s.replay.result;
+    if (!r.firstNonfinite)
+        out += QObject::tr("the forward pass is finite (loss %1).").arg(r.loss, 0, 'g', 5);
     else
         // One multi-argument arg(): a second pass would read a '%2' inside the code as a placeholder.
         out += QObject::tr("first non-finite value from %1 in module '%2' at %3%4; inputs %5.")
-                   .arg(s.replay.culprit.op, s.replay.culprit.module.isEmpty() ? QString("(root)") : s.replay.culprit.module,
-                        s.replay.culprit.source,
-                        s.replay.culprit.code.isEmpty() ? QString() : QString(" (%1)").arg(s.replay.culprit.code),
+                   .arg(text(r.firstNonfinite->op), r.firstNonfinite->module.empty() ? QString("(root)") : text(r.firstNonfinite->module),
+                        text(r.firstNonfinite->source),
+                        r.firstNonfinite->code.empty() ? QString() : QString(" (%1)").arg(text(r.firstNonfinite->code)),
                         [&] {
                             QStringList inputs;
-                            for (const auto& v : s.replay.culprit.inputs)
+                            for (const auto& v : r.firstNonfinite->inputs)
                                 inputs << range(v);
                             return inputs.join(", ");
                         }());
-    if (s.replay.bisected) {
+    if (r.bisected) {
         QStringList samples;
-        for (qint64 i : s.replay.badSamples)
+        for (int64_t i : r.badSamples)
             samples << QString::number(i);
         out += QObject::tr(" Bad samples: %1.").arg(samples.isEmpty() ? QObject::tr("none") : samples.join(", "));
     }
@@ -257,14 +258,15 @@ QByteArray toJsonReport(const ReportContent& c)
             if (!s.replay.error.isEmpty())
                 replay["error"] = s.replay.error;
             else {
-                replay["first_nonfinite"] = s.replay.firstNonfinite < 0 ? QJsonValue()
-                                                                        : QJsonValue(QJsonObject{{"op", s.replay.culprit.op},
-                                                                                                 {"module", s.replay.culprit.module},
-                                                                                                 {"source", s.replay.culprit.source},
-                                                                                                 {"code", s.replay.culprit.code}});
+                const ReplayResult& r = s.replay.result;
+                replay["first_nonfinite"] = !r.firstNonfinite ? QJsonValue()
+                                                               : QJsonValue(QJsonObject{{"op", text(r.firstNonfinite->op)},
+                                                                                        {"module", text(r.firstNonfinite->module)},
+                                                                                        {"source", text(r.firstNonfinite->source)},
+                                                                                        {"code", text(r.firstNonfinite->code)}});
                 QJsonArray bad;
-                for (qint64 i : s.replay.badSamples)
-                    bad.append(i);
+                for (int64_t i : r.badSamples)
+                    bad.append(qint64(i));
                 replay["bad_samples"] = bad;
             }
             o["replay"] = replay;

@@ -236,8 +236,8 @@ void MainWindow::connectViewRequests()
     connect(m_replayProcess, &ReplayProcess::finished, this, [this](const ReplayReport& report) {
         m_replay->setRunning(false);
         m_replay->setReport(report);
-        statusBar()->showMessage(report.error.isEmpty() ? tr("Replayed step %1").arg(report.step)
-                                                        : tr("Replay of step %1 failed").arg(report.step),
+        statusBar()->showMessage(report.error.isEmpty() ? tr("Replayed step %1").arg(report.result.step)
+                                                        : tr("Replay of step %1 failed").arg(report.result.step),
                                  5000);
         emit replayFinished(report.error.isEmpty());
         m_screenshot->arrived(Work::Replay);

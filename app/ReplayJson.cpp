@@ -84,15 +84,14 @@ QJsonObject replayResultToJson(const ReplayResult& r, int64_t step, const Replay
 
 // ---- read back by the replay pane and the report ----
 
-ReplayValue replayValueFromJson(const QJsonValue& value)
+ValueStats valueStatsFromJson(const QJsonValue& value)
 {
-    ReplayValue v;
+    ValueStats v;
     const QJsonObject o = value.toObject();
     if (o.isEmpty())
-        return v;
-    v.defined = true;
-    v.shape = QString::fromStdString(shapeText(shapeFromJson(o["shape"])));
-    v.dtype = o["dtype"].toString();
+        return v; // no value: defined() is false
+    v.shape = shapeFromJson(o["shape"]);
+    v.dtype = o["dtype"].toString().toStdString();
     v.numel = o["numel"].toInteger();
     v.min = jsonNumberOrNan(o["min"]);
     v.max = jsonNumberOrNan(o["max"]);
@@ -105,19 +104,19 @@ ReplayValue replayValueFromJson(const QJsonValue& value)
     return v;
 }
 
-ReplayOpRow replayOpFromJson(const QJsonObject& o)
+ReplayOp replayOpFromJson(const QJsonObject& o)
 {
-    ReplayOpRow op;
+    ReplayOp op;
     op.index = o["index"].toInt();
-    op.op = o["op"].toString();
-    op.module = o["module"].toString();
-    op.source = o["source"].toString();
-    op.code = o["code"].toString();
-    op.gradFunction = o["grad_fn"].toString();
-    op.output = replayValueFromJson(o["output"]);
-    op.grad = replayValueFromJson(o["grad"]);
+    op.op = o["op"].toString().toStdString();
+    op.module = o["module"].toString().toStdString();
+    op.source = o["source"].toString().toStdString();
+    op.code = o["code"].toString().toStdString();
+    op.gradFunction = o["grad_fn"].toString().toStdString();
+    op.output = valueStatsFromJson(o["output"]);
+    op.grad = valueStatsFromJson(o["grad"]);
     for (const auto& input : o["inputs"].toArray())
-        op.inputs.push_back(replayValueFromJson(input));
+        op.inputs.push_back(valueStatsFromJson(input));
     return op;
 }
 
@@ -130,30 +129,32 @@ ReplayReport parseReplayJson(const QByteArray& json)
         report.error = QObject::tr("the replay printed no valid JSON (%1)").arg(error.errorString());
         return report;
     }
-    report.step = root["step"].toInteger(-1);
-    report.loss = jsonNumberOrNan(root["loss"]);
-    report.lossName = root["loss_name"].toString();
+    ReplayResult& r = report.result;
+    r.step = root["step"].toInteger(-1);
+    r.loss = jsonNumberOrNan(root["loss"]);
+    r.lossFinite = std::isfinite(r.loss);
+    r.lossName = root["loss_name"].toString().toStdString();
     report.dtype = root["dtype"].toString();
     report.mode = root["mode"].toString();
     const QJsonObject forward = root["forward"].toObject();
     for (const auto& op : forward["ops"].toArray())
-        report.ops.push_back(replayOpFromJson(op.toObject()));
-    if (forward["first_nonfinite"].isObject()) {
-        report.culprit = replayOpFromJson(forward["first_nonfinite"].toObject());
-        report.firstNonfinite = report.culprit.index;
-    }
+        r.ops.push_back(replayOpFromJson(op.toObject()));
+    if (forward["first_nonfinite"].isObject())
+        r.firstNonfinite = replayOpFromJson(forward["first_nonfinite"].toObject());
     const QJsonObject backward = root["backward"].toObject();
-    if (backward["first_nonfinite"].isObject()) {
-        report.backwardCulprit = replayOpFromJson(backward["first_nonfinite"].toObject());
-        report.hasBackwardCulprit = true;
+    if (backward["first_nonfinite"].isObject())
+        r.firstNonfiniteGrad = replayOpFromJson(backward["first_nonfinite"].toObject());
+    for (const auto& p : backward["params"].toArray()) {
+        const QJsonObject o = p.toObject();
+        r.params.push_back({o["name"].toString().toStdString(), valueStatsFromJson(o["value"]), valueStatsFromJson(o["grad"])});
     }
     if (root.contains("bad_samples")) {
-        report.bisected = true;
-        for (const auto& s : root["bad_samples"].toArray())
-            report.badSamples.push_back(s.toInteger());
+        r.bisected = true;
+        for (const auto& sample : root["bad_samples"].toArray())
+            r.badSamples.push_back(sample.toInteger());
     }
-    for (const auto& n : root["notes"].toArray())
-        report.notes << n.toString();
+    for (const auto& note : root["notes"].toArray())
+        r.notes.push_back(note.toString().toStdString());
     return report;
 }
 

@@ -17,8 +17,8 @@ QJsonObject valueStatsToJson(const ValueStats& stats);
 QJsonObject replayOpToJson(const ReplayOp& op, bool withInputs);
 QJsonObject replayResultToJson(const ReplayResult& result, int64_t step, const ReplayOptions& options);
 
-ReplayValue replayValueFromJson(const QJsonValue& value);
-ReplayOpRow replayOpFromJson(const QJsonObject& op);
+ValueStats valueStatsFromJson(const QJsonValue& value);
+ReplayOp replayOpFromJson(const QJsonObject& op);
 // A replay as the pane shows it; `error` says so when the JSON is not a replay's.
 ReplayReport parseReplayJson(const QByteArray& json);
 

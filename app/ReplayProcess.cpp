@@ -65,8 +65,8 @@ ReplayReport replayReportFrom(const ChildOutcome& outcome, qint64 step)
         report.error = outcome.message;
     else
         report = parseReplayJson(outcome.standardOutput);
-    if (report.step < 0)
-        report.step = step;
+    if (report.result.step < 0)
+        report.result.step = step;
     return report;
 }
 

@@ -23,8 +23,8 @@ ReplayOpModel::ReplayOpModel(QObject* parent)
 void ReplayOpModel::setReport(const ReplayReport& report)
 {
     beginResetModel();
-    m_ops = report.ops;
-    m_culprit = report.firstNonfinite;
+    m_ops = report.result.ops;
+    m_culprit = report.firstNonfiniteIndex();
     endResetModel();
 }
 
@@ -50,7 +50,7 @@ QVariant ReplayOpModel::data(const QModelIndex& index, int role) const
 {
     if (!index.isValid() || index.row() >= int(m_ops.size()))
         return {};
-    const ReplayOpRow& op = m_ops[size_t(index.row())];
+    const ReplayOp& op = m_ops[size_t(index.row())];
     const bool culprit = op.index == m_culprit;
     switch (role) {
     case OpIndexRole:
@@ -58,7 +58,7 @@ QVariant ReplayOpModel::data(const QModelIndex& index, int role) const
     case IsCulpritRole:
         return culprit;
     case ModuleRole:
-        return op.module;
+        return QString::fromStdString(op.module);
     case Qt::BackgroundRole:
         return culprit ? QBrush(QColor(255, 205, 205)) : QVariant();
     case Qt::ForegroundRole:
@@ -70,24 +70,24 @@ QVariant ReplayOpModel::data(const QModelIndex& index, int role) const
     case Qt::FontRole:
         return index.column() == Code ? QFontDatabase::systemFont(QFontDatabase::FixedFont) : QVariant();
     case Qt::ToolTipRole:
-        if ((index.column() == Source || index.column() == Code) && !op.code.isEmpty())
-            return op.code; // the source line's text, where the cell only has room for file:line
+        if ((index.column() == Source || index.column() == Code) && !op.code.empty())
+            return QString::fromStdString(op.code); // the source line's text, where the cell only has room for file:line
         return culprit ? tr("First op whose output is non-finite while its inputs are finite") : QVariant();
     case Qt::DisplayRole:
         switch (Column(index.column())) {
         case Index: return op.index;
-        case Op: return op.op;
-        case Module: return op.module.isEmpty() ? tr("(root)") : op.module;
-        case Source: return op.source;
+        case Op: return QString::fromStdString(op.op);
+        case Module: return op.module.empty() ? tr("(root)") : QString::fromStdString(op.module);
+        case Source: return QString::fromStdString(op.source);
         case Min: return number(op.output.min);
         case Max: return number(op.output.max);
-        case NaN: return op.output.nan;
-        case Inf: return op.output.posinf + op.output.neginf;
+        case NaN: return qint64(op.output.nan);
+        case Inf: return qint64(op.output.posinf + op.output.neginf);
         case GradAbs:
-            if (!op.grad.defined)
+            if (!op.grad.defined())
                 return QString();
             return op.grad.finite() ? number(std::max(std::fabs(op.grad.min), std::fabs(op.grad.max))) : tr("non-finite");
-        case Code: return op.code;
+        case Code: return QString::fromStdString(op.code);
         case ColumnCount: break;
         }
         return {};

@@ -26,7 +26,7 @@ public:
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
 private:
-    std::vector<ReplayOpRow> m_ops;
+    std::vector<ReplayOp> m_ops;
     int m_culprit = -1;
 };
 

@@ -18,9 +18,9 @@
 namespace nanscope {
 
 namespace {
-QString rangeText(const ReplayValue& v)
+QString rangeText(const ValueStats& v)
 {
-    if (!v.defined)
+    if (!v.defined())
         return "\u2014";
     QString text = std::isfinite(v.min) ? QString("[%1, %2]").arg(v.min, 0, 'g', 4).arg(v.max, 0, 'g', 4)
                                         : QObject::tr("no finite value");
@@ -147,7 +147,7 @@ void ReplayView::setReport(const ReplayReport& report)
     m_model->setReport(report);
     m_table->resizeColumnsToContents();
     m_summary->setText(summaryText());
-    const int row = m_model->rowOfOp(report.firstNonfinite);
+    const int row = m_model->rowOfOp(report.firstNonfiniteIndex());
     if (row >= 0)
         m_table->scrollTo(m_model->index(row, 0));
 }
@@ -157,36 +157,39 @@ QString ReplayView::summaryText() const
     const ReplayReport& r = m_report;
     if (!r.error.isEmpty())
         return QString("<span style='color:#b00020'><b>%1</b></span>").arg(r.error.toHtmlEscaped());
+    const ReplayResult& result = r.result;
+    auto text = [](const std::string& s) { return QString::fromStdString(s); };
+    auto moduleName = [&](const ReplayOp& op) { return op.module.empty() ? tr("(root)") : text(op.module); };
     QString html = tr("<b>Step %1</b> (%2, %3): %4 loss = %5. ")
-                       .arg(r.step)
-                       .arg(r.mode, r.dtype, r.lossName)
-                       .arg(std::isfinite(r.loss) ? QString::number(r.loss, 'g', 5) : QString("<span style='color:#c00'>non-finite</span>"));
-    if (r.firstNonfinite >= 0) {
-        const ReplayOpRow& c = r.culprit;
+                       .arg(result.step)
+                       .arg(r.mode, r.dtype, text(result.lossName))
+                       .arg(std::isfinite(result.loss) ? QString::number(result.loss, 'g', 5)
+                                                       : QString("<span style='color:#c00'>non-finite</span>"));
+    if (result.firstNonfinite) {
+        const ReplayOp& c = *result.firstNonfinite;
         html += tr("<br>First non-finite value: <b>%1</b> in module <b>%2</b> at <tt>%3</tt> (op #%4).")
-                    .arg(c.op.toHtmlEscaped(), (c.module.isEmpty() ? tr("(root)") : c.module).toHtmlEscaped(),
-                         c.source.toHtmlEscaped())
+                    .arg(text(c.op).toHtmlEscaped(), moduleName(c).toHtmlEscaped(), text(c.source).toHtmlEscaped())
                     .arg(c.index);
-        if (!c.code.isEmpty())
-            html += tr("<br>&nbsp;&nbsp;code: <tt>%1</tt>").arg(c.code.toHtmlEscaped());
+        if (!c.code.empty())
+            html += tr("<br>&nbsp;&nbsp;code: <tt>%1</tt>").arg(text(c.code).toHtmlEscaped());
         for (size_t i = 0; i < c.inputs.size(); ++i)
             html += tr("<br>&nbsp;&nbsp;input %1: %2").arg(i).arg(rangeText(c.inputs[i]));
         html += tr("<br>&nbsp;&nbsp;output: %1").arg(rangeText(c.output));
     } else {
         html += tr("The forward pass is finite.");
     }
-    if (r.hasBackwardCulprit)
+    if (result.firstNonfiniteGrad)
         html += tr("<br>First non-finite gradient in backward order: %1 in %2 (%3).")
-                    .arg(r.backwardCulprit.op, r.backwardCulprit.module.isEmpty() ? tr("(root)") : r.backwardCulprit.module,
-                         r.backwardCulprit.gradFunction);
-    if (r.bisected) {
+                    .arg(text(result.firstNonfiniteGrad->op), moduleName(*result.firstNonfiniteGrad),
+                         text(result.firstNonfiniteGrad->gradFunction));
+    if (result.bisected) {
         QStringList samples;
-        for (qint64 s : r.badSamples)
+        for (int64_t s : result.badSamples)
             samples << QString::number(s);
         html += tr("<br>Samples that cause non-finite values: <b>%1</b>").arg(samples.isEmpty() ? tr("none") : samples.join(", "));
     }
-    for (const QString& note : r.notes)
-        html += "<br><i>" + note.toHtmlEscaped() + "</i>";
+    for (const std::string& note : result.notes)
+        html += "<br><i>" + text(note).toHtmlEscaped() + "</i>";
     return html;
 }
 

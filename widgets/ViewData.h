@@ -4,6 +4,7 @@
 
 #include "core/run/LayerHeatmap.h"
 #include "core/scan/LayerHealth.h"
+#include "core/replay/ReplayTrace.h"
 #include "core/checkpoint/CheckpointDiff.h"
 #include "core/tensor/BatchNormHealth.h"
 #include "core/tensor/TensorStats.h"
@@ -41,42 +42,16 @@ struct LayerDetail
 
 namespace nanscope {
 
-// A replay as the replay pane shows it (parsed from `nanscope replay --json`, run in a child
-// process so that a model that crashes LibTorch cannot take the window down).
-struct ReplayValue
-{
-    bool defined = false;
-    QString shape; // as shapeText writes it: "[4, 8]"
-    QString dtype;
-    qint64 numel = 0;
-    double min = 0, max = 0, mean = 0, std = 0, absmax = 0; // NaN when no element is finite
-    qint64 nan = 0, posinf = 0, neginf = 0;
-    bool finite() const { return nan == 0 && posinf == 0 && neginf == 0; }
-};
-
-struct ReplayOpRow
-{
-    int index = 0;
-    QString op, module, source, gradFunction;
-    QString code; // the text of the source line
-    std::vector<ReplayValue> inputs;
-    ReplayValue output, grad;
-};
-
+// A replay request's outcome as the replay pane and the report show it: the replay's own result
+// (core's ReplayResult, read back from `nanscope replay --json`, run in a child process so that a
+// model that crashes LibTorch cannot take the window down), or why there is none.
 struct ReplayReport
 {
-    QString error; // non-empty: the replay failed or crashed, and this says why
-    qint64 step = -1;
-    double loss = 0;
-    QString lossName, dtype, mode;
-    std::vector<ReplayOpRow> ops;
-    int firstNonfinite = -1;     // op index, or -1
-    ReplayOpRow culprit;         // with inputs
-    bool hasBackwardCulprit = false;
-    ReplayOpRow backwardCulprit;
-    bool bisected = false;
-    std::vector<qint64> badSamples;
-    QStringList notes;
+    QString error;       // non-empty: the replay failed or crashed, and this says why
+    QString dtype, mode; // the precision and mode it ran in
+    ReplayResult result;
+
+    int firstNonfiniteIndex() const { return result.firstNonfinite ? result.firstNonfinite->index : -1; }
 };
 
 } // namespace nanscope

@@ -54,10 +54,11 @@ TEST(ReplayPane, ReplaysAStepInAChildProcessAndHighlightsTheCulprit)
     ASSERT_TRUE(finished.first().first().toBool()) << window.replay()->report().error.toStdString();
 
     const ReplayReport& report = window.replay()->report();
-    EXPECT_EQ(report.culprit.op, "aten::div");
-    EXPECT_EQ(report.badSamples, std::vector<qint64>{5});
+    ASSERT_TRUE(report.result.firstNonfinite);
+    EXPECT_EQ(report.result.firstNonfinite->op, "aten::div");
+    EXPECT_EQ(report.result.badSamples, std::vector<int64_t>{5});
     ReplayOpModel* model = window.replay()->model();
-    const int row = model->rowOfOp(report.firstNonfinite);
+    const int row = model->rowOfOp(report.firstNonfiniteIndex());
     ASSERT_GE(row, 0);
     EXPECT_TRUE(model->index(row, 0).data(ReplayOpModel::IsCulpritRole).toBool());
     EXPECT_EQ(model->index(row, ReplayOpModel::Module).data().toString(), "norm");
@@ -78,7 +79,7 @@ TEST(ReplayPane, ACrashingReplayIsReportedAndTheWindowSurvives)
 
     const ReplayReport report = replayInChild(crasher, "division-by-zero", 180);
     EXPECT_TRUE(report.error.contains("crashed")) << report.error.toStdString();
-    EXPECT_EQ(report.step, 180);
+    EXPECT_EQ(report.result.step, 180);
 }
 
 TEST(ReplayPane, AMissingStepIsAnErrorInThePane)
@@ -94,20 +95,22 @@ TEST(ReplayPane, ParsesTheCommandLineJson)
     const ReplayReport report = parseReplayJson(result.out.toUtf8());
     EXPECT_TRUE(report.error.isEmpty());
     EXPECT_EQ(report.mode, "eval");
-    EXPECT_EQ(report.culprit.op, "aten::batch_norm");
-    ASSERT_GE(report.culprit.inputs.size(), 4u);
-    EXPECT_FALSE(report.culprit.inputs[3].finite()) << "the running mean is the poisoned input";
-    // Nothing dropped on the way through the child: absmax, dtype and numel arrive, and shapes are
-    // written the one way ("[32]"), as the checkpoints pane writes them.
-    const ReplayValue& output = report.culprit.output;
-    ASSERT_TRUE(output.defined);
+    ASSERT_TRUE(report.result.firstNonfinite);
+    const ReplayOp& culprit = *report.result.firstNonfinite;
+    EXPECT_EQ(culprit.op, "aten::batch_norm");
+    ASSERT_GE(culprit.inputs.size(), 4u);
+    EXPECT_FALSE(culprit.inputs[3].finite()) << "the running mean is the poisoned input";
+    // Nothing dropped on the way through the child: the pane reads the struct the replay wrote
+    // (absmax, dtype, numel and the shape included).
+    const ValueStats& output = culprit.output;
+    ASSERT_TRUE(output.defined());
     EXPECT_EQ(output.dtype, "Float");
     EXPECT_GT(output.numel, 0);
-    EXPECT_TRUE(output.shape.startsWith("[") && output.shape.endsWith("]")) << output.shape.toStdString();
-    const ReplayValue& weight = report.culprit.inputs[1];
+    EXPECT_FALSE(output.shape.empty());
+    const ValueStats& weight = culprit.inputs[1];
     EXPECT_TRUE(std::isfinite(weight.absmax)) << "absmax was dropped by the old decoder";
     EXPECT_DOUBLE_EQ(weight.absmax, std::max(std::fabs(weight.min), std::fabs(weight.max)));
-    EXPECT_FALSE(report.notes.isEmpty());
+    EXPECT_FALSE(report.result.notes.empty());
     EXPECT_TRUE(parseReplayJson("not json").error.contains("no valid JSON"));
 }
 

@@ -57,7 +57,7 @@ TEST(RunSwitch, OpeningRunBAfterAReplayOfRunAShowsNothingOfA)
     EXPECT_EQ(window.snapshot().info.runName, "batchnorm-poisoned");
     // Replay pane: no result, no layer filter, only run B's steps.
     EXPECT_EQ(window.replay()->model()->rowCount(), 0);
-    EXPECT_TRUE(window.replay()->report().ops.empty());
+    EXPECT_TRUE(window.replay()->report().result.ops.empty());
     EXPECT_TRUE(window.replay()->request().layerPrefix.isEmpty()) << window.replay()->request().layerPrefix.toStdString();
     const qint64 replayStep = window.replay()->request().step;
     const std::vector<int64_t> runBSteps = window.snapshot().info.replayableSteps();

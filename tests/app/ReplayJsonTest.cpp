@@ -1,0 +1,77 @@
+// The replay crosses a process boundary as JSON: what `nanscope replay --json` writes, the pane and
+// the report read back into the same struct (the old decoder dropped absmax and wrote shapes its
+// own way).
+#include "app/ReplayJson.h"
+
+#include <QJsonDocument>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace nanscope;
+
+namespace {
+ValueStats value(double min, double max, int64_t nan)
+{
+    ValueStats v;
+    v.shape = {4, 8};
+    v.dtype = "Float";
+    v.numel = 32;
+    v.min = min;
+    v.max = max;
+    v.mean = (min + max) / 2;
+    v.std = 1.5;
+    v.absmax = std::max(std::fabs(min), std::fabs(max));
+    v.nan = nan;
+    return v;
+}
+} // namespace
+
+TEST(ReplayJson, TheResultSurvivesTheRoundTrip)
+{
+    ReplayResult r;
+    r.step = 180;
+    r.loss = std::nan("");
+    r.lossName = "cross_entropy";
+    ReplayOp div;
+    div.index = 3;
+    div.op = "aten::div";
+    div.module = "norm";
+    div.source = "model.py:42";
+    div.code = "return centered / scale";
+    div.inputs = {value(-3, 3.8, 0), value(0, 1.4, 0)};
+    div.output = value(-2.4, 2.8, 16);
+    div.gradFunction = "DivBackward0";
+    r.ops = {div};
+    r.firstNonfinite = div;
+    r.bisected = true;
+    r.badSamples = {5};
+    r.notes = {"the batch names no loss; used cross_entropy"};
+    ReplayOptions options;
+    options.dtype = "bfloat16";
+    const ReplayReport back = parseReplayJson(QJsonDocument(replayResultToJson(r, 180, options)).toJson());
+    ASSERT_TRUE(back.error.isEmpty()) << back.error.toStdString();
+    EXPECT_EQ(back.dtype, "bfloat16");
+    EXPECT_EQ(back.mode, "train");
+    EXPECT_EQ(back.result.step, 180);
+    EXPECT_TRUE(std::isnan(back.result.loss)) << "a NaN loss is null in JSON and NaN again";
+    EXPECT_EQ(back.result.lossName, "cross_entropy");
+    ASSERT_EQ(back.result.ops.size(), 1u);
+    ASSERT_TRUE(back.result.firstNonfinite);
+    const ReplayOp& c = *back.result.firstNonfinite;
+    EXPECT_EQ(c.index, 3);
+    EXPECT_EQ(c.op, "aten::div");
+    EXPECT_EQ(c.module, "norm");
+    EXPECT_EQ(c.source, "model.py:42");
+    EXPECT_EQ(c.code, "return centered / scale");
+    EXPECT_EQ(c.gradFunction, "DivBackward0");
+    ASSERT_EQ(c.inputs.size(), 2u);
+    EXPECT_EQ(c.inputs[1].shape, (std::vector<int64_t>{4, 8}));
+    EXPECT_EQ(c.inputs[1].absmax, 1.4);
+    EXPECT_EQ(c.output.nan, 16);
+    EXPECT_FALSE(c.grad.defined()) << "no gradient written, none read";
+    EXPECT_EQ(back.result.badSamples, std::vector<int64_t>{5});
+    EXPECT_EQ(back.result.notes, r.notes);
+    EXPECT_EQ(back.firstNonfiniteIndex(), 3);
+}
