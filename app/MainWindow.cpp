@@ -168,6 +168,20 @@ void MainWindow::connectSession()
         m_heatmap->setHeatmap(heatmap);
         m_screenshot->arrived(Work::Heatmap);
     });
+    connect(m_session, &RunSession::scanFailed, this, [this](const QString& error) {
+        if (!m_context->hasRun())
+            return;
+        m_scanError = error;
+        updateStatus();
+        statusBar()->showMessage(tr("Scan failed: %1").arg(error), 30000);
+        m_screenshot->arrived(Work::Scan);
+    });
+    connect(m_session, &RunSession::heatmapFailed, this, [this](const QString& error) {
+        if (!m_context->hasRun())
+            return;
+        statusBar()->showMessage(tr("Heatmap failed: %1").arg(error), 30000);
+        m_screenshot->arrived(Work::Heatmap);
+    });
     connect(m_session, &RunSession::layerDetailReady, this, [this](const LayerDetail& detail) {
         if (!m_context->hasRun() || detail.layer != m_context->selectedLayer())
             return; // a later click, or another run, already replaced this request
@@ -262,6 +276,7 @@ void MainWindow::openRun(const QString& directory)
     m_context->close();
     m_loadingDirectory = directory;
     m_grewSinceOpen = false;
+    m_scanError.clear();
     m_statusRun->setText(tr("Loading %1\u2026").arg(directory));
     emit openRequested(directory);
 }
@@ -445,6 +460,8 @@ void MainWindow::updateStatus()
                              .arg(run.info.batches.size())
                              .arg(incidents == 1 ? tr("1 incident") : tr("%1 incidents").arg(incidents))
                              .arg(m_grewSinceOpen ? tr(", following live") : QString()));
+    if (!m_scanError.isEmpty())
+        m_statusRun->setText(m_statusRun->text() + tr("  \u2014  scan failed: %1").arg(m_scanError));
     if (!run.warnings.isEmpty()) {
         m_statusRun->setText(m_statusRun->text() + tr("  —  %1 part(s) could not be read").arg(run.warnings.size()));
         m_statusRun->setToolTip(run.warnings.join("\n"));

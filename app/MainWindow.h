@@ -163,6 +163,7 @@ private:
     QString m_initialLayer;
     QString m_replayProgram;
     bool m_grewSinceOpen = false; // "following live" only for a run that is being written
+    QString m_scanError;          // why the scan of the open run failed, shown in the status bar
 };
 
 } // namespace nanscope

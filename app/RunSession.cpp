@@ -277,6 +277,8 @@ void RunSession::requestHeatmap(int quantity)
     emit progress(100, QString());
     if (heatmap)
         emit heatmapReady(*heatmap);
+    else // a damaged chunk, say: the window says so instead of waiting for a heatmap forever
+        emit heatmapFailed(QString::fromStdString(heatmap.error()));
 }
 
 } // namespace nanscope
@@ -292,6 +294,8 @@ void RunSession::requestScan()
     emit progress(100, QString());
     if (report)
         emit scanned(*report);
+    else
+        emit scanFailed(QString::fromStdString(report.error()));
 }
 
 } // namespace nanscope

@@ -61,6 +61,9 @@ signals:
     void layerDetailReady(const nanscope::LayerDetail& detail);
     void heatmapReady(const nanscope::LayerHeatmap& heatmap);
     void scanned(const nanscope::ScanReport& report);
+    // The scan or the heatmap could not be made (a damaged chunk of run.h5): why, naming the file.
+    void scanFailed(const QString& error);
+    void heatmapFailed(const QString& error);
 
 private:
     RunSnapshot buildSnapshot();

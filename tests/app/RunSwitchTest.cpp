@@ -19,6 +19,8 @@
 
 #include <QAction>
 #include <qcustomplot.h>
+#include <QDir>
+#include <QFile>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 
@@ -113,4 +115,38 @@ TEST(RunSwitch, StatusSaysIncidentInTheSingularAndNoLiveFollowForAFinishedRun)
     ASSERT_TRUE(test::waitForScan(window));
     EXPECT_FALSE(window.statusText().contains("following live")) << window.statusText().toStdString();
     EXPECT_FALSE(window.statusText().contains(" 1 incidents")) << window.statusText().toStdString();
+}
+
+// A damaged data chunk (a flipped byte in /activations, found by the corruption corpus) made the
+// scan fail silently: the window waited for it forever, and --screenshot never returned.
+TEST(RunSwitch, AScanThatFailsIsShownAndTheScreenshotIsTaken)
+{
+    QTemporaryDir dir;
+    const QString run = dir.filePath("damaged");
+    ASSERT_TRUE(QDir().mkpath(run));
+    ASSERT_TRUE(QFile::copy(test::demoRun("healthy") + "/run.h5", run + "/run.h5"));
+    int failures = 0;
+    for (const qint64 fraction : {30, 50, 70, 90}) {
+        QFile file(run + "/run.h5");
+        ASSERT_TRUE(file.open(QIODevice::ReadWrite));
+        const qint64 offset = file.size() * fraction / 100;
+        file.seek(offset);
+        const QByteArray block = file.read(4096);
+        QByteArray flipped = block;
+        for (auto& byte : flipped)
+            byte = char(~byte);
+        file.seek(offset);
+        file.write(flipped);
+        file.close();
+        const auto result = test::runNanscope({run, "--screenshot", dir.filePath("shot.png")}, 40000);
+        EXPECT_NE(result.exitCode, -1) << "the window never took its screenshot (offset " << offset << ")";
+        auto scan = test::runNanscope({"scan", run});
+        failures += scan.exitCode == 2;
+        // Restore for the next offset, so each one is damaged alone.
+        ASSERT_TRUE(file.open(QIODevice::ReadWrite));
+        file.seek(offset);
+        file.write(block);
+        file.close();
+    }
+    EXPECT_GT(failures, 0) << "no offset damaged what the scan reads: pick others";
 }
