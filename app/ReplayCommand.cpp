@@ -11,6 +11,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QRegularExpression>
 
 #include <cmath>
 #include <cstdio>
@@ -22,6 +23,24 @@
 namespace nanscope::cli {
 
 namespace {
+
+// When a step's file is there but is not a regular file (a FIFO, a directory, a broken link), the
+// run's listing skips it: say so, naming it, instead of only "no checkpoint".
+QString notAFileNote(const QString& folder, int64_t step)
+{
+    static const QRegularExpression pattern("^step_0*(\\d+)\\.(pt|pth|safetensors)$");
+    const QDir dir(folder);
+    for (const QString& name : dir.entryList(QDir::AllEntries | QDir::System | QDir::NoDotAndDotDot)) {
+        const auto match = pattern.match(name);
+        if (!match.hasMatch() || match.captured(1).toLongLong() != step)
+            continue;
+        const QFileInfo info(dir.filePath(name));
+        if (!info.isFile() || !info.exists())
+            return QString(" (%1 is there but is not a regular file: a FIFO, a device, a directory or a broken link)")
+                .arg(info.filePath());
+    }
+    return QString();
+}
 
 QString range(const ValueStats& s)
 {
@@ -119,15 +138,17 @@ int runReplay(const QStringList& arguments)
     if (options.checkpoint.empty()) {
         auto it = checkpoints.find(step);
         if (it == checkpoints.end())
-            return fail(QString("%1 has no checkpoint for step %2. Steps with both a checkpoint and a batch: %3")
-                            .arg(runDir).arg(step).arg(stepList(checkpoints, batches)));
+            return fail(QString("%1 has no checkpoint for step %2%3. Steps with both a checkpoint and a batch: %4")
+                            .arg(runDir).arg(step).arg(notAFileNote(QDir(runDir).filePath("checkpoints"), step))
+                            .arg(stepList(checkpoints, batches)));
         options.checkpoint = it->second;
     }
     if (options.batch.empty()) {
         auto it = batches.find(step);
         if (it == batches.end())
-            return fail(QString("%1 has no saved batch for step %2. Steps with both a checkpoint and a batch: %3")
-                            .arg(runDir).arg(step).arg(stepList(checkpoints, batches)));
+            return fail(QString("%1 has no saved batch for step %2%3. Steps with both a checkpoint and a batch: %4")
+                            .arg(runDir).arg(step).arg(notAFileNote(QDir(runDir).filePath("batches"), step))
+                            .arg(stepList(checkpoints, batches)));
         options.batch = it->second;
     }
     for (const auto& file : {options.checkpoint, options.batch})

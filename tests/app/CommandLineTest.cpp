@@ -100,3 +100,17 @@ TEST(CommandLine, ReplayOfAStepWithoutCheckpointListsTheStepsThatHaveOne)
     EXPECT_TRUE(result.err.contains("no checkpoint for step 7")) << result.err.toStdString();
     EXPECT_TRUE(result.err.contains("0, 50, 100")) << result.err.toStdString();
 }
+
+// A checkpoint that is a FIFO (or a directory, a broken link) is skipped by the run's listing;
+// replay said only "no checkpoint for step N", which the corruption corpus counted as unclear.
+TEST(CommandLine, ReplayNamesAStepFileThatIsNotARegularFile)
+{
+    QTemporaryDir dir;
+    const QString run = dir.filePath("run");
+    ASSERT_TRUE(QDir().mkpath(run + "/checkpoints"));
+    ASSERT_TRUE(QFile::copy(nanscope::test::demoRun("division-by-zero") + "/run.h5", run + "/run.h5"));
+    ASSERT_TRUE(QDir().mkpath(run + "/checkpoints/step_00000180.pt")) << "a directory where the checkpoint should be";
+    const auto result = nanscope::test::runNanscope({"replay", run, "--step", "180"});
+    EXPECT_EQ(result.exitCode, 2);
+    EXPECT_TRUE(result.err.contains("checkpoints/step_00000180.pt is there but is not a regular file")) << result.err.toStdString();
+}
