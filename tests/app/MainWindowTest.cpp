@@ -34,6 +34,15 @@ using namespace nanscope;
 
 using test::openAndWait;
 
+namespace {
+// A run being written by another process, 400 rows 20 ms apart; true once its first row is flushed.
+bool startLiveWriter(QProcess& writer, const QString& run)
+{
+    writer.start(NANSCOPE_TEST_WRITER, {run, "400", "20"});
+    return writer.waitForReadyRead(30000);
+}
+} // namespace
+
 TEST(MainWindow, ShowsLossAndGradNormWithNonFiniteMarkers)
 {
     MainWindow window;
@@ -172,8 +181,7 @@ TEST(MainWindow, FollowsARunWhileItIsWritten)
     QTemporaryDir dir;
     const QString run = dir.filePath("live");
     QProcess writer;
-    writer.start(NANSCOPE_TEST_WRITER, {run, "400", "20"});
-    ASSERT_TRUE(writer.waitForReadyRead(30000)) << "the writer flushed its first row";
+    ASSERT_TRUE(startLiveWriter(writer, run));
     MainWindow window;
     ASSERT_TRUE(openAndWait(window, run));
     const size_t first = window.snapshot().steps.size();
@@ -208,8 +216,7 @@ TEST(MainWindow, LiveFollowShowsCheckpointsAndBatchesSavedMeanwhile)
     QTemporaryDir dir;
     const QString run = dir.filePath("live");
     QProcess writer;
-    writer.start(NANSCOPE_TEST_WRITER, {run, "400", "20"});
-    ASSERT_TRUE(writer.waitForReadyRead(30000)) << "the writer flushed its first row";
+    ASSERT_TRUE(startLiveWriter(writer, run));
     MainWindow window;
     ASSERT_TRUE(openAndWait(window, run));
     EXPECT_TRUE(window.snapshot().info.checkpoints.empty());
