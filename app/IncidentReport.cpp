@@ -90,12 +90,8 @@ QImage renderPlot(const QString& title, const std::vector<int64_t>& steps, const
 
 QString range(const ValueStats& v)
 {
-    if (!v.defined())
-        return "-";
-    QString s = std::isfinite(v.min) ? QString("[%1, %2]").arg(v.min, 0, 'g', 4).arg(v.max, 0, 'g', 4) : QString("no finite value");
-    if (!v.finite())
-        s += QString(" (NaN %1, +Inf %2, -Inf %3)").arg(v.nan).arg(v.posinf).arg(v.neginf);
-    return s;
+    const std::string counts = nonfiniteCountsText(v);
+    return text(finiteRangeText(v) + (counts.empty() ? "" : " (" + counts + ")"));
 }
 
 QString evidenceText(const IncidentEvidence& e)

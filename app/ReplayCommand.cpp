@@ -44,12 +44,8 @@ QString notAFileNote(const QString& folder, int64_t step)
 
 QString range(const ValueStats& s)
 {
-    if (!s.defined())
-        return "-";
-    QString text = std::isfinite(s.min) ? QString("[%1, %2]").arg(s.min, 0, 'g', 4).arg(s.max, 0, 'g', 4) : QString("[no finite value]");
-    if (!s.finite())
-        text += QString("  NaN %1 +Inf %2 -Inf %3").arg(s.nan).arg(s.posinf).arg(s.neginf);
-    return text;
+    const std::string counts = nonfiniteCountsText(s);
+    return fromStd(finiteRangeText(s) + (counts.empty() ? "" : "  " + counts));
 }
 
 // While it lives, whatever writes to file descriptor 1 (C stdio, std::cout, LibTorch) goes to

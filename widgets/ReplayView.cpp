@@ -20,12 +20,9 @@ namespace nanscope {
 namespace {
 QString rangeText(const ValueStats& v)
 {
-    if (!v.defined())
-        return "\u2014";
-    QString text = std::isfinite(v.min) ? QString("[%1, %2]").arg(v.min, 0, 'g', 4).arg(v.max, 0, 'g', 4)
-                                        : QObject::tr("no finite value");
-    if (!v.finite())
-        text += QString("  <span style='color:#c00'>NaN %1, +Inf %2, \u2212Inf %3</span>").arg(v.nan).arg(v.posinf).arg(v.neginf);
+    QString text = QString::fromStdString(finiteRangeText(v));
+    if (v.defined() && !v.finite())
+        text += QString("  <span style='color:#c00'>%1</span>").arg(QString::fromStdString(nonfiniteCountsText(v)));
     return text;
 }
 } // namespace

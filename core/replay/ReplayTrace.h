@@ -5,6 +5,7 @@
 // replay pane and the report. No LibTorch here.
 
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,5 +62,25 @@ struct ReplayResult
     std::vector<std::string> notes; // what the replay had to assume or could not do
     double instrumentedMs = 0;      // instrumented forward + loss + backward + statistics
 };
+
+// How every view writes a value: its finite range ("[-2.383, 2.82]", "no finite value", "-" for no
+// value) and, when any element is not finite, its counts ("NaN 16, +Inf 0, -Inf 0"; else "").
+inline std::string finiteRangeText(const ValueStats& v)
+{
+    if (!v.defined())
+        return "-";
+    if (!(v.min == v.min)) // NaN: no element is finite
+        return "no finite value";
+    char text[64];
+    std::snprintf(text, sizeof text, "[%.4g, %.4g]", v.min, v.max);
+    return text;
+}
+
+inline std::string nonfiniteCountsText(const ValueStats& v)
+{
+    if (!v.defined() || v.finite())
+        return "";
+    return "NaN " + std::to_string(v.nan) + ", +Inf " + std::to_string(v.posinf) + ", -Inf " + std::to_string(v.neginf);
+}
 
 } // namespace nanscope
