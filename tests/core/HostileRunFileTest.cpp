@@ -1,5 +1,6 @@
 // Hostile or damaged run.h5 files (issue 17): whatever the bytes say, opening one returns an error
 // naming the file, or a run, in bounded time and memory. It never crashes and never hangs.
+#include "Hdf5Edit.h"
 #include "TestRuns.h"
 
 #include "core/run/RunReader.h"
@@ -53,14 +54,7 @@ std::string writeSmallRun(const test::ScratchDir& dir)
     return dir / "run.h5";
 }
 
-template<typename Edit>
-void editFile(const std::string& path, Edit edit)
-{
-    hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-    ASSERT_GE(file, 0);
-    edit(file);
-    H5Fclose(file);
-}
+using test::editFile;
 
 void writeArrayAttribute(hid_t object, const char* name, hid_t fileType, hid_t memType, hsize_t count,
                          const void* values)

@@ -1,4 +1,5 @@
 // Every kind of broken run gets a clear message naming the file and what is wrong, never a crash.
+#include "Hdf5Edit.h"
 #include "TestRuns.h"
 
 #include "core/run/RunReader.h"
@@ -30,15 +31,7 @@ std::string writeGoodRun(const test::ScratchDir& dir)
     return dir / "run.h5";
 }
 
-// Opens the file read-write with HDF5 directly and hands it to `edit`.
-template<typename Edit>
-void editFile(const std::string& path, Edit edit)
-{
-    hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-    ASSERT_GE(file, 0);
-    edit(file);
-    H5Fclose(file);
-}
+using test::editFile;
 
 void replaceWithDoubles(hid_t file, const char* path, std::vector<hsize_t> dims, const std::vector<double>& values)
 {
