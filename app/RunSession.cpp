@@ -118,63 +118,39 @@ void RunSession::poll()
 
 RunSnapshot RunSession::buildSnapshot()
 {
-    RunSnapshot snapshot;
-    snapshot.directory = m_directory;
-    snapshot.info = m_reader->info();
-    snapshot.steps = m_reader->steps(rf::kScalars);
-    for (const auto& name : snapshot.info.table(rf::kScalars)->datasets) {
-        auto series = m_reader->readSeries(rf::kScalars, name);
-        if (!series) {
-            snapshot.error = QString::fromStdString(series.error());
-            return snapshot;
-        }
-        snapshot.scalars[name] = std::move(*series);
-    }
-    if (auto it = snapshot.scalars.find("skipped"); it != snapshot.scalars.end())
-        for (size_t i = 0; i < it->second.size(); ++i)
-            if (it->second[i] > 0.5)
-                snapshot.skippedSteps.push_back(snapshot.steps[i]);
-
-    // The heatmap reads every row of /layers: it comes after the overview (requestHeatmap), so
-    // the window shows the scalars at once, however large the run.
-    if (const TableInfo* layers = snapshot.info.table(rf::kLayers))
-        snapshot.layers = layers->names;
-    if (const TableInfo* buffers = snapshot.info.table(rf::kBuffers)) {
-        for (size_t c = 0; c < buffers->names.size(); ++c) {
+    // A run read whole is an empty run of the same layout with every row appended: one reading
+    // path for opening and for live follow.
+    RunSnapshot empty;
+    empty.directory = m_directory;
+    const RunInfo& info = m_reader->info();
+    if (const TableInfo* scalars = info.table(rf::kScalars))
+        for (const auto& name : scalars->datasets)
+            empty.scalars[name];
+    if (const TableInfo* buffers = info.table(rf::kBuffers))
+        for (const auto& name : buffers->names) {
             BatchNormSeries series;
-            series.name = buffers->names[c];
-            series.steps = m_reader->steps(rf::kBuffers);
-            // NaN is data: a column that cannot be read is absent (empty) and said so, never NaN.
-            auto column = [&](const char* dataset) {
-                auto values = m_reader->readColumn(rf::kBuffers, dataset, int64_t(c));
-                if (!values) {
-                    snapshot.warnings << QString::fromStdString(values.error());
-                    return std::vector<double>();
-                }
-                return toDouble(*values);
-            };
-            series.meanMin = column("running_mean_min");
-            series.meanMax = column("running_mean_max");
-            series.varMin = column("running_var_min");
-            series.varMax = column("running_var_max");
-            series.nonfinite = column("nonfinite");
-            snapshot.batchNorm.push_back(std::move(series));
+            series.name = name;
+            empty.batchNorm.push_back(std::move(series));
         }
-    }
-    return snapshot;
+    return grownSnapshot(empty);
 }
 
 RunSnapshot RunSession::grownSnapshot(const RunSnapshot& previous)
 {
-    // Live follow reads only the rows appended since the last look; anything else that changed
-    // (a new dataset, other columns) is a new layout, read whole.
+    // Only the rows appended since `previous` are read; anything else that changed (a new dataset,
+    // other columns) is a new layout, read whole. NaN is data: a buffer dataset that cannot be read
+    // is left short and named in the warnings, never filled with NaN.
     RunSnapshot snapshot = previous;
     snapshot.info = m_reader->info();
     const TableInfo* scalars = snapshot.info.table(rf::kScalars);
     const auto& steps = m_reader->steps(rf::kScalars);
     const int64_t oldRows = int64_t(previous.steps.size());
     const int64_t newRows = int64_t(steps.size());
-    if (!scalars || newRows < oldRows || scalars->datasets.size() != previous.scalars.size())
+    if (!scalars) { // the reader refuses such a run at open; never read it whole again here
+        snapshot.error = QString::fromStdString(snapshot.info.logPath) + tr(": no /scalars table");
+        return snapshot;
+    }
+    if (newRows < oldRows || scalars->datasets.size() != previous.scalars.size())
         return buildSnapshot();
     for (const auto& name : scalars->datasets) {
         auto it = snapshot.scalars.find(name);
