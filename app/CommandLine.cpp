@@ -51,7 +51,7 @@ void printUsage(QTextStream& stream)
 
 bool isSubcommand(const QString& word)
 {
-    if (word == "help" || word == "--help" || word == "-h" || word == "--version")
+    if (word == "help" || word == "--help" || word == "-h" || word == "--version" || word == "-v")
         return true;
     for (const auto& c : subcommands())
         if (word == c.name)
@@ -66,7 +66,8 @@ int run(const QStringList& arguments)
         printUsage(out());
         return kExitOk;
     }
-    if (command == "--version") {
+    // Headless, like the commands: the window's own -v/--version would need a display to say it.
+    if (command == "--version" || command == "-v") {
         out() << "nanscope " << NANSCOPE_VERSION << Qt::endl;
         return kExitOk;
     }

@@ -270,8 +270,12 @@ void MainWindow::connectViewRequests()
     });
 }
 
-void MainWindow::openRun(const QString& directory)
+void MainWindow::openRun(const QString& path)
 {
+    // A run is its directory; a file manager (nanscope.desktop's %f) or a drop may hand over the
+    // run.h5 inside it, and everything else (checkpoints/, batches/, recent runs) hangs off the folder.
+    const QFileInfo given(path);
+    const QString directory = given.isFile() ? given.absolutePath() : path;
     // The run on screen goes now: nothing of it may stay beside the one being opened.
     m_context->close();
     m_loadingDirectory = directory;
@@ -524,8 +528,7 @@ void MainWindow::dropEvent(QDropEvent* event)
     const auto urls = event->mimeData()->urls();
     if (urls.isEmpty())
         return;
-    QFileInfo info(urls.first().toLocalFile());
-    openRun(info.isDir() ? info.absoluteFilePath() : info.absolutePath());
+    openRun(urls.first().toLocalFile());
     event->acceptProposedAction();
 }
 

@@ -46,7 +46,8 @@ public:
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
 
-    void openRun(const QString& directory);
+    // Opens a run directory, or the directory of the run.h5 file given.
+    void openRun(const QString& path);
     void showView(View view);
     // Renders the window to `path` once the run and everything it shows have arrived, then emits
     // screenshotDone.

@@ -31,6 +31,8 @@ int main(int argc, char** argv)
     QApplication::setApplicationName("nanscope");
     QApplication::setOrganizationName("nanscope");
     QApplication::setApplicationVersion(NANSCOPE_VERSION);
+    // Ties the window to nanscope.desktop (its icon and name) on Wayland, where the window class is not used.
+    QGuiApplication::setDesktopFileName("nanscope");
 
     QCommandLineParser parser;
     parser.setApplicationDescription("nanscope: the numerical health of deep-learning training.\n"

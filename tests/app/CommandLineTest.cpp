@@ -4,6 +4,8 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QProcess>
+#include <QProcessEnvironment>
 
 #include <gtest/gtest.h>
 
@@ -71,6 +73,25 @@ TEST(CommandLine, HelpListsEveryCommand)
         const auto help = runNanscope({command, "--help"});
         EXPECT_TRUE(help.out.startsWith(QString("Usage: nanscope %1 [options]").arg(command)))
             << "the usage line names the command as typed: " << help.out.left(80).toStdString();
+    }
+}
+
+// What an installed program is asked first. Run with no display at all: the answer must not need
+// one (the window's parser would abort there, unable to load a platform plugin).
+TEST(CommandLine, VersionPrintsTheProjectVersionWithoutADisplay)
+{
+    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+    environment.remove("DISPLAY");
+    environment.remove("WAYLAND_DISPLAY");
+    environment.insert("QT_QPA_PLATFORM", "xcb");
+    for (const char* flag : {"--version", "-v"}) {
+        QProcess process;
+        process.setProcessEnvironment(environment);
+        process.start(NANSCOPE_BINARY, {flag});
+        ASSERT_TRUE(process.waitForFinished(60000)) << flag;
+        EXPECT_EQ(process.exitStatus(), QProcess::NormalExit) << flag;
+        EXPECT_EQ(process.exitCode(), 0) << flag;
+        EXPECT_EQ(QString::fromUtf8(process.readAllStandardOutput()), QString("nanscope %1\n").arg(NANSCOPE_VERSION)) << flag;
     }
 }
 

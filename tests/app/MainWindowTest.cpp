@@ -17,6 +17,7 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QDir>
+#include <QFileInfo>
 #include <QImage>
 #include <QProcess>
 #include <QTest>
@@ -67,6 +68,17 @@ TEST(MainWindow, BrokenRunShowsAnErrorPanelNamingTheFile)
     EXPECT_FALSE(loaded.first().first().toBool());
     EXPECT_TRUE(window.errorText().contains("run.h5")) << window.errorText().toStdString();
     EXPECT_TRUE(window.errorText().contains("not found"));
+}
+
+// A file manager hands over the run.h5 it was opened on (nanscope.desktop's %f): the window opens
+// the run directory around it, where its checkpoints and batches are.
+TEST(MainWindow, OpeningARunH5OpensItsRunDirectory)
+{
+    MainWindow window;
+    const QString run = test::demoRun("healthy");
+    ASSERT_TRUE(openAndWait(window, QDir(run).filePath("run.h5"))) << window.errorText().toStdString();
+    EXPECT_EQ(QFileInfo(window.snapshot().directory), QFileInfo(run));
+    EXPECT_EQ(window.snapshot().info.runName, "healthy");
 }
 
 TEST(MainWindow, ScreenshotRendersTheWindowOffscreen)
