@@ -13,11 +13,6 @@ QString text(const std::string& s)
     return QString::fromStdString(s);
 }
 
-std::optional<double> optionalNumber(const QJsonValue& value)
-{
-    return value.isDouble() ? std::optional<double>(value.toDouble()) : std::nullopt;
-}
-
 DType dtypeFromJson(const QJsonValue& value)
 {
     return dtypeFromName(value.toString().toStdString()).value_or(DType::Float32);

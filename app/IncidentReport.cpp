@@ -88,7 +88,7 @@ QImage renderPlot(const QString& title, const std::vector<int64_t>& steps, const
     return plot.plot()->toPixmap(1000, 300).toImage();
 }
 
-QString range(const ValueStats& v)
+QString range(const std::optional<TensorStats>& v)
 {
     const std::string counts = nonfiniteCountsText(v);
     return text(finiteRangeText(v) + (counts.empty() ? "" : " (" + counts + ")"));

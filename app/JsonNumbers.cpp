@@ -19,4 +19,9 @@ double jsonNumberOrNan(const QJsonValue& value)
     return value.isDouble() ? value.toDouble() : std::nan("");
 }
 
+std::optional<double> optionalNumber(const QJsonValue& value)
+{
+    return value.isDouble() ? std::optional<double>(value.toDouble()) : std::nullopt;
+}
+
 } // namespace nanscope

@@ -11,5 +11,7 @@ namespace nanscope {
 QJsonValue jsonNumber(double value);
 QJsonValue jsonNumber(const std::optional<double>& value);
 double jsonNumberOrNan(const QJsonValue& value);
+// The inverse of jsonNumber(optional): empty for null.
+std::optional<double> optionalNumber(const QJsonValue& value);
 
 } // namespace nanscope

@@ -42,7 +42,7 @@ QString notAFileNote(const QString& folder, int64_t step)
     return QString();
 }
 
-QString range(const ValueStats& s)
+QString range(const std::optional<TensorStats>& s)
 {
     const std::string counts = nonfiniteCountsText(s);
     return fromStd(finiteRangeText(s) + (counts.empty() ? "" : "  " + counts));

@@ -7,6 +7,7 @@
 #include <QJsonDocument>
 
 #include <cmath>
+#include <utility>
 
 namespace nanscope {
 
@@ -15,18 +16,49 @@ QString text(const std::string& s)
 {
     return QString::fromStdString(s);
 }
+
+// The replay JSON names a dtype as LibTorch prints it, as it did when the replay wrote
+// c10::toString(tensor.scalar_type()) itself.
+constexpr std::pair<DType, const char*> kLibtorchDtypeNames[] = {
+    {DType::Float32, "Float"}, {DType::Float64, "Double"}, {DType::Float16, "Half"},  {DType::BFloat16, "BFloat16"},
+    {DType::Int64, "Long"},    {DType::Int32, "Int"},      {DType::Int16, "Short"},   {DType::Int8, "Char"},
+    {DType::UInt8, "Byte"},    {DType::Bool, "Bool"}};
+
+QString libtorchDtypeName(DType dtype)
+{
+    for (const auto& [type, name] : kLibtorchDtypeNames)
+        if (type == dtype)
+            return name;
+    return dtypeName(dtype);
+}
+
+DType dtypeFromLibtorchName(const QString& name)
+{
+    for (const auto& [type, libtorchName] : kLibtorchDtypeNames)
+        if (name == libtorchName)
+            return type;
+    return dtypeFromName(name.toStdString()).value_or(DType::Float32);
+}
 } // namespace
 
 // ---- written by `nanscope replay --json` ----
 
-QJsonObject valueStatsToJson(const ValueStats& s)
+QJsonObject replayValueToJson(const std::optional<TensorStats>& s)
 {
-    if (!s.defined())
+    if (!s)
         return {};
-    return {{"shape", shapeToJson(s.shape)},       {"dtype", text(s.dtype)},   {"numel", qint64(s.numel)},
-            {"min", jsonNumber(s.min)}, {"max", jsonNumber(s.max)},        {"mean", jsonNumber(s.mean)},
-            {"std", jsonNumber(s.std)}, {"absmax", jsonNumber(s.absmax)},  {"nan", qint64(s.nan)},
-            {"posinf", qint64(s.posinf)}, {"neginf", qint64(s.neginf)}, {"inf", qint64(s.posinf + s.neginf)}};
+    return {{"shape", shapeToJson(s->shape)},
+            {"dtype", libtorchDtypeName(s->dtype)},
+            {"numel", qint64(s->numel)},
+            {"min", jsonNumber(s->min)},
+            {"max", jsonNumber(s->max)},
+            {"mean", jsonNumber(s->mean)},
+            {"std", jsonNumber(s->std)},
+            {"absmax", s->min ? jsonNumber(s->absmax) : QJsonValue()}, // null, not the kernel's 0, when none is finite
+            {"nan", qint64(s->nan)},
+            {"posinf", qint64(s->posinf)},
+            {"neginf", qint64(s->neginf)},
+            {"inf", qint64(s->inf())}};
 }
 
 QJsonObject replayOpToJson(const ReplayOp& op, bool withInputs)
@@ -36,15 +68,15 @@ QJsonObject replayOpToJson(const ReplayOp& op, bool withInputs)
                   {"module", text(op.module)},
                   {"source", text(op.source)},
                   {"code", text(op.code)},
-                  {"output", valueStatsToJson(op.output)}};
+                  {"output", replayValueToJson(op.output)}};
     if (withInputs) {
         QJsonArray inputs;
         for (const auto& s : op.inputs)
-            inputs.append(valueStatsToJson(s));
+            inputs.append(replayValueToJson(s));
         o["inputs"] = inputs;
     }
-    if (op.grad.defined())
-        o["grad"] = valueStatsToJson(op.grad);
+    if (op.grad)
+        o["grad"] = replayValueToJson(op.grad);
     if (!op.gradFunction.empty())
         o["grad_fn"] = text(op.gradFunction);
     return o;
@@ -57,7 +89,7 @@ QJsonObject replayResultToJson(const ReplayResult& r, int64_t step, const Replay
         ops.append(replayOpToJson(op, false));
     QJsonArray params;
     for (const auto& p : r.params)
-        params.append(QJsonObject{{"name", text(p.name)}, {"value", valueStatsToJson(p.value)}, {"grad", valueStatsToJson(p.grad)}});
+        params.append(QJsonObject{{"name", text(p.name)}, {"value", replayValueToJson(p.value)}, {"grad", replayValueToJson(p.grad)}});
     QJsonObject root{{"step", qint64(step)},
                      {"loss", jsonNumber(r.loss)},
                      {"loss_name", text(r.lossName)},
@@ -84,20 +116,20 @@ QJsonObject replayResultToJson(const ReplayResult& r, int64_t step, const Replay
 
 // ---- read back by the replay pane and the report ----
 
-ValueStats valueStatsFromJson(const QJsonValue& value)
+std::optional<TensorStats> replayValueFromJson(const QJsonValue& value)
 {
-    ValueStats v;
     const QJsonObject o = value.toObject();
     if (o.isEmpty())
-        return v; // no value: defined() is false
+        return std::nullopt;
+    TensorStats v;
     v.shape = shapeFromJson(o["shape"]);
-    v.dtype = o["dtype"].toString().toStdString();
+    v.dtype = dtypeFromLibtorchName(o["dtype"].toString());
     v.numel = o["numel"].toInteger();
-    v.min = jsonNumberOrNan(o["min"]);
-    v.max = jsonNumberOrNan(o["max"]);
-    v.mean = jsonNumberOrNan(o["mean"]);
-    v.std = jsonNumberOrNan(o["std"]);
-    v.absmax = jsonNumberOrNan(o["absmax"]);
+    v.min = optionalNumber(o["min"]);
+    v.max = optionalNumber(o["max"]);
+    v.mean = optionalNumber(o["mean"]);
+    v.std = optionalNumber(o["std"]);
+    v.absmax = o["absmax"].toDouble(0);
     v.nan = o["nan"].toInteger();
     v.posinf = o["posinf"].toInteger();
     v.neginf = o["neginf"].toInteger();
@@ -113,10 +145,10 @@ ReplayOp replayOpFromJson(const QJsonObject& o)
     op.source = o["source"].toString().toStdString();
     op.code = o["code"].toString().toStdString();
     op.gradFunction = o["grad_fn"].toString().toStdString();
-    op.output = valueStatsFromJson(o["output"]);
-    op.grad = valueStatsFromJson(o["grad"]);
+    op.output = replayValueFromJson(o["output"]);
+    op.grad = replayValueFromJson(o["grad"]);
     for (const auto& input : o["inputs"].toArray())
-        op.inputs.push_back(valueStatsFromJson(input));
+        op.inputs.push_back(replayValueFromJson(input));
     return op;
 }
 
@@ -146,7 +178,7 @@ ReplayReport parseReplayJson(const QByteArray& json)
         r.firstNonfiniteGrad = replayOpFromJson(backward["first_nonfinite"].toObject());
     for (const auto& p : backward["params"].toArray()) {
         const QJsonObject o = p.toObject();
-        r.params.push_back({o["name"].toString().toStdString(), valueStatsFromJson(o["value"]), valueStatsFromJson(o["grad"])});
+        r.params.push_back({o["name"].toString().toStdString(), replayValueFromJson(o["value"]), replayValueFromJson(o["grad"])});
     }
     if (root.contains("bad_samples")) {
         r.bisected = true;

@@ -13,11 +13,14 @@
 
 namespace nanscope {
 
-QJsonObject valueStatsToJson(const ValueStats& stats);
+// A replayed value, {} when there is none. Its own fields, not `stats --json`'s: dtype as LibTorch
+// names it ("Float", "BFloat16"), absmax null when no element is finite, and no norm, zero or
+// subnormal count (the replay's views show none of them), so the format reads as it always has.
+QJsonObject replayValueToJson(const std::optional<TensorStats>& stats);
 QJsonObject replayOpToJson(const ReplayOp& op, bool withInputs);
 QJsonObject replayResultToJson(const ReplayResult& result, int64_t step, const ReplayOptions& options);
 
-ValueStats valueStatsFromJson(const QJsonValue& value);
+std::optional<TensorStats> replayValueFromJson(const QJsonValue& value);
 ReplayOp replayOpFromJson(const QJsonObject& op);
 // A replay as the pane shows it; `error` says so when the JSON is not a replay's.
 ReplayReport parseReplayJson(const QByteArray& json);

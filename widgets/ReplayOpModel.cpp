@@ -13,6 +13,11 @@ QString number(double v)
 {
     return std::isfinite(v) ? QString::number(v, 'g', 4) : QString("\u2014");
 }
+
+QString number(const std::optional<double>& v)
+{
+    return v ? number(*v) : QString("\u2014");
+}
 } // namespace
 
 ReplayOpModel::ReplayOpModel(QObject* parent)
@@ -64,7 +69,7 @@ QVariant ReplayOpModel::data(const QModelIndex& index, int role) const
     case Qt::ForegroundRole:
         if (culprit)
             return QBrush(QColor(20, 20, 20)); // readable on the pink row in a dark palette too
-        if ((index.column() == NaN && op.output.nan > 0) || (index.column() == Inf && op.output.posinf + op.output.neginf > 0))
+        if (op.output && ((index.column() == NaN && op.output->nan > 0) || (index.column() == Inf && op.output->inf() > 0)))
             return QBrush(QColor(200, 20, 20));
         return {};
     case Qt::FontRole:
@@ -79,14 +84,14 @@ QVariant ReplayOpModel::data(const QModelIndex& index, int role) const
         case Op: return QString::fromStdString(op.op);
         case Module: return op.module.empty() ? tr("(root)") : QString::fromStdString(op.module);
         case Source: return QString::fromStdString(op.source);
-        case Min: return number(op.output.min);
-        case Max: return number(op.output.max);
-        case NaN: return qint64(op.output.nan);
-        case Inf: return qint64(op.output.posinf + op.output.neginf);
+        case Min: return number(op.output ? op.output->min : std::nullopt);
+        case Max: return number(op.output ? op.output->max : std::nullopt);
+        case NaN: return qint64(op.output ? op.output->nan : 0);
+        case Inf: return qint64(op.output ? op.output->inf() : 0);
         case GradAbs:
-            if (!op.grad.defined())
+            if (!op.grad)
                 return QString();
-            return op.grad.finite() ? number(std::max(std::fabs(op.grad.min), std::fabs(op.grad.max))) : tr("non-finite");
+            return hasNonfinite(op.grad) ? tr("non-finite") : number(op.grad->absmax);
         case Code: return QString::fromStdString(op.code);
         case ColumnCount: break;
         }

@@ -18,10 +18,10 @@
 namespace nanscope {
 
 namespace {
-QString rangeText(const ValueStats& v)
+QString rangeText(const std::optional<TensorStats>& v)
 {
     QString text = QString::fromStdString(finiteRangeText(v));
-    if (v.defined() && !v.finite())
+    if (hasNonfinite(v))
         text += QString("  <span style='color:#c00'>%1</span>").arg(QString::fromStdString(nonfiniteCountsText(v)));
     return text;
 }

@@ -3,6 +3,12 @@
 // What a replay found, as plain values, declared once: computed by core/torch/Replay (in the child
 // process `nanscope replay` runs), carried as JSON (app/ReplayJson) and shown as they are by the
 // replay pane and the report. No LibTorch here.
+//
+// A replayed value's statistics are a TensorStats (core/tensor), by the one statistics kernel. A
+// value can be absent (an op input that is a constant, a gradient backward never reached), so it
+// is a std::optional<TensorStats>: empty means "no tensor", never "a tensor of zeros".
+
+#include "core/tensor/TensorStats.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -12,20 +18,6 @@
 
 namespace nanscope {
 
-// Statistics of one tensor value (never the tensor itself).
-struct ValueStats
-{
-    std::vector<int64_t> shape;
-    std::string dtype;
-    int64_t numel = 0;
-    double min = 0, max = 0, mean = 0, std = 0; // over finite elements; NaN when none is finite
-    double absmax = 0;
-    int64_t nan = 0, posinf = 0, neginf = 0;
-
-    bool defined() const { return !dtype.empty(); }
-    bool finite() const { return nan == 0 && posinf == 0 && neginf == 0; }
-};
-
 // One op of the inlined forward graph, in execution order.
 struct ReplayOp
 {
@@ -34,17 +26,17 @@ struct ReplayOp
     std::string module; // "norm", "body.0"; "" for the root module
     std::string source; // "model.py:42" (user's code), or "<torchscript>:N" without a file name
     std::string code;   // that source line's text, trimmed: "return (x - mean) / std"
-    std::vector<ValueStats> inputs; // tensor inputs, in argument order
-    ValueStats output;              // the first tensor output
-    ValueStats grad;                // gradient of that output, after backward
-    std::string gradFunction;       // autograd node that produced `output` ("DivBackward0")
+    std::vector<std::optional<TensorStats>> inputs; // tensor inputs, in argument order
+    std::optional<TensorStats> output;              // the first tensor output
+    std::optional<TensorStats> grad;                // gradient of that output, after backward
+    std::string gradFunction;                       // autograd node that produced `output` ("DivBackward0")
 };
 
 struct ParameterGrad
 {
     std::string name;
-    ValueStats value;
-    ValueStats grad;
+    std::optional<TensorStats> value;
+    std::optional<TensorStats> grad; // empty when backward gave the parameter no gradient
 };
 
 struct ReplayResult
@@ -63,24 +55,35 @@ struct ReplayResult
     double instrumentedMs = 0;      // instrumented forward + loss + backward + statistics
 };
 
-// How every view writes a value: its finite range ("[-2.383, 2.82]", "no finite value", "-" for no
-// value) and, when any element is not finite, its counts ("NaN 16, +Inf 0, -Inf 0"; else "").
-inline std::string finiteRangeText(const ValueStats& v)
+// True when the value is there and holds a NaN or an Inf; an absent value (a constant input, no
+// gradient) holds none.
+inline bool hasNonfinite(const std::optional<TensorStats>& value)
 {
-    if (!v.defined())
+    return value && value->nonfinite() > 0;
+}
+
+// How every view writes a value: its finite range ("[-2.383, 2.82]", "no finite value", "empty" for
+// a tensor of no element, "-" for no value) and, when any element is not finite, its counts
+// ("NaN 16, +Inf 0, -Inf 0"; else "").
+inline std::string finiteRangeText(const std::optional<TensorStats>& value)
+{
+    if (!value)
         return "-";
-    if (!(v.min == v.min)) // NaN: no element is finite
+    if (value->numel == 0)
+        return "empty";
+    if (!value->min)
         return "no finite value";
     char text[64];
-    std::snprintf(text, sizeof text, "[%.4g, %.4g]", v.min, v.max);
+    std::snprintf(text, sizeof text, "[%.4g, %.4g]", *value->min, *value->max);
     return text;
 }
 
-inline std::string nonfiniteCountsText(const ValueStats& v)
+inline std::string nonfiniteCountsText(const std::optional<TensorStats>& value)
 {
-    if (!v.defined() || v.finite())
+    if (!hasNonfinite(value))
         return "";
-    return "NaN " + std::to_string(v.nan) + ", +Inf " + std::to_string(v.posinf) + ", -Inf " + std::to_string(v.neginf);
+    return "NaN " + std::to_string(value->nan) + ", +Inf " + std::to_string(value->posinf) + ", -Inf " +
+           std::to_string(value->neginf);
 }
 
 } // namespace nanscope

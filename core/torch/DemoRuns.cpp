@@ -214,20 +214,20 @@ void saveBatch(const std::string& path, const torch::Tensor& inputs, const torch
     out.write(bytes.data(), std::streamsize(bytes.size()));
 }
 
-std::vector<float> rangeColumn(const std::vector<torchutil::RangeStats>& stats, float torchutil::RangeStats::*field)
+// The row of /activations or /inputs: one column per statistic, one entry per logged tensor.
+std::map<std::string, std::vector<float>> rangeRow(const std::vector<TensorStats>& stats)
 {
-    std::vector<float> column;
-    for (const auto& s : stats)
-        column.push_back(s.*field);
-    return column;
-}
-
-std::map<std::string, std::vector<float>> rangeRow(const std::vector<torchutil::RangeStats>& stats)
-{
-    using R = torchutil::RangeStats;
-    return {{"min", rangeColumn(stats, &R::min)},   {"max", rangeColumn(stats, &R::max)},
-            {"mean", rangeColumn(stats, &R::mean)}, {"std", rangeColumn(stats, &R::std)},
-            {"nan", rangeColumn(stats, &R::nan)},   {"inf", rangeColumn(stats, &R::inf)}};
+    std::map<std::string, std::vector<float>> row{{"min", {}}, {"max", {}}, {"mean", {}},
+                                                  {"std", {}}, {"nan", {}}, {"inf", {}}};
+    for (const auto& s : stats) {
+        row["min"].push_back(torchutil::runFileFigure(s.min));
+        row["max"].push_back(torchutil::runFileFigure(s.max));
+        row["mean"].push_back(torchutil::runFileFigure(s.mean));
+        row["std"].push_back(torchutil::runFileFigure(s.std));
+        row["nan"].push_back(float(s.nan));
+        row["inf"].push_back(float(s.inf()));
+    }
+    return row;
 }
 
 class DemoTrainer
@@ -299,12 +299,12 @@ public:
             torch::jit::Module snapshot = m_model.deepcopy();
 
             const bool logActivations = step % m_scenario.activationsEvery == 0;
-            std::vector<torchutil::RangeStats> activationStats;
+            std::vector<TensorStats> activationStats;
             torch::Tensor x = inputs;
             for (auto& stage : m_stages) {
                 x = stage.module.forward({x}).toTensor();
                 if (logActivations)
-                    activationStats.push_back(torchutil::rangeStats(x));
+                    activationStats.push_back(torchutil::tensorStats(x));
                 if (stage.reluAfter)
                     x = torch::relu(x);
             }
@@ -377,7 +377,7 @@ public:
             if (status && !schema.buffers.empty())
                 status = writer.appendRow(runformat::kBuffers, step, bufferRow());
             if (status)
-                status = writer.appendRow(runformat::kInputs, step, rangeRow({torchutil::rangeStats(inputs)}));
+                status = writer.appendRow(runformat::kInputs, step, rangeRow({torchutil::tensorStats(inputs)}));
             if (!status)
                 return status;
             if (firstNonfinite >= 0 && !skipNonfinite && step - firstNonfinite >= m_scenario.stepsAfterFailure)
@@ -452,8 +452,8 @@ private:
             const auto mean = stage.module.attr("running_mean").toTensor();
             const auto var = stage.module.attr("running_var").toTensor();
             auto finiteMinMax = [](const torch::Tensor& t) -> std::pair<float, float> {
-                auto r = torchutil::rangeStats(t);
-                return {r.min, r.max};
+                const TensorStats s = torchutil::tensorStats(t);
+                return {torchutil::runFileFigure(s.min), torchutil::runFileFigure(s.max)};
             };
             auto [meanMin, meanMax] = finiteMinMax(mean);
             auto [varMin, varMax] = finiteMinMax(var);

@@ -30,29 +30,14 @@ namespace {
 using torch::jit::Node;
 using torch::jit::Value;
 
-// The one statistics kernel (core/tensor): a single fused pass, accurate when the mean is large
-// (a naive sum of squares here lost the spread of values like 1e4 + small noise).
-ValueStats statsOf(const torch::Tensor& tensor)
+// The one statistics kernel (core/tensor) over every value the replay captures: a single fused
+// pass, accurate when the mean is large (a naive sum of squares here once lost the spread of values
+// like 1e4 + small noise). Empty for an undefined tensor (no gradient reached it, say).
+std::optional<TensorStats> statsOf(const torch::Tensor& tensor)
 {
-    ValueStats s;
     if (!tensor.defined())
-        return s;
-    s.shape = tensor.sizes().vec();
-    s.dtype = std::string(c10::toString(tensor.scalar_type()));
-    s.numel = tensor.numel();
-    if (s.numel == 0)
-        return s;
-    const TensorStats t = torchutil::tensorStats(tensor);
-    s.nan = t.nan;
-    s.posinf = t.posinf;
-    s.neginf = t.neginf;
-    const double none = std::nan("");
-    s.min = t.min.value_or(none);
-    s.max = t.max.value_or(none);
-    s.mean = t.mean.value_or(none);
-    s.std = t.std.value_or(none);
-    s.absmax = t.min ? t.absmax : none;
-    return s;
+        return std::nullopt;
+    return torchutil::tensorStats(tensor);
 }
 
 std::string modulePathOf(const Node* node)
@@ -418,8 +403,8 @@ private:
                 v.retain_grad();
 
         // Statistics once per value: an op's input is usually the previous op's output.
-        std::map<const Value*, ValueStats> statsCache;
-        auto statsFor = [&](const Value* v) -> const ValueStats& {
+        std::map<const Value*, std::optional<TensorStats>> statsCache;
+        auto statsFor = [&](const Value* v) -> const std::optional<TensorStats>& {
             auto it = statsCache.find(v);
             if (it == statsCache.end())
                 it = statsCache.emplace(v, statsOf(tensorFor(v))).first;
@@ -449,10 +434,10 @@ private:
 
         // The culprit: non-finite out of finite in. Failing that, the first non-finite output.
         for (const auto& op : allOps) {
-            if (op.output.finite())
+            if (!hasNonfinite(op.output))
                 continue;
-            const bool inputsFinite =
-                std::all_of(op.inputs.begin(), op.inputs.end(), [](const ValueStats& s) { return s.finite(); });
+            const bool inputsFinite = std::none_of(op.inputs.begin(), op.inputs.end(),
+                                                   [](const std::optional<TensorStats>& s) { return hasNonfinite(s); });
             if (inputsFinite) {
                 result.firstNonfinite = op;
                 break;
@@ -460,8 +445,8 @@ private:
             if (!result.firstNonfinite)
                 result.firstNonfinite = op;
         }
-        if (result.firstNonfinite && !std::all_of(result.firstNonfinite->inputs.begin(), result.firstNonfinite->inputs.end(),
-                                                  [](const ValueStats& s) { return s.finite(); }))
+        if (result.firstNonfinite && std::any_of(result.firstNonfinite->inputs.begin(), result.firstNonfinite->inputs.end(),
+                                                 [](const std::optional<TensorStats>& s) { return hasNonfinite(s); }))
             result.notes.push_back("every non-finite output has a non-finite input: the NaN/Inf was already in the "
                                    "model's state (a parameter or buffer) or in the batch");
 
@@ -493,7 +478,7 @@ private:
                 if (m_opValues[i].requires_grad())
                     allOps[i].grad = statsOf(m_opValues[i].grad());
             for (size_t i = allOps.size(); i-- > 0;)
-                if (allOps[i].grad.defined() && !allOps[i].grad.finite()) {
+                if (hasNonfinite(allOps[i].grad)) {
                     result.firstNonfiniteGrad = allOps[i];
                     break;
                 }

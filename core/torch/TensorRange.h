@@ -45,25 +45,11 @@ inline TensorStats tensorStats(const torch::Tensor& tensor, const std::string& n
                                   values.sizes().vec(), 0, 1);
 }
 
-struct RangeStats
+// A statistic as the run file's float32 columns store it (/activations, /inputs, /buffers): NaN
+// where the kernel has none, because no element is finite.
+inline float runFileFigure(const std::optional<double>& value)
 {
-    float min = NAN, max = NAN, mean = NAN, std = NAN; // over the finite elements; NaN if none
-    float nan = 0, inf = 0;                             // element counts
-};
-
-inline RangeStats rangeStats(const torch::Tensor& tensor)
-{
-    const TensorStats t = tensorStats(tensor);
-    RangeStats s;
-    s.nan = float(t.nan);
-    s.inf = float(t.inf());
-    if (t.min) {
-        s.min = float(*t.min);
-        s.max = float(*t.max);
-        s.mean = float(*t.mean);
-        s.std = float(*t.std);
-    }
-    return s;
+    return value ? float(*value) : NAN;
 }
 
 inline float nonfiniteCount(const torch::Tensor& tensor)

@@ -26,7 +26,7 @@ def _as_float(t):
 
 def range_stats(tensor):
     """[min, max, mean, std, nan, inf, finite] (float64) over the finite elements of `tensor`.
-    min/max/mean/std are NaN when no element is finite, like the C++ side's RangeStats."""
+    min/max/mean/std are NaN when no element is finite, as the C++ side writes them (runFileFigure)."""
     x = _as_float(tensor).reshape(-1)
     n = x.numel()
     if n == 0:

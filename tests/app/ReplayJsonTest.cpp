@@ -12,11 +12,11 @@
 using namespace nanscope;
 
 namespace {
-ValueStats value(double min, double max, int64_t nan)
+TensorStats value(double min, double max, int64_t nan)
 {
-    ValueStats v;
+    TensorStats v;
     v.shape = {4, 8};
-    v.dtype = "Float";
+    v.dtype = DType::Float32;
     v.numel = 32;
     v.min = min;
     v.max = max;
@@ -67,11 +67,41 @@ TEST(ReplayJson, TheResultSurvivesTheRoundTrip)
     EXPECT_EQ(c.code, "return centered / scale");
     EXPECT_EQ(c.gradFunction, "DivBackward0");
     ASSERT_EQ(c.inputs.size(), 2u);
-    EXPECT_EQ(c.inputs[1].shape, (std::vector<int64_t>{4, 8}));
-    EXPECT_EQ(c.inputs[1].absmax, 1.4);
-    EXPECT_EQ(c.output.nan, 16);
-    EXPECT_FALSE(c.grad.defined()) << "no gradient written, none read";
+    ASSERT_TRUE(c.inputs[1]);
+    EXPECT_EQ(c.inputs[1]->shape, (std::vector<int64_t>{4, 8}));
+    EXPECT_EQ(c.inputs[1]->dtype, DType::Float32);
+    EXPECT_EQ(c.inputs[1]->absmax, 1.4);
+    ASSERT_TRUE(c.output);
+    EXPECT_EQ(c.output->nan, 16);
+    EXPECT_FALSE(c.grad) << "no gradient written, none read";
     EXPECT_EQ(back.result.badSamples, std::vector<int64_t>{5});
     EXPECT_EQ(back.result.notes, r.notes);
     EXPECT_EQ(back.firstNonfiniteIndex(), 3);
+}
+
+// The value's JSON reads as it did before replays used TensorStats: LibTorch's dtype names, null
+// for the figures of a value with no finite element (absmax included), {} for no value.
+TEST(ReplayJson, AValueWithNoFiniteElementAndAnAbsentValueKeepTheirForm)
+{
+    TensorStats poisoned;
+    poisoned.shape = {32};
+    poisoned.dtype = DType::BFloat16;
+    poisoned.numel = 32;
+    poisoned.nan = 32;
+    const QJsonObject json = replayValueToJson(poisoned);
+    EXPECT_EQ(json["dtype"].toString(), "BFloat16");
+    for (const char* figure : {"min", "max", "mean", "std", "absmax"})
+        EXPECT_TRUE(json[figure].isNull()) << figure;
+    EXPECT_EQ(json["inf"].toInteger(), 0);
+
+    const std::optional<TensorStats> back = replayValueFromJson(json);
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back->dtype, DType::BFloat16);
+    EXPECT_EQ(back->nan, 32);
+    EXPECT_FALSE(back->min);
+    EXPECT_EQ(finiteRangeText(back), "no finite value");
+
+    EXPECT_TRUE(replayValueToJson(std::nullopt).isEmpty());
+    EXPECT_FALSE(replayValueFromJson(QJsonObject()));
+    EXPECT_EQ(finiteRangeText(replayValueFromJson(QJsonValue())), "-");
 }

@@ -5,6 +5,7 @@
 #include "core/run/RunWriter.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace nanscope;
 
@@ -35,15 +36,17 @@ TEST(Replay, DivisionByZeroIsTracedToTheDivOfTheNormLayerAndOneSample)
     EXPECT_EQ(culprit.module, "norm");
     EXPECT_FALSE(culprit.source.empty());
     ASSERT_EQ(culprit.inputs.size(), 2u);
-    EXPECT_TRUE(culprit.inputs[0].finite() && culprit.inputs[1].finite()) << "finite in, non-finite out";
-    EXPECT_EQ(culprit.inputs[1].min, 0.0) << "the divisor range shows the zero";
-    EXPECT_EQ(culprit.output.nan, 16) << "one sample's 16 features";
+    EXPECT_FALSE(hasNonfinite(culprit.inputs[0]) || hasNonfinite(culprit.inputs[1])) << "finite in, non-finite out";
+    ASSERT_TRUE(culprit.inputs[1] && culprit.output);
+    EXPECT_EQ(culprit.inputs[1]->min, 0.0) << "the divisor range shows the zero";
+    EXPECT_EQ(culprit.output->nan, 16) << "one sample's 16 features";
     EXPECT_EQ(result->badSamples, std::vector<int64_t>{5});
     ASSERT_TRUE(result->firstNonfiniteGrad);
     EXPECT_FALSE(result->firstNonfiniteGrad->gradFunction.empty());
     ASSERT_FALSE(result->params.empty());
     EXPECT_EQ(result->params.front().name, "fc1.weight");
-    EXPECT_GT(result->params.front().grad.nan, 0);
+    ASSERT_TRUE(result->params.front().grad);
+    EXPECT_GT(result->params.front().grad->nan, 0);
     // Ops come in execution order, each with its module.
     ASSERT_GE(result->ops.size(), 5u);
     EXPECT_EQ(result->ops.front().module, "norm");
@@ -117,7 +120,8 @@ TEST(Replay, PrecisionWhatIfRunsInBfloat16AndFloat64)
         ASSERT_TRUE(result) << dtype << ": " << result.error();
         ASSERT_TRUE(result->firstNonfinite) << dtype;
         EXPECT_EQ(result->firstNonfinite->module, "norm");
-        EXPECT_EQ(result->ops.front().output.dtype, dtype == std::string("bfloat16") ? "BFloat16" : "Double");
+        ASSERT_TRUE(result->ops.front().output);
+        EXPECT_EQ(result->ops.front().output->dtype, dtype == std::string("bfloat16") ? DType::BFloat16 : DType::Float64);
     }
 }
 
@@ -141,4 +145,36 @@ TEST(Replay, WrongFilesGiveClearErrors)
     auto noFile = replayStep(missing);
     ASSERT_FALSE(noFile);
     EXPECT_NE(noFile.error().find("/nonexistent/step_00000001.pt"), std::string::npos);
+}
+
+// The texts every view writes a replayed value with, on the kernel's statistics: absent, empty,
+// nothing finite, and a range with its non-finite counts.
+TEST(Replay, ValueTextsSayWhatTheValueHolds)
+{
+    auto statsOf = [](std::vector<float> values) {
+        return computeContiguousStats("", reinterpret_cast<const uint8_t*>(values.data()), DType::Float32,
+                                      {int64_t(values.size())});
+    };
+    const float nan = std::nanf("");
+    const float inf = std::numeric_limits<float>::infinity();
+
+    EXPECT_EQ(finiteRangeText(std::nullopt), "-");
+    EXPECT_EQ(nonfiniteCountsText(std::nullopt), "");
+    EXPECT_FALSE(hasNonfinite(std::nullopt)) << "an absent value (a constant input) holds no NaN";
+
+    EXPECT_EQ(finiteRangeText(statsOf({})), "empty");
+    EXPECT_EQ(nonfiniteCountsText(statsOf({})), "");
+
+    EXPECT_EQ(finiteRangeText(statsOf({nan, nan})), "no finite value");
+    EXPECT_EQ(nonfiniteCountsText(statsOf({nan, nan})), "NaN 2, +Inf 0, -Inf 0");
+
+    const auto mixed = statsOf({-2.383f, 2.82f, nan, inf, -inf, 1.f});
+    EXPECT_TRUE(hasNonfinite(mixed));
+    EXPECT_EQ(finiteRangeText(mixed), "[-2.383, 2.82]");
+    EXPECT_EQ(nonfiniteCountsText(mixed), "NaN 1, +Inf 1, -Inf 1");
+
+    const auto finite = statsOf({0.f, 1.462f});
+    EXPECT_FALSE(hasNonfinite(finite));
+    EXPECT_EQ(finiteRangeText(finite), "[0, 1.462]");
+    EXPECT_EQ(nonfiniteCountsText(finite), "");
 }
