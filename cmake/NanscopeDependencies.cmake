@@ -13,6 +13,13 @@ find_package(QCustomPlotQt6 REQUIRED)
 find_package(HDF5 REQUIRED COMPONENTS C)
 find_package(Torch REQUIRED)
 find_package(ZLIB REQUIRED) # CRC-32 of checkpoint archive entries
+# TensorBoard event records (core/source): libprotobuf-dev and protobuf-compiler. CMake's own
+# FindProtobuf module finds them (Debian ships no protobuf CMake package) and gives
+# protobuf::libprotobuf and protobuf_generate.
+find_package(Protobuf REQUIRED)
+if(NOT Protobuf_PROTOC_EXECUTABLE)
+  message(FATAL_ERROR "protoc not found: install protobuf-compiler (./setup.sh installs it)")
+endif()
 find_package(GTest REQUIRED)
 find_package(Threads REQUIRED)
 
