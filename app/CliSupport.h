@@ -21,6 +21,12 @@ QTextStream& err();
 // Prints "nanscope: message" to stderr and returns kExitUsage.
 int fail(const QString& message);
 
+// What a RUN argument may be, for every command's --help.
+inline constexpr const char* kRunArgumentHelp =
+    "A run: a run directory (run.h5), a Hugging Face Trainer output folder (trainer_state.json, "
+    "checkpoint-N/), a Lightning log folder (metrics.csv), TensorBoard event files, a DeepSpeed or "
+    "Megatron log, a folder of checkpoints, or one of those files.";
+
 inline QString fromStd(const std::string& s)
 {
     return QString::fromStdString(s);

@@ -31,6 +31,7 @@ const std::vector<Subcommand>& subcommands()
         {"report", "write the incident report (.html, .pdf, .md, .json)", runReport},
         {"stats", "tensor health of a checkpoint (torch.save, TorchScript, safetensors)", runStats},
         {"diff", "compare two checkpoints: relative updates, new NaN/Inf", runDiff},
+        {"import", "write a run directory from Trainer, Lightning, TensorBoard or DeepSpeed logs", runImport},
     };
     return commands;
 }
@@ -39,7 +40,8 @@ void printUsage(QTextStream& stream)
 {
     stream << "nanscope " << NANSCOPE_VERSION << " - the numerical health of deep-learning training\n\n"
            << "Usage:\n"
-           << "  nanscope [RUN_DIR] [--screenshot FILE.png]   open the desktop inspector\n"
+           << "  nanscope [RUN] [--screenshot FILE.png]       open the desktop inspector\n"
+           << "      RUN: a run directory, a Trainer or Lightning output folder, event files, a log\n"
            << "  nanscope <command> [options]                 run headless\n\n"
            << "Commands:\n";
     for (const auto& c : subcommands())

@@ -6,7 +6,7 @@
 #include "core/scan/IncidentDetector.h"
 #include "core/torch/Replay.h"
 #include "core/run/RunFormat.h"
-#include "core/run/RunReader.h"
+#include "core/source/OpenRun.h"
 #include "core/tensor/BatchNormHealth.h"
 #include "widgets/OverviewView.h"
 #include "widgets/SeriesPlot.h"
@@ -152,10 +152,10 @@ QString replaySummary(const IncidentSection& s)
 Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOptions& options,
                              const ProgressCallback& progress)
 {
-    auto opened = RunReader::open(runDirectory.toStdString());
+    auto opened = openRun(runDirectory.toStdString());
     if (!opened)
         return Error{opened.error()};
-    const RunReader& reader = **opened;
+    const RunSource& reader = **opened;
     ReportContent c;
     c.info = reader.info();
     c.runName = text(c.info.runName);

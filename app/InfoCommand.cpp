@@ -1,7 +1,7 @@
 #include "CliSupport.h"
 #include "Subcommands.h"
 
-#include "core/run/RunReader.h"
+#include "core/source/OpenRun.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -15,15 +15,15 @@ int runInfo(const QStringList& arguments)
 {
     QCommandLineParser parser;
     parser.setApplicationDescription("Show what a run directory holds: tables, row counts, checkpoints, batches.");
-    parser.addPositionalArgument("RUN_DIR", "The run directory (holding run.h5).");
+    parser.addPositionalArgument("RUN", kRunArgumentHelp);
     parser.addOption({"json", "Print JSON instead of text."});
     int code = 0;
     if (!parse(parser, arguments, code))
         return code;
     if (parser.positionalArguments().size() != 1)
-        return fail("info takes one RUN_DIR\n" + helpText(parser));
+        return fail("info takes one RUN\n" + helpText(parser));
 
-    auto reader = RunReader::open(parser.positionalArguments().first().toStdString());
+    auto reader = openRun(parser.positionalArguments().first().toStdString());
     if (!reader)
         return fail(fromStd(reader.error()));
     const RunInfo& info = (*reader)->info();
@@ -59,7 +59,24 @@ int runInfo(const QStringList& arguments)
         QJsonObject attributes;
         for (const auto& [name, value] : info.attributes)
             attributes[fromStd(name)] = fromStd(value);
+        auto texts = [](const std::vector<std::string>& lines) {
+            QJsonArray array;
+            for (const auto& line : lines)
+                array.append(fromStd(line));
+            return array;
+        };
+        const SourceDescription& source = info.source;
+        QJsonObject sourceJson{{"format", fromStd(source.format)}, {"files", texts(source.files)},
+                               {"holds", texts(source.holds)},    {"lacks", texts(source.lacks)},
+                               {"warnings", texts(source.warnings)}, {"notes", texts(source.notes)}};
         QJsonObject root{{"run_name", fromStd(info.runName)},
+                         {"source", sourceJson},
+                         {"replayable_steps", [&] {
+                              QJsonArray array;
+                              for (int64_t step : info.replayableSteps())
+                                  array.append(qint64(step));
+                              return array;
+                          }()},
                          {"format_version", info.formatVersion},
                          {"attributes", attributes},
                          {"groups", groups},
@@ -70,11 +87,15 @@ int runInfo(const QStringList& arguments)
     }
 
     out() << "run        " << fromStd(info.runName) << "\n";
+    out() << "source     " << fromStd(info.source.format) << "\n";
+    for (const auto& file : info.source.files)
+        if (file != info.logPath)
+            out() << "           " << fromStd(file) << "\n";
     out() << "log        " << fromStd(info.logPath) << (info.openedForSwmr ? "  (SWMR)" : "") << "\n";
     for (const auto& [name, value] : info.attributes)
         if (name != "run_name" && name != "format")
             out() << QString("%1 %2\n").arg(fromStd(name), -10).arg(fromStd(value));
-    out() << "\n" << QString("%1 %2 %3  %4\n").arg("group", -12).arg("rows", 8).arg("cols", 5).arg("datasets");
+    out() << "\n" << QString("%1 %2 %3  %4\n").arg("group", -16).arg("rows", 8).arg("cols", 5).arg("datasets");
     for (const auto& t : info.tables) {
         QStringList datasets;
         for (const auto& d : t.datasets)
@@ -82,7 +103,7 @@ int runInfo(const QStringList& arguments)
         const auto& steps = (*reader)->steps(t.name);
         QString span = steps.empty() ? QString("-") : QString("steps %1..%2").arg(steps.front()).arg(steps.back());
         out() << QString("%1 %2 %3  %4  [%5]\n")
-                     .arg("/" + fromStd(t.name), -12)
+                     .arg("/" + fromStd(t.name), -16)
                      .arg(t.rows, 8)
                      .arg(t.names.empty() ? QString("-") : QString::number(t.names.size()), 5)
                      .arg(datasets.join(", "))
@@ -96,6 +117,17 @@ int runInfo(const QStringList& arguments)
     };
     out() << "\ncheckpoints " << list(info.checkpoints) << "\n";
     out() << "batches     " << list(info.batches) << "\n";
+    auto section = [](const char* title, const std::vector<std::string>& lines) {
+        if (lines.empty())
+            return;
+        out() << "\n" << title << "\n";
+        for (const auto& line : lines)
+            out() << "  - " << fromStd(line) << "\n";
+    };
+    section("holds", info.source.holds);
+    section("lacks", info.source.lacks);
+    section("warnings", info.source.warnings);
+    section("notes", info.source.notes);
     return kExitOk;
 }
 

@@ -113,8 +113,10 @@ MainWindow::~MainWindow()
 
 void MainWindow::buildTabs()
 {
-    m_placeholder->setText(tr("<h2>nanscope</h2><p>Open a run directory with <b>File \u25B8 Open Run\u2026</b> "
-                              "(Ctrl+O), or drop its folder here.</p>"));
+    m_placeholder->setText(tr("<h2>nanscope</h2><p>Open a run with <b>File \u25B8 Open Run\u2026</b> "
+                              "(Ctrl+O), or drop its folder here.</p><p>A run is a nanscope run directory, a Hugging "
+                              "Face Trainer output folder, a Lightning log folder, TensorBoard event files, a "
+                              "DeepSpeed or Megatron log, or a folder of checkpoints.</p>"));
     m_placeholder->setAlignment(Qt::AlignCenter);
     m_errorLabel->setWordWrap(true);
     m_errorLabel->setAlignment(Qt::AlignCenter);
@@ -272,10 +274,12 @@ void MainWindow::connectViewRequests()
 
 void MainWindow::openRun(const QString& path)
 {
-    // A run is its directory; a file manager (nanscope.desktop's %f) or a drop may hand over the
-    // run.h5 inside it, and everything else (checkpoints/, batches/, recent runs) hangs off the folder.
+    // A nanscope run is its directory; a file manager (nanscope.desktop's %f) or a drop may hand
+    // over the run.h5 inside it, and everything else (checkpoints/, batches/, recent runs) hangs off
+    // the folder. Any other file (a trainer_state.json, an event file, a DeepSpeed log) is read as
+    // itself: its folder may hold other runs' logs.
     const QFileInfo given(path);
-    const QString directory = given.isFile() ? given.absolutePath() : path;
+    const QString directory = given.isFile() && given.fileName() == runformat::kLogFileName ? given.absolutePath() : path;
     // The run on screen goes now: nothing of it may stay beside the one being opened.
     m_context->close();
     m_loadingDirectory = directory;
@@ -351,6 +355,10 @@ void MainWindow::showRun(const RunSnapshot& snapshot)
 void MainWindow::showSnapshot(const RunSnapshot& snapshot)
 {
     m_overview->setScalars(snapshot.steps, snapshot.scalars, snapshot.skippedSteps);
+    if (!snapshot.evalSteps.empty())
+        m_overview->setEvaluation(snapshot.evalSteps, snapshot.evalLoss);
+    m_overview->setSourceSummary(QString::fromStdString(sourceSummary(snapshot.info)),
+                                 QString::fromStdString(sourceDetails(snapshot.info)));
     showLayerTree();
     m_batchNorm->setSeries(snapshot.batchNorm);
     m_tabs->setTabEnabled(int(View::Heatmap), !snapshot.layers.empty());
@@ -550,6 +558,17 @@ void MainWindow::chooseRun()
     openRun(dir);
 }
 
+void MainWindow::chooseLogFile()
+{
+    const QString file = QFileDialog::getOpenFileName(
+        this, tr("Open Training Log"), QSettings().value("lastOpenDir").toString(),
+        tr("Training logs (run.h5 trainer_state.json metrics.csv *tfevents* *.log *.txt *.out *.ckpt);;All files (*)"));
+    if (file.isEmpty())
+        return;
+    QSettings().setValue("lastOpenDir", QFileInfo(file).absolutePath());
+    openRun(file);
+}
+
 void MainWindow::exportReport()
 {
     if (!m_context->hasRun())
@@ -578,6 +597,7 @@ void MainWindow::buildMenus()
 {
     auto* fileMenu = menuBar()->addMenu(tr("&File"));
     fileMenu->addAction(tr("&Open Run\u2026"), QKeySequence::Open, this, &MainWindow::chooseRun);
+    fileMenu->addAction(tr("Open Log &File\u2026"), this, &MainWindow::chooseLogFile);
     m_recentMenu = fileMenu->addMenu(tr("Open &Recent"));
     // Enabled only while a run is open: a shortcut that looks live and does nothing misleads.
     m_reloadAction = fileMenu->addAction(tr("&Reload"), QKeySequence::Refresh, this, [this] {

@@ -110,6 +110,8 @@ private:
     void connectViewsToContext();
     void connectViewRequests();
     void chooseRun();
+    // A single log file (an event file, a DeepSpeed log) rather than a folder.
+    void chooseLogFile();
     void exportReport();
     void onLoaded(const RunSnapshot& snapshot);
     void onProgress(int percent, const QString& what);

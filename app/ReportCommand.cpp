@@ -12,14 +12,14 @@ int runReport(const QStringList& arguments)
         "first bad layer, BatchNorm state, replay result, cause and fixes, and the environment.\n"
         "The format follows the extension: .html (self-contained), .pdf, .md or .json.\n"
         "Replaying a saved step runs the checkpoint's TorchScript code (in a child process); --no-replay skips it.");
-    parser.addPositionalArgument("RUN_DIR", "The run directory.");
+    parser.addPositionalArgument("RUN", kRunArgumentHelp);
     parser.addOption({{"o", "output"}, "The report file to write.", "FILE"});
     parser.addOption({"no-replay", "Do not replay saved steps."});
     int code = 0;
     if (!parse(parser, arguments, code))
         return code;
     if (parser.positionalArguments().size() != 1 || !parser.isSet("output"))
-        return fail("report takes RUN_DIR and -o FILE\n" + helpText(parser));
+        return fail("report takes RUN and -o FILE\n" + helpText(parser));
     IncidentReportOptions options;
     options.replay = !parser.isSet("no-replay");
     Status status = writeIncidentReport(parser.positionalArguments().first(), parser.value("output"), options);

@@ -1,6 +1,7 @@
 #include "RunSession.h"
 
 #include "core/scan/IncidentDetector.h"
+#include "core/source/OpenRun.h"
 #include "core/run/LayerNames.h"
 #include "core/run/RunFormat.h"
 
@@ -55,7 +56,7 @@ void RunSession::open(const QString& directory)
     emit progress(0, tr("Opening %1").arg(directory));
     RunSnapshot snapshot;
     snapshot.directory = directory;
-    auto reader = RunReader::open(directory.toStdString());
+    auto reader = openRun(directory.toStdString(), progressCallback(tr("Reading %1").arg(directory)));
     if (!reader) {
         snapshot.error = QString::fromStdString(reader.error());
         emit progress(100, QString());
@@ -70,7 +71,7 @@ void RunSession::open(const QString& directory)
     if (snapshot.error.isEmpty())
         requestScan();
     if (snapshot.error.isEmpty() && !snapshot.layers.empty())
-        requestHeatmap(int(HeatmapQuantity::GradNormLog10));
+        requestHeatmap(int(defaultHeatmapQuantity(*m_reader)));
     if (!m_pollTimer) {
         m_pollTimer = new QTimer(this);
         m_pollTimer->setInterval(1000);
@@ -132,7 +133,42 @@ RunSnapshot RunSession::buildSnapshot()
             series.name = name;
             empty.batchNorm.push_back(std::move(series));
         }
-    return grownSnapshot(empty);
+    RunSnapshot snapshot = grownSnapshot(empty);
+    for (const std::string& warning : info.source.warnings)
+        snapshot.warnings << QString::fromStdString(warning);
+    addWholeRunSeries(snapshot);
+    return snapshot;
+}
+
+void RunSession::addWholeRunSeries(RunSnapshot& snapshot) const
+{
+    // Other tools' logs evaluate at a rate of their own: the evaluation loss is then a table of
+    // its own steps (see RunSourceBuilder), overlaid on the loss plot all the same.
+    if (!snapshot.scalars.count("eval_loss")) {
+        for (const TableInfo& table : snapshot.info.tables) {
+            const auto& datasets = table.datasets;
+            if (table.name == rf::kScalars || !table.names.empty() ||
+                std::find(datasets.begin(), datasets.end(), "eval_loss") == datasets.end())
+                continue;
+            if (auto values = m_reader->readSeries(table.name, "eval_loss")) {
+                snapshot.evalSteps = m_reader->steps(table.name);
+                snapshot.evalLoss = std::move(*values);
+                snapshot.evalSteps.resize(std::min(snapshot.evalSteps.size(), snapshot.evalLoss.size()));
+                snapshot.evalLoss.resize(snapshot.evalSteps.size());
+            }
+            break;
+        }
+    }
+    // Skipped steps that only the events record (DeepSpeed's overflow lines).
+    const TableInfo* events = snapshot.info.table(rf::kEvents);
+    if (!snapshot.scalars.count("skipped") && events && events->rows > 0) {
+        auto kinds = m_reader->readStrings(rf::kEvents, "kind");
+        const auto& steps = m_reader->steps(rf::kEvents);
+        if (kinds)
+            for (size_t i = 0; i < kinds->size() && i < steps.size(); ++i)
+                if ((*kinds)[i] == "skipped_step")
+                    snapshot.skippedSteps.push_back(steps[i]);
+    }
 }
 
 RunSnapshot RunSession::grownSnapshot(const RunSnapshot& previous)
@@ -146,10 +182,8 @@ RunSnapshot RunSession::grownSnapshot(const RunSnapshot& previous)
     const auto& steps = m_reader->steps(rf::kScalars);
     const int64_t oldRows = int64_t(previous.steps.size());
     const int64_t newRows = int64_t(steps.size());
-    if (!scalars) { // the reader refuses such a run at open; never read it whole again here
-        snapshot.error = QString::fromStdString(snapshot.info.logPath) + tr(": no /scalars table");
+    if (!scalars) // a folder of checkpoints alone: no training scalars to plot
         return snapshot;
-    }
     if (newRows < oldRows || scalars->datasets.size() != previous.scalars.size())
         return buildSnapshot();
     for (const auto& name : scalars->datasets) {

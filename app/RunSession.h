@@ -2,7 +2,7 @@
 
 #include "core/scan/Incident.h"
 #include "core/run/LayerHeatmap.h"
-#include "core/run/RunReader.h"
+#include "core/run/RunSource.h"
 #include "widgets/ViewData.h"
 
 #include <QObject>
@@ -30,9 +30,12 @@ struct RunSnapshot
     std::vector<int64_t> skippedSteps;
     std::vector<std::string> layers;
     std::vector<BatchNormSeries> batchNorm;
+    // The evaluation loss when it is logged at a rate of its own (other tools' logs).
+    std::vector<int64_t> evalSteps;
+    std::vector<double> evalLoss;
 };
 
-// Owns the RunReader on a thread of its own: HDF5 is not safe to call from several threads, so
+// Owns the run's source (RunSource) on a thread of its own: HDF5 is not safe to call from several threads, so
 // every read of the open run is funnelled through here, as RenderDoc funnels its replay calls.
 // Requests are queued slots; results come back as signals carrying values.
 class RunSession : public QObject
@@ -69,9 +72,11 @@ private:
     RunSnapshot buildSnapshot();
     // `previous` with the rows appended since it was read.
     RunSnapshot grownSnapshot(const RunSnapshot& previous);
+    // What only a whole read gives: series of other logging rates, skipped steps from events.
+    void addWholeRunSeries(RunSnapshot& snapshot) const;
     ProgressCallback progressCallback(const QString& what);
 
-    std::unique_ptr<RunReader> m_reader;
+    std::unique_ptr<RunSource> m_reader;
     QString m_directory;
     RunSnapshot m_snapshot; // what the window was last given, for live follow to append to
     QTimer* m_pollTimer = nullptr;

@@ -3,7 +3,7 @@
 #include "Subcommands.h"
 
 #include "core/scan/IncidentDetector.h"
-#include "core/run/RunReader.h"
+#include "core/source/OpenRun.h"
 #include "core/scan/ScanConfig.h"
 
 #include <QFile>
@@ -135,7 +135,7 @@ int runScan(const QStringList& arguments)
         "inputs, loss-scale collapse, skipped steps, vanishing gradients).\n"
         "Exit status: 0 no critical incident, 1 a critical incident, 2 a usage or input error.\n"
         "Thresholds: docs/scan.md, or --print-config.");
-    parser.addPositionalArgument("RUN_DIR", "The run directory (holding run.h5).");
+    parser.addPositionalArgument("RUN", kRunArgumentHelp);
     parser.addOption({"json", "Print JSON: {\"run\": {...}, \"incidents\": [...]}."});
     parser.addOption({"config", "Scan settings from FILE (JSON object or INI key = value).", "FILE"});
     parser.addOption({"set", "Override one setting (repeatable), e.g. --set spike_decades=1.5.", "KEY=VALUE"});
@@ -166,9 +166,9 @@ int runScan(const QStringList& arguments)
         return kExitOk;
     }
     if (parser.positionalArguments().size() != 1)
-        return fail("scan takes one RUN_DIR\n" + helpText(parser));
+        return fail("scan takes one RUN\n" + helpText(parser));
 
-    auto reader = RunReader::open(parser.positionalArguments().first().toStdString());
+    auto reader = openRun(parser.positionalArguments().first().toStdString());
     if (!reader)
         return fail(fromStd(reader.error()));
     auto report = scanRun(**reader, config);

@@ -13,5 +13,6 @@ int runReplay(const QStringList& arguments);
 int runReport(const QStringList& arguments);
 int runStats(const QStringList& arguments);
 int runDiff(const QStringList& arguments);
+int runImport(const QStringList& arguments);
 
 } // namespace nanscope::cli

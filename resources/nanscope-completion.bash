@@ -4,7 +4,7 @@
 # sourced by hand. tests/packaging/check_bash_completion.sh fails when `nanscope help` or a
 # command's --help lists something this file does not.
 
-_nanscope_commands="info scan stats diff replay report demo help"
+_nanscope_commands="info scan stats diff replay report import demo help"
 
 # The options of one command ("" is the window: `nanscope RUN_DIR [options]`), as its --help lists them.
 _nanscope_options()
@@ -17,6 +17,7 @@ _nanscope_options()
         diff) echo "--json $common" ;;
         replay) echo "--step --checkpoint --batch --layer --bisect --dtype --device --eval --json $common" ;;
         report) echo "-o --output --no-replay $common" ;;
+        import) echo "--checkpoints $common" ;;
         demo) echo "--only --force --quiet $common" ;;
         help) ;;
         "") echo "--screenshot --view --step --layer --help --version" ;;
@@ -60,6 +61,7 @@ _nanscope()
             if [[ $command == stats ]]; then _nanscope_words "auto cpu cuda"; else _nanscope_words "cpu cuda"; fi
             return ;;
         --dtype) _nanscope_words "float16 bfloat16 float32 float64"; return ;;
+        --checkpoints) _nanscope_words "link copy none"; return ;;
         --view) _nanscope_words "overview layers heatmap bn checkpoints replay"; return ;;
         --only) _nanscope_words "healthy sudden-blowup gradual-blowup division-by-zero batchnorm-poisoned"; return ;;
         --config | --checkpoint | --batch | -o | --output | --screenshot) _nanscope_paths -f; return ;;
@@ -78,7 +80,8 @@ _nanscope()
     case $command in
         stats | diff) _nanscope_paths -f ;; # checkpoint files
         help) ;;
-        *) _nanscope_paths -d ;;            # run directories (and demo's OUT_DIR)
+        demo) _nanscope_paths -d ;;         # OUT_DIR
+        *) _nanscope_paths -f ;;            # runs: folders, or a log file (trainer_state.json, an event file)
     esac
 }
 

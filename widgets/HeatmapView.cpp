@@ -29,6 +29,7 @@ HeatmapView::HeatmapView(QWidget* parent)
     m_quantity->addItem(tr("log10 gradient norm"), int(HeatmapQuantity::GradNormLog10));
     m_quantity->addItem(tr("log10 activation |max|"), int(HeatmapQuantity::ActivationAbsMax));
     m_quantity->addItem(tr("non-finite count"), int(HeatmapQuantity::NonfiniteCount));
+    m_quantity->addItem(tr("log10 parameter norm"), int(HeatmapQuantity::ParamNormLog10));
     header->addWidget(m_quantity);
     header->addSpacing(12);
     header->addWidget(m_readout, 1);

@@ -2,6 +2,7 @@
 
 #include "SeriesPlot.h"
 
+#include <QLabel>
 #include <QSplitter>
 
 #include <cmath>
@@ -30,6 +31,13 @@ OverviewView::OverviewView(QWidget* parent)
 {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
+    m_sourceSummary = new QLabel(this);
+    m_sourceSummary->setObjectName("overview.sourceSummary");
+    m_sourceSummary->setWordWrap(true);
+    m_sourceSummary->setMargin(6);
+    m_sourceSummary->setStyleSheet("QLabel { background: #eef3fb; color: #1d3557; border-bottom: 1px solid #c9d6ea; }");
+    m_sourceSummary->hide();
+    layout->addWidget(m_sourceSummary);
     auto* splitter = new QSplitter(Qt::Vertical, this);
     layout->addWidget(splitter);
     for (const auto& spec : kPlots) {
@@ -56,6 +64,7 @@ void OverviewView::setScalars(const std::vector<int64_t>& steps,
         if (!present)
             continue;
         m_plots[i]->setSeries(steps, it->second);
+        m_plots[i]->setSeriesName(m_plots[i]->title());
         m_plots[i]->setMarkedSteps(skippedSteps, tr("skipped step"));
     }
     // Evaluation loss belongs with the training loss: the BatchNorm failure shows as their split.
@@ -63,6 +72,32 @@ void OverviewView::setScalars(const std::vector<int64_t>& steps,
         plot("loss")->setOverlay(tr("eval loss"), steps, eval->second);
     else
         plot("loss")->setOverlay(QString(), {}, {});
+}
+
+void OverviewView::setEvaluation(const std::vector<int64_t>& steps, const std::vector<double>& evalLoss)
+{
+    SeriesPlot* loss = plot("loss");
+    if (!loss->isHidden()) {
+        loss->setOverlay(steps.empty() ? QString() : tr("eval loss"), steps, evalLoss);
+        return;
+    }
+    // Evaluation alone was logged: it is what the loss plot can show.
+    loss->setVisible(!steps.empty());
+    loss->setSeries(steps, evalLoss);
+    loss->setSeriesName(tr("eval loss"));
+    loss->setOverlay(QString(), {}, {});
+}
+
+void OverviewView::setSourceSummary(const QString& summary, const QString& details)
+{
+    m_sourceSummary->setText(summary);
+    m_sourceSummary->setToolTip(details);
+    m_sourceSummary->setVisible(!summary.isEmpty());
+}
+
+QString OverviewView::sourceSummary() const
+{
+    return m_sourceSummary->isVisible() ? m_sourceSummary->text() : QString();
 }
 
 SeriesPlot* OverviewView::plot(const QString& scalar) const
@@ -143,6 +178,7 @@ void OverviewView::clear()
 {
     for (SeriesPlot* plot : m_plots)
         plot->clear();
+    setSourceSummary(QString(), QString());
 }
 
 } // namespace nanscope

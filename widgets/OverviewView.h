@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+class QLabel;
+
 namespace nanscope {
 
 class SeriesPlot;
@@ -27,6 +29,12 @@ public:
 
     void setScalars(const std::vector<int64_t>& steps, const std::map<std::string, std::vector<double>>& scalars,
                     const std::vector<int64_t>& skippedSteps);
+    // The evaluation loss logged at a rate of its own, overlaid on the loss plot.
+    void setEvaluation(const std::vector<int64_t>& steps, const std::vector<double>& evalLoss);
+    // A line above the plots saying where the run came from and what it lacks (no per-layer data,
+    // no batches to replay), for runs read from other tools' logs; empty hides it.
+    void setSourceSummary(const QString& summary, const QString& details);
+    QString sourceSummary() const;
     void setSelectedStep(int64_t step);
     // Drops everything of the run shown (RunContext::runClosed).
     void clear();
@@ -45,6 +53,7 @@ signals:
 private:
     void linkRanges(SeriesPlot* source, double lower, double upper);
 
+    QLabel* m_sourceSummary = nullptr;
     QList<SeriesPlot*> m_plots;
     QStringList m_scalarNames;
 };

@@ -1,7 +1,7 @@
 #include "core/run/LayerHeatmap.h"
 
 #include "core/run/RunFormat.h"
-#include "core/run/RunReader.h"
+#include "core/run/RunSource.h"
 
 #include <algorithm>
 #include <cmath>
@@ -21,7 +21,7 @@ struct Source
     std::vector<const char*> datasets; // summed (counts) or combined by |max| (ranges)
 };
 
-Source sourceFor(const RunReader& reader, HeatmapQuantity quantity)
+Source sourceFor(const RunSource& reader, HeatmapQuantity quantity)
 {
     switch (quantity) {
     case HeatmapQuantity::GradNormLog10:
@@ -30,17 +30,27 @@ Source sourceFor(const RunReader& reader, HeatmapQuantity quantity)
         return {rf::kActivations, {"min", "max"}};
     case HeatmapQuantity::NonfiniteCount: {
         const TableInfo* layers = reader.table(rf::kLayers);
-        if (layers && std::count(layers->datasets.begin(), layers->datasets.end(), "grad_nonfinite"))
-            return {rf::kLayers, {"grad_nonfinite"}};
+        for (const char* dataset : {"grad_nonfinite", "param_nonfinite"})
+            if (layers && std::count(layers->datasets.begin(), layers->datasets.end(), dataset))
+                return {rf::kLayers, {dataset}};
         return {rf::kActivations, {"nan", "inf"}};
     }
+    case HeatmapQuantity::ParamNormLog10:
+        return {rf::kLayers, {"param_norm"}};
     }
     return {rf::kLayers, {"grad_norm"}};
 }
 
 } // namespace
 
-Result<LayerHeatmap> buildLayerHeatmap(const RunReader& reader, HeatmapQuantity quantity, size_t maxBins,
+HeatmapQuantity defaultHeatmapQuantity(const RunSource& reader)
+{
+    const TableInfo* layers = reader.table(rf::kLayers);
+    const bool gradients = layers && std::count(layers->datasets.begin(), layers->datasets.end(), "grad_norm");
+    return gradients || !layers ? HeatmapQuantity::GradNormLog10 : HeatmapQuantity::ParamNormLog10;
+}
+
+Result<LayerHeatmap> buildLayerHeatmap(const RunSource& reader, HeatmapQuantity quantity, size_t maxBins,
                                        const ProgressCallback& progress)
 {
     const Source source = sourceFor(reader, quantity);

@@ -9,13 +9,14 @@
 
 namespace nanscope {
 
-class RunReader;
+class RunSource;
 
 // What a heatmap cell shows.
 enum class HeatmapQuantity {
     GradNormLog10,      // log10 of /layers/grad_norm
     ActivationAbsMax,   // log10 of max(|min|, |max|) from /activations
-    NonfiniteCount      // /layers/grad_nonfinite, or /activations nan + inf
+    NonfiniteCount,     // /layers/grad_nonfinite (or param_nonfinite), or /activations nan + inf
+    ParamNormLog10      // log10 of /layers/param_norm: what a run read from checkpoints has
 };
 
 // A column x step matrix downsampled to at most `maxBins` step bins. Each bin keeps the
@@ -35,7 +36,11 @@ struct LayerHeatmap
 };
 
 // Reads the table in row blocks (never the whole matrix at once) and bins it.
-Result<LayerHeatmap> buildLayerHeatmap(const RunReader& reader, HeatmapQuantity quantity, size_t maxBins,
+// The heatmap a run opens on: gradient norms where they were logged, else parameter norms (a run
+// read from a folder of checkpoints has no gradients).
+HeatmapQuantity defaultHeatmapQuantity(const RunSource& reader);
+
+Result<LayerHeatmap> buildLayerHeatmap(const RunSource& reader, HeatmapQuantity quantity, size_t maxBins,
                                        const ProgressCallback& progress = {});
 
 } // namespace nanscope

@@ -16,23 +16,6 @@ namespace nanscope {
 
 namespace rf = runformat;
 
-std::vector<int64_t> RunInfo::replayableSteps() const
-{
-    std::vector<int64_t> steps;
-    for (const auto& [step, path] : checkpoints)
-        if (batches.count(step))
-            steps.push_back(step);
-    return steps;
-}
-
-const TableInfo* RunInfo::table(const std::string& name) const
-{
-    for (const auto& t : tables)
-        if (t.name == name)
-            return &t;
-    return nullptr;
-}
-
 struct RunReader::Handles
 {
     hdf5::Handle file;
@@ -353,8 +336,14 @@ Status RunReader::load(const std::string& runDirectory)
     if (m_info.runName.empty())
         m_info.runName = fs::absolute(dir, ec).filename().string();
 
-    for (const char* table : rf::kTables) {
-        if (H5Lexists(fileId, table, H5P_DEFAULT) <= 0)
+    std::vector<std::string> tables(std::begin(rf::kTables), std::end(rf::kTables));
+    std::vector<std::string> rootLinks;
+    H5Literate(fileId, H5_INDEX_NAME, H5_ITER_INC, nullptr, collectLinkName, &rootLinks);
+    for (const std::string& link : rootLinks)
+        if (rf::isSeriesTableName(link) && link != rf::kScalars)
+            tables.push_back(link);
+    for (const std::string& table : tables) {
+        if (H5Lexists(fileId, table.c_str(), H5P_DEFAULT) <= 0)
             continue;
         Status status = loadTable(table);
         if (!status)
@@ -373,6 +362,9 @@ Status RunReader::scanSteppedFiles()
     const fs::path dir(m_info.directory);
     m_info.checkpoints = listSteppedFiles((dir / rf::kCheckpointDir).string());
     m_info.batches = listSteppedFiles((dir / rf::kBatchDir).string());
+    m_info.source.format = rf::kNativeSourceFormat;
+    m_info.source.files = {m_info.logPath};
+    describeContents(m_info);
     return Status::success();
 }
 
@@ -391,7 +383,7 @@ Status RunReader::loadTable(const std::string& name)
     if (std::find(links.begin(), links.end(), rf::kSteps) == links.end())
         return Error{"/" + name + "/steps is missing"};
 
-    const bool isMatrixTable = name != rf::kScalars && name != rf::kEvents;
+    const bool isMatrixTable = !rf::isSeriesTableName(name) && name != rf::kEvents;
     for (const char* labels : {rf::kNames, rf::kKinds}) {
         if (std::find(links.begin(), links.end(), labels) == links.end())
             continue;

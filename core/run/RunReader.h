@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/Result.h"
+#include "core/run/RunSource.h"
 
 #include <cstdint>
 #include <map>
@@ -10,50 +11,14 @@
 
 namespace nanscope {
 
-// One table group of run.h5 (/scalars, /layers, ...): a shared row axis given by `steps`.
-struct TableInfo
-{
-    std::string name;
-    // The shortest row count over the group's datasets: a writer killed mid-append can leave
-    // its datasets one row apart, and only rows present everywhere are consistent.
-    int64_t rows = 0;
-    // Column names (`names`) for matrix tables; empty for /scalars and /events.
-    std::vector<std::string> names;
-    // Module class names (`kinds`), /activations only.
-    std::vector<std::string> kinds;
-    // Value datasets besides steps/names/kinds, sorted by name.
-    std::vector<std::string> datasets;
-};
-
-struct RunInfo
-{
-    std::string directory;
-    std::string logPath;
-    std::string runName;
-    int formatVersion = 0;
-    // Root attributes as text (format, framework, amp_dtype, loss_name, ...).
-    std::map<std::string, std::string> attributes;
-    std::vector<TableInfo> tables;
-    // Saved checkpoints and batches, by optimizer step.
-    std::map<int64_t, std::string> checkpoints;
-    std::map<int64_t, std::string> batches;
-    // True for a file still marked open for write (live, or its writer killed); a closed run opens plainly.
-    bool openedForSwmr = false;
-
-    const TableInfo* table(const std::string& name) const;
-    // Steps that replay can take: a checkpoint and a batch saved at the same step (replay runs
-    // batch N through checkpoint N, and refuses any other pairing). Ascending.
-    std::vector<int64_t> replayableSteps() const;
-};
-
 // Reads a run directory. Opens run.h5 read-only (SWMR read when the file is still marked open
 // for write, so a run still being written can be followed), validates it against the contract on open, and then
 // reads single columns, rows or row blocks without loading whole matrices. NaN and Inf are data.
 // Never writes anything into the run directory.
-class RunReader
+class RunReader : public RunSource
 {
 public:
-    ~RunReader();
+    ~RunReader() override;
     RunReader(const RunReader&) = delete;
     RunReader& operator=(const RunReader&) = delete;
 
@@ -66,30 +31,23 @@ public:
     // would wait for a window to show a run.
     static constexpr int kProbeTimeoutMs = 5000;
 
-    const RunInfo& info() const { return m_info; }
-    const TableInfo* table(const std::string& name) const { return m_info.table(name); }
+    const RunInfo& info() const override { return m_info; }
 
-    // The table's steps, cached at open and refresh. Empty if the table is absent.
-    const std::vector<int64_t>& steps(const std::string& table) const;
-
-    // A 1-D dataset of a table (a scalar series), converted to double.
-    Result<std::vector<double>> readSeries(const std::string& table, const std::string& dataset) const;
-    // Rows [rowBegin, rowBegin + rowCount) of a 1-D dataset: what live follow appends.
+    // The table's steps are cached at open and refresh.
+    const std::vector<int64_t>& steps(const std::string& table) const override;
+    Result<std::vector<double>> readSeries(const std::string& table, const std::string& dataset) const override;
     Result<std::vector<double>> readSeriesRows(const std::string& table, const std::string& dataset, int64_t rowBegin,
-                                               int64_t rowCount) const;
-    // One column of an [n, L] dataset: one layer's series.
-    Result<std::vector<float>> readColumn(const std::string& table, const std::string& dataset, int64_t column) const;
-    // One row of an [n, L] dataset: every layer at one step.
-    Result<std::vector<float>> readRow(const std::string& table, const std::string& dataset, int64_t row) const;
-    // Rows [rowBegin, rowBegin + rowCount) of an [n, L] dataset, row-major.
+                                               int64_t rowCount) const override;
+    Result<std::vector<float>> readColumn(const std::string& table, const std::string& dataset,
+                                          int64_t column) const override;
+    Result<std::vector<float>> readRow(const std::string& table, const std::string& dataset,
+                                       int64_t row) const override;
     Result<std::vector<float>> readBlock(const std::string& table, const std::string& dataset, int64_t rowBegin,
-                                         int64_t rowCount) const;
-    // A 1-D string dataset (/events kind and message).
-    Result<std::vector<std::string>> readStrings(const std::string& table, const std::string& dataset) const;
+                                         int64_t rowCount) const override;
+    Result<std::vector<std::string>> readStrings(const std::string& table, const std::string& dataset) const override;
 
-    // Sees rows appended since open or the last refresh. Returns true when any table grew.
-    // Also rescans checkpoints/ and batches/.
-    Result<bool> refresh();
+    // Sees rows appended since open or the last refresh; also rescans checkpoints/ and batches/.
+    Result<bool> refresh() override;
 
 private:
     struct Handles;

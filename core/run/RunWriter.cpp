@@ -208,8 +208,17 @@ Result<std::unique_ptr<RunWriter>> RunWriter::create(const std::string& runDirec
     if (std::find(scalars.begin(), scalars.end(), "loss") == scalars.end())
         scalars.insert(scalars.begin(), "loss");
     status = addTable(rf::kScalars, {}, {}, scalars, false, false);
+    for (const auto& [name, datasets] : schema.seriesTables) {
+        if (!status)
+            break;
+        if (!rf::isSeriesTableName(name) || name == rf::kScalars)
+            return Error{path + ": /" + name + " is not a name for a table of its own rate (eval, scalars_<name>)"};
+        status = addTable(name.c_str(), {}, {}, datasets, false, false);
+    }
     if (status && !schema.layers.empty()) {
-        std::vector<std::string> datasets{"grad_norm"};
+        std::vector<std::string> datasets;
+        if (schema.layerGradNorm)
+            datasets.push_back("grad_norm");
         if (schema.layerParamNorm)
             datasets.push_back("param_norm");
         if (schema.layerGradNonfinite)
@@ -295,6 +304,38 @@ Status RunWriter::appendScalars(int64_t step, const std::map<std::string, double
     if (!status)
         return Error{m_state->path + ": /scalars: " + status.error()};
     table.rows += 1;
+    return flush();
+}
+
+Status RunWriter::appendSeries(const std::string& tableName, const std::vector<int64_t>& steps,
+                               const std::map<std::string, std::vector<double>>& values)
+{
+    auto it = m_state->tables.find(tableName);
+    if (!m_state->file.valid())
+        return Error{m_state->path + ": writer is closed"};
+    if (it == m_state->tables.end() || !rf::isSeriesTableName(tableName))
+        return Error{m_state->path + ": the schema has no series table /" + tableName};
+    TableState& table = it->second;
+    const hsize_t count = steps.size();
+    for (const auto& [name, column] : values) {
+        if (!table.datasets.count(name))
+            return Error{m_state->path + ": /" + tableName + " has no dataset " + name};
+        if (column.size() != count)
+            return Error{m_state->path + ": /" + tableName + "/" + name + " has " + std::to_string(column.size()) +
+                         " values for " + std::to_string(count) + " steps"};
+    }
+    Status status = appendToDataset(table.steps.get(), table.rows, count, 0, H5T_NATIVE_INT64, steps.data());
+    const std::vector<double> missing(count, std::numeric_limits<double>::quiet_NaN());
+    for (auto& [name, dset] : table.datasets) {
+        if (!status)
+            break;
+        auto v = values.find(name);
+        const double* data = v == values.end() ? missing.data() : v->second.data();
+        status = appendToDataset(dset.get(), table.rows, count, 0, H5T_NATIVE_DOUBLE, data);
+    }
+    if (!status)
+        return Error{m_state->path + ": /" + tableName + ": " + status.error()};
+    table.rows += count;
     return flush();
 }
 

@@ -16,6 +16,7 @@ struct RunSchema
     std::map<std::string, std::string> attributes; // run_name, framework, amp_dtype, loss_name, ...
     std::vector<std::string> scalars{"loss"};      // /scalars datasets; "loss" is required
     std::vector<std::string> layers;               // parameter names; empty: no /layers
+    bool layerGradNorm = true; // false only for a run made from checkpoints, which hold no gradients
     bool layerParamNorm = true;
     bool layerGradNonfinite = true;
     std::vector<std::string> activations;     // module paths; empty: no /activations
@@ -23,6 +24,8 @@ struct RunSchema
     std::vector<std::string> buffers;         // normalisation layers; empty: no /buffers
     std::vector<std::string> inputs;          // input names; empty: no /inputs
     bool events = true;
+    // Series of other logging rates (RunFormat.h, isSeriesTableName): table -> float64 datasets.
+    std::map<std::string, std::vector<std::string>> seriesTables;
 };
 
 // The C++ recorder: creates a run.h5 that follows the contract, then appends rows in SWMR write
@@ -44,6 +47,9 @@ public:
     // measured NaN (the contract has no "missing"): leave one out only when NaN is the truth.
     Status appendRow(const std::string& table, int64_t step, const std::map<std::string, std::vector<float>>& values);
     Status appendScalars(int64_t step, const std::map<std::string, double>& values);
+    // Many rows of /scalars or a series table of its own rate at once, in float64.
+    Status appendSeries(const std::string& table, const std::vector<int64_t>& steps,
+                        const std::map<std::string, std::vector<double>>& values);
     // Many rows at once (row-major [steps.size(), L] per dataset); used by generators and benches.
     Status appendRows(const std::string& table, const std::vector<int64_t>& steps,
                       const std::map<std::string, std::vector<float>>& values);

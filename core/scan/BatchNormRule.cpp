@@ -105,13 +105,16 @@ std::optional<int64_t> evalOnlyNanCountAfter(const RunScalars& scalars, int64_t 
 {
     if (scalars.evalLoss.empty())
         return std::nullopt;
-    int64_t evalNan = 0, trainFinite = 0, rowsAfter = 0;
-    for (size_t r = rowAtOrAfter(scalars.steps, step); r < scalars.steps.size(); ++r) {
-        ++rowsAfter;
+    int64_t evalNan = 0, evaluations = 0, trainFinite = 0, trainRows = 0;
+    for (size_t r = rowAtOrAfter(scalars.evalSteps, step); r < scalars.evalSteps.size(); ++r) {
+        ++evaluations;
         evalNan += !std::isfinite(scalars.evalLoss[r]);
+    }
+    for (size_t r = rowAtOrAfter(scalars.steps, step); r < scalars.steps.size(); ++r) {
+        ++trainRows;
         trainFinite += scalars.loss.finite[r];
     }
-    if (rowsAfter > 0 && evalNan * 2 > rowsAfter && trainFinite * 2 > rowsAfter)
+    if (evaluations > 0 && trainRows > 0 && evalNan * 2 > evaluations && trainFinite * 2 > trainRows)
         return evalNan;
     return std::nullopt;
 }

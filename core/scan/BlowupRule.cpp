@@ -363,6 +363,10 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
         facts.input = BlamedInput{input->onsetStep, input->severity == Severity::Critical, input->evidence.note,
                                   context.batchNote(input->onsetStep)};
     facts.nanInFirstSteps = onsetRow <= 2 && nonfiniteStep && *nonfiniteStep <= context.report.firstStep + 2;
+    facts.firstLoggedStep = context.report.firstStep;
+    // Non-finite from the first logged value: there is no growth to see, so no pattern to name.
+    if (facts.nanInFirstSteps)
+        incident.pattern.reset();
     if (!scalars.lr.empty()) {
         const double lrOnset = scalars.lr[std::max(windowBegin, onsetRow > 50 ? onsetRow - 50 : size_t(0))];
         const double lrEnd = scalars.lr[std::min(lastRow, scalars.lr.size() - 1)];
@@ -397,8 +401,25 @@ Status reportNonfiniteBurst(ScanContext& context, const Burst& burst)
     facts.firstStep = first;
     facts.lastStep = last;
     facts.count = burst.count;
-    for (size_t r = burst.firstRow; r <= burst.lastRow; ++r)
+    facts.lossFinite = true;
+    for (size_t r = burst.firstRow; r <= burst.lastRow; ++r) {
         facts.skippedByTraining = facts.skippedByTraining || scalars.skippedAt(r);
+        facts.lossFinite = facts.lossFinite && scalars.loss.finite[r];
+    }
+    // How far the (finite) loss jumped over its recent median: one extreme batch, not an overflow.
+    if (facts.lossFinite) {
+        std::vector<double> before;
+        for (size_t r = burst.firstRow; r-- > 0 && before.size() < 20;)
+            if (scalars.loss.finite[r] && scalars.loss.raw[r] > 0)
+                before.push_back(scalars.loss.raw[r]);
+        const double median = before.size() >= 3 ? medianOf(before) : kNaN;
+        for (size_t r = burst.firstRow; r <= burst.lastRow && median > 0; ++r)
+            facts.lossJump = std::max(facts.lossJump, scalars.loss.raw[r] / median);
+    }
+    // The gradient norm alone non-finite, the loss finite and ordinary, a step or three: a
+    // mixed-precision step the loss scaler skipped. Worth seeing on the timeline, not a warning.
+    if (facts.lossFinite && burst.count <= 3 && facts.lossJump < kExtremeBatchLossJump)
+        incident.severity = Severity::Info;
 
     // Which layer produced it: the first module (in forward order) whose output went
     // non-finite at the burst's first logged activation row, then the gradients.

@@ -115,11 +115,13 @@ Diagnosis diagnoseBlowup(const BlowupFacts& facts)
                        "(clip_grad_norm_) so one batch cannot destroy the weights." +
                        input->batchNote;
     } else if (facts.nanInFirstSteps) {
-        d.cause = "NaN in the very first steps: dirty data or a broken initialisation.";
+        d.cause = "Non-finite from the first logged step (" + std::to_string(facts.firstLoggedStep) +
+                  "): dirty data or a broken initialisation; there is no growth before it to see.";
         d.suggestion = "Check the first batches for NaN/Inf (torch.isfinite) and the model's initial weights before "
                        "training.";
     } else if (facts.sudden) {
-        d.cause = "Sudden blow-up at one batch: the " + facts.series + " jumped x" + ratio + " at step " + onset +
+        d.cause = "Sudden blow-up at one batch: the " + facts.series +
+                  (facts.jumpRatio ? " jumped x" + ratio : std::string(" went non-finite")) + " at step " + onset +
                   " from a stable baseline" + (facts.firstLayer.empty() ? "" : ", first in " + facts.firstLayer) + ".";
         d.suggestion = "Inspect the batch of step " + onset +
                        " (save it and replay it with the checkpoint before it); clip gradients so one batch cannot "
@@ -157,7 +159,25 @@ Diagnosis diagnoseNonfiniteBurst(const NonfiniteBurstFacts& facts)
                                      std::to_string(facts.firstStep) + " to " + std::to_string(facts.lastStep);
     d.cause = "Non-finite loss " + at + (facts.skippedByTraining ? ", skipped by the training," : "") +
               " and training recovered.";
-    if (facts.nanInput) {
+    if (facts.lossFinite && !facts.nanInput && facts.lossJump >= kExtremeBatchLossJump) {
+        d.cause = "Non-finite gradient norm " + at + " with the loss x" + formatNumber(facts.lossJump, 2) +
+                  " its recent median: one extreme batch. Training recovered at once, so its update was skipped "
+                  "(a NaN update would have stayed in the weights).";
+        d.suggestion = "Inspect the batch of step " + std::to_string(facts.firstStep) +
+                       " (outlier records, label noise, an unusually long sequence); clip gradients so such a batch "
+                       "cannot move the weights far." +
+                       facts.batchNote;
+    } else if (facts.lossFinite && !facts.nanInput) {
+        // What mixed-precision training logs when the GradScaler (or DeepSpeed's loss scaler) finds
+        // inf/NaN gradients: the step is skipped and the scale lowered; the loss itself is finite.
+        d.cause = "Non-finite gradient norm " + at + " while the loss stayed finite, and training went on: a "
+                  "mixed-precision step whose scaled gradients overflowed, which the loss scaler skipped" +
+                  (facts.inFirstBatch ? " while searching its starting scale (normal in the first steps)" : "") +
+                  ". Harmless while rare.";
+        d.suggestion = "Nothing to do if it stays rare. If it recurs, check the loss scale (it should settle) and "
+                       "look for a layer whose gradients overflow float16; bf16 has float32's range." +
+                       facts.batchNote;
+    } else if (facts.nanInput) {
         d.cause += " The input batch held NaN/Inf: dirty data.";
         d.suggestion = "Validate batches in the data loader (torch.isfinite) and fix the records." + facts.batchNote;
     } else if (facts.inFirstBatch) {
@@ -252,6 +272,23 @@ Diagnosis diagnoseVanishing(const VanishingFacts& facts)
     d.suggestion = "Look for dead activations (ReLU units stuck at zero), saturated sigmoid/tanh, a learning rate "
                    "that collapsed, or too deep a stack without residuals or normalisation; check the layer's "
                    "activations around the onset.";
+    return d;
+}
+
+Diagnosis diagnoseEvaluationNonfinite(const EvaluationFacts& facts)
+{
+    Diagnosis d;
+    const bool every = facts.nonfinite == facts.evaluationsSince;
+    d.cause = "The evaluation loss is non-finite on " + std::to_string(facts.nonfinite) + " of " +
+              std::to_string(facts.evaluations) + " evaluations, " + (every ? "every one " : "") + "from step " +
+              std::to_string(facts.firstStep) + (every && facts.toEnd ? " to the end" : "") + ", while " +
+              (facts.trainingLogged ? "the training loss stays finite: training is not blowing up, evaluation is broken"
+                                    : "no training loss is logged, so only evaluation can be judged") +
+              ".";
+    d.suggestion = "Check the evaluation batches: labels all masked (-100) make the mean loss 0/0; an empty or "
+                   "padded-only batch does the same. Then check evaluation precision (float16 evaluation overflows "
+                   "where bf16/fp32 training does not) and normalisation layers in eval() mode (poisoned running "
+                   "statistics).";
     return d;
 }
 

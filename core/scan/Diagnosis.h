@@ -3,7 +3,7 @@
 // Every cause and suggestion the scan writes, in one place. The rules measure and decide; they
 // hand the facts to these functions as named fields, and the prose is built here.
 
-#include "core/run/RunReader.h"
+#include "core/run/RunSource.h"
 #include "core/scan/Incident.h"
 
 #include <cstddef>
@@ -85,11 +85,15 @@ struct BlowupFacts
     std::string firstLayer; // empty when no layer was blamed
     std::optional<BlamedInput> input;
     bool nanInFirstSteps = false;
+    int64_t firstLoggedStep = 0;
     std::optional<double> learningRateRise; // lr at the end / lr at the onset, when it rose
     bool fp16 = false;
     std::string batchNote; // savedBatchNote of the onset step
 };
 Diagnosis diagnoseBlowup(const BlowupFacts& facts);
+
+// A finite loss this many times its recent median at a non-finite gradient step: one extreme batch.
+inline constexpr double kExtremeBatchLossJump = 10.0;
 
 struct NonfiniteBurstFacts
 {
@@ -97,6 +101,8 @@ struct NonfiniteBurstFacts
     int64_t lastStep = 0;
     int64_t count = 0;
     bool skippedByTraining = false;
+    bool lossFinite = false; // only the gradient norm was non-finite
+    double lossJump = 0;     // the finite loss over its median of the steps before (0: unknown)
     bool nanInput = false; // the input batch held NaN/Inf
     bool inFirstBatch = false;
     std::string origin;     // first module whose output went non-finite; empty when unknown
@@ -138,6 +144,17 @@ struct DamagedDataFacts
     std::vector<std::string> places; // "layers/param_norm (3 values, steps 120..130)"
 };
 Diagnosis diagnoseDamagedData(const DamagedDataFacts& facts);
+
+struct EvaluationFacts
+{
+    int64_t firstStep = 0;
+    int64_t nonfinite = 0;        // evaluations with a non-finite loss
+    int64_t evaluations = 0;      // all evaluations logged
+    int64_t evaluationsSince = 0; // evaluations from the first non-finite one on
+    bool toEnd = false;           // the last evaluation is non-finite
+    bool trainingLogged = false;  // a training loss is logged (and finite)
+};
+Diagnosis diagnoseEvaluationNonfinite(const EvaluationFacts& facts);
 
 // Parameters whose gradient is zero or negligible over the whole run.
 Diagnosis diagnoseFrozen(const std::vector<std::string>& layers, size_t count);

@@ -38,6 +38,7 @@ const char* toString(IncidentKind kind)
     case IncidentKind::Vanishing: return "vanishing";
     case IncidentKind::Spike: return "spike";
     case IncidentKind::DamagedData: return "damaged_data";
+    case IncidentKind::EvalNonfinite: return "eval_nonfinite";
     }
     return "unknown";
 }

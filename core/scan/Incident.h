@@ -18,7 +18,8 @@ enum class IncidentKind {
     NonfiniteLoss,     // a non-finite loss the training skipped and recovered from
     Vanishing,         // layers whose gradient is zero or orders of magnitude below the rest
     Spike,             // an isolated jump in gradient norm or loss that recovers
-    DamagedData        // values no training can produce (a negative norm): the file is damaged
+    DamagedData,       // values no training can produce (a negative norm): the file is damaged
+    EvalNonfinite      // the evaluation loss non-finite while training is finite (or not logged)
 };
 
 enum class Severity { Critical, Warning, Info };

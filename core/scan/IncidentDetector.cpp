@@ -4,7 +4,7 @@
 #include "core/scan/IncidentDetector.h"
 
 #include "core/run/RunFormat.h"
-#include "core/run/RunReader.h"
+#include "core/run/RunSource.h"
 #include "core/scan/ScanContext.h"
 #include "core/scan/ScanInputs.h"
 #include "core/scan/ScanRules.h"
@@ -43,6 +43,7 @@ constexpr RuleStep kRules[] = {
     {detectSpikes, -1, nullptr},
     {detectLossScaleCollapse, -1, nullptr},
     {detectSkippedSteps, -1, nullptr},
+    {detectEvaluationNonfinite, -1, nullptr},
     {detectVanishing, -1, nullptr},
     {detectDamagedValues, -1, nullptr},
 };
@@ -75,6 +76,15 @@ Result<ScanReport> runRules(const ScanInputs& inputs, const ScanConfig& config, 
     ScanContext context(inputs, config, progress);
     const Error cancelled{"scan of " + inputs.info().directory + " cancelled"};
     context.report.notes = inputs.notes();
+    if (!inputs.hasTrainingLoss()) {
+        // Evaluation alone (a Trainer folder whose log holds only eval entries): the one rule that
+        // reads it runs; the others need the training loss.
+        context.report.notes.push_back("no training loss logged: only the evaluation loss is checked");
+        if (Status s = detectEvaluationNonfinite(context); !s)
+            return Error{s.error()};
+        sortIncidents(context.report.incidents);
+        return std::move(context.report);
+    }
     if (inputs.scalars().steps.empty()) {
         context.report.notes.push_back("the run has no logged steps yet");
         return context.report;
@@ -97,7 +107,7 @@ Result<ScanReport> runRules(const ScanInputs& inputs, const ScanConfig& config, 
 
 } // namespace
 
-Result<ScanReport> scanRun(const RunReader& reader, const ScanConfig& config, const ProgressCallback& progress)
+Result<ScanReport> scanRun(const RunSource& reader, const ScanConfig& config, const ProgressCallback& progress)
 {
     try {
         auto inputs = ScanInputs::load(reader);

@@ -7,7 +7,7 @@
 
 namespace nanscope {
 
-class RunReader;
+class RunSource;
 
 // Finds, locates and classifies training incidents from a run's logged tables: what went wrong,
 // where it began (the onset, not where NaN finally showed), which layer went bad first, sudden or
@@ -17,7 +17,7 @@ class RunReader;
 // row blocks aligned to the file's 128-row chunks, so memory stays a small multiple of one block
 // whatever the run's length. Works on a run still being written: it sees the rows flushed so far.
 // A healthy run gives an empty incident list. Cancelling through `progress` returns an error.
-Result<ScanReport> scanRun(const RunReader& reader, const ScanConfig& config = {},
+Result<ScanReport> scanRun(const RunSource& reader, const ScanConfig& config = {},
                            const ProgressCallback& progress = {});
 
 } // namespace nanscope

@@ -4,7 +4,7 @@
 // forward-pass order when they tie.
 
 #include "core/Result.h"
-#include "core/run/RunReader.h"
+#include "core/run/RunSource.h"
 #include "core/scan/Incident.h"
 #include "core/scan/ScanConfig.h"
 #include "core/scan/ScanInputs.h"

@@ -33,10 +33,10 @@ void fitToSteps(std::vector<double>& values, size_t steps)
 
 } // namespace
 
-Result<ScanInputs> ScanInputs::load(const RunReader& reader)
+Result<ScanInputs> ScanInputs::load(const RunSource& source)
 {
     ScanInputs inputs;
-    inputs.m_reader = &reader;
+    inputs.m_source = &source;
     if (Status s = inputs.loadScalars(); !s)
         return Error{s.error()};
     return inputs;
@@ -46,33 +46,30 @@ ScanInputs ScanInputs::fromMemory(const std::vector<int64_t>& steps,
                                   const std::map<std::string, std::vector<double>>& scalars)
 {
     ScanInputs inputs;
-    inputs.m_info.tables.push_back(TableInfo{rf::kScalars, int64_t(steps.size()), {}, {}, {}});
-    inputs.m_tables[rf::kScalars].steps = steps;
-    inputs.m_scalars.steps = steps;
-    ScalarSlots slots;
-    for (auto [name, into] : slots.byName()) {
-        auto it = scalars.find(name);
-        if (it == scalars.end())
-            continue;
-        *into = it->second;
-        fitToSteps(*into, steps.size());
-    }
-    inputs.m_scalars.skipped = std::move(slots.skipped);
-    inputs.m_scalars.lossScale = std::move(slots.lossScale);
-    inputs.m_scalars.evalLoss = std::move(slots.evalLoss);
-    inputs.m_scalars.lr = std::move(slots.lr);
-    inputs.setScalars(std::move(slots.loss), std::move(slots.gradNorm));
+    RunInfo info;
+    info.logPath = "in-memory run";
+    inputs.m_memory = std::make_shared<MemoryRunSource>(info);
+    inputs.m_source = inputs.m_memory.get();
+    std::map<std::string, std::vector<double>> padded = scalars;
+    for (auto& [name, values] : padded)
+        fitToSteps(values, steps.size());
+    inputs.m_memory->addSeriesTable(rf::kScalars, steps, std::move(padded));
+    if (Status s = inputs.loadScalars(); !s)
+        throw std::logic_error("in-memory run: " + s.error());
     return inputs;
 }
 
 void ScanInputs::addTable(const std::string& name, const std::vector<std::string>& columnNames,
                           const std::vector<int64_t>& steps, const std::map<std::string, std::vector<float>>& datasets)
 {
-    TableInfo info{name, int64_t(steps.size()), columnNames, {}, {}};
-    for (const auto& [dataset, values] : datasets)
-        info.datasets.push_back(dataset);
-    m_info.tables.push_back(info);
-    m_tables[name] = MemoryTable{steps, datasets};
+    if (m_memory)
+        m_memory->addMatrixTable(name, columnNames, steps, datasets);
+}
+
+void ScanInputs::setAttribute(const std::string& key, const std::string& value)
+{
+    if (m_memory)
+        m_memory->mutableInfo().attributes[key] = value;
 }
 
 bool ScanInputs::fp16() const
@@ -84,11 +81,7 @@ bool ScanInputs::fp16() const
 
 const std::vector<int64_t>& ScanInputs::steps(const char* table) const
 {
-    if (m_reader)
-        return m_reader->steps(table);
-    static const std::vector<int64_t> none;
-    auto it = m_tables.find(table);
-    return it == m_tables.end() ? none : it->second.steps;
+    return m_source->steps(table);
 }
 
 bool ScanInputs::hasDataset(const char* table, const char* dataset) const
@@ -100,33 +93,28 @@ bool ScanInputs::hasDataset(const char* table, const char* dataset) const
 Result<std::vector<float>> ScanInputs::readBlock(const char* table, const char* dataset, int64_t rowBegin,
                                                  int64_t rowCount) const
 {
-    if (m_reader)
-        return m_reader->readBlock(table, dataset, rowBegin, rowCount);
-    auto t = m_tables.find(table);
-    const TableInfo* info = this->table(table);
-    if (t == m_tables.end() || !info || !t->second.datasets.count(dataset))
-        return Error{std::string("in-memory run: no ") + table + "/" + dataset};
-    const std::vector<float>& values = t->second.datasets.at(dataset);
-    const size_t width = std::max<size_t>(1, info->names.size());
-    const size_t begin = size_t(rowBegin) * width;
-    const size_t end = size_t(rowBegin + rowCount) * width;
-    if (rowBegin < 0 || rowCount < 0 || end > values.size())
-        return Error{std::string("in-memory run: rows out of range in ") + table + "/" + dataset};
-    return std::vector<float>(values.begin() + begin, values.begin() + end);
+    return m_source->readBlock(table, dataset, rowBegin, rowCount);
 }
 
 Status ScanInputs::loadScalars()
 {
     const TableInfo* scalarTable = table(rf::kScalars);
-    if (!scalarTable)
-        return Error{info().logPath + ": no /scalars table"};
+    if (!scalarTable) {
+        // Another tool's log can hold evaluations alone; the evaluation rule still reads them.
+        if (Status s = loadEvalLoss(); !s)
+            return s;
+        if (m_scalars.evalLoss.empty())
+            return Error{info().logPath + ": no /scalars table"};
+        m_notes.push_back("no training scalars logged");
+        return Status::success();
+    }
     m_scalars.steps = steps(rf::kScalars);
     m_scalars.steps.resize(std::min<size_t>(m_scalars.steps.size(), size_t(scalarTable->rows)));
     ScalarSlots slots;
     for (auto [name, into] : slots.byName()) {
         if (!hasDataset(rf::kScalars, name))
             continue;
-        auto values = m_reader->readSeries(rf::kScalars, name);
+        auto values = m_source->readSeries(rf::kScalars, name);
         if (!values)
             return Error{values.error()};
         *into = std::move(*values);
@@ -134,15 +122,42 @@ Status ScanInputs::loadScalars()
     }
     m_scalars.skipped = std::move(slots.skipped);
     m_scalars.lossScale = std::move(slots.lossScale);
-    m_scalars.evalLoss = std::move(slots.evalLoss);
     m_scalars.lr = std::move(slots.lr);
-    setScalars(std::move(slots.loss), std::move(slots.gradNorm));
+    if (!slots.evalLoss.empty()) {
+        m_scalars.evalLoss = std::move(slots.evalLoss);
+        m_scalars.evalSteps = m_scalars.steps;
+    } else if (Status s = loadEvalLoss(); !s) {
+        return s;
+    }
+    if (!slots.loss.empty())
+        setScalars(std::move(slots.loss), std::move(slots.gradNorm));
+    else
+        m_notes.push_back("no training loss logged");
     // Skipped steps and loss-scale decreases from events when the scalars are missing.
     // (RunReader lists no string datasets for /events: ask for the table, not the dataset.)
     const TableInfo* events = table(rf::kEvents);
     if ((m_scalars.skipped.empty() || m_scalars.lossScale.empty()) && events && events->rows > 0)
-        if (auto kinds = m_reader->readStrings(rf::kEvents, "kind"))
+        if (auto kinds = m_source->readStrings(rf::kEvents, "kind"))
             scalarsFromEvents(*kinds, steps(rf::kEvents));
+    return Status::success();
+}
+
+// Logs of other tools evaluate at a rate of their own, so their evaluation loss is a table of its
+// own steps (NaN there is data, never "not evaluated"): the first table that has one.
+Status ScanInputs::loadEvalLoss()
+{
+    for (const TableInfo& table : info().tables) {
+        if (table.name == rf::kScalars || !hasDataset(table.name.c_str(), "eval_loss") || !table.names.empty())
+            continue;
+        auto values = m_source->readSeries(table.name, "eval_loss");
+        if (!values)
+            return Error{values.error()};
+        m_scalars.evalSteps = m_source->steps(table.name);
+        m_scalars.evalSteps.resize(std::min<size_t>(m_scalars.evalSteps.size(), size_t(table.rows)));
+        m_scalars.evalLoss = std::move(*values);
+        m_scalars.evalLoss.resize(m_scalars.evalSteps.size(), kNaN);
+        break;
+    }
     return Status::success();
 }
 

@@ -1,17 +1,20 @@
 #pragma once
 
-// What the scan reads of a run, and the only scan code that touches RunReader. The scalar series
-// are loaded whole (one double per logged step); the [n, L] tables stay in the file and are read
-// by row block or step window when a rule asks. A run can also be held in memory, so that every
-// rule can be tested on hand-made series without writing an HDF5 file.
+// What the scan reads of a run, and the only scan code that touches the run's source (RunSource:
+// run.h5, or another tool's logs read into memory). The scalar series are loaded whole (one double
+// per logged step); the [n, L] tables stay in the source and are read by row block or step window
+// when a rule asks. A run can also be made here from hand-made series, so that every rule can be
+// tested without writing a file.
 
 #include "core/Result.h"
-#include "core/run/RunReader.h"
+#include "core/run/MemoryRunSource.h"
+#include "core/run/RunSource.h"
 #include "core/scan/RobustStats.h"
 
 #include <cstdint>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,7 +29,10 @@ struct RunScalars
     LogSeries gradNorm;
     // The series blow-ups are found on: the gradient norm, or the loss when it is not logged.
     std::string primaryName;
-    std::vector<double> skipped, lossScale, evalLoss, lr;
+    std::vector<double> skipped, lossScale, lr;
+    // The evaluation loss on its own steps: evaluation usually runs at a rate of its own.
+    std::vector<int64_t> evalSteps;
+    std::vector<double> evalLoss;
     // The loss scale is a stand-in built from loss_scale_decrease events: its floor is unknown.
     bool lossScaleFromEvents = false;
 
@@ -46,9 +52,9 @@ struct LayerColumn
 class ScanInputs
 {
 public:
-    // Loads the scalars of `reader`'s run; `reader` must outlive the inputs. A run without a
+    // Loads the scalars of `source`'s run; `source` must outlive the inputs. A run without a
     // /scalars table is an error.
-    static Result<ScanInputs> load(const RunReader& reader);
+    static Result<ScanInputs> load(const RunSource& source);
     // A run held in memory: scalars by dataset name ("loss", "grad_norm", "skipped", "loss_scale",
     // "eval_loss", "lr") on `steps`.
     static ScanInputs fromMemory(const std::vector<int64_t>& steps,
@@ -57,10 +63,13 @@ public:
     // dataset row-major.
     void addTable(const std::string& name, const std::vector<std::string>& columnNames,
                   const std::vector<int64_t>& steps, const std::map<std::string, std::vector<float>>& datasets);
-    void setAttribute(const std::string& key, const std::string& value) { m_info.attributes[key] = value; }
+    // Only for a run made here (fromMemory).
+    void setAttribute(const std::string& key, const std::string& value);
 
-    const RunInfo& info() const { return m_reader ? m_reader->info() : m_info; }
+    const RunInfo& info() const { return m_source->info(); }
     const RunScalars& scalars() const { return m_scalars; }
+    // A training loss is logged: without it only the evaluation rule can run.
+    bool hasTrainingLoss() const { return !m_scalars.loss.empty(); }
     // Training under float16 AMP (fp16 overflow is then a likely cause).
     bool fp16() const;
     // What loading found missing, in words, for the report.
@@ -88,18 +97,12 @@ public:
 private:
     ScanInputs() = default;
     Status loadScalars();
+    Status loadEvalLoss();
     void setScalars(std::vector<double> loss, std::vector<double> gradNorm);
     void scalarsFromEvents(const std::vector<std::string>& kinds, const std::vector<int64_t>& eventSteps);
 
-    struct MemoryTable
-    {
-        std::vector<int64_t> steps;
-        std::map<std::string, std::vector<float>> datasets;
-    };
-
-    const RunReader* m_reader = nullptr; // null for a run held in memory
-    RunInfo m_info;                      // a run held in memory
-    std::map<std::string, MemoryTable> m_tables;
+    const RunSource* m_source = nullptr;
+    std::shared_ptr<MemoryRunSource> m_memory; // a run made here; m_source points at it
     RunScalars m_scalars;
     std::vector<std::string> m_notes;
 };

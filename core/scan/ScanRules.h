@@ -25,6 +25,8 @@ Status detectLossScaleCollapse(ScanContext& context);
 Status detectSkippedSteps(ScanContext& context);
 // Values no training can produce, read as damage to the file (DamagedData).
 Status detectDamagedValues(ScanContext& context);
+// The evaluation loss non-finite while training is finite or not logged (EvalNonfinite).
+Status detectEvaluationNonfinite(ScanContext& context);
 // Layers whose gradient is zero or far below the others (Vanishing); streams /layers/grad_norm.
 Status detectVanishing(ScanContext& context);
 

@@ -17,6 +17,19 @@ bool explainedByOtherIncident(const ScanContext& context, size_t start, size_t e
     return explained;
 }
 
+// The loss scaler's start-up search: from the first logged step, every skipped step halves the
+// loss scale (fp16 AMP starts at 2^16 and halves on each overflow until the gradients fit). Normal,
+// and over once the scale is found.
+bool startupScaleSearch(const RunScalars& scalars, size_t start, size_t end)
+{
+    if (start > 1 || scalars.lossScale.size() < end || end - start < 2)
+        return false;
+    size_t decreases = 0;
+    for (size_t r = start + 1; r < end; ++r)
+        decreases += scalars.lossScale[r] < scalars.lossScale[r - 1];
+    return decreases + 1 >= end - start;
+}
+
 } // namespace
 
 Status detectSkippedSteps(ScanContext& context)
@@ -37,7 +50,8 @@ Status detectSkippedSteps(ScanContext& context)
         const int64_t first = scalars.steps[start];
         const int64_t last = scalars.steps[r - 1];
         const int64_t length = int64_t(r - start);
-        if (length < context.config.skippedRunSteps || explainedByOtherIncident(context, start, r, first, last))
+        if (length < context.config.skippedRunSteps || explainedByOtherIncident(context, start, r, first, last) ||
+            startupScaleSearch(scalars, start, r))
             continue;
         Incident incident;
         incident.kind = IncidentKind::SkippedSteps;

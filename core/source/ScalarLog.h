@@ -40,6 +40,9 @@ struct ScalarLog
 {
     // The file read, as given.
     std::string path;
+    // Further files read into this log (the event files of a resumed run); their notes and
+    // warnings name their own file.
+    std::vector<std::string> alsoRead;
     // Words for the format, shown to users: "Hugging Face Trainer state", "Lightning CSVLogger", ...
     std::string format;
     // By the name as logged ("loss", "train/grad_norm", "learning_rate"), in the order logged.

@@ -66,8 +66,11 @@ TEST(MainWindow, BrokenRunShowsAnErrorPanelNamingTheFile)
     window.openRun(dir.path());
     ASSERT_TRUE(loaded.wait(30000));
     EXPECT_FALSE(loaded.first().first().toBool());
-    EXPECT_TRUE(window.errorText().contains("run.h5")) << window.errorText().toStdString();
-    EXPECT_TRUE(window.errorText().contains("not found"));
+    // An empty folder: the panel names it and what nanscope looked for in it.
+    EXPECT_TRUE(window.errorText().contains(dir.path())) << window.errorText().toStdString();
+    EXPECT_TRUE(window.errorText().contains("no training run found"));
+    EXPECT_TRUE(window.errorText().contains("run.h5"));
+    EXPECT_TRUE(window.errorText().contains("trainer_state.json"));
 }
 
 // A file manager hands over the run.h5 it was opened on (nanscope.desktop's %f): the window opens

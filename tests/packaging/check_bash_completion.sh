@@ -80,7 +80,9 @@ expect "nanscope replay run-a --d" "--device --dtype "
 expect "nanscope replay run-a --dtype " "bfloat16 float16 float32 float64 "
 expect "nanscope replay run-a --device " "cpu cuda "
 expect "nanscope stats ckpt.pt --device " "auto cpu cuda "
-expect "nanscope scan r" "run-a run-b "                   # run commands take folders
+expect "nanscope scan r" "run-a run-b run-notes.txt "     # a run is a folder or a log file
+expect "nanscope import run-a --checkpoints " "copy link none "
+expect "nanscope demo r" "run-a run-b "                   # demo writes into a folder
 expect "nanscope info m" "my run "                          # one candidate, space and all
 expect "nanscope stats r" "run-a run-b run-notes.txt "    # checkpoint commands take files
 expect "nanscope run-a --view h" "heatmap "

@@ -1,0 +1,117 @@
+#include "core/run/RunSource.h"
+
+#include "core/run/RunFormat.h"
+
+#include <algorithm>
+
+namespace nanscope {
+
+namespace rf = runformat;
+
+std::vector<int64_t> RunInfo::replayableSteps() const
+{
+    std::vector<int64_t> steps;
+    for (const auto& [step, path] : checkpoints)
+        if (batches.count(step))
+            steps.push_back(step);
+    return steps;
+}
+
+const TableInfo* RunInfo::table(const std::string& name) const
+{
+    for (const auto& t : tables)
+        if (t.name == name)
+            return &t;
+    return nullptr;
+}
+
+namespace {
+
+std::string joined(const std::vector<std::string>& words, size_t most)
+{
+    std::string text;
+    for (size_t i = 0; i < words.size() && i < most; ++i)
+        text += (i ? ", " : "") + words[i];
+    if (words.size() > most)
+        text += " and " + std::to_string(words.size() - most) + " more";
+    return text;
+}
+
+bool hasRows(const RunInfo& info, const char* table)
+{
+    const TableInfo* t = info.table(table);
+    return t && t->rows > 0;
+}
+
+} // namespace
+
+void describeContents(RunInfo& info)
+{
+    SourceDescription& source = info.source;
+    source.holds.clear();
+    source.lacks.clear();
+    for (const TableInfo& table : info.tables) {
+        if (table.rows == 0)
+            continue;
+        const std::string what = table.names.empty()
+                                     ? joined(table.datasets, 6)
+                                     : std::to_string(table.names.size()) + " columns (" + joined(table.datasets, 4) + ")";
+        source.holds.push_back("/" + table.name + ": " + what + " on " + std::to_string(table.rows) + " steps");
+    }
+    if (!info.checkpoints.empty())
+        source.holds.push_back(std::to_string(info.checkpoints.size()) + " checkpoints");
+    if (!info.batches.empty())
+        source.holds.push_back(std::to_string(info.batches.size()) + " saved batches");
+
+    if (!hasRows(info, rf::kScalars))
+        source.lacks.push_back("no training scalars: no loss or gradient-norm plot, and the scan has nothing to read");
+    if (!hasRows(info, rf::kLayers))
+        source.lacks.push_back("no per-layer gradient norms: the layer tree and heatmap are empty, and incidents "
+                               "cannot name a first bad layer");
+    if (!hasRows(info, rf::kBuffers))
+        source.lacks.push_back("no BatchNorm running statistics");
+    if (info.checkpoints.empty())
+        source.lacks.push_back("no checkpoints: nothing to inspect tensor by tensor");
+    if (info.replayableSteps().empty()) {
+        if (info.batches.empty())
+            source.lacks.push_back("no saved batches: replay is unavailable (it runs a saved batch through a "
+                                   "TorchScript checkpoint of the same step)");
+        else
+            source.lacks.push_back("no step has both a checkpoint and a batch: replay is unavailable");
+    }
+}
+
+std::string sourceSummary(const RunInfo& info)
+{
+    if (info.source.format.empty() || info.source.format == rf::kNativeSourceFormat)
+        return {};
+    std::string line = "Read from " + info.source.format;
+    std::string lacks;
+    for (const std::string& lack : info.source.lacks)
+        lacks += (lacks.empty() ? "" : "; ") + lack;
+    if (!lacks.empty())
+        line += ". It has " + lacks;
+    if (!info.source.warnings.empty())
+        line += ". " + std::to_string(info.source.warnings.size()) + " part(s) were damaged (hover for details)";
+    return line + ".";
+}
+
+std::string sourceDetails(const RunInfo& info)
+{
+    std::string text;
+    auto section = [&](const char* title, const std::vector<std::string>& lines) {
+        if (lines.empty())
+            return;
+        text += std::string(text.empty() ? "" : "\n") + title + ":\n";
+        for (const std::string& line : lines)
+            text += "  - " + line + "\n";
+    };
+    section("files", info.source.files);
+    section("holds", info.source.holds);
+    section("lacks", info.source.lacks);
+    section("warnings", info.source.warnings);
+    section("notes", info.source.notes);
+    return text;
+}
+
+} // namespace nanscope

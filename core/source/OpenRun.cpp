@@ -1,0 +1,333 @@
+#include "core/source/OpenRun.h"
+
+#include "core/run/RunFormat.h"
+#include "core/run/RunReader.h"
+#include "core/source/CheckpointSeries.h"
+#include "core/source/MetricsCsvReader.h"
+#include "core/source/RunSourceBuilder.h"
+#include "core/source/TensorBoardReader.h"
+#include "core/source/TrainerStateReader.h"
+#include "core/source/TrainingTextLogReader.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <regex>
+
+namespace fs = std::filesystem;
+
+namespace nanscope {
+
+namespace {
+
+// A Trainer output folder nests event files in runs/<date_host>/ and Lightning nests metrics.csv
+// in lightning_logs/version_K/: four levels find both from the folder a user picks, and the cap
+// keeps a home directory opened by mistake from being walked whole.
+constexpr int kSearchDepth = 4;
+constexpr size_t kMostEntries = 20000;
+
+bool hasName(const fs::path& path, const char* name)
+{
+    return path.filename() == name;
+}
+
+bool isEventFileName(const fs::path& path)
+{
+    return path.filename().string().find("tfevents") != std::string::npos;
+}
+
+bool isTextLogName(const fs::path& path)
+{
+    const std::string ext = path.extension().string();
+    return ext == ".log" || ext == ".txt" || ext == ".out";
+}
+
+// The weights file of a Trainer checkpoint-N/ folder, full model before adapter.
+std::string trainerWeights(const fs::path& folder)
+{
+    std::error_code ec;
+    for (const char* name : {"model.safetensors", "pytorch_model.bin", "adapter_model.safetensors",
+                             "adapter_model.bin"})
+        if (fs::is_regular_file(folder / name, ec))
+            return (folder / name).string();
+    return {};
+}
+
+// A checkpoint-N/ folder may hold only the optimizer or the Trainer's state; sharded weights have
+// no single weights file but many.
+bool holdsWeights(const fs::path& folder)
+{
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(folder, ec)) {
+        const std::string ext = entry.path().extension().string();
+        const std::string name = entry.path().filename().string();
+        if (ext == ".safetensors" || (ext == ".bin" && name.find("model") != std::string::npos))
+            return true;
+    }
+    return false;
+}
+
+// Lightning names checkpoints `epoch=3-step=1200.ckpt`; others `step_1200.pt`, `model_1200.ckpt`.
+std::optional<int64_t> stepInName(const std::string& name)
+{
+    static const std::regex stepPattern(R"((?:step[=_-]?)(\d{1,15}))");
+    std::smatch match;
+    if (std::regex_search(name, match, stepPattern))
+        return std::stoll(match[1].str());
+    return std::nullopt;
+}
+
+void addFile(FoundLogs& found, const fs::path& path, uintmax_t& trainerStateSize)
+{
+    std::error_code ec;
+    const std::string name = path.filename().string();
+    if (hasName(path, "trainer_state.json")) {
+        // Every checkpoint-N/ holds the history up to N; the largest file holds the most.
+        const uintmax_t size = fs::file_size(path, ec);
+        if (!ec && size >= trainerStateSize) {
+            if (!found.trainerState.empty())
+                found.notes.push_back(found.trainerState + ": a shorter copy of the Trainer's history; " +
+                                      path.string() + " is read");
+            found.trainerState = path.string();
+            trainerStateSize = size;
+        }
+    } else if (hasName(path, "metrics.csv")) {
+        found.metricsCsv.push_back(path.string());
+    } else if (isEventFileName(path)) {
+        found.eventFiles.push_back(path.string());
+    } else if (path.extension() == ".ckpt") {
+        if (auto step = stepInName(name))
+            found.checkpoints[*step] = found.checkpointSources[*step] = path.string();
+        else
+            found.notes.push_back(path.string() + ": a checkpoint with no step in its name, left out");
+    } else if (isTextLogName(path) && looksLikeTrainingTextLog(path.string())) {
+        found.textLogs.push_back(path.string());
+    }
+}
+
+void sortFound(FoundLogs& found)
+{
+    // version_10 after version_9: compare by the number, the latest version first.
+    auto versionOf = [](const std::string& path) -> int64_t {
+        static const std::regex pattern(R"(version_(\d{1,9}))");
+        std::smatch match;
+        return std::regex_search(path, match, pattern) ? std::stoll(match[1].str()) : -1;
+    };
+    std::sort(found.metricsCsv.begin(), found.metricsCsv.end(),
+              [&](const std::string& a, const std::string& b) { return versionOf(a) > versionOf(b); });
+    if (found.metricsCsv.size() > 1) {
+        found.notes.push_back(std::to_string(found.metricsCsv.size() - 1) + " older metrics.csv left out; " +
+                              found.metricsCsv.front() + " is read");
+        found.metricsCsv.resize(1);
+    }
+    // Event files are named events.out.tfevents.<unix time>.<host>...: by name is by time within a folder.
+    std::sort(found.eventFiles.begin(), found.eventFiles.end());
+    std::sort(found.textLogs.begin(), found.textLogs.end());
+}
+
+// Several event files of one run (a resumed run starts a new one) read as one log.
+void appendLog(ScalarLog& into, ScalarLog from)
+{
+    if (into.path.empty()) {
+        into = std::move(from);
+        return;
+    }
+    const auto name = [](const std::string& path) { return fs::path(path).filename().string(); };
+    if (into.alsoRead.empty())
+        for (std::string& note : into.notes)
+            note = name(into.path) + ": " + note;
+    into.alsoRead.push_back(from.path);
+    for (std::string& note : from.notes)
+        note = name(from.path) + ": " + note;
+    for (auto& [name, points] : from.series)
+        into.series[name].insert(into.series[name].end(), points.begin(), points.end());
+    for (auto& [name, points] : from.histograms)
+        into.histograms[name].insert(into.histograms[name].end(), points.begin(), points.end());
+    into.events.insert(into.events.end(), from.events.begin(), from.events.end());
+    into.attributes.insert(from.attributes.begin(), from.attributes.end());
+    into.warnings.insert(into.warnings.end(), from.warnings.begin(), from.warnings.end());
+    into.notes.insert(into.notes.end(), from.notes.begin(), from.notes.end());
+}
+
+} // namespace
+
+FoundLogs findLogs(const std::string& pathText)
+{
+    FoundLogs found;
+    std::error_code ec;
+    const fs::path path(pathText);
+    uintmax_t trainerStateSize = 0;
+    if (fs::is_regular_file(path, ec)) {
+        if (hasName(path, runformat::kLogFileName))
+            found.runFile = path.string();
+        else if (isTextLogName(path) && !looksLikeTrainingTextLog(path.string()))
+            found.notes.push_back(path.string() + ": no DeepSpeed or Megatron training lines in its first lines");
+        else
+            addFile(found, path, trainerStateSize);
+        if (found.empty() && isTextLogName(path))
+            found.textLogs.push_back(path.string()); // read it anyway: the reader names what it lacks
+        sortFound(found);
+        return found;
+    }
+    if (!fs::is_directory(path, ec))
+        return found;
+    if (fs::is_regular_file(path / runformat::kLogFileName, ec)) {
+        found.runFile = (path / runformat::kLogFileName).string();
+        return found;
+    }
+    static const std::regex checkpointFolder(R"(checkpoint-(\d{1,15}))");
+    size_t entries = 0;
+    auto it = fs::recursive_directory_iterator(path, fs::directory_options::skip_permission_denied, ec);
+    for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        if (++entries > kMostEntries) {
+            found.notes.push_back(pathText + ": more than " + std::to_string(kMostEntries) +
+                                  " files; the search stopped there");
+            break;
+        }
+        const fs::path entry = it->path();
+        const std::string name = entry.filename().string();
+        if (it->is_directory(ec)) {
+            std::smatch match;
+            if (!name.empty() && name[0] == '.') {
+                it.disable_recursion_pending();
+            } else if (std::regex_match(name, match, checkpointFolder)) {
+                const int64_t step = std::stoll(match[1].str());
+                if (std::string weights = trainerWeights(entry); !weights.empty())
+                    found.checkpoints[step] = weights;
+                if (holdsWeights(entry))
+                    found.checkpointSources[step] = entry.string();
+                if (fs::is_regular_file(entry / "trainer_state.json", ec))
+                    addFile(found, entry / "trainer_state.json", trainerStateSize);
+                it.disable_recursion_pending();
+            } else if (it.depth() + 1 >= kSearchDepth) {
+                it.disable_recursion_pending();
+            }
+            continue;
+        }
+        if (it->is_regular_file(ec))
+            addFile(found, entry, trainerStateSize);
+    }
+    sortFound(found);
+    return found;
+}
+
+namespace {
+
+uint64_t bytesOnDisk(const std::string& path)
+{
+    std::error_code ec;
+    if (fs::is_regular_file(path, ec))
+        return fs::file_size(path, ec);
+    uint64_t total = 0;
+    for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec))
+        if (it->is_regular_file(ec))
+            total += it->file_size(ec);
+    return total;
+}
+
+// Per-layer series across the checkpoints: parameter norms and NaN/Inf counts (/layers), the update
+// between consecutive checkpoints (/updates), BatchNorm buffers (/buffers).
+Status addCheckpointSeries(RunSourceBuilder& builder, const std::map<int64_t, std::string>& checkpoints,
+                           const ProgressCallback& progress)
+{
+    uint64_t bytes = 0;
+    for (const auto& [step, weights] : checkpoints)
+        bytes += bytesOnDisk(weights);
+    if (bytes > kMostCheckpointBytesAtOpen) {
+        builder.addNote(std::to_string(checkpoints.size()) + " checkpoints hold " + std::to_string(bytes >> 20) +
+                        " MiB: their per-layer series are not read at open (more than " +
+                        std::to_string(kMostCheckpointBytesAtOpen >> 20) +
+                        " MiB); the checkpoints pane reads any one of them");
+        return Status::success();
+    }
+    auto series = readCheckpointSeries(checkpoints, progress);
+    if (!series) {
+        if (series.error().find("cancelled") != std::string::npos)
+            return Error{series.error()};
+        builder.addWarning(series.error());
+        return Status::success();
+    }
+    if (!series->parameters.empty() && !series->steps.empty())
+        builder.addMatrixTable(runformat::kLayers, series->parameters, series->steps, series->layerDatasets);
+    if (!series->parameters.empty() && !series->updateSteps.empty())
+        builder.addMatrixTable(kCheckpointUpdatesTable, series->parameters, series->updateSteps,
+                               series->updateDatasets);
+    if (!series->buffers.empty() && !series->steps.empty())
+        builder.addMatrixTable(runformat::kBuffers, series->buffers, series->steps, series->bufferDatasets);
+    for (const std::string& warning : series->warnings)
+        builder.addWarning(warning);
+    for (const std::string& note : series->notes)
+        builder.addNote(note);
+    return Status::success();
+}
+
+} // namespace
+
+Result<std::unique_ptr<RunSource>> openRun(const std::string& path, const ProgressCallback& progress)
+{
+    std::error_code ec;
+    if (!fs::exists(path, ec))
+        return Error{path + ": does not exist"};
+    FoundLogs found = findLogs(path);
+    if (!found.runFile.empty()) {
+        auto reader = RunReader::open(found.runFile);
+        if (!reader)
+            return Error{reader.error()};
+        return std::unique_ptr<RunSource>(std::move(*reader));
+    }
+    if (found.empty()) {
+        std::string why = path + ": no training run found (looked for run.h5, trainer_state.json, metrics.csv, "
+                                 "events.out.tfevents.*, DeepSpeed or Megatron logs, checkpoint-N/ folders and "
+                                 "*.ckpt files)";
+        for (const std::string& note : found.notes)
+            why += "; " + note;
+        return Error{why};
+    }
+
+    RunSourceBuilder builder(path);
+    std::vector<std::string> errors;
+    auto take = [&](Result<ScalarLog> log) {
+        if (log)
+            builder.add(std::move(*log));
+        else
+            errors.push_back(log.error());
+    };
+    if (!found.trainerState.empty())
+        take(readTrainerState(found.trainerState));
+    for (const std::string& csv : found.metricsCsv)
+        take(readMetricsCsv(csv));
+    if (!found.eventFiles.empty()) {
+        ScalarLog events;
+        for (const std::string& file : found.eventFiles) {
+            auto log = readTensorBoardEvents(file);
+            if (log)
+                appendLog(events, std::move(*log));
+            else
+                errors.push_back(log.error());
+        }
+        if (!events.path.empty()) {
+            if (!events.alsoRead.empty())
+                events.format = "TensorBoard event files (" + std::to_string(events.alsoRead.size() + 1) + ")";
+            builder.add(std::move(events));
+        }
+    }
+    for (const std::string& log : found.textLogs)
+        take(readTrainingTextLog(log));
+    builder.addCheckpoints(found.checkpoints);
+    if (!found.checkpointSources.empty())
+        if (Status s = addCheckpointSeries(builder, found.checkpointSources, progress); !s)
+            return Error{s.error()};
+    for (std::string& note : found.notes)
+        builder.addNote(std::move(note));
+    // A log that could not be read is a warning when others could: the run is shown from them.
+    for (std::string& error : errors)
+        builder.addWarning(std::move(error));
+    if (builder.empty())
+        return Error{errors.empty() ? path + ": nothing readable" : errors.front()};
+    auto run = builder.build();
+    if (!run)
+        return Error{run.error()};
+    return std::unique_ptr<RunSource>(std::move(*run));
+}
+
+} // namespace nanscope
