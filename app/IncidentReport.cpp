@@ -280,7 +280,14 @@ QByteArray toJsonReport(const ReportContent& c)
     QJsonObject root{{"run", QJsonObject{{"name", c.runName}, {"directory", c.directory}, {"steps", c.steps},
                                          {"first_step", c.firstStep}, {"last_step", c.lastStep},
                                          {"checkpoints", qint64(c.info.checkpoints.size())},
-                                         {"batches", qint64(c.info.batches.size())}}},
+                                         {"batches", qint64(c.info.batches.size())},
+                                         {"source", text(c.info.source.format)},
+                                         {"source_lacks", [&] {
+                                              QJsonArray lacks;
+                                              for (const auto& line : c.info.source.lacks)
+                                                  lacks.append(text(line));
+                                              return lacks;
+                                          }()}}},
                      {"incidents", incidents},
                      {"critical", critical},
                      {"batchnorm", bn},
@@ -298,6 +305,8 @@ QString toMarkdown(const ReportContent& c)
               .arg(c.directory).arg(c.steps).arg(c.firstStep).arg(c.lastStep)
               .arg(c.info.checkpoints.size()).arg(c.info.batches.size())
               .arg(c.scan.incidents.size()).arg(c.critical.size());
+    if (const std::string summary = sourceSummary(c.info); !summary.empty())
+        md += "> " + text(summary) + "\n\n";
     md += "## Timeline\n\n| severity | kind | pattern | onset | non-finite at | layers |\n|---|---|---|---|---|---|\n";
     for (const Incident& i : c.scan.incidents) {
         QStringList layers;
@@ -352,6 +361,8 @@ QString toHtml(const ReportContent& c, ImageSource imageSource, int imageWidth)
              .arg(esc(c.directory)).arg(c.steps).arg(c.firstStep).arg(c.lastStep)
              .arg(c.info.checkpoints.size()).arg(c.info.batches.size())
              .arg(c.scan.incidents.size()).arg(c.critical.size());
+    if (const std::string summary = sourceSummary(c.info); !summary.empty())
+        h += "<p style='background:#eef3fb;padding:6px'>" + esc(text(summary)) + "</p>";
     h += "<h2>Timeline</h2>";
     h += QString("<p><img src='%1' width='%3'><br><i>%2</i></p>").arg(imageSource(c.plots[0]), esc(c.plots[0].caption)).arg(imageWidth);
     h += "<table><tr><th>severity</th><th>kind</th><th>pattern</th><th>onset</th><th>non-finite at</th><th>layers</th></tr>";

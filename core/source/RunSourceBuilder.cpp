@@ -58,7 +58,9 @@ const Candidate* lossLike(const std::map<std::string, Candidate>& chosen)
     const Candidate* best = nullptr;
     for (const auto& [name, c] : chosen) {
         const bool evaluation = startsWith(name, "eval") || startsWith(name, "val") || startsWith(name, "test");
-        if (name.find("loss") == std::string::npos || evaluation || name.find("epoch") != std::string::npos)
+        // A loss logged once or twice is a summary (the Trainer's closing "train/train_loss"), not a series.
+        if (name.find("loss") == std::string::npos || evaluation || name.find("epoch") != std::string::npos ||
+            c.steps.size() < 3)
             continue;
         if (!best || c.steps.size() > best->steps.size())
             best = &c;
@@ -111,7 +113,11 @@ Result<std::unique_ptr<MemoryRunSource>> RunSourceBuilder::build()
 
     RunInfo info;
     info.directory = (isFolder ? location : location.parent_path()).string();
-    info.runName = fs::path(info.directory).filename().string();
+    // "runs/x/" names the run x, as "runs/x" does.
+    fs::path named = fs::path(info.directory).lexically_normal();
+    if (named.filename().empty())
+        named = named.parent_path();
+    info.runName = named.filename().string();
     info.logPath = m_logs.empty() ? m_location : m_logs.front().path;
     SourceDescription& source = info.source;
 
