@@ -182,8 +182,11 @@ RunSnapshot RunSession::grownSnapshot(const RunSnapshot& previous)
     const auto& steps = m_reader->steps(rf::kScalars);
     const int64_t oldRows = int64_t(previous.steps.size());
     const int64_t newRows = int64_t(steps.size());
-    if (!scalars) // a folder of checkpoints alone: no training scalars to plot
+    if (!scalars) { // a folder of checkpoints alone: no training scalars to plot, but its layers
+        if (const TableInfo* layers = snapshot.info.table(rf::kLayers))
+            snapshot.layers = layers->names;
         return snapshot;
+    }
     if (newRows < oldRows || scalars->datasets.size() != previous.scalars.size())
         return buildSnapshot();
     for (const auto& name : scalars->datasets) {

@@ -292,6 +292,22 @@ Diagnosis diagnoseEvaluationNonfinite(const EvaluationFacts& facts)
     return d;
 }
 
+Diagnosis diagnoseNonfiniteParameters(const NonfiniteParameterFacts& facts)
+{
+    Diagnosis d;
+    d.cause = "The weights hold NaN/Inf at step " + std::to_string(facts.firstStep) + " (" +
+              formatNumber(facts.count) + " elements in " + std::to_string(facts.layers.size()) + " of " +
+              std::to_string(facts.parameterCount) + " parameters: " + joinNames(facts.layers, 4) + ")" +
+              (facts.previousStep >= 0 ? ", finite at step " + std::to_string(facts.previousStep)
+                                       : ", from the first checkpoint read") +
+              ": an update between the two wrote them, and every forward pass from then on computes NaN.";
+    d.suggestion = "Resume from the checkpoint at step " +
+                   (facts.previousStep >= 0 ? std::to_string(facts.previousStep) : std::string("before it")) +
+                   " with gradient clipping and a lower learning rate; if the training log is at hand, open it "
+                   "with the checkpoints (its loss and gradient norm say whether it blew up or one batch did it).";
+    return d;
+}
+
 Diagnosis diagnoseDamagedData(const DamagedDataFacts& facts)
 {
     Diagnosis d;

@@ -156,6 +156,16 @@ struct EvaluationFacts
 };
 Diagnosis diagnoseEvaluationNonfinite(const EvaluationFacts& facts);
 
+struct NonfiniteParameterFacts
+{
+    int64_t firstStep = 0;
+    int64_t previousStep = -1; // the last step seen finite, -1 when the first row is bad already
+    std::vector<std::string> layers; // non-finite at firstStep
+    size_t parameterCount = 0;       // all parameters
+    double count = 0;                // non-finite elements at firstStep
+};
+Diagnosis diagnoseNonfiniteParameters(const NonfiniteParameterFacts& facts);
+
 // Parameters whose gradient is zero or negligible over the whole run.
 Diagnosis diagnoseFrozen(const std::vector<std::string>& layers, size_t count);
 

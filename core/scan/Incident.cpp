@@ -39,6 +39,7 @@ const char* toString(IncidentKind kind)
     case IncidentKind::Spike: return "spike";
     case IncidentKind::DamagedData: return "damaged_data";
     case IncidentKind::EvalNonfinite: return "eval_nonfinite";
+    case IncidentKind::NonfiniteParameters: return "nonfinite_parameters";
     }
     return "unknown";
 }

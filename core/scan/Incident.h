@@ -19,7 +19,8 @@ enum class IncidentKind {
     Vanishing,         // layers whose gradient is zero or orders of magnitude below the rest
     Spike,             // an isolated jump in gradient norm or loss that recovers
     DamagedData,       // values no training can produce (a negative norm): the file is damaged
-    EvalNonfinite      // the evaluation loss non-finite while training is finite (or not logged)
+    EvalNonfinite,     // the evaluation loss non-finite while training is finite (or not logged)
+    NonfiniteParameters // parameters holding NaN/Inf in a checkpoint, with no blow-up logged to explain it
 };
 
 enum class Severity { Critical, Warning, Info };

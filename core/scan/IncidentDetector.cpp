@@ -44,6 +44,7 @@ constexpr RuleStep kRules[] = {
     {detectLossScaleCollapse, -1, nullptr},
     {detectSkippedSteps, -1, nullptr},
     {detectEvaluationNonfinite, -1, nullptr},
+    {detectNonfiniteParameters, -1, nullptr},
     {detectVanishing, -1, nullptr},
     {detectDamagedValues, -1, nullptr},
 };
@@ -79,9 +80,11 @@ Result<ScanReport> runRules(const ScanInputs& inputs, const ScanConfig& config, 
     if (!inputs.hasTrainingLoss()) {
         // Evaluation alone (a Trainer folder whose log holds only eval entries): the one rule that
         // reads it runs; the others need the training loss.
-        context.report.notes.push_back("no training loss logged: only the evaluation loss is checked");
-        if (Status s = detectEvaluationNonfinite(context); !s)
-            return Error{s.error()};
+        context.report.notes.push_back(
+            "no training loss logged: only the evaluation loss and the parameters' values are checked");
+        for (ScanRule rule : {detectEvaluationNonfinite, detectNonfiniteParameters})
+            if (Status s = rule(context); !s)
+                return Error{s.error()};
         sortIncidents(context.report.incidents);
         return std::move(context.report);
     }

@@ -29,6 +29,9 @@ ScanContext::ScanContext(const ScanInputs& inputs, const ScanConfig& config, con
     if (!scalars.steps.empty()) {
         report.firstStep = scalars.steps.front();
         report.lastStep = scalars.steps.back();
+    } else if (const auto& layerSteps = inputs.steps(runformat::kLayers); !layerSteps.empty()) {
+        report.firstStep = layerSteps.front();
+        report.lastStep = layerSteps.back();
     } else if (!scalars.evalSteps.empty()) {
         report.firstStep = scalars.evalSteps.front();
         report.lastStep = scalars.evalSteps.back();

@@ -103,7 +103,7 @@ Status ScanInputs::loadScalars()
         // Another tool's log can hold evaluations alone; the evaluation rule still reads them.
         if (Status s = loadEvalLoss(); !s)
             return s;
-        if (m_scalars.evalLoss.empty())
+        if (m_scalars.evalLoss.empty() && !table(rf::kLayers))
             return Error{info().logPath + ": no /scalars table"};
         m_notes.push_back("no training scalars logged");
         return Status::success();

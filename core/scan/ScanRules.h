@@ -27,6 +27,9 @@ Status detectSkippedSteps(ScanContext& context);
 Status detectDamagedValues(ScanContext& context);
 // The evaluation loss non-finite while training is finite or not logged (EvalNonfinite).
 Status detectEvaluationNonfinite(ScanContext& context);
+// Parameters holding NaN/Inf (a run read from checkpoints), when no blow-up explains it
+// (NonfiniteParameters).
+Status detectNonfiniteParameters(ScanContext& context);
 // Layers whose gradient is zero or far below the others (Vanishing); streams /layers/grad_norm.
 Status detectVanishing(ScanContext& context);
 

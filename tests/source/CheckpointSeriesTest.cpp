@@ -1,6 +1,9 @@
 // The checkpoint series and the optimizer state summary on checkpoints written by real torch code
 // (CheckpointSeriesFixtures.h), as a user opening a Hugging Face or Lightning run would see them.
+#include "core/run/LayerHeatmap.h"
+#include "core/run/RunFormat.h"
 #include "core/source/CheckpointSeries.h"
+#include "core/source/OpenRun.h"
 #include "core/source/CheckpointTables.h"
 #include "core/source/OptimizerState.h"
 #include "tests/source/CheckpointSeriesFixtures.h"
@@ -344,6 +347,26 @@ TEST(CheckpointTables, NaturalOrderComparesDigitRunsAsNumbers)
     EXPECT_TRUE(naturalLess("layers.2.bias", "layers.2.weight"));
     EXPECT_TRUE(naturalLess("a", "a.b"));
     EXPECT_FALSE(naturalLess("a", "a"));
+}
+
+// A folder of checkpoint-N/ folders and nothing else opens as a run: the per-layer tables come
+// from the checkpoints, the heatmap opens on parameter norms, and the damaged one is named.
+TEST_F(CheckpointSeriesTest, AFolderOfCheckpointsOpensAsARunWithLayerTables)
+{
+    auto run = openRun(path("hf"));
+    ASSERT_TRUE(run.ok()) << run.error();
+    const RunInfo& info = (*run)->info();
+    const TableInfo* layers = info.table(runformat::kLayers);
+    ASSERT_NE(layers, nullptr);
+    EXPECT_EQ((*run)->steps(runformat::kLayers), (std::vector<int64_t>{10, 20, 30, 40}));
+    EXPECT_NE(std::find(layers->datasets.begin(), layers->datasets.end(), "param_nonfinite"), layers->datasets.end());
+    EXPECT_NE(info.table(kCheckpointUpdatesTable), nullptr);
+    EXPECT_EQ(defaultHeatmapQuantity(**run), HeatmapQuantity::ParamNormLog10);
+    auto heatmap = buildLayerHeatmap(**run, HeatmapQuantity::NonfiniteCount, 100);
+    ASSERT_TRUE(heatmap.ok()) << heatmap.error();
+    EXPECT_EQ(info.checkpoints.size(), 5u) << "checkpoint-25 is listed; its damage is a warning, not a refusal";
+    EXPECT_TRUE(joined(info.source.warnings).find("checkpoint-25") != std::string::npos) << joined(info.source.warnings);
+    EXPECT_TRUE(info.replayableSteps().empty());
 }
 
 } // namespace
