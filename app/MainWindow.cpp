@@ -461,11 +461,12 @@ void MainWindow::updateStatus()
         bad += h == LayerHealth::Bad;
     const int incidents = m_incidentModel->rowCount();
     const qint64 lastStep = run.steps.empty() ? -1 : run.steps.back();
-    m_statusRun->setText(tr("%1  \u2014  %2 steps (last %3), %4 layers (%5 in critical incidents), "
-                            "%6 checkpoints, %7 batches, %8%9")
+    const QString steps = run.steps.empty() ? tr("no training scalars")
+                                            : tr("%1 steps (last %2)").arg(run.steps.size()).arg(lastStep);
+    m_statusRun->setText(tr("%1  \u2014  %2, %3 layers (%4 in critical incidents), "
+                            "%5 checkpoints, %6 batches, %7%8")
                              .arg(run.directory)
-                             .arg(run.steps.size())
-                             .arg(lastStep)
+                             .arg(steps)
                              .arg(run.layers.size())
                              .arg(bad)
                              .arg(run.info.checkpoints.size())

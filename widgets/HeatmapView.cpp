@@ -107,6 +107,17 @@ int HeatmapView::nonfiniteCells() const
     return n;
 }
 
+QString HeatmapView::scaleLabel(HeatmapQuantity quantity)
+{
+    switch (quantity) {
+    case HeatmapQuantity::GradNormLog10: return tr("log10 grad norm");
+    case HeatmapQuantity::ActivationAbsMax: return tr("log10 |activation|");
+    case HeatmapQuantity::NonfiniteCount: return tr("non-finite count");
+    case HeatmapQuantity::ParamNormLog10: return tr("log10 parameter norm");
+    }
+    return QString();
+}
+
 void HeatmapView::setHeatmap(const LayerHeatmap& heatmap)
 {
     m_heatmap = heatmap;
@@ -126,8 +137,7 @@ void HeatmapView::setHeatmap(const LayerHeatmap& heatmap)
         for (int b = 0; b < bins; ++b)
             m_map->data()->setCell(b, r, heatmap.at(size_t(r), size_t(b)));
     m_map->rescaleDataRange(true);
-    const QString labels[] = {tr("log10 grad norm"), tr("log10 |activation|"), tr("non-finite count")};
-    m_scale->axis()->setLabel(labels[int(heatmap.quantity)]);
+    m_scale->axis()->setLabel(scaleLabel(heatmap.quantity));
 
     // Name the rows when they fit; otherwise the readout names the row under the cursor.
     QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);

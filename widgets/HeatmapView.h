@@ -29,6 +29,8 @@ public:
     // Drops everything of the run shown (RunContext::runClosed).
     void clear();
     HeatmapQuantity quantity() const;
+    // The colour scale's title for a quantity.
+    static QString scaleLabel(HeatmapQuantity quantity);
     QCustomPlot* plot() const { return m_plot; }
     int nonfiniteCells() const;
     // What a non-finite cell is painted in, and the value scale it must stand apart from.
