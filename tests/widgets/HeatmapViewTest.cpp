@@ -22,3 +22,26 @@ TEST(HeatmapView, NonfiniteColourIsNoColourOfTheValueScale)
     }
     EXPECT_GT(closest, 120.0) << "a non-finite cell would read as a value";
 }
+
+// Every quantity the combo offers draws with its own scale title (a fourth quantity once read a
+// title past the end of a three-entry table and crashed the window).
+TEST(HeatmapView, EveryQuantityDrawsWithItsScaleTitle)
+{
+    for (HeatmapQuantity quantity : {HeatmapQuantity::GradNormLog10, HeatmapQuantity::ActivationAbsMax,
+                                     HeatmapQuantity::NonfiniteCount, HeatmapQuantity::ParamNormLog10}) {
+        HeatmapView view;
+        view.resize(640, 400);
+        LayerHeatmap map;
+        map.quantity = quantity;
+        map.rows = {"fc1.weight", "fc2.weight"};
+        map.binFirstStep = {10, 20};
+        map.binLastStep = {19, 29};
+        map.values = {0.5f, 1.0f, 1.5f, 2.0f};
+        map.nonfinite = {0, 0, 0, 0};
+        view.setHeatmap(map);
+        EXPECT_EQ(view.quantity(), quantity);
+        EXPECT_FALSE(HeatmapView::scaleLabel(quantity).isEmpty());
+        EXPECT_FALSE(view.grab().isNull());
+    }
+    EXPECT_EQ(HeatmapView::scaleLabel(HeatmapQuantity::ParamNormLog10), "log10 parameter norm");
+}
