@@ -80,9 +80,10 @@ Result<ScanReport> runRules(const ScanInputs& inputs, const ScanConfig& config, 
     if (!inputs.hasTrainingLoss()) {
         // Evaluation alone (a Trainer folder whose log holds only eval entries): the one rule that
         // reads it runs; the others need the training loss.
-        context.report.notes.push_back(
-            "no training loss logged: only the evaluation loss and the parameters' values are checked");
-        for (ScanRule rule : {detectEvaluationNonfinite, detectNonfiniteParameters})
+        context.report.notes.push_back("no training loss logged: only the evaluation loss, the parameters' values, "
+                                       "the loss scale and skipped steps are checked");
+        for (ScanRule rule : {detectEvaluationNonfinite, detectNonfiniteParameters, detectLossScaleCollapse,
+                              detectSkippedSteps})
             if (Status s = rule(context); !s)
                 return Error{s.error()};
         sortIncidents(context.report.incidents);

@@ -131,8 +131,6 @@ Status ScanInputs::loadScalars()
     }
     if (!slots.loss.empty())
         setScalars(std::move(slots.loss), std::move(slots.gradNorm));
-    else
-        m_notes.push_back("no training loss logged");
     // Skipped steps and loss-scale decreases from events when the scalars are missing.
     // (RunReader lists no string datasets for /events: ask for the table, not the dataset.)
     const TableInfo* events = table(rf::kEvents);

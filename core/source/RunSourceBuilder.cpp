@@ -58,6 +58,9 @@ const Candidate* lossLike(const std::map<std::string, Candidate>& chosen)
     const Candidate* best = nullptr;
     for (const auto& [name, c] : chosen) {
         const bool evaluation = startsWith(name, "eval") || startsWith(name, "val") || startsWith(name, "test");
+        // The run format's own names (loss_scale, eval_loss) mean what they say.
+        if (isKnownScalarName(name) || name.find("scale") != std::string::npos)
+            continue;
         // A loss logged once or twice is a summary (the Trainer's closing "train/train_loss"), not a series.
         if (name.find("loss") == std::string::npos || evaluation || name.find("epoch") != std::string::npos ||
             c.steps.size() < 3)
@@ -184,6 +187,8 @@ Result<std::unique_ptr<MemoryRunSource>> RunSourceBuilder::build()
             name = rf::kScalars;
         else if (!chosen.count("loss") && has("grad_norm"))
             name = rf::kScalars;
+        else if (!chosen.count("loss") && !chosen.count("grad_norm") && has("loss_scale"))
+            name = rf::kScalars; // a DeepSpeed log without loss lines: the loss scale is its training series
         else if (has("eval_loss"))
             name = "eval";
         else
