@@ -91,6 +91,25 @@ TEST(OpenRun, LightningLogFolderReadsTheLatestVersion)
     EXPECT_TRUE(noted);
 }
 
+// A DeepSpeed log shows its loss-scale history and its skipped steps; its loss scale is never
+// mistaken for a training loss (the name holds "loss").
+TEST(OpenRun, DeepSpeedLogShowsTheLossScaleHistory)
+{
+    const std::string folder = realLog("microsoft__DeepSpeedExamples__dschat-rm-loss-scale-cascade");
+    NANSCOPE_REQUIRE_REAL_LOG(folder);
+    auto run = openRun(folder);
+    ASSERT_TRUE(run.ok()) << run.error();
+    const TableInfo* scalars = (*run)->table(runformat::kScalars);
+    ASSERT_NE(scalars, nullptr);
+    EXPECT_EQ(scalars->datasets, std::vector<std::string>{"loss_scale"});
+    const auto scale = (*run)->readSeries(runformat::kScalars, "loss_scale");
+    ASSERT_TRUE(scale.ok());
+    EXPECT_DOUBLE_EQ(*std::min_element(scale->begin(), scale->end()), 8.0); // SOURCE.md: the dip to 8
+    auto kinds = (*run)->readStrings(runformat::kEvents, "kind");
+    ASSERT_TRUE(kinds.ok());
+    EXPECT_EQ(std::count(kinds->begin(), kinds->end(), "skipped_step"), 20); // SOURCE.md: skipped 20/1840
+}
+
 TEST(OpenRun, AFolderWithNothingReadableSaysWhatWasLookedFor)
 {
     ScratchFolder empty;
