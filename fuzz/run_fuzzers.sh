@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses (clang, ASan + UBSan, build-fuzz/) and runs each for SECONDS:
-#   fuzz/run_fuzzers.sh [SECONDS] [HARNESS...]       (./setup.sh fuzz SECONDS runs all four)
+#   fuzz/run_fuzzers.sh [SECONDS] [HARNESS...]       (./setup.sh fuzz SECONDS runs them all)
 # Prints each harness's executions and any crash, timeout or out-of-memory input it saved
 # (build-fuzz/findings/<harness>-*). The corpus each run grows is kept in build-fuzz/corpus/, so a
 # second run continues where the first stopped. Exits 1 if any harness found something, unless
@@ -11,7 +11,6 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 harnesses=("$@")
-((${#harnesses[@]})) || harnesses=(zip_archive pickle safetensors run_reader)
 build_dir=${NANSCOPE_FUZZ_BUILD_DIR:-build-fuzz}
 jobs=${NANSCOPE_JOBS:-$(nproc)}
 
@@ -20,10 +19,24 @@ if [ ! -f "$build_dir/build.ninja" ]; then
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DNANSCOPE_BUILD_FUZZ=ON >/dev/null
 fi
+if ((${#harnesses[@]} == 0)); then
+  # Every harness the build defines: trainer_state and metrics_csv only where Qt 6 Core was found.
+  for h in zip_archive pickle safetensors run_reader tensorboard text_log trainer_state metrics_csv; do
+    if grep -q "^build fuzz_$h: phony" "$build_dir/build.ninja"; then
+      harnesses+=("$h")
+    else
+      echo "== fuzz_$h is not in this build (see the cmake warning): skipped"
+    fi
+  done
+fi
 echo "== building the fuzz harnesses ($jobs jobs)"
 cmake --build "$build_dir" -j "$jobs" --target $(printf 'fuzz_%s ' "${harnesses[@]}")
 
 seeds="$build_dir/seeds"
+# Written once; again when a harness has none yet (one added since they were written).
+for h in "${harnesses[@]}"; do
+  [ -d "$seeds/$h" ] || { rm -rf "$seeds" "$seeds.tmp"; break; }
+done
 if [ ! -d "$seeds" ]; then
   echo "== writing seed inputs to $seeds"
   /usr/bin/python3 fuzz/make_seeds.py "$seeds.tmp" && mv "$seeds.tmp" "$seeds"
@@ -34,7 +47,7 @@ mkdir -p "$build_dir/findings" "$build_dir/logs"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 found=0
-printf '%-12s %10s %8s %8s  %s\n' harness executions exec/s corpus findings
+printf '%-14s %10s %8s %8s  %s\n' harness executions exec/s corpus findings
 for h in "${harnesses[@]}"; do
   corpus="$build_dir/corpus/$h"
   mkdir -p "$corpus"
@@ -59,7 +72,7 @@ for h in "${harnesses[@]}"; do
   size=$(ls "$corpus" | wc -l)
   new=$(comm -13 <(echo "$before") <(ls "$build_dir/findings" | grep "^$h-" || true) | tr '\n' ' ')
   count=$(wc -w <<<"$new")
-  printf '%-12s %10s %8s %8s  %s\n' "$h" "${runs:-?}" "${speed:-?}" "$size" \
+  printf '%-14s %10s %8s %8s  %s\n' "$h" "${runs:-?}" "${speed:-?}" "$size" \
          "$([ "$count" -eq 0 ] && echo none || echo "$count in $build_dir/findings/$h-*")"
   if [ "$rc" -ne 0 ] || [ -n "$new" ]; then
     found=1

@@ -254,7 +254,8 @@ private:
         if (dims.size() != 2 || dims[1].size() != 3 || !isFloatLike(tensor.dtype()))
             return false;
         const std::vector<double> values = floatValues(tensor);
-        if (dims[0].size() < 0 || values.size() != size_t(dims[0].size()) * 3)
+        // Divided, not multiplied: rows x 3 can wrap around to the number of values given.
+        if (dims[0].size() < 0 || values.size() % 3 != 0 || values.size() / 3 != uint64_t(dims[0].size()))
             return false;
         HistogramPoint point;
         point.step = step;

@@ -54,10 +54,13 @@ Result<TfRecordScan> readTfRecords(const std::string& path, const TfRecordCallba
     std::string data;
     uint64_t offset = 0;
     for (uint64_t number = 1; offset < fileSize; ++number) {
-        const std::string where
-            = path + ": record " + std::to_string(number) + " (byte " + std::to_string(offset) + "): ";
+        // Made only for a warning: a good record (all but a few) needs no words.
+        const uint64_t recordOffset = offset;
+        auto where = [&] {
+            return path + ": record " + std::to_string(number) + " (byte " + std::to_string(recordOffset) + "): ";
+        };
         auto stop = [&](const std::string& why) {
-            scan.warnings.push_back(where + why + "; reading stopped, " + recordsKept(scan.recordsRead));
+            scan.warnings.push_back(where() + why + "; reading stopped, " + recordsKept(scan.recordsRead));
             scan.stoppedEarly = true;
         };
         const uint64_t remaining = fileSize - offset;
@@ -92,12 +95,12 @@ Result<TfRecordScan> readTfRecords(const std::string& path, const TfRecordCallba
         offset += kHeaderBytes + length + kFooterBytes;
         if (maskCrc32c(crc32c(data.data(), data.size())) != readLittleEndian32(footer)) {
             // The length was sound, so the next record is where it says: skip only this one.
-            scan.warnings.push_back(where + "CRC-32C of the data does not match; record skipped, reading went on");
+            scan.warnings.push_back(where() + "CRC-32C of the data does not match; record skipped, reading went on");
             ++scan.recordsSkipped;
             continue;
         }
         ++scan.recordsRead;
-        onRecord(number, offset - kHeaderBytes - length - kFooterBytes, data);
+        onRecord(number, recordOffset, data);
     }
     return scan;
 }

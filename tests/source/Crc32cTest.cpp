@@ -28,3 +28,29 @@ TEST(Crc32c, MaskIsTheTfRecordRotation)
     EXPECT_EQ(maskCrc32c(0xE3069283u), uint32_t(((0xE3069283u >> 15) | (0xE3069283u << 17)) + 0xa282ead8u));
     EXPECT_NE(maskCrc32c(1), maskCrc32c(2));
 }
+
+// crc32c reads eight bytes at a time: every length and starting offset (the tail, an odd start,
+// a piece boundary inside an eight-byte step) must give what the plain bitwise definition gives.
+TEST(Crc32c, AgreesWithTheBitwiseDefinitionAtEveryLengthAndOffset)
+{
+    auto bitwise = [](const unsigned char* bytes, size_t size) {
+        uint32_t crc = 0xFFFFFFFFu;
+        for (size_t i = 0; i < size; ++i) {
+            crc ^= bytes[i];
+            for (int bit = 0; bit < 8; ++bit)
+                crc = (crc & 1u) ? (crc >> 1) ^ 0x82F63B78u : crc >> 1;
+        }
+        return ~crc;
+    };
+    std::string bytes(80, '\0');
+    for (size_t i = 0; i < bytes.size(); ++i)
+        bytes[i] = char((i * 151 + 7) & 0xFF);
+    const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
+    for (size_t offset = 0; offset < 8; ++offset)
+        for (size_t size = 0; offset + size <= bytes.size(); ++size) {
+            ASSERT_EQ(crc32c(data + offset, size), bitwise(data + offset, size)) << offset << " " << size;
+            const size_t split = size / 3;
+            ASSERT_EQ(crc32c(data + offset + split, size - split, crc32c(data + offset, split)),
+                      bitwise(data + offset, size));
+        }
+}

@@ -178,3 +178,31 @@ TEST(TensorBoardReader, RandomDamageIsReportedNotFatal)
             EXPECT_EQ(warning.rfind(path + ": record ", 0), 0u) << warning;
     }
 }
+
+// A TF2 histogram whose first dimension times 3 wraps around 2^64 to the number of values given
+// ([6148914691236517206, 3] with 2 values: 3 x that is 2^64 + 2) once passed the shape check and
+// read its rows past the values' end. It is a histogram of an unexpected shape, skipped.
+TEST(TensorBoardReader, HistogramShapeThatWrapsAroundIsSkipped)
+{
+    TempFolder temp;
+    ASSERT_TRUE(temp.ok());
+    const uint64_t wrapsToTwo = 6148914691236517206ull;
+    ASSERT_EQ(wrapsToTwo * 3, 2u);
+    std::string file = summaryEvent(1,
+        Proto()
+            .blob(1, "acts")
+            .message(9, pluginMetadata("histograms"))
+            .message(8, Proto().varint(1, 2).message(2, shape({ int64_t(wrapsToTwo), 3 })).packedDoubles(6, { 1, 2 })));
+    // A sound histogram after it is still read.
+    file += summaryEvent(2,
+        Proto().blob(1, "acts").message(8, Proto().varint(1, 2).message(2, shape({ 1, 3 })).packedDoubles(6, { 5, 7, 2 })));
+    const std::string path = temp.file("events.out.tfevents.wrapping-shape");
+    writeBytes(path, file);
+
+    const Result<ScalarLog> log = readTensorBoardEvents(path);
+    ASSERT_TRUE(log.ok()) << log.error();
+    ASSERT_EQ(log->histograms.count("acts"), 1u);
+    ASSERT_EQ(log->histograms.at("acts").size(), 1u);
+    EXPECT_EQ(log->histograms.at("acts")[0].step, 2);
+    EXPECT_TRUE(hasNote(*log, "1 histogram tensor of an unexpected shape or type skipped"));
+}

@@ -1,0 +1,13 @@
+// libFuzzer harness: readTrainerState on a trainer_state.json that is the input (Qt's JSON parser
+// underneath, fed one log_history entry at a time by nanscope's own scanner).
+
+#include "FuzzSupport.h"
+#include "core/source/TrainerStateReader.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
+{
+    using namespace nanscope;
+    const std::string path = fuzz::writeInput("trainer_state.json", data, size);
+    readTrainerState(path);
+    return 0;
+}
