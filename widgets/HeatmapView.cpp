@@ -126,7 +126,10 @@ void HeatmapView::setHeatmap(const LayerHeatmap& heatmap)
         for (int b = 0; b < bins; ++b)
             m_map->data()->setCell(b, r, heatmap.at(size_t(r), size_t(b)));
     m_map->rescaleDataRange(true);
-    const QString labels[] = {tr("log10 grad norm"), tr("log10 |activation|"), tr("non-finite count")};
+    // One per HeatmapQuantity, in its order: a missing one was read past the array's end.
+    const QString labels[] = {tr("log10 grad norm"), tr("log10 |activation|"), tr("non-finite count"),
+                              tr("log10 parameter norm")};
+    static_assert(int(HeatmapQuantity::ParamNormLog10) == 3, "a label for every HeatmapQuantity");
     m_scale->axis()->setLabel(labels[int(heatmap.quantity)]);
 
     // Name the rows when they fit; otherwise the readout names the row under the cursor.
