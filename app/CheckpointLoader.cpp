@@ -1,8 +1,11 @@
 #include "CheckpointLoader.h"
 
 #include "CheckpointJson.h"
+#include "OptimizerJson.h"
 
 #include <QCoreApplication>
+#include <QDir>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -17,6 +20,18 @@ CheckpointLoader::CheckpointLoader(QObject* parent)
     , m_child(new ChildProgram(this))
 {
     qRegisterMetaType<std::vector<CheckpointTensor>>();
+    qRegisterMetaType<CheckpointOptimizer>();
+}
+
+QString CheckpointLoader::optimizerFileBeside(const QString& weightsFile)
+{
+    const QFileInfo weights(weightsFile);
+    static const QStringList trainerWeights{"model.safetensors", "pytorch_model.bin", "adapter_model.safetensors",
+                                            "adapter_model.bin"};
+    if (!trainerWeights.contains(weights.fileName()))
+        return {};
+    const QFileInfo optimizer(weights.dir().filePath("optimizer.pt"));
+    return optimizer.isFile() ? optimizer.filePath() : QString();
 }
 
 CheckpointLoader::~CheckpointLoader() = default;
@@ -35,15 +50,20 @@ void CheckpointLoader::load(qint64 step, const std::map<int64_t, std::string>& c
     m_file = QString::fromStdString(it->second);
     m_previous = it == checkpoints.begin() ? QString() : QString::fromStdString(std::prev(it)->second);
     m_rows.clear();
+    m_optimizer = {};
+    m_optimizerError.clear();
+    m_optimizerFile = optimizerFileBeside(m_file);
     runStats();
 }
 
 void CheckpointLoader::runChild(const QStringList& args,
                                 std::function<void(const QJsonObject& json, const QString& error)> done)
 {
-    m_child->start(args, [this, done](const ChildOutcome& outcome) {
+    // `stats FILE` names the file it read (the weights, or the optimizer.pt); a diff, the checkpoint.
+    const QString file = args.value(0) == "stats" ? args.value(1) : m_file;
+    m_child->start(args, [file, done](const ChildOutcome& outcome) {
         if (outcome.kind == ChildOutcome::Kind::Crashed)
-            done({}, tr("reading %1 crashed").arg(m_file));
+            done({}, tr("reading %1 crashed").arg(file));
         else if (!outcome.succeeded())
             done({}, outcome.message);
         else
@@ -56,6 +76,7 @@ void CheckpointLoader::runStats()
     runChild({"stats", m_file, "--json", "--histogram", "40", "--device", "cpu"},
              [this](const QJsonObject& root, const QString& error) {
                  if (!error.isEmpty()) {
+                     emit optimizerLoaded(m_step, {}, QString());
                      emit loaded(m_step, {}, error);
                      return;
                  }
@@ -64,10 +85,16 @@ void CheckpointLoader::runStats()
                      row.stats = tensorStatsFromJson(value.toObject(), &row.flags);
                      m_rows.push_back(std::move(row));
                  }
-                 if (m_previous.isEmpty())
-                     emit loaded(m_step, m_rows, QString());
-                 else
+                 // A Lightning checkpoint's optimizer_states come with its tensors.
+                 if (root.contains("optimizer"))
+                     m_optimizer = checkpointOptimizerFromJson(root["optimizer"].toObject());
+                 m_optimizerError = root["optimizer_error"].toString();
+                 if (!m_previous.isEmpty())
                      runDiff();
+                 else if (!m_optimizerFile.isEmpty())
+                     runOptimizer();
+                 else
+                     finish();
              });
 }
 
@@ -81,8 +108,31 @@ void CheckpointLoader::runDiff()
                 if (row.stats.name == diff.name)
                     row.update = diff;
         }
-        emit loaded(m_step, m_rows, QString());
+        if (!m_optimizerFile.isEmpty())
+            runOptimizer();
+        else
+            finish();
     });
+}
+
+void CheckpointLoader::runOptimizer()
+{
+    // A failed read is shown in the optimizer's place; the tensors still stand.
+    runChild({"stats", m_optimizerFile, "--json"}, [this](const QJsonObject& root, const QString& error) {
+        if (!error.isEmpty())
+            m_optimizerError = error;
+        else if (root.contains("optimizer"))
+            m_optimizer = checkpointOptimizerFromJson(root["optimizer"].toObject());
+        else
+            m_optimizerError = tr("%1 holds no optimizer state").arg(m_optimizerFile);
+        finish();
+    });
+}
+
+void CheckpointLoader::finish()
+{
+    emit optimizerLoaded(m_step, m_optimizer, m_optimizerError);
+    emit loaded(m_step, m_rows, QString());
 }
 
 } // namespace nanscope

@@ -230,6 +230,11 @@ void MainWindow::connectViewRequests()
         m_screenshot->expect(Work::Checkpoint);
         m_checkpointLoader->load(step, snapshot().info.checkpoints);
     });
+    connect(m_checkpointLoader, &CheckpointLoader::optimizerLoaded, this,
+            [this](qint64 step, const CheckpointOptimizer& optimizer, const QString& error) {
+                if (m_context->hasRun())
+                    m_checkpoints->setOptimizer(step, optimizer, error);
+            });
     connect(m_checkpointLoader, &CheckpointLoader::loaded, this,
             [this](qint64 step, const std::vector<CheckpointTensor>& tensors, const QString& error) {
                 if (!m_context->hasRun())

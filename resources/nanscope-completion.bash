@@ -13,7 +13,7 @@ _nanscope_options()
     case $1 in
         info) echo "--json $common" ;;
         scan) echo "--json --config --set --print-config $common" ;;
-        stats) echo "--json --device --histogram --spectral-norm --norm-threshold $common" ;;
+        stats) echo "--json --device --histogram --spectral-norm --norm-threshold --optimizer --names-from $common" ;;
         diff) echo "--json $common" ;;
         replay) echo "--step --checkpoint --batch --layer --bisect --dtype --device --eval --json $common" ;;
         report) echo "-o --output --no-replay $common" ;;
@@ -64,7 +64,7 @@ _nanscope()
         --checkpoints) _nanscope_words "link copy none"; return ;;
         --view) _nanscope_words "overview layers heatmap bn checkpoints replay"; return ;;
         --only) _nanscope_words "healthy sudden-blowup gradual-blowup division-by-zero batchnorm-poisoned"; return ;;
-        --config | --checkpoint | --batch | -o | --output | --screenshot) _nanscope_paths -f; return ;;
+        --config | --checkpoint | --batch | -o | --output | --screenshot | --names-from) _nanscope_paths -f; return ;;
         --step | --layer | --set | --histogram | --norm-threshold) return ;; # free text: nothing to offer
     esac
 

@@ -1,5 +1,6 @@
 #include "CheckpointsView.h"
 
+#include "OptimizerStateModel.h"
 #include "TensorStatsModel.h"
 
 #include <qcustomplot.h>
@@ -10,6 +11,8 @@
 #include <QLabel>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
+#include <QTabBar>
+#include <QTabWidget>
 #include <QTableView>
 #include <QVBoxLayout>
 
@@ -25,6 +28,11 @@ CheckpointsView::CheckpointsView(QWidget* parent)
     , m_histogram(new QCustomPlot(this))
     , m_model(new TensorStatsModel(this))
     , m_sorted(new QSortFilterProxyModel(this))
+    , m_tabs(new QTabWidget(this))
+    , m_optimizerText(new QLabel(this))
+    , m_optimizerTable(new QTableView(this))
+    , m_optimizerModel(new OptimizerStateModel(this))
+    , m_optimizerSorted(new QSortFilterProxyModel(this))
 {
     auto* layout = new QVBoxLayout(this);
     auto* header = new QHBoxLayout();
@@ -46,7 +54,26 @@ CheckpointsView::CheckpointsView(QWidget* parent)
     splitter->addWidget(m_histogram);
     splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 1);
-    layout->addWidget(splitter, 1);
+    m_tabs->addTab(splitter, tr("Tensors"));
+
+    auto* optimizerPage = new QWidget(this);
+    auto* optimizerLayout = new QVBoxLayout(optimizerPage);
+    optimizerLayout->setContentsMargins(0, 0, 0, 0);
+    m_optimizerText->setWordWrap(true);
+    m_optimizerText->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    optimizerLayout->addWidget(m_optimizerText);
+    m_optimizerSorted->setSourceModel(m_optimizerModel);
+    m_optimizerSorted->setSortRole(OptimizerStateModel::SortRole);
+    m_optimizerTable->setModel(m_optimizerSorted);
+    m_optimizerTable->setSortingEnabled(true);
+    m_optimizerTable->horizontalHeader()->setSortIndicator(-1, Qt::AscendingOrder); // the optimizer's order
+    m_optimizerTable->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_optimizerTable->verticalHeader()->hide();
+    m_optimizerTable->horizontalHeader()->setStretchLastSection(true);
+    optimizerLayout->addWidget(m_optimizerTable, 1);
+    m_tabs->addTab(optimizerPage, tr("Optimizer"));
+    m_tabs->setTabVisible(1, false); // until a checkpoint with an optimizer state is shown
+    layout->addWidget(m_tabs, 1);
     m_histogram->xAxis->setLabel(tr("value"));
     m_histogram->yAxis->setLabel(tr("count"));
     m_status->setText(tr("Tensor statistics are read without running code from the file."));
@@ -77,6 +104,7 @@ void CheckpointsView::chooseStepNear(qint64 step)
         // The old checkpoint's rows would read as the new one's while the child reads the file.
         m_shownStep = wanted;
         m_model->setTensors({});
+        clearOptimizer();
         m_status->setText(tr("Reading the checkpoint of step %1…").arg(wanted));
         emit checkpointRequested(wanted);
     }
@@ -92,6 +120,68 @@ void CheckpointsView::setTensors(qint64 step, const std::vector<CheckpointTensor
         m_table->selectRow(0);
 }
 
+void CheckpointsView::setOptimizer(qint64 step, const CheckpointOptimizer& optimizer, const QString& error)
+{
+    m_shownStep = step; // setTensors follows with the same step
+    const bool present = !optimizer.summary.path.empty() || !error.isEmpty();
+    m_optimizerModel->setOptimizer(optimizer);
+    m_optimizerTable->resizeColumnsToContents();
+    const int flagged = optimizer.flaggedCount();
+    m_tabs->setTabText(1, flagged > 0 ? tr("Optimizer (%1 flagged)").arg(flagged) : tr("Optimizer"));
+    const QColor tabText = flagged > 0 ? QColor(200, 20, 20) : m_tabs->tabBar()->palette().color(QPalette::WindowText);
+    m_tabs->tabBar()->setTabTextColor(1, tabText); // red, so flags are seen from the Tensors tab
+    m_tabs->setTabVisible(1, present);
+    if (!error.isEmpty()) {
+        m_optimizerText->setText(
+            QString("<span style='color:#b00020'>%1</span>").arg(tr("Optimizer state not read: %1").arg(error).toHtmlEscaped()));
+        return;
+    }
+    m_optimizerText->setText(optimizerDescription());
+}
+
+bool CheckpointsView::optimizerTabShown() const
+{
+    return m_tabs->isTabVisible(1);
+}
+
+QString CheckpointsView::optimizerDescription() const
+{
+    const CheckpointOptimizer& optimizer = m_optimizerModel->optimizer();
+    const OptimizerStateSummary& summary = optimizer.summary;
+    if (summary.path.empty())
+        return {};
+    const auto figure = [](const std::optional<double>& v) { return v ? QString::number(*v, 'g', 4) : QString("\u2014"); };
+    QStringList lines;
+    lines << tr("<b>%1</b>: %2, %3 parameters")
+                 .arg(QString::fromStdString(summary.path).toHtmlEscaped())
+                 .arg(summary.isAdam ? tr("Adam-family optimizer state") : tr("not an Adam-family optimizer"))
+                 .arg(summary.parameters.size());
+    lines << (summary.namesMapped
+                  ? tr("Names from %1.").arg(QString::fromStdString(optimizer.namesFrom).toHtmlEscaped())
+                  : tr("Named by the optimizer's index and shape: the checkpoint does not say which model parameter each "
+                       "one is (see the notes)."));
+    for (size_t g = 0; g < summary.groups.size(); ++g) {
+        const OptimizerGroup& group = summary.groups[g];
+        lines << tr("Group %1: lr %2, eps %3, betas %4, %5; weight decay %6; %7 parameters")
+                     .arg(g)
+                     .arg(figure(group.lr), figure(group.eps), figure(group.beta1), figure(group.beta2),
+                          figure(group.weightDecay))
+                     .arg(group.parameterIndices.size());
+    }
+    for (const std::string& warning : summary.warnings)
+        lines << QString("<span style='color:#b00020'>%1</span>").arg(QString::fromStdString(warning).toHtmlEscaped());
+    for (const std::string& note : summary.notes)
+        lines << QString("<span style='color:#555'>%1</span>").arg(QString::fromStdString(note).toHtmlEscaped());
+    return lines.join("<br>");
+}
+
+void CheckpointsView::clearOptimizer()
+{
+    m_optimizerModel->setOptimizer({});
+    m_optimizerText->clear();
+    m_tabs->setTabVisible(1, false);
+}
+
 QString CheckpointsView::summary() const
 {
     int bad = 0, buffers = 0;
@@ -99,7 +189,12 @@ QString CheckpointsView::summary() const
         bad += t.isBad();
         buffers += batchnorm::isRunningStatisticName(t.stats.name);
     }
-    return tr("Step %1: %2 tensors (%3 BatchNorm buffers), %4 flagged").arg(m_shownStep).arg(m_model->rowCount()).arg(buffers).arg(bad);
+    QString text = tr("Step %1: %2 tensors (%3 BatchNorm buffers), %4 flagged").arg(m_shownStep).arg(m_model->rowCount()).arg(buffers).arg(bad);
+    if (!m_optimizerModel->optimizer().summary.path.empty())
+        text += tr("; optimizer state: %1 of %2 parameters flagged")
+                    .arg(m_optimizerModel->optimizer().flaggedCount())
+                    .arg(m_optimizerModel->rowCount());
+    return text;
 }
 
 void CheckpointsView::showHistogram(int row)
@@ -136,6 +231,7 @@ void CheckpointsView::clear()
     m_step->blockSignals(false);
     m_shownStep = -1;
     m_model->setTensors({});
+    clearOptimizer();
     m_status->clear();
     m_histogram->clearPlottables();
     m_histogram->replot(QCustomPlot::rpQueuedReplot);

@@ -8,14 +8,18 @@ class QComboBox;
 class QCustomPlot;
 class QLabel;
 class QSortFilterProxyModel;
+class QTabWidget;
 class QTableView;
 
 namespace nanscope {
 
+class OptimizerStateModel;
 class TensorStatsModel;
 
 // A checkpoint's tensors: a sortable statistics table (non-finite in red, BatchNorm buffers
 // marked), the histogram of the selected tensor, and the update against the previous checkpoint.
+// When the checkpoint holds an optimizer state, an Optimizer tab beside them: its param groups,
+// a row per parameter (Adam's update against lr, epsilon domination, the moments) and its notes.
 class CheckpointsView : public QWidget
 {
     Q_OBJECT
@@ -27,10 +31,17 @@ public:
     // Drops everything of the run shown (RunContext::runClosed).
     void clear();
     void setTensors(qint64 step, const std::vector<CheckpointTensor>& tensors, const QString& error);
+    // An optimizer with an empty summary.path: the checkpoint holds none, and the tab is hidden.
+    void setOptimizer(qint64 step, const CheckpointOptimizer& optimizer, const QString& error);
     void showHistogram(int row);
     TensorStatsModel* model() const { return m_model; }
     QSortFilterProxyModel* sorted() const { return m_sorted; }
     QString summary() const;
+    OptimizerStateModel* optimizerModel() const { return m_optimizerModel; }
+    QTabWidget* tabs() const { return m_tabs; }
+    bool optimizerTabShown() const;
+    // The text above the optimizer table: groups, where the names came from, notes and warnings.
+    QString optimizerDescription() const;
 
 signals:
     void checkpointRequested(qint64 step);
@@ -42,7 +53,14 @@ private:
     QCustomPlot* m_histogram = nullptr;
     TensorStatsModel* m_model = nullptr;
     QSortFilterProxyModel* m_sorted = nullptr;
+    QTabWidget* m_tabs = nullptr;
+    QLabel* m_optimizerText = nullptr;
+    QTableView* m_optimizerTable = nullptr;
+    OptimizerStateModel* m_optimizerModel = nullptr;
+    QSortFilterProxyModel* m_optimizerSorted = nullptr;
     qint64 m_shownStep = -1;
+
+    void clearOptimizer();
 };
 
 } // namespace nanscope

@@ -6,6 +6,7 @@
 #include "core/scan/LayerHealth.h"
 #include "core/replay/ReplayTrace.h"
 #include "core/checkpoint/CheckpointDiff.h"
+#include "core/source/OptimizerState.h"
 #include "core/tensor/BatchNormHealth.h"
 #include "core/tensor/TensorStats.h"
 
@@ -82,5 +83,27 @@ struct CheckpointTensor
 
     QString name() const { return QString::fromStdString(stats.name); }
     bool isBad() const { return stats.nonfinite() > 0 || !flags.empty(); }
+};
+
+// A checkpoint's optimizer state as `nanscope stats --json` reports it (an optimizer.pt, or a
+// Lightning checkpoint's optimizer_states) and the checkpoints pane shows it: core's summary, the
+// flags stats judged per parameter, and the model file the parameter names came from.
+struct CheckpointOptimizer
+{
+    OptimizerStateSummary summary;
+    std::vector<std::vector<std::string>> flags; // parallel to summary.parameters
+    std::string namesFrom; // empty when no model file could name the parameters
+
+    const OptimizerGroup* groupOf(const OptimizerParameterState& parameter) const
+    {
+        return parameter.group < summary.groups.size() ? &summary.groups[parameter.group] : nullptr;
+    }
+    int flaggedCount() const
+    {
+        int flagged = 0;
+        for (const auto& parameterFlags : flags)
+            flagged += !parameterFlags.empty();
+        return flagged;
+    }
 };
 } // namespace nanscope

@@ -1,11 +1,17 @@
 #include "core/source/OptimizerState.h"
 
 #include "core/checkpoint/CheckpointReader.h"
+#include "core/source/CheckpointFiles.h"
+#include "core/tensor/BatchNormHealth.h"
 #include "core/tensor/ElementConversion.h"
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <set>
+#include <sstream>
+#include <tuple>
 
 namespace nanscope {
 
@@ -83,7 +89,8 @@ void measureAdamState(const PickledValue& state, const OptimizerGroup& group, Op
     for (int64_t i = 0; i < n; ++i) {
         const double mi = m[i], vi = v[i];
         const bool mOk = std::isfinite(mi), vOk = std::isfinite(vi) && vi >= 0;
-        out.nonfinite += !std::isfinite(mi) + !std::isfinite(vi);
+        out.nonfiniteExpAvg += !std::isfinite(mi);
+        out.nonfiniteExpAvgSq += !std::isfinite(vi);
         if (mOk) {
             sumM += mi * mi;
             ++finiteM;
@@ -103,6 +110,7 @@ void measureAdamState(const PickledValue& state, const OptimizerGroup& group, Op
             ++finiteUpdate;
         }
     }
+    out.nonfinite = out.nonfiniteExpAvg + out.nonfiniteExpAvgSq;
     out.expAvgRms = rms(sumM, finiteM);
     out.expAvgSqRootRms = finiteV > 0 ? std::sqrt(sumV / double(finiteV)) : 0.0;
     if (canUpdate && n > 0 && correction1 > 0 && correction2 > 0) {
@@ -276,16 +284,15 @@ Result<OptimizerStateSummary> summarise(
     if (stateOf.size() > listed.size())
         summary.warnings.push_back(path + ": " + std::to_string(stateOf.size() - listed.size())
             + " state entries belong to no param group; ignored");
-    for (const OptimizerParameterState& p : summary.parameters)
-        if (p.nonfinite > 0) {
-            summary.warnings.push_back(
-                path + ": " + p.name + ": " + std::to_string(p.nonfinite) + " non-finite elements in its Adam moments");
-        }
-
     const std::string why = mapNames(summary, model, shapesKnown);
     summary.namesMapped = why.empty();
     if (!summary.namesMapped)
         summary.notes.push_back(path + ": parameters are named by the optimizer's index: " + why);
+    for (const OptimizerParameterState& p : summary.parameters) // after mapNames: by the model's name where known
+        if (p.nonfinite > 0) {
+            summary.warnings.push_back(
+                path + ": " + p.name + ": " + std::to_string(p.nonfinite) + " non-finite elements in its Adam moments");
+        }
     return summary;
 }
 
@@ -312,6 +319,132 @@ Result<OptimizerStateSummary> readOptimizerState(
     } catch (const std::bad_alloc&) {
         return Error { path + ": out of memory while reading the optimizer state" };
     }
+}
+
+namespace {
+
+std::string shortNumber(double value)
+{
+    std::ostringstream text;
+    text.precision(value >= 0.01 && value < 1000 ? 3 : 2);
+    text << value;
+    return text.str();
+}
+
+std::string percent(double share)
+{
+    std::ostringstream text;
+    text.precision(share >= 0.995 || share < 0.1 ? 3 : 2);
+    text << share * 100 << "%";
+    return text.str();
+}
+
+bool endsWith(const std::string& text, const std::string& suffix)
+{
+    return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+} // namespace
+
+std::vector<std::string> optimizerFlags(
+    const OptimizerParameterState& parameter, const OptimizerGroup& group, const OptimizerThresholds& thresholds)
+{
+    std::vector<std::string> flags;
+    // A NaN in either moment reaches the update, and the update the weights, at the next step.
+    if (parameter.nonfiniteExpAvgSq > 0)
+        flags.push_back(std::to_string(parameter.nonfiniteExpAvgSq)
+            + " NaN/Inf in exp_avg_sq: the next step will write NaN into the weights");
+    if (parameter.nonfiniteExpAvg > 0)
+        flags.push_back(std::to_string(parameter.nonfiniteExpAvg)
+            + " NaN/Inf in exp_avg: the next step will write NaN into the weights");
+    const bool epsilonDominates
+        = parameter.epsilonDominatedShare && *parameter.epsilonDominatedShare > thresholds.epsilonDominatedAbove;
+    if (epsilonDominates)
+        flags.push_back("epsilon dominates " + percent(*parameter.epsilonDominatedShare)
+            + ": the effective step is lr/eps * g; eps too large, or gradients vanishing");
+    if (const auto ratio = updateToLearningRate(parameter, group)) {
+        if (*ratio > thresholds.updateToLrAbove)
+            flags.push_back("update " + shortNumber(*ratio)
+                + " x lr: the latest gradients outgrew the history in exp_avg_sq (a gradient spike)");
+        else if (*ratio < thresholds.updateToLrBelow && !epsilonDominates) // said above, with its reason
+            flags.push_back("update " + shortNumber(*ratio) + " x lr: the parameter has all but stopped moving");
+    }
+    return flags;
+}
+
+std::vector<ModelParameter> modelParametersOf(const std::vector<NamedTensor>& tensors)
+{
+    static const std::string lightningPrefix = "state_dict.";
+    const bool lightning = std::any_of(tensors.begin(), tensors.end(),
+        [](const NamedTensor& t) { return t.name.rfind(lightningPrefix, 0) == 0; });
+    std::vector<ModelParameter> parameters;
+    std::set<std::tuple<const void*, int64_t, std::vector<int64_t>>> seen; // tied tensors share all three
+    for (const NamedTensor& tensor : tensors) {
+        std::string name = tensor.name;
+        if (lightning) {
+            if (name.rfind(lightningPrefix, 0) != 0)
+                continue; // optimizer_states, callbacks: not the model
+            name.erase(0, lightningPrefix.size());
+        }
+        if (!isFloatingPoint(tensor.tensor.dtype) || batchnorm::isRunningStatisticName(name))
+            continue;
+        if (!seen.insert({ tensor.tensor.storage.get(), tensor.tensor.storageOffset, tensor.tensor.shape }).second)
+            continue;
+        parameters.push_back({ std::move(name), tensor.tensor.shape });
+    }
+    return parameters;
+}
+
+ModelParametersFound findModelParameters(const std::string& modelFileOrFolder)
+{
+    namespace fs = std::filesystem;
+    ModelParametersFound found;
+    std::error_code error;
+    const fs::path folder(modelFileOrFolder);
+    std::vector<std::string> files;
+    if (fs::is_directory(folder, error)) {
+        const auto present = [&](const char* name) { return fs::is_regular_file(folder / name, error); };
+        if (present("adapter_model.bin") || present("adapter_model.safetensors")) {
+            // PEFT trains the adapter alone: the base model's weights have no optimizer state.
+            files.push_back((folder / (present("adapter_model.bin") ? "adapter_model.bin" : "adapter_model.safetensors")).string());
+        } else if (present("pytorch_model.bin")) {
+            files.push_back((folder / "pytorch_model.bin").string()); // in model order, unlike model.safetensors
+        } else {
+            auto listed = findCheckpointFiles(modelFileOrFolder);
+            if (!listed) {
+                found.notes.push_back(listed.error());
+                return found;
+            }
+            files = listed->files;
+        }
+    } else {
+        files.push_back(modelFileOrFolder);
+    }
+
+    for (const std::string& file : files)
+        found.source += (found.source.empty() ? "" : ", ") + file;
+    for (const std::string& file : files)
+        if (endsWith(file, ".safetensors")) {
+            found.notes.push_back(file
+                + " keeps its tensors sorted by name, not in the model's order, so it cannot name the "
+                  "optimizer's parameters; a pickled state_dict of the model (pytorch_model.bin) can");
+            return found;
+        }
+    std::vector<NamedTensor> tensors;
+    for (const std::string& file : files) {
+        auto model = readModelTensors(file);
+        if (!model) {
+            found.notes.push_back("the model's parameter names could not be read: " + model.error());
+            return found;
+        }
+        for (NamedTensor& tensor : model->tensors)
+            tensors.push_back(std::move(tensor));
+        // Only the names and shapes are kept; the weights themselves are freed with `tensors`.
+        for (ModelParameter& parameter : modelParametersOf(tensors))
+            found.parameters.push_back(std::move(parameter));
+        tensors.clear();
+    }
+    return found;
 }
 
 } // namespace nanscope

@@ -7,6 +7,7 @@
 // `.ckpt` (its optimizer_states[0]) by core's safe unpickler; plain C++ over the tensor bytes.
 
 #include "core/Result.h"
+#include "core/tensor/Tensor.h"
 
 #include <cstdint>
 #include <optional>
@@ -38,7 +39,9 @@ struct OptimizerParameterState
     // Empty when the state or the group lacks a figure the formula needs.
     std::optional<double> updateRms;
     std::optional<double> epsilonDominatedShare;
-    int64_t nonfinite = 0; // NaN and Inf elements of the moment tensors
+    int64_t nonfinite = 0; // NaN and Inf elements of the moment tensors: the two counts below
+    int64_t nonfiniteExpAvg = 0;
+    int64_t nonfiniteExpAvgSq = 0; // of max_exp_avg_sq with amsgrad, the one the update divides by
 };
 
 struct OptimizerGroup
@@ -74,5 +77,55 @@ Result<OptimizerStateSummary> readOptimizerState(
 // param group whose size equals the model's parameter count.
 Result<OptimizerStateSummary> readOptimizerState(
     const std::string& path, const std::vector<std::string>& parameterNamesInOrder);
+
+// The update's RMS in units of the group's learning rate. Adam moves each element by about lr while
+// the gradient keeps its size and sign (m_hat / sqrt(v_hat) = 1), less when it is noisy; far below 1
+// the parameter has stalled, above 1 the latest gradients outgrew the history in exp_avg_sq. The
+// group's lr is the one saved, i.e. after the scheduler's last step: a warm-up or decay changes it
+// a little from the lr the last update used. Empty without an update or a positive lr.
+inline std::optional<double> updateToLearningRate(const OptimizerParameterState& parameter, const OptimizerGroup& group)
+{
+    if (!parameter.updateRms || !group.lr || !(*group.lr > 0))
+        return std::nullopt;
+    return *parameter.updateRms / *group.lr;
+}
+
+struct OptimizerThresholds
+{
+    double epsilonDominatedAbove = 0.5; // share of elements with sqrt(v_hat) <= eps
+    // A gradient that jumps k-fold against a steady history gives an update of about
+    // (0.9 + 0.1 k) / sqrt(0.999 + 0.001 k^2) lr with the default betas: 1.5 lr is a jump of ~6x.
+    double updateToLrAbove = 1.5;
+    double updateToLrBelow = 0.01;
+};
+
+// Short findings for one parameter, each saying what it means for training: non-finite moments
+// ("3 NaN/Inf in exp_avg_sq: the next step writes NaN into the weights"), epsilon domination
+// above the threshold, and an update far from lr.
+std::vector<std::string> optimizerFlags(
+    const OptimizerParameterState& parameter, const OptimizerGroup& group, const OptimizerThresholds& thresholds = {});
+
+// The model's trainable parameters as an optimizer lists them, from a pickled state_dict's tensors
+// in file (= registration) order: the floating-point tensors other than BatchNorm running
+// statistics, which are buffers the optimizer never sees; a tensor tied to an earlier one (the same
+// storage, offset and shape: `lm_head.weight` sharing the embedding) once, as model.parameters()
+// yields it. A Lightning checkpoint's tensors ("state_dict.<name>") give their state_dict alone,
+// named without the prefix.
+std::vector<ModelParameter> modelParametersOf(const std::vector<NamedTensor>& tensors);
+
+struct ModelParametersFound
+{
+    std::vector<ModelParameter> parameters; // empty when none could be read in the model's order
+    std::string source; // the file(s) read, for "names from ..."
+    std::vector<std::string> notes; // why there are none, or what was assumed
+};
+
+// The parameters to name an optimizer state by, from a model file or a checkpoint folder. A folder
+// is searched as a Hugging Face checkpoint: an adapter (adapter_model.bin) when it holds one, since
+// PEFT trains the adapter alone; else pytorch_model.bin, its shards, or the other files
+// findCheckpointFiles lists. Only pickled state_dicts keep the model's order: a safetensors file
+// sorts its tensors by name, so it is not read and a note says so. Never fails; a note says why
+// nothing was found.
+ModelParametersFound findModelParameters(const std::string& modelFileOrFolder);
 
 } // namespace nanscope

@@ -2,6 +2,7 @@
 // (CheckpointSeriesFixtures.h), as a user opening a Hugging Face or Lightning run would see them.
 #include "core/run/LayerHeatmap.h"
 #include "core/run/RunFormat.h"
+#include "core/checkpoint/CheckpointReader.h"
 #include "core/source/CheckpointSeries.h"
 #include "core/source/OpenRun.h"
 #include "core/source/CheckpointTables.h"
@@ -318,6 +319,36 @@ TEST_F(CheckpointSeriesTest, NotAnOptimizerFileIsAnErrorNamingIt)
     auto truncated = readOptimizerState(model, tinyModel());
     ASSERT_FALSE(truncated.ok());
     EXPECT_NE(truncated.error().find("epoch=0-step=7.ckpt"), std::string::npos) << truncated.error();
+}
+
+TEST_F(CheckpointSeriesTest, ModelParametersLeaveOutBuffersAndComeOnlyFromPickledStateDicts)
+{
+    // A Lightning checkpoint: its state_dict alone, without BatchNorm running statistics (buffers
+    // the optimizer never sees) or num_batches_tracked.
+    const std::string ckpt = path("lightning/checkpoints/epoch=0-step=10.ckpt");
+    auto checkpoint = readCheckpoint(ckpt);
+    ASSERT_TRUE(checkpoint.ok()) << checkpoint.error();
+    std::vector<std::string> names;
+    for (const ModelParameter& p : modelParametersOf(checkpoint->tensors))
+        names.push_back(p.name);
+    EXPECT_EQ(names, (std::vector<std::string> { "conv.weight", "conv.bias", "bn.weight", "bn.bias", "fc.weight",
+                         "fc.bias" }));
+    auto optimizer = readOptimizerState(ckpt, modelParametersOf(checkpoint->tensors));
+    ASSERT_TRUE(optimizer.ok()) << optimizer.error();
+    EXPECT_TRUE(optimizer->namesMapped) << joined(optimizer->notes);
+
+    // A Trainer folder: pytorch_model.bin keeps the model's order.
+    const ModelParametersFound bin = findModelParameters(path("hfbin/checkpoint-2"));
+    EXPECT_EQ(bin.parameters.size(), 4u) << joined(bin.notes);
+    EXPECT_NE(bin.source.find("pytorch_model.bin"), std::string::npos);
+    // model.safetensors sorts by name: not read, and a note says why.
+    const ModelParametersFound sorted = findModelParameters(path("hf/checkpoint-10"));
+    EXPECT_TRUE(sorted.parameters.empty());
+    EXPECT_NE(joined(sorted.notes).find("sorted by name"), std::string::npos) << joined(sorted.notes);
+    // A folder with no model at all.
+    const ModelParametersFound none = findModelParameters(path("opt"));
+    EXPECT_TRUE(none.parameters.empty());
+    EXPECT_FALSE(none.notes.empty());
 }
 
 TEST_F(CheckpointSeriesTest, ProgressCanCancel)

@@ -1,6 +1,7 @@
 // Small behaviours of the panes that a user noticed were missing (issue 17, window bugs 6 and 7).
 #include "widgets/BatchNormView.h"
 #include "widgets/CheckpointsView.h"
+#include "widgets/OptimizerStateModel.h"
 #include "widgets/ReplayView.h"
 #include "widgets/SeriesPlot.h"
 #include "widgets/TensorStatsModel.h"
@@ -10,6 +11,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QSignalSpy>
+#include <QTabWidget>
 #include <QTest>
 
 #include <gtest/gtest.h>
@@ -67,4 +69,74 @@ TEST(CheckpointsView, SaysItIsReadingInsteadOfShowingTheOldCheckpoint)
     for (QLabel* label : view.findChildren<QLabel*>())
         saysReading |= label->text().contains("Reading the checkpoint of step 200");
     EXPECT_TRUE(saysReading);
+}
+
+namespace {
+// Two parameters of an AdamW state as `nanscope stats --json` would describe them: one healthy, one
+// whose gradient vanished (epsilon dominates all of it).
+CheckpointOptimizer twoParameterOptimizer()
+{
+    CheckpointOptimizer optimizer;
+    optimizer.summary.path = "/run/checkpoint-200/optimizer.pt";
+    optimizer.summary.isAdam = true;
+    optimizer.summary.namesMapped = true;
+    optimizer.namesFrom = "/run/checkpoint-200/pytorch_model.bin";
+    OptimizerGroup group;
+    group.lr = 1e-3;
+    group.eps = 1e-8;
+    group.beta1 = 0.9;
+    group.beta2 = 0.999;
+    group.weightDecay = 0.0;
+    group.parameterIndices = {0, 1};
+    optimizer.summary.groups = {group};
+    OptimizerParameterState healthy;
+    healthy.name = "fc1.weight";
+    healthy.shape = {4, 3};
+    healthy.hasState = true;
+    healthy.step = 200;
+    healthy.updateRms = 8e-4;
+    healthy.epsilonDominatedShare = 0.0;
+    OptimizerParameterState starved = healthy;
+    starved.index = 1;
+    starved.name = "fc2.bias";
+    starved.shape = {2};
+    starved.updateRms = 0.0;
+    starved.epsilonDominatedShare = 1.0;
+    optimizer.summary.parameters = {healthy, starved};
+    optimizer.flags = {{}, {"epsilon dominates 100%"}};
+    return optimizer;
+}
+} // namespace
+
+TEST(CheckpointsView, OptimizerTabAppearsOnlyForACheckpointWithAnOptimizerState)
+{
+    CheckpointsView view;
+    view.setCheckpointSteps({100, 200});
+    EXPECT_FALSE(view.optimizerTabShown());
+    view.setOptimizer(200, twoParameterOptimizer(), QString());
+    EXPECT_TRUE(view.optimizerTabShown());
+    EXPECT_EQ(view.tabs()->tabText(1), "Optimizer (1 flagged)");
+    OptimizerStateModel* model = view.optimizerModel();
+    ASSERT_EQ(model->rowCount(), 2);
+    EXPECT_EQ(model->index(0, OptimizerStateModel::UpdateToLr).data().toString(), "0.8");
+    EXPECT_FALSE(model->index(0, OptimizerStateModel::Name).data(Qt::ForegroundRole).isValid());
+    EXPECT_EQ(model->index(1, OptimizerStateModel::EpsilonDominated).data().toString(), "100.0%");
+    EXPECT_TRUE(model->index(1, OptimizerStateModel::Name).data(Qt::ForegroundRole).isValid()) << "flagged rows are red";
+    EXPECT_TRUE(view.optimizerDescription().contains("lr 0.001, eps 1e-08")) << view.optimizerDescription().toStdString();
+    EXPECT_TRUE(view.optimizerDescription().contains("pytorch_model.bin"));
+
+    // Another checkpoint is read: the old optimizer must not pass for the new one's.
+    view.chooseStepNear(100);
+    EXPECT_FALSE(view.optimizerTabShown());
+    EXPECT_EQ(model->rowCount(), 0);
+    view.setOptimizer(100, {}, QString());
+    EXPECT_FALSE(view.optimizerTabShown()) << "a checkpoint without optimizer state shows no empty tab";
+
+    // One that could not be read says why in the tab.
+    view.setOptimizer(100, {}, "optimizer.pt: truncated");
+    EXPECT_TRUE(view.optimizerTabShown());
+    bool saysWhy = false;
+    for (QLabel* label : view.findChildren<QLabel*>())
+        saysWhy |= label->text().contains("optimizer.pt: truncated");
+    EXPECT_TRUE(saysWhy);
 }
