@@ -8,6 +8,7 @@
 #include "core/scan/RobustStats.h"
 
 #include <QDir>
+#include <QFileInfo>
 #include <QJsonDocument>
 
 #include <cmath>
@@ -45,7 +46,7 @@ std::optional<double> typicalLossBefore(const QString& runDirectory, int64_t ste
             before.push_back((*losses)[i]);
     if (before.empty())
         return std::nullopt;
-    return medianOf(before);
+    return scan::medianOf(before);
 }
 
 TriageReplay triageReplayFrom(const PlannedReplay& plan, const ReplayReport& report)

@@ -125,7 +125,11 @@ std::string triageResultText(const TriageReplay& replay, const std::optional<dou
     if (!std::isfinite(replay.loss))
         return "non-finite loss";
     if (triageReplayBlewUp(replay, typicalLoss))
-        return "blown up (loss x" + number(std::abs(replay.loss) / *typicalLoss) + " the typical)";
+    {
+        char factor[32];
+        std::snprintf(factor, sizeof factor, "%.3g", std::abs(replay.loss) / *typicalLoss);
+        return std::string("blown up (loss x") + factor + " the typical)";
+    }
     return "finite";
 }
 
