@@ -28,6 +28,7 @@ const std::vector<Subcommand>& subcommands()
         {"demo", "train small models and write the demo runs", runDemo},
         {"scan", "find and classify incidents", runScan},
         {"replay", "re-run a saved batch through a saved checkpoint, op by op", runReplay},
+        {"triage", "is an incident the data, the model's state, or both? replays around a step", runTriage},
         {"report", "write the incident report (.html, .pdf, .md, .json)", runReport},
         {"stats", "tensor health of a checkpoint (torch.save, TorchScript, safetensors)", runStats},
         {"diff", "compare two checkpoints: relative updates, new NaN/Inf", runDiff},

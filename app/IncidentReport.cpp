@@ -2,6 +2,7 @@
 
 #include "IncidentJson.h"
 #include "ReplayProcess.h"
+#include "TriageJson.h"
 
 #include "core/scan/IncidentDetector.h"
 #include "core/torch/Replay.h"
@@ -54,6 +55,8 @@ struct IncidentSection
     bool replayed = false;
     qint64 replayStep = -1;
     ReplayReport replay;
+    bool triaged = false; // the first critical incident's replayed step only: a triage is up to seven replays
+    TriageReport triage;
 };
 
 // Everything the report says, gathered once and written in the chosen format.
@@ -116,6 +119,26 @@ QString evidenceText(const IncidentEvidence& e)
     if (!e.note.empty())
         parts << text(e.note);
     return parts.join("; ");
+}
+
+// "data: Batch 180 blows up ...", then one line per replay of the evidence.
+QStringList triageLines(const IncidentSection& s)
+{
+    if (!s.triaged)
+        return {};
+    if (!s.triage.error.isEmpty())
+        return {QObject::tr("Triage of step %1 failed: %2").arg(s.replayStep).arg(s.triage.error)};
+    const TriageEvidence& e = s.triage.evidence;
+    QStringList lines{QObject::tr("%1. %2").arg(text(triageLabelName(s.triage.verdict.label)), text(s.triage.verdict.why))};
+    auto stepText = [](int64_t step) { return step >= 0 ? QString::number(step) : QString("-"); };
+    for (const TriageReplay& r : e.replays)
+        lines << QObject::tr("%1: checkpoint %2, batch %3: %4%5")
+                     .arg(text(triageRoleName(r.role)), stepText(r.checkpointStep), stepText(r.batchStep),
+                          text(triageResultText(r, e.typicalLoss)),
+                          r.ran ? QObject::tr(", loss %1").arg(r.loss, 0, 'g', 5) : QString());
+    for (const std::string& detail : s.triage.verdict.details)
+        lines << text(detail);
+    return lines;
 }
 
 QString replaySummary(const IncidentSection& s)
@@ -224,6 +247,15 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
                     options.program.isEmpty() ? nanscopeProgram() : options.program,
                     {"replay", runDirectory, "--step", QString::number(step), "--json", "--bisect"}, 600000);
                 section.replay = replayReportFrom(outcome, step);
+                // Is it the batch, the state or both? For the first critical incident only.
+                if (c.critical.empty()) {
+                    section.triaged = true;
+                    section.triage = triageReportFrom(
+                        ChildProgram::runAndWait(options.program.isEmpty() ? nanscopeProgram() : options.program,
+                                                 {"triage", runDirectory, "--step", QString::number(step), "--json"},
+                                                 1800000),
+                        step);
+                }
                 break;
             }
         c.critical.push_back(section);
@@ -267,6 +299,8 @@ QByteArray toJsonReport(const ReportContent& c)
             }
             o["replay"] = replay;
         }
+        if (s.triaged)
+            o["triage"] = s.triage.error.isEmpty() ? triageToJson(s.triage) : QJsonObject{{"error", s.triage.error}};
         critical.append(o);
     }
     QJsonArray bn;
@@ -333,6 +367,8 @@ QString toMarkdown(const ReportContent& c)
             bn << batchNormText(b);
         md += QString("- **BatchNorm:** %1\n").arg(bn.isEmpty() ? QString("no normalisation buffers logged") : bn.join("; "));
         md += QString("- **Replay:** %1\n").arg(replaySummary(s));
+        if (const QStringList triage = triageLines(s); !triage.isEmpty())
+            md += QString("- **Triage:** %1\n").arg(triage.join("\n  - "));
         md += QString("- **Probable cause:** %1\n").arg(text(i.cause));
         md += QString("- **Suggested fix:** %1\n").arg(text(i.suggestion));
     }
@@ -395,6 +431,12 @@ QString toHtml(const ReportContent& c, ImageSource imageSource, int imageWidth)
             bn << esc(batchNormText(b));
         h += QString("<dt>BatchNorm state</dt><dd>%1</dd>").arg(bn.isEmpty() ? QString("no normalisation buffers logged") : bn.join("<br>"));
         h += QString("<dt>Replay</dt><dd>%1</dd>").arg(esc(replaySummary(s)));
+        if (const QStringList triage = triageLines(s); !triage.isEmpty()) {
+            QStringList escaped;
+            for (const QString& line : triage)
+                escaped << esc(line);
+            h += QString("<dt>Triage</dt><dd>%1</dd>").arg(escaped.join("<br>"));
+        }
         h += QString("<dt>Probable cause</dt><dd>%1</dd>").arg(esc(text(i.cause)));
         h += QString("<dt>Suggested fixes</dt><dd>%1</dd>").arg(esc(text(i.suggestion)));
         h += "</dl>";

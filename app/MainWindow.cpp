@@ -4,6 +4,7 @@
 #include "ChildProgram.h"
 #include "ReplayProcess.h"
 #include "ScreenshotController.h"
+#include "TriageJson.h"
 #include "WindowDocks.h"
 
 #include "core/run/LayerNames.h"
@@ -73,6 +74,7 @@ MainWindow::MainWindow(QWidget* parent)
     , m_checkpoints(new CheckpointsView(this))
     , m_checkpointLoader(new CheckpointLoader(this))
     , m_replayProcess(new ReplayProcess(this))
+    , m_triageChild(new ChildProgram(this))
     , m_exportChild(new ChildProgram(this))
     , m_layerModel(new LayerTreeModel(this))
     , m_layerFilter(new QSortFilterProxyModel(this))
@@ -244,8 +246,26 @@ void MainWindow::connectViewRequests()
                 m_screenshot->arrived(Work::Checkpoint);
             });
     connect(m_replay, &ReplayView::replayRequested, this, &MainWindow::runReplay);
+    // The triage runs the user's model several times: in a child, as the replay does.
+    connect(m_replay, &ReplayView::triageRequested, this, [this](qint64 step) {
+        if (!m_context->hasRun() || step < 0)
+            return;
+        m_replay->setRunning(true);
+        statusBar()->showMessage(tr("Triaging step %1 in a child process…").arg(step));
+        m_triageChild->start({"triage", snapshot().directory, "--step", QString::number(step), "--json"},
+                             [this, step](const ChildOutcome& outcome) {
+                                 const TriageReport triage = triageReportFrom(outcome, step);
+                                 m_replay->setRunning(false);
+                                 m_replay->setTriage(triage);
+                                 statusBar()->showMessage(triage.error.isEmpty() ? tr("Triaged step %1").arg(step)
+                                                                                 : tr("Triage of step %1 failed").arg(step),
+                                                          5000);
+                                 emit triageFinished(triage.error.isEmpty());
+                             });
+    });
     connect(m_replay, &ReplayView::cancelRequested, this, [this] {
         m_replayProcess->cancel();
+        m_triageChild->cancel();
         m_replay->setRunning(false);
     });
     connect(m_replay, &ReplayView::moduleClicked, this, [this](const QString& module) {
@@ -321,6 +341,7 @@ void MainWindow::onLoaded(const RunSnapshot& snapshot)
 void MainWindow::clearViews()
 {
     m_replayProcess->cancel();
+    m_triageChild->cancel();
     m_overview->clear();
     m_layerDetail->clear();
     m_heatmap->clear();
@@ -492,6 +513,7 @@ void MainWindow::setReplayProgram(const QString& program)
 {
     m_replayProgram = program;
     m_replayProcess->setProgram(program);
+    m_triageChild->setProgram(program);
     m_checkpointLoader->setProgram(program);
 }
 

@@ -89,6 +89,7 @@ signals:
     void layersJudged();
     void layerShown(const QString& layer);
     void replayFinished(bool ok);
+    void triageFinished(bool ok);
     void checkpointShown(qint64 step);
     void incidentsFound(int count);
     void screenshotDone(bool saved);
@@ -147,6 +148,7 @@ private:
     CheckpointsView* m_checkpoints = nullptr;
     CheckpointLoader* m_checkpointLoader = nullptr;
     ReplayProcess* m_replayProcess = nullptr;
+    ChildProgram* m_triageChild = nullptr; // `nanscope triage --json` for the replay pane's Triage
     ChildProgram* m_exportChild = nullptr; // `nanscope report` for Export Incident Report
     LayerTreeModel* m_layerModel = nullptr;
     QSortFilterProxyModel* m_layerFilter = nullptr;

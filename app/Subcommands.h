@@ -10,6 +10,7 @@ int runInfo(const QStringList& arguments);
 int runDemo(const QStringList& arguments);
 int runScan(const QStringList& arguments);
 int runReplay(const QStringList& arguments);
+int runTriage(const QStringList& arguments);
 int runReport(const QStringList& arguments);
 int runStats(const QStringList& arguments);
 int runDiff(const QStringList& arguments);

@@ -4,7 +4,7 @@
 # sourced by hand. tests/packaging/check_bash_completion.sh fails when `nanscope help` or a
 # command's --help lists something this file does not.
 
-_nanscope_commands="info scan stats diff replay report import demo help"
+_nanscope_commands="info scan stats diff replay triage report import demo help"
 
 # The options of one command ("" is the window: `nanscope RUN_DIR [options]`), as its --help lists them.
 _nanscope_options()
@@ -16,6 +16,7 @@ _nanscope_options()
         stats) echo "--json --device --histogram --spectral-norm --norm-threshold --optimizer --names-from $common" ;;
         diff) echo "--json $common" ;;
         replay) echo "--step --checkpoint --batch --layer --bisect --dtype --device --eval --json $common" ;;
+        triage) echo "--step --json $common" ;;
         report) echo "-o --output --no-replay $common" ;;
         import) echo "--checkpoints $common" ;;
         demo) echo "--only --force --quiet $common" ;;

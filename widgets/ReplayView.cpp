@@ -35,10 +35,12 @@ ReplayView::ReplayView(QWidget* parent)
     , m_bisect(new QCheckBox(tr("find bad samples"), this))
     , m_layer(new QLineEdit(this))
     , m_run(new QPushButton(tr("Replay"), this))
+    , m_triageButton(new QPushButton(tr("Triage"), this))
     , m_cancel(new QPushButton(tr("Cancel"), this))
     , m_busy(new QProgressBar(this))
     , m_warning(new QLabel(this))
     , m_summary(new QLabel(this))
+    , m_triageText(new QLabel(this))
     , m_table(new QTableView(this))
     , m_model(new ReplayOpModel(this))
 {
@@ -57,6 +59,9 @@ ReplayView::ReplayView(QWidget* parent)
     m_layer->setClearButtonEnabled(true);
     controls->addWidget(m_layer, 1);
     controls->addWidget(m_run);
+    m_triageButton->setToolTip(tr("Replay this step twice, on an earlier checkpoint and its neighbouring batches: "
+                                  "is the incident the data, the model's state, or both?"));
+    controls->addWidget(m_triageButton);
     controls->addWidget(m_cancel);
     m_busy->setRange(0, 0);
     m_busy->setMaximumWidth(120);
@@ -71,6 +76,11 @@ ReplayView::ReplayView(QWidget* parent)
     m_summary->setTextFormat(Qt::RichText);
     m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
     layout->addWidget(m_summary);
+    m_triageText->setWordWrap(true);
+    m_triageText->setTextFormat(Qt::RichText);
+    m_triageText->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_triageText->hide();
+    layout->addWidget(m_triageText);
     m_table->setModel(m_model);
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_table->verticalHeader()->hide();
@@ -82,6 +92,11 @@ ReplayView::ReplayView(QWidget* parent)
                           "Double-clicking a layer in the tree replays its module."));
 
     connect(m_run, &QPushButton::clicked, this, [this] { emit replayRequested(request()); });
+    connect(m_triageButton, &QPushButton::clicked, this, [this] {
+        m_triageText->setText(tr("Triaging step %1: up to seven replays, each in its own process…").arg(request().step));
+        m_triageText->show();
+        emit triageRequested(request().step);
+    });
     // Enter in the layer field replays, as the Replay button does.
     connect(m_layer, &QLineEdit::returnPressed, this, [this] {
         if (m_run->isEnabled())
@@ -99,6 +114,7 @@ void ReplayView::setReplayableSteps(const std::vector<qint64>& steps)
     for (qint64 s : steps)
         m_step->addItem(QString::number(s), s);
     m_run->setEnabled(!steps.empty());
+    m_triageButton->setEnabled(!steps.empty());
     if (steps.empty())
         m_summary->setText(tr("This run has no step with both a saved checkpoint and a saved batch: nothing to replay."));
 }
@@ -123,6 +139,7 @@ void ReplayView::setLayerPrefix(const QString& prefix)
 void ReplayView::setRunning(bool running)
 {
     m_run->setEnabled(!running && m_step->count() > 0);
+    m_triageButton->setEnabled(!running && m_step->count() > 0);
     m_cancel->setVisible(running);
     m_busy->setVisible(running);
 }
@@ -190,8 +207,46 @@ QString ReplayView::summaryText() const
     return html;
 }
 
+void ReplayView::setTriage(const TriageReport& triage)
+{
+    m_triage = triage;
+    m_triageText->setText(triageText());
+    m_triageText->setVisible(!m_triageText->text().isEmpty());
+}
+
+QString ReplayView::triageText() const
+{
+    const TriageReport& t = m_triage;
+    if (!t.error.isEmpty())
+        return QString("<span style='color:#b00020'><b>%1</b></span>").arg(t.error.toHtmlEscaped());
+    if (t.evidence.replays.empty())
+        return QString();
+    auto text = [](const std::string& s) { return QString::fromStdString(s).toHtmlEscaped(); };
+    auto stepText = [](int64_t step) { return step >= 0 ? QString::number(step) : QString("-"); };
+    QString html = tr("<b>Triage of step %1: %2</b><br>%3")
+                       .arg(t.evidence.step)
+                       .arg(text(triageLabelName(t.verdict.label)), text(t.verdict.why));
+    html += tr("<table cellspacing='0' cellpadding='2'><tr><th align='left'>replay</th><th>checkpoint</th>"
+               "<th>batch</th><th align='left'>result</th><th align='right'>loss</th></tr>");
+    for (const TriageReplay& r : t.evidence.replays) {
+        const bool bad = triageReplayBlewUp(r, t.evidence.typicalLoss);
+        const QString result = text(triageResultText(r, t.evidence.typicalLoss));
+        html += QString("<tr><td>%1</td><td align='right'>%2</td><td align='right'>%3</td><td>%4</td><td align='right'>%5</td></tr>")
+                    .arg(text(triageRoleName(r.role)), stepText(r.checkpointStep), stepText(r.batchStep),
+                         bad ? QString("<span style='color:#c00'>%1</span>").arg(result) : result,
+                         r.ran ? QString::number(r.loss, 'g', 5) : QString("-"));
+    }
+    html += "</table>";
+    for (const std::string& detail : t.verdict.details)
+        html += "<i>" + text(detail) + "</i><br>";
+    return html;
+}
+
 void ReplayView::clear()
 {
+    m_triage = TriageReport();
+    m_triageText->clear();
+    m_triageText->hide();
     m_report = ReplayReport();
     m_model->setReport(m_report);
     m_step->clear();

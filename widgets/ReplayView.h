@@ -32,14 +32,20 @@ public:
     void setLayerPrefix(const QString& prefix);
     void setRunning(bool running);
     void setReport(const ReplayReport& report);
+    // The triage of a step (`nanscope triage`): its evidence table and label, above the ops.
+    void setTriage(const TriageReport& triage);
+    const TriageReport& triage() const { return m_triage; }
 
     ReplayRequest request() const;
     const ReplayReport& report() const { return m_report; }
     ReplayOpModel* model() const { return m_model; }
     QString summaryText() const;
+    QString triageText() const;
 
 signals:
     void replayRequested(const nanscope::ReplayRequest& request);
+    // Triage the chosen step: is its incident the batch, the state, or both?
+    void triageRequested(qint64 step);
     void cancelRequested();
     void moduleClicked(const QString& module);
 
@@ -50,13 +56,16 @@ private:
     QCheckBox* m_bisect = nullptr;
     QLineEdit* m_layer = nullptr;
     QPushButton* m_run = nullptr;
+    QPushButton* m_triageButton = nullptr;
     QPushButton* m_cancel = nullptr;
     QProgressBar* m_busy = nullptr;
     QLabel* m_warning = nullptr;
     QLabel* m_summary = nullptr;
+    QLabel* m_triageText = nullptr;
     QTableView* m_table = nullptr;
     ReplayOpModel* m_model = nullptr;
     ReplayReport m_report;
+    TriageReport m_triage;
 };
 
 } // namespace nanscope

@@ -5,6 +5,7 @@
 #include "core/run/LayerHeatmap.h"
 #include "core/scan/LayerHealth.h"
 #include "core/replay/ReplayTrace.h"
+#include "core/replay/Triage.h"
 #include "core/checkpoint/CheckpointDiff.h"
 #include "core/source/OptimizerState.h"
 #include "core/tensor/BatchNormHealth.h"
@@ -58,6 +59,15 @@ struct ReplayReport
 } // namespace nanscope
 
 namespace nanscope {
+
+// A triage (`nanscope triage --json`) as the replay pane and the report show it.
+struct TriageReport
+{
+    QString error; // non-empty: the triage did not run, and this says why
+    TriageEvidence evidence;
+    TriageVerdict verdict;
+    QStringList checkpoints, batches; // per replay, the files it read ("" when there is none)
+};
 
 struct ReplayRequest
 {

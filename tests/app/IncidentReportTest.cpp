@@ -49,6 +49,10 @@ TEST(IncidentReport, JsonHoldsTheCriticalIncidentWithItsReplay)
     EXPECT_TRUE(culprit["op"].toString().startsWith("aten::")) << culprit["op"].toString().toStdString();
     EXPECT_FALSE(culprit["source"].toString().isEmpty());
     EXPECT_EQ(replay["bad_samples"].toArray(), QJsonArray{2}) << "the poisoned sample of the batch";
+    // The first critical incident is triaged: its NaN input blows up on the earlier checkpoint too.
+    const QJsonObject triage = first["triage"].toObject();
+    EXPECT_EQ(triage["step"].toInteger(), 200);
+    EXPECT_EQ(triage["label"].toString(), "data") << triage["why"].toString().toStdString();
     const QJsonArray bn = root["batchnorm"].toArray();
     ASSERT_FALSE(bn.isEmpty());
     EXPECT_EQ(bn.first().toObject()["nonfinite_from"].toInteger(), 200);

@@ -11,6 +11,7 @@
 
 #include <QAbstractItemModelTester>
 #include <QFile>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 
@@ -65,6 +66,31 @@ TEST(ReplayPane, ReplaysAStepInAChildProcessAndHighlightsTheCulprit)
     EXPECT_TRUE(window.replay()->summaryText().contains("aten::div"));
     EXPECT_TRUE(window.replay()->summaryText().contains("return centered / scale")) << "the culprit's line of code";
     EXPECT_TRUE(window.replay()->summaryText().contains("<b>5</b>")) << "the bad sample is named";
+}
+
+TEST(ReplayPane, TheTriageButtonShowsTheEvidenceAndTheLabel)
+{
+    MainWindow window;
+    window.setReplayProgram(NANSCOPE_BINARY);
+    QSignalSpy loaded(&window, &MainWindow::runLoaded);
+    window.openRun(test::demoRun("division-by-zero"));
+    ASSERT_TRUE(loaded.wait(30000));
+    window.selectStep(180);
+    QPushButton* triage = nullptr;
+    for (QPushButton* button : window.replay()->findChildren<QPushButton*>())
+        if (button->text() == "Triage")
+            triage = button;
+    ASSERT_NE(triage, nullptr) << "the replay pane has a Triage button";
+    QSignalSpy finished(&window, &MainWindow::triageFinished);
+    triage->click();
+    ASSERT_TRUE(finished.wait(300000));
+    ASSERT_TRUE(finished.first().first().toBool()) << window.replay()->triage().error.toStdString();
+    const TriageReport& report = window.replay()->triage();
+    EXPECT_EQ(report.evidence.step, 180);
+    EXPECT_EQ(report.verdict.label, TriageLabel::Data) << report.verdict.why;
+    const QString text = window.replay()->triageText();
+    EXPECT_TRUE(text.contains("Triage of step 180: data")) << text.toStdString();
+    EXPECT_TRUE(text.contains("earlier checkpoint")) << "the evidence table";
 }
 
 TEST(ReplayPane, ACrashingReplayIsReportedAndTheWindowSurvives)

@@ -1,0 +1,21 @@
+#pragma once
+
+// The JSON of `nanscope triage --json`: written by the triage command, read back by the replay
+// pane and the report. Encoder and decoder side by side.
+
+#include "ChildProgram.h"
+
+#include "widgets/ViewData.h"
+
+#include <QByteArray>
+#include <QJsonObject>
+
+namespace nanscope {
+
+QJsonObject triageToJson(const TriageReport& triage);
+// A triage as the pane shows it; `error` says so when the JSON is not a triage's.
+TriageReport parseTriageJson(const QByteArray& json);
+// What a finished `nanscope triage --json` child of step `step` means for the pane and the report.
+TriageReport triageReportFrom(const ChildOutcome& outcome, qint64 step);
+
+} // namespace nanscope
