@@ -381,8 +381,7 @@ void MainWindow::showRun(const RunSnapshot& snapshot)
 void MainWindow::showSnapshot(const RunSnapshot& snapshot)
 {
     m_overview->setScalars(snapshot.steps, snapshot.scalars, snapshot.skippedSteps);
-    if (!snapshot.evalSteps.empty())
-        m_overview->setEvaluation(snapshot.evalSteps, snapshot.evalLoss);
+    m_overview->setSeriesTables(snapshot.seriesTables);
     m_overview->setSourceSummary(QString::fromStdString(sourceSummary(snapshot.info)),
                                  QString::fromStdString(sourceDetails(snapshot.info)));
     showLayerTree();

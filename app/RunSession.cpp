@@ -98,6 +98,7 @@ void RunSession::poll()
     if (!refreshed || !*refreshed)
         return;
     m_snapshot = grownSnapshot(m_snapshot);
+    updateSeriesTables(m_snapshot);
     emit grew(m_snapshot);
     // The scan and the heatmap read every row: while a run grows every second, run them at most
     // once per kRecomputeAfterGrowthMs, so a click on the session thread never waits behind a
@@ -142,23 +143,7 @@ RunSnapshot RunSession::buildSnapshot()
 
 void RunSession::addWholeRunSeries(RunSnapshot& snapshot) const
 {
-    // Other tools' logs evaluate at a rate of their own: the evaluation loss is then a table of
-    // its own steps (see RunSourceBuilder), overlaid on the loss plot all the same.
-    if (!snapshot.scalars.count("eval_loss")) {
-        for (const TableInfo& table : snapshot.info.tables) {
-            const auto& datasets = table.datasets;
-            if (table.name == rf::kScalars || !table.names.empty() ||
-                std::find(datasets.begin(), datasets.end(), "eval_loss") == datasets.end())
-                continue;
-            if (auto values = m_reader->readSeries(table.name, "eval_loss")) {
-                snapshot.evalSteps = m_reader->steps(table.name);
-                snapshot.evalLoss = std::move(*values);
-                snapshot.evalSteps.resize(std::min(snapshot.evalSteps.size(), snapshot.evalLoss.size()));
-                snapshot.evalLoss.resize(snapshot.evalSteps.size());
-            }
-            break;
-        }
-    }
+    updateSeriesTables(snapshot);
     // Skipped steps that only the events record (DeepSpeed's overflow lines).
     const TableInfo* events = snapshot.info.table(rf::kEvents);
     if (!snapshot.scalars.count("skipped") && events && events->rows > 0) {
@@ -169,6 +154,37 @@ void RunSession::addWholeRunSeries(RunSnapshot& snapshot) const
                 if ((*kinds)[i] == "skipped_step")
                     snapshot.skippedSteps.push_back(steps[i]);
     }
+}
+
+void RunSession::updateSeriesTables(RunSnapshot& snapshot) const
+{
+    std::vector<SeriesTable> tables;
+    for (const TableInfo& table : snapshot.info.tables) {
+        if (table.name == rf::kScalars || !rf::isSeriesTableName(table.name) || !table.names.empty())
+            continue;
+        auto known = std::find_if(snapshot.seriesTables.begin(), snapshot.seriesTables.end(),
+                                  [&](const SeriesTable& t) { return t.name == table.name; });
+        // Rows are only ever appended: the same count is the same table, read already.
+        if (known != snapshot.seriesTables.end() && int64_t(known->steps.size()) == table.rows) {
+            tables.push_back(std::move(*known));
+            continue;
+        }
+        SeriesTable series;
+        series.name = table.name;
+        series.steps = m_reader->steps(table.name);
+        series.steps.resize(std::min(series.steps.size(), size_t(std::max<int64_t>(table.rows, 0))));
+        for (const std::string& dataset : table.datasets) {
+            auto values = m_reader->readSeries(table.name, dataset);
+            if (!values) {
+                snapshot.warnings << QString::fromStdString(values.error());
+                continue;
+            }
+            values->resize(std::min(values->size(), series.steps.size())); // never padded with NaN
+            series.series[dataset] = std::move(*values);
+        }
+        tables.push_back(std::move(series));
+    }
+    snapshot.seriesTables = std::move(tables);
 }
 
 RunSnapshot RunSession::grownSnapshot(const RunSnapshot& previous)

@@ -30,9 +30,9 @@ struct RunSnapshot
     std::vector<int64_t> skippedSteps;
     std::vector<std::string> layers;
     std::vector<BatchNormSeries> batchNorm;
-    // The evaluation loss when it is logged at a rate of its own (other tools' logs).
-    std::vector<int64_t> evalSteps;
-    std::vector<double> evalLoss;
+    // Series logged at a rate of their own (evaluation, epoch-level metrics), each table whole:
+    // they are small, a row per evaluation.
+    std::vector<SeriesTable> seriesTables;
 };
 
 // Owns the run's source (RunSource) on a thread of its own: HDF5 is not safe to call from several threads, so
@@ -74,6 +74,8 @@ private:
     RunSnapshot grownSnapshot(const RunSnapshot& previous);
     // What only a whole read gives: series of other logging rates, skipped steps from events.
     void addWholeRunSeries(RunSnapshot& snapshot) const;
+    // Rereads each table of series at another logging rate whose rows changed (all on open).
+    void updateSeriesTables(RunSnapshot& snapshot) const;
     ProgressCallback progressCallback(const QString& what);
 
     std::unique_ptr<RunSource> m_reader;

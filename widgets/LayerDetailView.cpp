@@ -88,7 +88,7 @@ void LayerDetailView::setDetail(const LayerDetail& detail)
 
     // Mean as the line, min..max and mean +- std as bands around it.
     QCustomPlot* activation = m_activation->plot();
-    while (activation->graphCount() > 8) // keep SeriesPlot's own graphs; drop earlier bands
+    while (activation->graphCount() > m_activation->ownGraphCount()) // drop the earlier bands
         activation->removeGraph(activation->graphCount() - 1);
     m_activation->setSeries(detail.activationSteps, detail.activationMean);
     addBandGraphs(activation, detail.activationSteps, detail.activationMin, detail.activationMax, QColor(100, 149, 237),

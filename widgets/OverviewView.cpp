@@ -1,12 +1,22 @@
 #include "OverviewView.h"
 
 #include "SeriesPlot.h"
+#include "Smoothing.h"
+#include "core/run/RunFormat.h"
 
+#include <qcustomplot.h>
+
+#include <QHBoxLayout>
 #include <QLabel>
+#include <QMenu>
+#include <QScrollArea>
+#include <QSlider>
 #include <QSplitter>
-
-#include <cmath>
+#include <QToolButton>
 #include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
 
 namespace nanscope {
 
@@ -24,6 +34,31 @@ constexpr PlotSpec kPlots[] = {
     {"lr", "learning rate", false},
     {"loss_scale", "loss scale", true},
 };
+constexpr char kEvalLoss[] = "eval_loss";
+constexpr int kSmoothingSteps = 100; // slider positions per unit of weight
+
+// "eval/eval_accuracy" -> {"eval", "eval_accuracy"}; a /scalars key has no table part.
+std::pair<std::string, std::string> splitKey(const QString& key)
+{
+    const int slash = key.indexOf('/');
+    if (slash < 0)
+        return {runformat::kScalars, key.toStdString()};
+    return {key.left(slash).toStdString(), key.mid(slash + 1).toStdString()};
+}
+
+QString seriesKey(const std::string& table, const std::string& name)
+{
+    return table == runformat::kScalars ? QString::fromStdString(name)
+                                        : QString::fromStdString(table + "/" + name);
+}
+
+// The title of an added plot: the series' name, and its table's when it is not /scalars.
+QString seriesTitle(const QString& key)
+{
+    const auto [table, name] = splitKey(key);
+    return table == runformat::kScalars ? QString::fromStdString(name)
+                                        : QString("%1 (%2)").arg(QString::fromStdString(name), QString::fromStdString(table));
+}
 } // namespace
 
 OverviewView::OverviewView(QWidget* parent)
@@ -31,6 +66,7 @@ OverviewView::OverviewView(QWidget* parent)
 {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(0);
     m_sourceSummary = new QLabel(this);
     m_sourceSummary->setObjectName("overview.sourceSummary");
     m_sourceSummary->setWordWrap(true);
@@ -38,27 +74,82 @@ OverviewView::OverviewView(QWidget* parent)
     m_sourceSummary->setStyleSheet("QLabel { background: #eef3fb; color: #1d3557; border-bottom: 1px solid #c9d6ea; }");
     m_sourceSummary->hide();
     layout->addWidget(m_sourceSummary);
-    auto* splitter = new QSplitter(Qt::Vertical, this);
-    layout->addWidget(splitter);
+
+    auto* toolbar = new QHBoxLayout();
+    toolbar->setContentsMargins(6, 3, 6, 3);
+    m_seriesButton = new QToolButton(this);
+    m_seriesButton->setObjectName("overview.series");
+    m_seriesButton->setText(tr("Series\u2026"));
+    m_seriesButton->setToolTip(tr("Add a plot of any logged series"));
+    m_seriesButton->setPopupMode(QToolButton::InstantPopup);
+    m_seriesButton->setMenu(new QMenu(m_seriesButton));
+    connect(m_seriesButton->menu(), &QMenu::aboutToShow, this, &OverviewView::populateSeriesMenu);
+    toolbar->addWidget(m_seriesButton);
+    auto* resetZoomButton = new QToolButton(this);
+    resetZoomButton->setText(tr("Reset zoom"));
+    connect(resetZoomButton, &QToolButton::clicked, this, &OverviewView::resetZoom);
+    toolbar->addWidget(resetZoomButton);
+    toolbar->addSpacing(16);
+    toolbar->addWidget(new QLabel(tr("Smoothing"), this));
+    m_smoothingSlider = new QSlider(Qt::Horizontal, this);
+    m_smoothingSlider->setObjectName("overview.smoothing");
+    m_smoothingSlider->setRange(0, int(std::lround(kMaxSmoothingWeight * kSmoothingSteps)));
+    m_smoothingSlider->setMaximumWidth(180);
+    m_smoothingSlider->setToolTip(tr("Exponential moving average, as TensorBoard smooths; "
+                                     "the raw series stays faint behind, and NaN/Inf stay marked"));
+    toolbar->addWidget(m_smoothingSlider);
+    m_smoothingValue = new QLabel("0.00", this);
+    m_smoothingValue->setMinimumWidth(QFontMetrics(font()).horizontalAdvance("0.00") + 4);
+    toolbar->addWidget(m_smoothingValue);
+    toolbar->addStretch(1);
+    layout->addLayout(toolbar);
+    connect(m_smoothingSlider, &QSlider::valueChanged, this,
+            [this](int position) { setSmoothing(double(position) / kSmoothingSteps); });
+
+    // In a scroll area: every added plot keeps a readable height, and many of them scroll
+    // instead of squeezing the fixed four.
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    m_splitter = new QSplitter(Qt::Vertical, scroll);
+    m_splitter->setChildrenCollapsible(false);
+    scroll->setWidget(m_splitter);
+    layout->addWidget(scroll, 1);
     for (const auto& spec : kPlots) {
-        auto* plot = new SeriesPlot(tr(spec.title), splitter);
-        plot->setObjectName(QString("overview.%1").arg(spec.scalar));
+        SeriesPlot* plot = createPlot(spec.scalar, tr(spec.title));
         plot->setLogScale(spec.logScale);
-        splitter->addWidget(plot);
-        m_plots << plot;
-        m_scalarNames << spec.scalar;
-        connect(plot, &SeriesPlot::stepRangeChanged, this,
-                [this, plot](double lower, double upper) { linkRanges(plot, lower, upper); });
-        connect(plot, &SeriesPlot::stepClicked, this, &OverviewView::stepClicked);
     }
+    m_fixedPlotCount = m_plots.size();
+}
+
+SeriesPlot* OverviewView::createPlot(const QString& key, const QString& title)
+{
+    auto* plot = new SeriesPlot(title, m_splitter);
+    plot->setObjectName(QString("overview.%1").arg(key));
+    plot->setSmoothing(smoothing());
+    m_splitter->addWidget(plot);
+    m_plots << plot;
+    m_keys << key;
+    connect(plot, &SeriesPlot::stepRangeChanged, this,
+            [this, plot](double lower, double upper) { linkRanges(plot, lower, upper); });
+    connect(plot, &SeriesPlot::stepClicked, this, &OverviewView::stepClicked);
+    connect(plot, &SeriesPlot::hovered, this, [this, plot](double step) {
+        for (SeriesPlot* other : std::as_const(m_plots))
+            if (other != plot)
+                other->showReadoutAt(step);
+    });
+    return plot;
 }
 
 void OverviewView::setScalars(const std::vector<int64_t>& steps,
                               const std::map<std::string, std::vector<double>>& scalars,
                               const std::vector<int64_t>& skippedSteps)
 {
-    for (int i = 0; i < m_plots.size(); ++i) {
-        auto it = scalars.find(m_scalarNames[i].toStdString());
+    m_steps = steps;
+    m_scalars = scalars;
+    m_skippedSteps = skippedSteps;
+    for (int i = 0; i < m_fixedPlotCount; ++i) {
+        auto it = scalars.find(m_keys[i].toStdString());
         const bool present = it != scalars.end();
         m_plots[i]->setVisible(present);
         if (!present)
@@ -67,25 +158,174 @@ void OverviewView::setScalars(const std::vector<int64_t>& steps,
         m_plots[i]->setSeriesName(m_plots[i]->title());
         m_plots[i]->setMarkedSteps(skippedSteps, tr("skipped step"));
     }
-    // Evaluation loss belongs with the training loss: the BatchNorm failure shows as their split.
-    if (auto eval = scalars.find("eval_loss"); eval != scalars.end())
-        plot("loss")->setOverlay(tr("eval loss"), steps, eval->second);
-    else
-        plot("loss")->setOverlay(QString(), {}, {});
+    for (int i = m_fixedPlotCount; i < m_plots.size(); ++i)
+        showAddedSeries(m_plots[i], m_keys[i]);
+    showEvaluationLoss();
 }
 
-void OverviewView::setEvaluation(const std::vector<int64_t>& steps, const std::vector<double>& evalLoss)
+void OverviewView::setSeriesTables(const std::vector<SeriesTable>& tables)
+{
+    m_seriesTables = tables;
+    for (int i = m_fixedPlotCount; i < m_plots.size(); ++i)
+        showAddedSeries(m_plots[i], m_keys[i]);
+    showEvaluationLoss();
+}
+
+void OverviewView::showEvaluationLoss()
 {
     SeriesPlot* loss = plot("loss");
-    if (!loss->isHidden()) {
-        loss->setOverlay(steps.empty() ? QString() : tr("eval loss"), steps, evalLoss);
+    // Evaluation loss belongs with the training loss: the BatchNorm failure shows as their split.
+    if (auto eval = m_scalars.find(kEvalLoss); eval != m_scalars.end()) {
+        loss->setOverlay(tr("eval loss"), m_steps, eval->second);
+        return;
+    }
+    const SeriesTable* evalTable = nullptr;
+    for (const SeriesTable& table : m_seriesTables)
+        if (table.series.count(kEvalLoss)) {
+            evalTable = &table;
+            break;
+        }
+    if (!evalTable) {
+        loss->setOverlay(QString(), {}, {});
+        return;
+    }
+    const std::vector<double>& evalLoss = evalTable->series.at(kEvalLoss);
+    if (m_scalars.count("loss")) {
+        loss->setOverlay(tr("eval loss"), evalTable->steps, evalLoss);
         return;
     }
     // Evaluation alone was logged: it is what the loss plot can show.
-    loss->setVisible(!steps.empty());
-    loss->setSeries(steps, evalLoss);
+    loss->setVisible(!evalTable->steps.empty());
+    loss->setSeries(evalTable->steps, evalLoss);
     loss->setSeriesName(tr("eval loss"));
     loss->setOverlay(QString(), {}, {});
+}
+
+void OverviewView::showAddedSeries(SeriesPlot* plot, const QString& key)
+{
+    const auto [tableName, name] = splitKey(key);
+    const std::vector<int64_t>* steps = nullptr;
+    const std::vector<double>* values = nullptr;
+    if (tableName == runformat::kScalars) {
+        if (auto it = m_scalars.find(name); it != m_scalars.end()) {
+            steps = &m_steps;
+            values = &it->second;
+        }
+    } else {
+        for (const SeriesTable& table : m_seriesTables)
+            if (table.name == tableName)
+                if (auto it = table.series.find(name); it != table.series.end()) {
+                    steps = &table.steps;
+                    values = &it->second;
+                }
+    }
+    plot->setVisible(values != nullptr);
+    if (!values) {
+        plot->clear();
+        return;
+    }
+    plot->setSeries(*steps, *values);
+    // Skipped steps belong to the training steps, not to an evaluation's.
+    plot->setMarkedSteps(steps == &m_steps ? m_skippedSteps : std::vector<int64_t>{}, tr("skipped step"));
+}
+
+QStringList OverviewView::addableSeries() const
+{
+    QStringList keys;
+    for (const auto& [name, values] : m_scalars)
+        if (!m_keys.mid(0, m_fixedPlotCount).contains(QString::fromStdString(name)))
+            keys << seriesKey(runformat::kScalars, name);
+    for (const SeriesTable& table : m_seriesTables)
+        for (const auto& [name, values] : table.series)
+            keys << seriesKey(table.name, name);
+    return keys;
+}
+
+SeriesPlot* OverviewView::addSeriesPlot(const QString& key)
+{
+    if (SeriesPlot* shown = plot(key))
+        return shown;
+    if (!addableSeries().contains(key))
+        return nullptr;
+    SeriesPlot* added = createPlot(key, seriesTitle(key));
+    showAddedSeries(added, key);
+    // It joins the others as they are: their steps in view, the selected step, the incidents.
+    markIncidents(*added, m_incidents, false, false);
+    added->setCheckpointSteps(m_checkpointSteps);
+    if (m_selectedStep)
+        added->setSelectedStep(*m_selectedStep);
+    for (int i = 0; i < m_plots.size() - 1; ++i)
+        if (!m_plots[i]->isHidden()) {
+            const QCPRange range = m_plots[i]->plot()->xAxis->range();
+            added->setStepRange(range.lower, range.upper);
+            break;
+        }
+    return added;
+}
+
+void OverviewView::removeSeriesPlot(const QString& key)
+{
+    const int i = m_keys.indexOf(key);
+    if (i < m_fixedPlotCount)
+        return; // the fixed plots are not the menu's to remove
+    SeriesPlot* removed = m_plots.takeAt(i);
+    m_keys.removeAt(i);
+    removed->deleteLater();
+    removed->hide();
+}
+
+void OverviewView::populateSeriesMenu()
+{
+    QMenu* menu = m_seriesButton->menu();
+    menu->clear();
+    const QStringList keys = addableSeries();
+    if (keys.isEmpty()) {
+        menu->addAction(tr("No other series logged"))->setEnabled(false);
+        return;
+    }
+    // One section per table: series logged at each step, then each other logging rate.
+    QString section;
+    for (const QString& key : keys) {
+        const auto [table, name] = splitKey(key);
+        const QString tableName = QString::fromStdString(table);
+        if (tableName != section) {
+            section = tableName;
+            menu->addSection(table == runformat::kScalars ? tr("Every step") : tr("Table %1").arg(tableName));
+        }
+        QAction* action = menu->addAction(QString::fromStdString(name));
+        action->setCheckable(true);
+        action->setChecked(plot(key) != nullptr);
+        connect(action, &QAction::toggled, this, [this, key](bool show) {
+            if (show)
+                addSeriesPlot(key);
+            else
+                removeSeriesPlot(key);
+        });
+    }
+}
+
+void OverviewView::setSmoothing(double weight)
+{
+    weight = std::clamp(weight, 0.0, kMaxSmoothingWeight);
+    const int position = int(std::lround(weight * kSmoothingSteps));
+    if (m_smoothingSlider->value() != position) {
+        m_smoothingSlider->setValue(position); // comes back here through valueChanged
+        return;
+    }
+    m_smoothingValue->setText(QString::number(weight, 'f', 2));
+    for (SeriesPlot* plot : std::as_const(m_plots))
+        plot->setSmoothing(weight);
+}
+
+double OverviewView::smoothing() const
+{
+    return double(m_smoothingSlider->value()) / kSmoothingSteps;
+}
+
+void OverviewView::showReadoutAt(double step)
+{
+    for (SeriesPlot* plot : std::as_const(m_plots))
+        plot->showReadoutAt(step);
 }
 
 void OverviewView::setSourceSummary(const QString& summary, const QString& details)
@@ -100,28 +340,46 @@ QString OverviewView::sourceSummary() const
     return m_sourceSummary->isVisible() ? m_sourceSummary->text() : QString();
 }
 
-SeriesPlot* OverviewView::plot(const QString& scalar) const
+SeriesPlot* OverviewView::plot(const QString& key) const
 {
-    const int i = m_scalarNames.indexOf(scalar);
+    const int i = m_keys.indexOf(key);
     return i < 0 ? nullptr : m_plots[i];
 }
 
 void OverviewView::setSelectedStep(int64_t step)
 {
-    for (auto* plot : m_plots)
+    m_selectedStep = step;
+    for (auto* plot : std::as_const(m_plots))
         plot->setSelectedStep(step);
 }
 
 void OverviewView::setCheckpointSteps(const std::vector<int64_t>& steps)
 {
-    for (auto* p : m_plots)
+    m_checkpointSteps = steps;
+    for (auto* p : std::as_const(m_plots))
         p->setCheckpointSteps(steps);
 }
 
 void OverviewView::showStepRange(double lower, double upper)
 {
-    for (auto* plot : m_plots)
+    for (auto* plot : std::as_const(m_plots))
         plot->setStepRange(lower, upper);
+}
+
+void OverviewView::resetZoom()
+{
+    // Each plot fits its own values; the shared step axis then spans every plot's steps (an
+    // evaluation table may start later or end earlier than the training steps).
+    std::optional<QCPRange> steps;
+    for (SeriesPlot* plot : std::as_const(m_plots)) {
+        if (plot->isHidden())
+            continue;
+        plot->resetZoom();
+        const QCPRange range = plot->plot()->xAxis->range();
+        steps = steps ? QCPRange(std::min(steps->lower, range.lower), std::max(steps->upper, range.upper)) : range;
+    }
+    if (steps)
+        showStepRange(steps->lower, steps->upper);
 }
 
 void markIncidents(SeriesPlot& plot, const std::vector<Incident>& incidents, bool labels, bool trend)
@@ -163,20 +421,28 @@ void markIncidents(SeriesPlot& plot, const std::vector<Incident>& incidents, boo
 
 void OverviewView::setIncidents(const std::vector<Incident>& incidents)
 {
-    for (auto* p : m_plots)
+    m_incidents = incidents;
+    for (auto* p : std::as_const(m_plots))
         markIncidents(*p, incidents, p == m_plots.front(), p == plot("grad_norm"));
 }
 
 void OverviewView::linkRanges(SeriesPlot* source, double lower, double upper)
 {
-    for (auto* plot : m_plots)
+    for (auto* plot : std::as_const(m_plots))
         if (plot != source)
             plot->setStepRange(lower, upper);
 }
 
 void OverviewView::clear()
 {
-    for (SeriesPlot* plot : m_plots)
+    m_steps.clear();
+    m_scalars.clear();
+    m_skippedSteps.clear();
+    m_seriesTables.clear();
+    m_incidents.clear();
+    m_checkpointSteps.clear();
+    m_selectedStep.reset();
+    for (SeriesPlot* plot : std::as_const(m_plots))
         plot->clear();
     setSourceSummary(QString(), QString());
 }

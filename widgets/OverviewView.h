@@ -1,15 +1,20 @@
 #pragma once
 
+#include "ViewData.h"
 #include "core/scan/Incident.h"
 
 #include <QWidget>
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 class QLabel;
+class QSlider;
+class QSplitter;
+class QToolButton;
 
 namespace nanscope {
 
@@ -19,8 +24,13 @@ class SeriesPlot;
 // shaded region from onset to failure; `trend` adds the fitted growth line (grad-norm plots).
 void markIncidents(SeriesPlot& plot, const std::vector<Incident>& incidents, bool labels, bool trend);
 
-// The stacked scalar plots (loss, grad norm, learning rate, loss scale) on one shared step axis:
-// zooming or panning one moves them all.
+// The stacked scalar plots on one shared step axis: zooming or panning one moves them all, and
+// hovering one shows every plot's value at that step. Loss, grad norm, learning rate and loss
+// scale are always there when logged; any other logged series (an eval metric, the epoch) can be
+// added from the Series menu. One smoothing slider smooths every plot.
+//
+// A series is named by a key: its name for the /scalars table ("loss"), "table/name" for a table
+// of another logging rate ("eval/eval_accuracy").
 class OverviewView : public QWidget
 {
     Q_OBJECT
@@ -29,33 +39,71 @@ public:
 
     void setScalars(const std::vector<int64_t>& steps, const std::map<std::string, std::vector<double>>& scalars,
                     const std::vector<int64_t>& skippedSteps);
-    // The evaluation loss logged at a rate of its own, overlaid on the loss plot.
-    void setEvaluation(const std::vector<int64_t>& steps, const std::vector<double>& evalLoss);
+    // Series logged at rates of their own: an evaluation loss is overlaid on the loss plot (or is
+    // the loss plot, when no training loss is logged); every series can be added as a plot.
+    void setSeriesTables(const std::vector<SeriesTable>& tables);
     // A line above the plots saying where the run came from and what it lacks (no per-layer data,
     // no batches to replay), for runs read from other tools' logs; empty hides it.
     void setSourceSummary(const QString& summary, const QString& details);
     QString sourceSummary() const;
     void setSelectedStep(int64_t step);
-    // Drops everything of the run shown (RunContext::runClosed).
+    // Drops everything of the run shown (RunContext::runClosed). Added plots stay, empty: the
+    // next run shows the same series when it logs them.
     void clear();
     void setCheckpointSteps(const std::vector<int64_t>& steps);
     void showStepRange(double lower, double upper);
+    // Zooms every plot out to all its steps and values.
+    void resetZoom();
     // Marks incidents on every plot: a sudden blow-up as a sharp band at its onset, a gradual one
     // as a shaded growth region from onset to failure with its fitted trend on the grad-norm plot.
     void setIncidents(const std::vector<Incident>& incidents);
 
-    SeriesPlot* plot(const QString& scalar) const;
+    // Every logged series that the Series menu offers (all but the fixed plots'), as keys.
+    QStringList addableSeries() const;
+    // Shows a plot of a logged series under the others, on the same step axis (the one shown
+    // already, if it is); null for a key the run does not log.
+    SeriesPlot* addSeriesPlot(const QString& key);
+    void removeSeriesPlot(const QString& key);
+
+    // TensorBoard's EMA smoothing weight, 0..0.99, on every plot (the slider's value).
+    void setSmoothing(double weight);
+    double smoothing() const;
+    // Every plot's readout at the logged step nearest to `step` (what hovering a plot does).
+    void showReadoutAt(double step);
+
+    // The plot of a series by its key; null when none is shown for it.
+    SeriesPlot* plot(const QString& key) const;
     QList<SeriesPlot*> plots() const { return m_plots; }
 
 signals:
     void stepClicked(qint64 step);
 
 private:
+    SeriesPlot* createPlot(const QString& key, const QString& title);
+    // Feeds an added plot its series from the run's series; hides it when the run lacks it.
+    void showAddedSeries(SeriesPlot* plot, const QString& key);
+    void showEvaluationLoss();
+    void populateSeriesMenu();
     void linkRanges(SeriesPlot* source, double lower, double upper);
 
     QLabel* m_sourceSummary = nullptr;
+    QToolButton* m_seriesButton = nullptr;
+    QSlider* m_smoothingSlider = nullptr;
+    QLabel* m_smoothingValue = nullptr;
+    QSplitter* m_splitter = nullptr;
     QList<SeriesPlot*> m_plots;
-    QStringList m_scalarNames;
+    QStringList m_keys; // m_plots[i] shows m_keys[i]
+    int m_fixedPlotCount = 0;
+
+    // The run's series, for plots added after it arrived.
+    std::vector<int64_t> m_steps;
+    std::map<std::string, std::vector<double>> m_scalars;
+    std::vector<int64_t> m_skippedSteps;
+    std::vector<SeriesTable> m_seriesTables;
+    // What every plot shows beside its series, for plots added after it arrived.
+    std::vector<Incident> m_incidents;
+    std::vector<int64_t> m_checkpointSteps;
+    std::optional<int64_t> m_selectedStep;
 };
 
 } // namespace nanscope

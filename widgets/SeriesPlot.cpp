@@ -1,13 +1,21 @@
 #include "SeriesPlot.h"
 
+#include "Smoothing.h"
+
 #include <qcustomplot.h>
 
 #include <QCheckBox>
+#include <QDir>
 #include <QFileDialog>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMenu>
+#include <QMessageBox>
+#include <QRegularExpression>
+#include <QSaveFile>
+#include <QStandardPaths>
 #include <QSvgGenerator>
+#include <QTextStream>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -45,6 +53,36 @@ QString formatValue(double v)
     if (std::isinf(v))
         return v > 0 ? "+Inf" : "-Inf";
     return QString::number(v, 'g', 6);
+}
+
+// A value as a CSV cell that reads back to the same double, in the spellings numpy and pandas parse.
+QString csvValue(double v)
+{
+    if (std::isnan(v))
+        return "nan";
+    if (std::isinf(v))
+        return v > 0 ? "inf" : "-inf";
+    return QString::number(v, 'g', QLocale::FloatingPointShortest);
+}
+
+// The index of the logged step nearest to `step` (the earlier one on a tie); -1 for no steps.
+int64_t nearestIndex(const std::vector<int64_t>& steps, double step)
+{
+    if (steps.empty())
+        return -1;
+    auto after = std::lower_bound(steps.begin(), steps.end(), step,
+                                  [](int64_t logged, double wanted) { return double(logged) < wanted; });
+    if (after == steps.end())
+        return int64_t(steps.size()) - 1;
+    if (after != steps.begin() && step - double(*(after - 1)) <= double(*after) - step)
+        --after;
+    return after - steps.begin();
+}
+
+QColor faint(QColor colour)
+{
+    colour.setAlpha(70);
+    return colour;
 }
 
 // Splits a series into the finite line and the non-finite marker steps.
@@ -132,6 +170,18 @@ SeriesPlot::SeriesPlot(const QString& title, QWidget* parent)
     m_overlay->setPen(QPen(QColor(16, 150, 110), 1));
     m_overlay->setAdaptiveSampling(true);
     m_overlay->setVisible(false);
+    // The raw series behind their smoothed lines: on a layer under the main one, so the smoothed
+    // line is never hidden under its own noise.
+    m_plot->addLayer("raw", m_plot->layer("main"), QCustomPlot::limBelow);
+    m_rawValues = m_plot->addGraph();
+    m_rawOverlay = m_plot->addGraph();
+    for (auto [raw, smoothed] : {std::pair{m_rawValues, m_values}, std::pair{m_rawOverlay, m_overlay}}) {
+        raw->setLayer("raw");
+        raw->setPen(QPen(faint(smoothed->pen().color()), 1));
+        raw->setAdaptiveSampling(true);
+        raw->setVisible(false);
+        raw->removeFromLegend();
+    }
     m_trend = m_plot->addGraph();
     m_trend->setPen(QPen(QColor(200, 40, 40), 2, Qt::DashLine));
     m_trend->setName(tr("fitted trend"));
@@ -140,6 +190,7 @@ SeriesPlot::SeriesPlot(const QString& title, QWidget* parent)
     m_negInfMarkers = addMarkerGraph(m_plot, "-Inf", QCPScatterStyle::ssTriangleInverted, QColor(140, 60, 200));
     m_marked = addMarkerGraph(m_plot, tr("skipped"), QCPScatterStyle::ssDiamond, QColor(120, 120, 120));
     m_checkpoints = addMarkerGraph(m_plot, tr("checkpoint"), QCPScatterStyle::ssStar, QColor(16, 120, 200));
+    m_ownGraphCount = m_plot->graphCount();
 
     m_stepCursor = new QCPItemStraightLine(m_plot);
     m_stepCursor->setPen(QPen(QColor(234, 88, 12), 1.5));
@@ -153,6 +204,14 @@ SeriesPlot::SeriesPlot(const QString& title, QWidget* parent)
     connect(m_plot, &QCustomPlot::afterLayout, this, &SeriesPlot::placeBandLabels);
     connect(m_plot, &QCustomPlot::customContextMenuRequested, this, &SeriesPlot::showContextMenu);
     connect(m_plot, &QCustomPlot::mouseMove, this, [this](QMouseEvent* event) { updateHover(event->position().x()); });
+    // Ctrl+drag draws a box to zoom into, steps and values; a plain drag keeps panning the steps.
+    // (QCustomPlot emits mousePress before it decides between a drag and a selection box.)
+    m_plot->setToolTip(tr("Drag to pan, wheel to zoom the steps, Ctrl+drag to zoom into a box, "
+                          "double-click to select a step"));
+    connect(m_plot, &QCustomPlot::mousePress, this, [this](QMouseEvent* event) {
+        const bool boxZoom = event->button() == Qt::LeftButton && (event->modifiers() & Qt::ControlModifier);
+        m_plot->setSelectionRectMode(boxZoom ? QCP::srmZoom : QCP::srmNone);
+    });
     connect(m_plot, &QCustomPlot::mouseDoubleClick, this, [this](QMouseEvent* event) {
         emit stepClicked(qint64(std::llround(m_plot->xAxis->pixelToCoord(event->position().x()))));
     });
@@ -183,6 +242,7 @@ void SeriesPlot::clear()
     m_stepCursor->setVisible(false);
     m_hoverLine->setVisible(false);
     m_readout->clear();
+    m_hoverStep.reset();
     applyData();
 }
 
@@ -215,13 +275,31 @@ void SeriesPlot::setOverlay(const QString& name, const std::vector<int64_t>& ste
 
 void SeriesPlot::applyData(bool fitSteps)
 {
+    // The markers come from the raw values: smoothing passes non-finite values through, and a
+    // NaN must stay marked however smooth the line around it is.
     SplitSeries main = split(m_steps, m_data, m_logScale);
     SplitSeries overlay = split(m_overlaySteps, m_overlayData, m_logScale);
     m_nanCount = main.nanX.size();
     m_posInfCount = main.posX.size();
     m_negInfCount = main.negX.size();
-    m_values->setData(main.x, main.y, true);
-    m_overlay->setData(overlay.x, overlay.y, true);
+    m_smoothed = smoothEma(m_data, m_smoothing);
+    m_overlaySmoothed = smoothEma(m_overlayData, m_smoothing);
+    const bool smoothing = m_smoothing > 0;
+    if (smoothing) {
+        SplitSeries smoothedMain = split(m_steps, m_smoothed, m_logScale);
+        SplitSeries smoothedOverlay = split(m_overlaySteps, m_overlaySmoothed, m_logScale);
+        m_values->setData(smoothedMain.x, smoothedMain.y, true);
+        m_overlay->setData(smoothedOverlay.x, smoothedOverlay.y, true);
+        m_rawValues->setData(main.x, main.y, true);
+        m_rawOverlay->setData(overlay.x, overlay.y, true);
+    } else {
+        m_values->setData(main.x, main.y, true);
+        m_overlay->setData(overlay.x, overlay.y, true);
+        m_rawValues->data()->clear();
+        m_rawOverlay->data()->clear();
+    }
+    m_rawValues->setVisible(smoothing);
+    m_rawOverlay->setVisible(smoothing && m_overlay->visible());
     // Overlay non-finite steps join the main markers: a NaN is a NaN whichever series holds it.
     auto merged = [](QVector<double> a, const QVector<double>& b) {
         a += b;
@@ -235,6 +313,17 @@ void SeriesPlot::applyData(bool fitSteps)
     m_posInfMarkers->setData(posX, QVector<double>(posX.size(), kPosInfRow), true);
     m_negInfMarkers->setData(negX, QVector<double>(negX.size(), kNegInfRow), true);
     rescale(fitSteps);
+    if (m_hoverStep)
+        showReadoutAt(*m_hoverStep);
+}
+
+void SeriesPlot::setSmoothing(double weight)
+{
+    weight = std::clamp(weight, 0.0, kMaxSmoothingWeight);
+    if (weight == m_smoothing)
+        return;
+    m_smoothing = weight;
+    applyData(false); // smoothing changes values, never the user's steps
 }
 
 void SeriesPlot::setMarkedSteps(const std::vector<int64_t>& steps, const QString& label)
@@ -373,14 +462,17 @@ void SeriesPlot::rescale(bool fitSteps)
     }
     if (found && fitSteps)
         setStepRange(keys.lower, std::max(keys.upper, keys.lower + 1));
+    // The value axis spans the raw series too: smoothing must not push a spike off the plot.
     bool valuesFound = false;
-    QCPRange values = m_values->getValueRange(valuesFound, QCP::sdBoth, QCPRange());
-    bool overlayFound = false;
-    QCPRange overlay = m_overlay->getValueRange(overlayFound, QCP::sdBoth, QCPRange());
-    if (overlayFound)
-        values = valuesFound ? QCPRange(std::min(values.lower, overlay.lower), std::max(values.upper, overlay.upper))
-                             : overlay;
-    if (valuesFound || overlayFound) {
+    QCPRange values;
+    for (QCPGraph* g : {m_values, m_overlay, m_rawValues, m_rawOverlay}) {
+        bool found = false;
+        const QCPRange r = g->getValueRange(found, QCP::sdBoth, QCPRange());
+        if (found)
+            values = valuesFound ? QCPRange(std::min(values.lower, r.lower), std::max(values.upper, r.upper)) : r;
+        valuesFound = valuesFound || found;
+    }
+    if (valuesFound) {
         if (m_logScale) {
             values.lower = std::max(values.lower, 1e-300);
             m_plot->yAxis->setRange(values.lower / 2, values.upper * 2);
@@ -402,15 +494,81 @@ void SeriesPlot::updateHover(double pixelX)
     if (m_steps.empty())
         return;
     const double step = m_plot->xAxis->pixelToCoord(pixelX);
-    auto it = std::lower_bound(m_steps.begin(), m_steps.end(), int64_t(std::llround(step)));
-    if (it == m_steps.end())
-        --it;
-    const size_t i = size_t(it - m_steps.begin());
-    m_readout->setText(QString("step %1   %2 = %3").arg(m_steps[i]).arg(m_title, formatValue(m_data[i])));
-    m_hoverLine->point1->setCoords(double(m_steps[i]), 0);
-    m_hoverLine->point2->setCoords(double(m_steps[i]), 1);
+    showReadoutAt(step);
+    emit hovered(step);
+}
+
+void SeriesPlot::showReadoutAt(double step)
+{
+    m_hoverStep = step;
+    const int64_t i = nearestIndex(m_steps, step);
+    if (i < 0 || size_t(i) >= m_data.size())
+        return;
+    const auto row = size_t(i);
+    QString text = QString("step %1   %2 = %3").arg(m_steps[row]).arg(m_values->name(), formatValue(m_data[row]));
+    if (m_smoothing > 0 && std::isfinite(m_data[row]))
+        text += tr("  (smoothed %1)").arg(formatValue(m_smoothed[row]));
+    // The overlay at its own nearest step, named when it is not the same step (eval every 100).
+    const int64_t o = nearestIndex(m_overlaySteps, step);
+    if (o >= 0 && size_t(o) < m_overlayData.size() && m_overlay->visible()) {
+        const auto overlayRow = size_t(o);
+        text += QString("   %1 = %2").arg(m_overlay->name(), formatValue(m_overlayData[overlayRow]));
+        if (m_overlaySteps[overlayRow] != m_steps[row])
+            text += tr(" (step %1)").arg(m_overlaySteps[overlayRow]);
+    }
+    m_readout->setText(text);
+    m_hoverLine->point1->setCoords(double(m_steps[row]), 0);
+    m_hoverLine->point2->setCoords(double(m_steps[row]), 1);
     m_hoverLine->setVisible(true);
     m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QString SeriesPlot::readoutText() const
+{
+    return m_readout->text();
+}
+
+QString SeriesPlot::defaultExportPath(const QString& suffix) const
+{
+    QString folder = QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation);
+    if (folder.isEmpty() || !QDir(folder).exists())
+        folder = QDir::homePath();
+    QString name = m_values->name();
+    name.replace(QRegularExpression("[^A-Za-z0-9._-]+"), "_");
+    return QDir(folder).filePath(name + suffix);
+}
+
+bool SeriesPlot::exportCsv(const QString& path, QString* error) const
+{
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly | QIODevice::Text)) {
+        if (error)
+            *error = tr("Cannot write %1: %2").arg(path, file.errorString());
+        return false;
+    }
+    QTextStream out(&file);
+    out << "step,value,smoothed\n";
+    const size_t rows = std::min(m_steps.size(), m_data.size());
+    for (size_t i = 0; i < rows; ++i)
+        out << m_steps[i] << ',' << csvValue(m_data[i]) << ',' << csvValue(m_smoothed[i]) << '\n';
+    out.flush();
+    if (!file.commit()) {
+        if (error)
+            *error = tr("Cannot write %1: %2").arg(path, file.errorString());
+        return false;
+    }
+    return true;
+}
+
+void SeriesPlot::chooseCsvExport()
+{
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export Data as CSV"), defaultExportPath(".csv"),
+                                                      tr("CSV files (*.csv)"));
+    if (path.isEmpty())
+        return;
+    QString error;
+    if (!exportCsv(path, &error))
+        QMessageBox::warning(this, tr("Export Data as CSV"), error);
 }
 
 void SeriesPlot::showContextMenu(const QPoint& position)
@@ -423,11 +581,12 @@ void SeriesPlot::showContextMenu(const QPoint& position)
     menu.addAction(tr("Reset zoom"), this, &SeriesPlot::resetZoom);
     menu.addSeparator();
     menu.addAction(tr("Export plot\u2026"), this, [this] {
-        const QString path = QFileDialog::getSaveFileName(this, tr("Export Plot"), m_title + ".png",
+        const QString path = QFileDialog::getSaveFileName(this, tr("Export Plot"), defaultExportPath(".png"),
                                                           tr("Images (*.png *.svg *.pdf)"));
         if (!path.isEmpty())
             exportTo(path);
     });
+    menu.addAction(tr("Export data as CSV\u2026"), this, &SeriesPlot::chooseCsvExport)->setEnabled(!m_steps.empty());
     menu.exec(m_plot->mapToGlobal(position));
 }
 

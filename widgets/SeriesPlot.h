@@ -3,6 +3,7 @@
 #include <QWidget>
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 class QCheckBox;
@@ -18,7 +19,9 @@ namespace nanscope {
 
 // One step-indexed series on a QCustomPlot. Non-finite values are data, so they are drawn, never
 // dropped: NaN, +Inf and -Inf each get their own marker pinned to the plot edge. Skipped steps
-// get a marker at the foot. Hovering shows the exact value under the cursor.
+// get a marker at the foot. Hovering shows the exact value under the cursor. With smoothing on,
+// the smoothed line is drawn over the raw series, which stays faint behind it. A drag pans the
+// steps; Ctrl+drag zooms into a box of steps and values.
 class SeriesPlot : public QWidget
 {
     Q_OBJECT
@@ -49,6 +52,24 @@ public:
     // A dashed line on the plot's own axes (a fitted trend), in step / value coordinates.
     void setTrendLine(const std::vector<double>& steps, const std::vector<double>& values);
 
+    // TensorBoard's EMA smoothing weight (0: off; see smoothEma), on the series and its overlay.
+    void setSmoothing(double weight);
+    double smoothing() const { return m_smoothing; }
+    // The series as drawn: smoothed with the current weight (the raw values when it is 0).
+    const std::vector<double>& smoothedValues() const { return m_smoothed; }
+
+    // Shows the values at the logged step nearest to `step` in the readout above the plot, with a
+    // dotted line there (what hovering does; linked plots show the same step).
+    void showReadoutAt(double step);
+    QString readoutText() const;
+
+    // Writes the series as CSV: a header `step,value,smoothed`, then one row per logged step,
+    // non-finite values as nan, inf, -inf. False with `error` set when the file cannot be written.
+    bool exportCsv(const QString& path, QString* error = nullptr) const;
+
+    // The graphs every SeriesPlot draws; views that add graphs of their own add them after these.
+    int ownGraphCount() const { return m_ownGraphCount; }
+
     int nanCount() const { return m_nanCount; }
     int posInfCount() const { return m_posInfCount; }
     int negInfCount() const { return m_negInfCount; }
@@ -63,6 +84,8 @@ public:
 signals:
     void stepClicked(qint64 step);
     void stepRangeChanged(double lower, double upper);
+    // The cursor is over this step, for linked plots to show their values there.
+    void hovered(double step);
 
 private:
     // `fitSteps`: zoom the step axis out to the data (new data); false keeps the user's zoom
@@ -73,6 +96,10 @@ private:
     void placeBandLabels();
     void showContextMenu(const QPoint& position);
     void updateHover(double pixelX);
+    // Where exported files go by default: the user's documents, never the run folder (nanscope
+    // never writes into a run it inspects, and a relative name would land in the working directory).
+    QString defaultExportPath(const QString& suffix) const;
+    void chooseCsvExport();
 
     QString m_title;
     QCustomPlot* m_plot = nullptr;
@@ -80,6 +107,8 @@ private:
     QLabel* m_readout = nullptr;
     QCPGraph* m_values = nullptr;
     QCPGraph* m_overlay = nullptr;
+    QCPGraph* m_rawValues = nullptr;  // faint behind the smoothed line, when smoothing is on
+    QCPGraph* m_rawOverlay = nullptr;
     QCPGraph* m_nanMarkers = nullptr;
     QCPGraph* m_posInfMarkers = nullptr;
     QCPGraph* m_negInfMarkers = nullptr;
@@ -94,9 +123,13 @@ private:
     std::vector<double> m_data;
     std::vector<int64_t> m_overlaySteps;
     std::vector<double> m_overlayData;
+    std::vector<double> m_smoothed;
+    std::vector<double> m_overlaySmoothed;
+    double m_smoothing = 0;
+    int m_ownGraphCount = 0;
     bool m_logScale = false;
     bool m_syncingRange = false;
-    double m_lastHoverStep = -1; // the readout's step, to refresh it when the data changes
+    std::optional<double> m_hoverStep; // the readout's step, to refresh it when the data changes
     int m_nanCount = 0;
     int m_posInfCount = 0;
     int m_negInfCount = 0;

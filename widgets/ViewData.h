@@ -15,11 +15,21 @@
 #include <QStringList>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace nanscope {
+
+// Scalar series logged at a rate of their own (/eval, /scalars_<name>; see runformat::
+// isSeriesTableName): the table's steps and each series on them.
+struct SeriesTable
+{
+    std::string name;
+    std::vector<int64_t> steps;
+    std::map<std::string, std::vector<double>> series;
+};
 
 struct BatchNormSeries
 {
