@@ -60,7 +60,9 @@ TEST(RunSourceBuilder, EvaluationAtItsOwnRateIsATableOfItsOwnNeverNaNPadding)
     ASSERT_NE(eval, nullptr);
     EXPECT_EQ(eval->rows, 5);
     EXPECT_EQ(run->steps("eval"), (std::vector<int64_t>{10, 20, 30, 40, 50}));
-    for (double v : *run->readSeries("eval", "eval_loss"))
+    const auto evalLoss = run->readSeries("eval", "eval_loss"); // held: a range-for over *temporary dangles
+    ASSERT_TRUE(evalLoss.ok());
+    for (double v : *evalLoss)
         EXPECT_TRUE(std::isfinite(v));
 }
 
