@@ -1,6 +1,7 @@
 #include "core/source/TensorBoardReader.h"
 
 #include "core/source/TfRecordReader.h"
+#include "core/tensor/ElementConversion.h"
 #include "tensorboard_event.pb.h"
 
 #include <cmath>
@@ -20,26 +21,6 @@ constexpr int kDtInt32 = 3;
 constexpr int kDtInt64 = 9;
 constexpr int kDtBfloat16 = 14;
 constexpr int kDtHalf = 19;
-
-float halfToFloat(uint16_t bits)
-{
-    const int sign = (bits >> 15) ? -1 : 1;
-    const int exponent = (bits >> 10) & 0x1F;
-    const int mantissa = bits & 0x3FF;
-    if (exponent == 0x1F)
-        return mantissa ? std::numeric_limits<float>::quiet_NaN() : sign * std::numeric_limits<float>::infinity();
-    if (exponent == 0)
-        return sign * std::ldexp(float(mantissa), -24); // subnormal
-    return sign * std::ldexp(float(mantissa | 0x400), exponent - 25);
-}
-
-float bfloat16ToFloat(uint16_t bits)
-{
-    const uint32_t widened = uint32_t(bits) << 16; // bfloat16 is the top half of a float32
-    float value;
-    std::memcpy(&value, &widened, sizeof value);
-    return value;
-}
 
 // The values of a tensor of a float-like dtype, from its typed field or its raw little-endian
 // content (x86 and ARM hosts are little-endian, as is every writer's raw content).
@@ -72,7 +53,10 @@ std::vector<double> floatValues(const tb::TensorProto& tensor)
         break;
     case kDtHalf:
     case kDtBfloat16: {
-        auto convert = tensor.dtype() == kDtHalf ? halfToFloat : bfloat16ToFloat;
+        // Half values travel widened in an int32 field; the one conversion lives in ElementConversion.h.
+        auto convert = [&](uint16_t bits) {
+            return tensor.dtype() == kDtHalf ? halfToFloat(bits) : bfloat16ToFloat(bits);
+        };
         for (int32_t bits : tensor.half_val())
             values.push_back(convert(uint16_t(bits)));
         if (values.empty())

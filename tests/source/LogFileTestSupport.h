@@ -1,23 +1,23 @@
 #pragma once
 
-// Shared by the event-file and text-log reader tests: the real logs in place, temporary folders for damaged
-// copies, and small file helpers.
+// The event-file and text-log reader tests' words for what SourceTestSupport.h provides: a real-log
+// folder or a skip, a scratch folder for damaged copies, and file helpers.
 
-#include <gtest/gtest.h>
+#include "SourceTestSupport.h"
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 
 namespace nanscope::test {
 
+using ::nanscope::testing::readBytes;
+
 // The real-log folder `name` (../shared/real-logs/NAME), or "" when this checkout lacks it.
 inline std::string realLogFolder(const std::string& name)
 {
-    const std::filesystem::path folder = std::filesystem::path(NANSCOPE_REAL_LOGS) / name;
-    return std::filesystem::is_directory(folder) ? folder.string() : std::string();
+    const std::string folder = ::nanscope::testing::realLog(name);
+    return std::filesystem::is_directory(folder) ? folder : std::string();
 }
 
 #define NANSCOPE_REAL_LOG_OR_SKIP(variable, name)                                                                      \
@@ -34,41 +34,18 @@ inline std::string fileIn(const std::string& folder, const std::string& part)
     return {};
 }
 
-inline std::string readBytes(const std::string& path)
-{
-    std::ifstream file(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
-}
-
 inline void writeBytes(const std::string& path, const std::string& bytes)
 {
     std::ofstream file(path, std::ios::binary | std::ios::trunc);
     file.write(bytes.data(), std::streamsize(bytes.size()));
 }
 
-// A fresh folder under the system temp directory, removed with everything in it at the end.
-class TempFolder {
+// A scratch folder addressed by file name.
+class TempFolder : public ::nanscope::testing::ScratchFolder
+{
 public:
-    TempFolder()
-    {
-        std::string pattern = (std::filesystem::temp_directory_path() / "nanscope-source-test-XXXXXX").string();
-        if (mkdtemp(pattern.data()))
-            m_path = pattern;
-    }
-    ~TempFolder()
-    {
-        std::error_code ec;
-        if (!m_path.empty())
-            std::filesystem::remove_all(m_path, ec);
-    }
-    TempFolder(const TempFolder&) = delete;
-    TempFolder& operator=(const TempFolder&) = delete;
-
-    std::string file(const std::string& name) const { return (std::filesystem::path(m_path) / name).string(); }
-    bool ok() const { return !m_path.empty(); }
-
-private:
-    std::string m_path;
+    std::string file(const std::string& name) const { return (std::filesystem::path(path()) / name).string(); }
+    bool ok() const { return std::filesystem::is_directory(path()); }
 };
 
 } // namespace nanscope::test
