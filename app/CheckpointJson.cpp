@@ -8,11 +8,6 @@ namespace nanscope {
 
 namespace {
 
-QString text(const std::string& s)
-{
-    return QString::fromStdString(s);
-}
-
 DType dtypeFromJson(const QJsonValue& value)
 {
     return dtypeFromName(value.toString().toStdString()).value_or(DType::Float32);

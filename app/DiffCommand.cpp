@@ -1,5 +1,6 @@
 #include "CheckpointJson.h"
 #include "CliSupport.h"
+#include "JsonNumbers.h"
 #include "Subcommands.h"
 
 #include "core/checkpoint/CheckpointDiff.h"
@@ -9,19 +10,6 @@
 #include <QJsonObject>
 
 namespace nanscope::cli {
-
-namespace {
-
-QJsonArray names(const std::vector<std::string>& list)
-{
-    QJsonArray array;
-    for (const auto& name : list)
-        array.append(fromStd(name));
-    return array;
-}
-
-
-} // namespace
 
 int runDiff(const QStringList& arguments)
 {
@@ -65,8 +53,8 @@ int runDiff(const QStringList& arguments)
                          {"format_b", checkpointFormatName(b->format)},
                          {"tensors", tensors},
                          {"shape_mismatch", mismatched},
-                         {"only_in_a", names(diff.onlyInA)},
-                         {"only_in_b", names(diff.onlyInB)}};
+                         {"only_in_a", textArray(diff.onlyInA)},
+                         {"only_in_b", textArray(diff.onlyInB)}};
         out() << QJsonDocument(root).toJson(QJsonDocument::Indented);
         return kExitOk;
     }

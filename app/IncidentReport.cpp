@@ -1,4 +1,5 @@
 #include "IncidentReport.h"
+#include "JsonNumbers.h"
 
 #include "IncidentJson.h"
 #include "ReplayProcess.h"
@@ -72,11 +73,6 @@ struct ReportContent
     QString nanscopeVersion = NANSCOPE_VERSION;
     QString libtorch = QString::fromStdString(libtorchVersion());
 };
-
-QString text(const std::string& s)
-{
-    return QString::fromStdString(s);
-}
 
 QImage renderPlot(const QString& title, const std::vector<int64_t>& steps, const std::vector<double>& values,
                   const std::vector<Incident>& incidents, bool logScale, double from, double to)

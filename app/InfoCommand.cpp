@@ -1,4 +1,5 @@
 #include "CliSupport.h"
+#include "JsonNumbers.h"
 #include "Subcommands.h"
 
 #include "core/source/OpenRun.h"
@@ -59,16 +60,10 @@ int runInfo(const QStringList& arguments)
         QJsonObject attributes;
         for (const auto& [name, value] : info.attributes)
             attributes[fromStd(name)] = fromStd(value);
-        auto texts = [](const std::vector<std::string>& lines) {
-            QJsonArray array;
-            for (const auto& line : lines)
-                array.append(fromStd(line));
-            return array;
-        };
         const SourceDescription& source = info.source;
-        QJsonObject sourceJson{{"format", fromStd(source.format)}, {"files", texts(source.files)},
-                               {"holds", texts(source.holds)},    {"lacks", texts(source.lacks)},
-                               {"warnings", texts(source.warnings)}, {"notes", texts(source.notes)}};
+        QJsonObject sourceJson{{"format", fromStd(source.format)},     {"files", textArray(source.files)},
+                               {"holds", textArray(source.holds)},       {"lacks", textArray(source.lacks)},
+                               {"warnings", textArray(source.warnings)}, {"notes", textArray(source.notes)}};
         QJsonObject root{{"run_name", fromStd(info.runName)},
                          {"source", sourceJson},
                          {"replayable_steps", [&] {

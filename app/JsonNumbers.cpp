@@ -24,4 +24,20 @@ std::optional<double> optionalNumber(const QJsonValue& value)
     return value.isDouble() ? std::optional<double>(value.toDouble()) : std::nullopt;
 }
 
+QJsonArray textArray(const std::vector<std::string>& lines)
+{
+    QJsonArray array;
+    for (const std::string& line : lines)
+        array.append(text(line));
+    return array;
+}
+
+std::vector<std::string> textsFromJson(const QJsonValue& value)
+{
+    std::vector<std::string> lines;
+    for (const auto& line : value.toArray())
+        lines.push_back(line.toString().toStdString());
+    return lines;
+}
+
 } // namespace nanscope

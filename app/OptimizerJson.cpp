@@ -11,27 +11,6 @@ namespace nanscope {
 
 namespace {
 
-QString text(const std::string& s)
-{
-    return QString::fromStdString(s);
-}
-
-QJsonArray textArray(const std::vector<std::string>& lines)
-{
-    QJsonArray array;
-    for (const std::string& line : lines)
-        array.append(text(line));
-    return array;
-}
-
-std::vector<std::string> textsFromJson(const QJsonValue& value)
-{
-    std::vector<std::string> lines;
-    for (const auto& line : value.toArray())
-        lines.push_back(line.toString().toStdString());
-    return lines;
-}
-
 QJsonObject groupToJson(const OptimizerGroup& group)
 {
     QJsonArray indices;

@@ -12,11 +12,6 @@
 namespace nanscope {
 
 namespace {
-QString text(const std::string& s)
-{
-    return QString::fromStdString(s);
-}
-
 // The replay JSON names a dtype as LibTorch prints it, as it did when the replay wrote
 // c10::toString(tensor.scalar_type()) itself.
 constexpr std::pair<DType, const char*> kLibtorchDtypeNames[] = {

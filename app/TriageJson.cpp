@@ -8,11 +8,6 @@
 namespace nanscope {
 
 namespace {
-QString text(const std::string& s)
-{
-    return QString::fromStdString(s);
-}
-
 QJsonValue stepOrNull(int64_t step)
 {
     return step >= 0 ? QJsonValue(qint64(step)) : QJsonValue();
