@@ -53,6 +53,10 @@ void describeContents(RunInfo& info)
     for (const TableInfo& table : info.tables) {
         if (table.rows == 0)
             continue;
+        if (table.name == rf::kEvents) {
+            source.holds.push_back(std::to_string(table.rows) + " events (skipped steps, loss-scale changes, ...)");
+            continue;
+        }
         const std::string what = table.names.empty()
                                      ? joined(table.datasets, 6)
                                      : std::to_string(table.names.size()) + " columns (" + joined(table.datasets, 4) + ")";
