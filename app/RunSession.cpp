@@ -151,7 +151,7 @@ void RunSession::addWholeRunSeries(RunSnapshot& snapshot) const
         const auto& steps = m_reader->steps(rf::kEvents);
         if (kinds)
             for (size_t i = 0; i < kinds->size() && i < steps.size(); ++i)
-                if ((*kinds)[i] == "skipped_step")
+                if ((*kinds)[i] == runformat::event::kSkippedStep)
                     snapshot.skippedSteps.push_back(steps[i]);
     }
 }

@@ -38,4 +38,18 @@ inline bool isSeriesTableName(const std::string& name)
     return name == kScalars || name == kEval || name.rfind(kSeriesTablePrefix, 0) == 0;
 }
 
+// The kinds of /events rows, written by the Python recorder and the C++ Guard alike
+// (python/nanscope_recorder keeps the same strings; docs/run-format.md lists them).
+namespace event {
+inline constexpr const char* kSkippedStep = "skipped_step";           // the step was not applied
+inline constexpr const char* kLossScaleDecrease = "loss_scale_decrease";
+inline constexpr const char* kCheckpoint = "checkpoint";
+inline constexpr const char* kBatchSaved = "batch_saved";
+inline constexpr const char* kNonfiniteLoss = "nonfinite_loss";
+inline constexpr const char* kNote = "note";
+inline constexpr const char* kRollback = "rollback";                  // weights and optimizer state restored
+inline constexpr const char* kBuffersRestored = "buffers_restored";   // BatchNorm buffers put back on a skipped step
+inline constexpr const char* kIncidentCapture = "incident_capture";   // the batch ring and its checkpoint written
+} // namespace event
+
 } // namespace nanscope::runformat

@@ -184,7 +184,7 @@ void ScanInputs::scalarsFromEvents(const std::vector<std::string>& kinds, const 
         const size_t row = rowAtOrAfter(steps, eventSteps[i]);
         if (row >= steps.size() || steps[row] != eventSteps[i])
             continue;
-        if (skippedFromEvents && kinds[i] == "skipped_step")
+        if (skippedFromEvents && kinds[i] == runformat::event::kSkippedStep)
             m_scalars.skipped[row] = 1.0;
         if (scaleFromEvents && kinds[i] == "loss_scale_decrease")
             decreased[row] = anyDecrease = true;

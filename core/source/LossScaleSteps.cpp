@@ -1,5 +1,6 @@
 #include "core/source/LossScaleSteps.h"
 
+#include "core/run/RunFormat.h"
 #include "core/source/TextLogLines.h"
 
 #include <algorithm>
@@ -241,7 +242,7 @@ void addLossScaleHistory(const std::vector<ScaleChange>& changes, ScalarLog& log
         if (change.hysteresis)
             skipped += ", scale kept (hysteresis " + std::to_string(*change.hysteresis) + " -> "
                 + std::to_string(*change.hysteresis - 1) + ")";
-        log.events.push_back({ change.step, "skipped_step", skipped + basis });
+        log.events.push_back({ change.step, runformat::event::kSkippedStep, skipped + basis });
         if (change.after < change.before)
             log.events.push_back({ change.step, "loss_scale_decrease",
                 "loss scale " + formatScale(change.before) + " -> " + formatScale(change.after) + basis });
@@ -279,7 +280,7 @@ void addMegatronSkips(const std::vector<MegatronInterval>& intervals, bool withS
         for (int64_t j = 0; j < interval.skipped && withSkips; ++j) {
             widerThanOne = widerThanOne || !exact;
             const int64_t step = std::max(interval.previous + 1, interval.iteration - (interval.skipped - 1 - j));
-            log.events.push_back({ step, "skipped_step",
+            log.events.push_back({ step, runformat::event::kSkippedStep,
                 exact ? "iteration skipped (Megatron: number of skipped iterations)"
                       : "one of " + std::to_string(interval.skipped) + " iterations skipped in " + span
                         + " (the log counts them, not which)" });

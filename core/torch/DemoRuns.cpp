@@ -353,7 +353,7 @@ public:
             if (!std::isfinite(lossValue))
                 writer.appendEvent(step, "nonfinite_loss", "loss is " + std::to_string(lossValue));
             if (skip)
-                writer.appendEvent(step, "skipped_step", "non-finite loss or gradients: optimizer step skipped");
+                writer.appendEvent(step, runformat::event::kSkippedStep, "non-finite loss or gradients: optimizer step skipped");
             else
                 optimiser.step();
             if (std::isfinite(gradNorm)) {
