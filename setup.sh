@@ -37,6 +37,9 @@ fi
 # ccache keyed on paths relative to the checkout, so a second clone (CI) reuses the first's objects;
 # the sloppiness lets it cache the LibTorch precompiled header's users.
 export CCACHE_BASEDIR="$PWD"
+# Builds with -g (RelWithDebInfo, Debug) would otherwise hash the working directory, and a
+# second clone would miss every object; its debug info then names the first clone's paths.
+export CCACHE_NOHASHDIR=1
 export CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime"
 
 # The sanitizer and fuzz builds are builds of their own, each driven by its script.

@@ -15,6 +15,9 @@ build_dir=${NANSCOPE_FUZZ_BUILD_DIR:-build-fuzz}
 jobs=${NANSCOPE_JOBS:-$(nproc)}
 
 export CCACHE_BASEDIR="$PWD"
+# Builds with -g (RelWithDebInfo, Debug) would otherwise hash the working directory, and a
+# second clone would miss every object; its debug info then names the first clone's paths.
+export CCACHE_NOHASHDIR=1
 if [ ! -f "$build_dir/build.ninja" ]; then
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DNANSCOPE_BUILD_FUZZ=ON >/dev/null

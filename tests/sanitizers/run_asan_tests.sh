@@ -15,6 +15,9 @@ build_dir=${NANSCOPE_ASAN_BUILD_DIR:-build-asan}
 jobs=${NANSCOPE_JOBS:-$(nproc)}
 
 export CCACHE_BASEDIR="$PWD"
+# Builds with -g (RelWithDebInfo, Debug) would otherwise hash the working directory, and a
+# second clone would miss every object; its debug info then names the first clone's paths.
+export CCACHE_NOHASHDIR=1
 export CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime"
 if [ ! -f "$build_dir/build.ninja" ]; then
   cmake --preset asan -B "$build_dir" -DNANSCOPE_BUILD_BENCH=OFF
