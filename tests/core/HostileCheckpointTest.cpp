@@ -123,7 +123,9 @@ TEST_F(HostileCheckpoint, BillionLaughsPickleIsRefusedQuickly)
     ASSERT_FALSE(value);
     EXPECT_MENTIONS(value.error(), path);
     EXPECT_MENTIONS(value.error(), "shared references multiplying");
-    EXPECT_LT(seconds, 2.0);
+    // A hang guard, not a speed target (that lives in bench/): before the fix this ran for
+    // minutes or ran out of memory; on a loaded CI machine the refusal itself can take seconds.
+    EXPECT_LT(seconds, 60.0);
     EXPECT_FALSE(readCheckpoint(path));
 }
 
