@@ -2,13 +2,16 @@
 // rollback, BatchNorm buffers put back), each checked on the model's own tensors.
 #include "TestRuns.h"
 
+#include "core/checkpoint/CheckpointReader.h"
 #include "core/run/RunFormat.h"
 #include "core/run/RunReader.h"
 #include "core/torch/Guard.h"
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 using namespace nanscope;
 
@@ -56,7 +59,7 @@ struct Loop
         return out;
     }
 
-    torch::Tensor runningMean() const { return model[1]->as<torch::nn::BatchNorm1d>()->running_mean.clone(); }
+    torch::Tensor runningMean() { return model[1]->as<torch::nn::BatchNorm1d>()->running_mean.clone(); }
 
     torch::nn::Sequential model{nullptr};
     std::unique_ptr<torch::optim::Optimizer> optimizer;
@@ -313,4 +316,30 @@ TEST(Guard, StepsMustIncreaseAndARunIsWrittenOnce)
         EXPECT_THROW(loop.step(guard, 5), GuardError);
     }
     EXPECT_THROW(Guard(dir.path(), *loop.model), GuardError) << "run.h5 exists";
+}
+
+// A C++ module's checkpoint is a LibTorch archive: nanscope's own reader (no torch.load) finds
+// every parameter and buffer in it under its module path, so statistics and diff work on it.
+TEST(Guard, ACppModuleCheckpointIsReadByTheCheckpointReader)
+{
+    test::ScratchDir dir;
+    Loop loop;
+    {
+        Guard guard(dir.path(), *loop.model);
+        loop.step(guard, 0);
+    }
+    auto checkpoint = readCheckpoint(dir / "checkpoints/step_00000000.pt");
+    ASSERT_TRUE(checkpoint) << checkpoint.error();
+    std::vector<std::string> names;
+    for (const auto& t : checkpoint->tensors)
+        names.push_back(t.name);
+    for (const char* expected : {"0.weight", "1.running_var", "3.bias"})
+        EXPECT_NE(std::find_if(names.begin(), names.end(),
+                               [&](const std::string& n) { return n.size() >= std::strlen(expected) &&
+                                                                  n.compare(n.size() - std::strlen(expected), std::string::npos, expected) == 0; }),
+                  names.end())
+            << expected << " not among " << ::testing::PrintToString(names);
+    const auto events = eventsOf(dir.path());
+    ASSERT_FALSE(events.empty());
+    EXPECT_NE(events.front().message.find("no replay"), std::string::npos) << "the run says what its checkpoints cannot do";
 }
