@@ -1,19 +1,13 @@
 #include "core/torch/DemoRuns.h"
 
-#include "core/run/RunFormat.h"
-#include "core/run/RunWriter.h"
-#include "core/torch/TensorRange.h"
+#include "core/torch/Guard.h"
 
 #include <torch/script.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
-
-namespace fs = std::filesystem;
 
 namespace nanscope {
 
@@ -201,35 +195,6 @@ double learningRateAt(const DemoScenario& s, int64_t step)
     return lr;
 }
 
-void saveBatch(const std::string& path, const torch::Tensor& inputs, const torch::Tensor& targets, int64_t step,
-               const std::string& lossName)
-{
-    c10::impl::GenericDict batch(c10::StringType::get(), c10::AnyType::get());
-    batch.insert("inputs", inputs);
-    batch.insert("targets", targets);
-    batch.insert("loss", lossName);
-    batch.insert("step", step);
-    const std::vector<char> bytes = torch::pickle_save(c10::IValue(batch));
-    std::ofstream out(path, std::ios::binary);
-    out.write(bytes.data(), std::streamsize(bytes.size()));
-}
-
-// The row of /activations or /inputs: one column per statistic, one entry per logged tensor.
-std::map<std::string, std::vector<float>> rangeRow(const std::vector<TensorStats>& stats)
-{
-    std::map<std::string, std::vector<float>> row{{"min", {}}, {"max", {}}, {"mean", {}},
-                                                  {"std", {}}, {"nan", {}}, {"inf", {}}};
-    for (const auto& s : stats) {
-        row["min"].push_back(torchutil::runFileFigure(s.min));
-        row["max"].push_back(torchutil::runFileFigure(s.max));
-        row["mean"].push_back(torchutil::runFileFigure(s.mean));
-        row["std"].push_back(torchutil::runFileFigure(s.std));
-        row["nan"].push_back(float(s.nan));
-        row["inf"].push_back(float(s.inf()));
-    }
-    return row;
-}
-
 class DemoTrainer
 {
 public:
@@ -247,43 +212,35 @@ public:
         m_stages = buildStages(m_builder, m_scenario);
         m_model = m_builder.model(m_stages);
         m_model.train();
-        for (const auto& p : m_model.named_parameters(true))
-            m_params.push_back({p.name, p.value});
         std::vector<torch::Tensor> tensors;
-        for (auto& p : m_params)
-            tensors.push_back(p.second);
+        for (const auto& p : m_model.named_parameters(true))
+            tensors.push_back(p.value);
         torch::optim::SGD optimiser(tensors, torch::optim::SGDOptions(m_scenario.learningRate).momentum(0.9));
 
         auto [evalInputs, evalTargets] = sampleBatch(kEvalBatch);
 
-        RunSchema schema;
-        schema.attributes = {{"run_name", m_scenario.name},
-                             {"framework", std::string("libtorch ") + TORCH_VERSION + " (nanscope demo)"},
-                             {"amp_dtype", "none"},
-                             {"loss_name", lossName()},
-                             {"description", m_scenario.description}};
-        schema.scalars = {"loss", "grad_norm", "lr", "skipped", "param_norm", "eval_loss"};
-        for (auto& p : m_params)
-            schema.layers.push_back(p.first);
-        for (const auto& stage : m_stages) {
-            schema.activations.push_back(stage.path);
-            schema.activationKinds.push_back(stage.kind);
-            if (stage.kind == "BatchNorm1d")
-                schema.buffers.push_back(stage.path);
-        }
-        schema.inputs = {"x"};
-        auto created = RunWriter::create(m_directory, schema);
-        if (!created)
-            return Error{created.error()};
-        RunWriter& writer = **created;
-
+        // The demo runs are LibTorch loops guarded like any user's: the Guard writes the run.
         const bool skipNonfinite = m_scenario.failure == DemoFailure::DivisionByZero ||
                                    m_scenario.failure == DemoFailure::PoisonedBatchNorm;
+        GuardOptions options;
+        options.activationsEvery = m_scenario.activationsEvery;
+        options.checkpointEvery = m_scenario.checkpointEvery;
+        options.saveBatchWithCheckpoint = true; // every checkpointed step replays, and triage has neighbours
+        options.logTargets = false;
+        options.lossName = lossName();
+        options.runName = m_scenario.name;
+        options.attributes = {{"framework", std::string("libtorch ") + TORCH_VERSION + " (nanscope demo)"},
+                              {"description", m_scenario.description}};
+        // A careful training loop keeps the evidence: the first few non-finite or exploding steps.
+        options.spikeFactor = 100.0;
+        options.incidentCaptures = 3;
+        // Two scenarios show a loop that skips bad steps; the blow-ups show one that does not.
+        options.skipNonfinite = skipNonfinite;
+        Guard guard(m_directory, m_model, options);
+
         int64_t lastStep = m_scenario.steps;
         if (m_scenario.cutShortAtStep >= 0)
             lastStep = std::min(lastStep, m_scenario.cutShortAtStep);
-        std::vector<double> recentGradNorms;
-        int incidentSaves = 0;
         int64_t firstNonfinite = -1;
 
         for (int64_t step = 0; step < lastStep; ++step) {
@@ -294,97 +251,29 @@ public:
             const double lr = learningRateAt(m_scenario, step);
             static_cast<torch::optim::SGDOptions&>(optimiser.param_groups()[0].options()).lr(lr);
 
-            // The checkpoint of step N holds the weights step N's forward used, and BatchNorm
-            // buffers before that forward touched them: snapshot now, save if needed.
-            torch::jit::Module snapshot = m_model.deepcopy();
-
-            const bool logActivations = step % m_scenario.activationsEvery == 0;
-            std::vector<TensorStats> activationStats;
+            guard.beginStep(step, inputs, targets);
             torch::Tensor x = inputs;
             for (auto& stage : m_stages) {
                 x = stage.module.forward({x}).toTensor();
-                if (logActivations)
-                    activationStats.push_back(torchutil::tensorStats(x));
+                guard.observe(stage.path, x, stage.kind);
                 if (stage.reluAfter)
                     x = torch::relu(x);
             }
             torch::Tensor loss = lossOf(x, targets);
             optimiser.zero_grad();
             loss.backward();
-
-            std::vector<float> gradNorms, paramNorms, gradNonfinite;
-            double totalSquared = 0;
-            double paramSquared = 0;
-            for (auto& p : m_params) {
-                const auto grad = p.second.grad();
-                const double g = grad.defined() ? grad.norm().item<double>() : 0.0;
-                const double w = p.second.detach().norm().item<double>();
-                gradNorms.push_back(float(g));
-                paramNorms.push_back(float(w));
-                gradNonfinite.push_back(grad.defined() ? torchutil::nonfiniteCount(grad) : 0.f);
-                totalSquared += g * g;
-                paramSquared += w * w;
-            }
-            const double lossValue = loss.item<double>();
-            const double gradNorm = std::sqrt(totalSquared);
-            const bool finite = std::isfinite(lossValue) && std::isfinite(gradNorm);
-            if (!finite && firstNonfinite < 0)
-                firstNonfinite = step;
-
-            double median = 0;
-            if (!recentGradNorms.empty()) {
-                std::vector<double> sorted = recentGradNorms;
-                std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
-                median = sorted[sorted.size() / 2];
-            }
-            const bool spike = median > 0 && gradNorm > 100.0 * median;
-            const bool skip = skipNonfinite && !finite;
-            const bool checkpointDue = step % m_scenario.checkpointEvery == 0;
-            // A careful training loop keeps the evidence: the first few non-finite or exploding steps.
-            const bool incident = (!finite || spike) && incidentSaves < 3;
-            if (checkpointDue || incident) {
-                snapshot.save(writer.checkpointPath(step));
-                saveBatch(writer.batchPath(step), inputs, targets, step, lossName());
-                writer.appendEvent(step, "checkpoint", "saved " + fs::path(writer.checkpointPath(step)).filename().string());
-                writer.appendEvent(step, "batch_saved", "saved " + fs::path(writer.batchPath(step)).filename().string());
-                if (incident)
-                    ++incidentSaves;
-            }
-            if (!std::isfinite(lossValue))
-                writer.appendEvent(step, "nonfinite_loss", "loss is " + std::to_string(lossValue));
-            if (skip)
-                writer.appendEvent(step, runformat::event::kSkippedStep, "non-finite loss or gradients: optimizer step skipped");
-            else
-                optimiser.step();
-            if (std::isfinite(gradNorm)) {
-                recentGradNorms.push_back(gradNorm);
-                if (recentGradNorms.size() > 50)
-                    recentGradNorms.erase(recentGradNorms.begin());
-            }
-
+            // Evaluated on the weights this step trained on (the Guard writes the step's row at endStep).
             const double evalLoss = evaluate(evalInputs, evalTargets);
-            Status status = writer.appendScalars(step, {{"loss", lossValue},
-                                                        {"grad_norm", gradNorm},
-                                                        {"lr", lr},
-                                                        {"skipped", skip ? 1.0 : 0.0},
-                                                        {"param_norm", std::sqrt(paramSquared)},
-                                                        {"eval_loss", evalLoss}});
-            if (status)
-                status = writer.appendRow(runformat::kLayers, step,
-                                          {{"grad_norm", gradNorms}, {"param_norm", paramNorms}, {"grad_nonfinite", gradNonfinite}});
-            if (status && logActivations)
-                status = writer.appendRow(runformat::kActivations, step, rangeRow(activationStats));
-            if (status && !schema.buffers.empty())
-                status = writer.appendRow(runformat::kBuffers, step, bufferRow());
-            if (status)
-                status = writer.appendRow(runformat::kInputs, step, rangeRow({torchutil::tensorStats(inputs)}));
-            if (!status)
-                return status;
+            if (guard.endStep(loss, optimiser, {{"eval_loss", evalLoss}}))
+                optimiser.step();
+            if (!guard.lastStep().finite && firstNonfinite < 0)
+                firstNonfinite = step;
             if (firstNonfinite >= 0 && !skipNonfinite && step - firstNonfinite >= m_scenario.stepsAfterFailure)
                 break; // the user gives up on a diverged run
         }
+        guard.close();
         reportProgress(progress, 1.0, m_scenario.name);
-        return writer.close();
+        return Status::success();
     }
 
 private:
@@ -443,36 +332,12 @@ private:
         return lossOf(logits, targets).item<double>();
     }
 
-    std::map<std::string, std::vector<float>> bufferRow()
-    {
-        std::map<std::string, std::vector<float>> row;
-        for (const auto& stage : m_stages) {
-            if (stage.kind != "BatchNorm1d")
-                continue;
-            const auto mean = stage.module.attr("running_mean").toTensor();
-            const auto var = stage.module.attr("running_var").toTensor();
-            auto finiteMinMax = [](const torch::Tensor& t) -> std::pair<float, float> {
-                const TensorStats s = torchutil::tensorStats(t);
-                return {torchutil::runFileFigure(s.min), torchutil::runFileFigure(s.max)};
-            };
-            auto [meanMin, meanMax] = finiteMinMax(mean);
-            auto [varMin, varMax] = finiteMinMax(var);
-            row["running_mean_min"].push_back(meanMin);
-            row["running_mean_max"].push_back(meanMax);
-            row["running_var_min"].push_back(varMin);
-            row["running_var_max"].push_back(varMax);
-            row["nonfinite"].push_back(torchutil::nonfiniteCount(mean) + torchutil::nonfiniteCount(var));
-        }
-        return row;
-    }
-
     std::string m_directory;
     DemoScenario m_scenario;
     ModelBuilder m_builder;
     torch::Tensor m_centres;
     std::vector<Stage> m_stages;
     torch::jit::Module m_model;
-    std::vector<std::pair<std::string, torch::Tensor>> m_params;
 };
 
 } // namespace
@@ -485,6 +350,8 @@ Status writeDemoRun(const std::string& runDirectory, const DemoScenario& scenari
         return trainer.run(progress);
     } catch (const c10::Error& e) {
         return Error{"demo run " + scenario.name + " failed: " + e.what_without_backtrace()};
+    } catch (const GuardError& e) {
+        return Error{"demo run " + scenario.name + ": " + e.what()};
     } catch (const std::exception& e) {
         return Error{"demo run " + scenario.name + " failed: " + e.what()};
     }

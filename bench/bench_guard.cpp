@@ -1,0 +1,247 @@
+// What guarding a training step costs: a bare LibTorch loop against the same loop with
+// nanscope::Guard, and the Python recorder against a bare Python loop, for an MLP with BatchNorm
+// and a small transformer block, printed in one table as ratios to the bare loop measured in the
+// same run.
+//
+//     bench_guard [--pairs 100] [--no-python]
+//
+// Every step is guarded: every table every step, activations included (activationsEvery = 1),
+// no checkpoints. Bare and guarded steps alternate, each on its own copy of the model, so both
+// run under the same machine load; the ratio is the median of the per-pair ratios. The Python
+// half is bench/bench_guard_python.py, run by /usr/bin/python3 (where Debian's torch lives) with
+// the same shapes. One intra-op thread in both, so the two halves compare like with like.
+//
+// This measures the CPU path. On CUDA the Guard queues all of a step's reductions and reads them
+// back in one device-to-host copy (Guard.cpp, StepReadback); no GPU was lent where this was
+// written, so that path's cost is not measured here.
+#include "core/torch/Guard.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr int64_t kClasses = 10;
+// The shapes bench_guard_python.py uses; keep the two in step.
+constexpr int64_t kMlpFeatures = 256, kMlpHidden = 512, kMlpBatch = 64;
+constexpr int64_t kTokens = 32, kTokenFeatures = 64, kWidth = 128, kHeads = 4, kBlockBatch = 16;
+
+torch::nn::Sequential mlp()
+{
+    return torch::nn::Sequential(torch::nn::Linear(kMlpFeatures, kMlpHidden), torch::nn::BatchNorm1d(kMlpHidden),
+                                 torch::nn::ReLU(), torch::nn::Linear(kMlpHidden, kMlpHidden), torch::nn::ReLU(),
+                                 torch::nn::Linear(kMlpHidden, kClasses));
+}
+
+// Pre-norm attention and MLP with residuals; every module's output goes through observe(), which
+// is where the Python recorder's forward hooks would be.
+struct BlockImpl : torch::nn::Module
+{
+    BlockImpl()
+    {
+        embed = register_module("embed", torch::nn::Linear(kTokenFeatures, kWidth));
+        ln1 = register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({kWidth})));
+        qkv = register_module("qkv", torch::nn::Linear(kWidth, 3 * kWidth));
+        proj = register_module("proj", torch::nn::Linear(kWidth, kWidth));
+        ln2 = register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({kWidth})));
+        fc1 = register_module("fc1", torch::nn::Linear(kWidth, 4 * kWidth));
+        act = register_module("act", torch::nn::GELU());
+        fc2 = register_module("fc2", torch::nn::Linear(4 * kWidth, kWidth));
+        head = register_module("head", torch::nn::Linear(kWidth, kClasses));
+    }
+
+    torch::Tensor forward(const torch::Tensor& x)
+    {
+        const int64_t b = x.size(0), t = x.size(1), headWidth = kWidth / kHeads;
+        auto h = seen("embed", embed(x));
+        auto parts = seen("qkv", qkv(seen("ln1", ln1(h)))).chunk(3, -1);
+        auto split = [&](const torch::Tensor& z) { return z.reshape({b, t, kHeads, headWidth}).transpose(1, 2); };
+        auto q = split(parts[0]), k = split(parts[1]), v = split(parts[2]);
+        auto attention = torch::softmax(q.matmul(k.transpose(-2, -1)) / std::sqrt(double(headWidth)), -1);
+        h = h + seen("proj", proj(attention.matmul(v).transpose(1, 2).reshape({b, t, kWidth})));
+        h = h + seen("fc2", fc2(seen("act", act(seen("fc1", fc1(seen("ln2", ln2(h))))))));
+        return seen("head", head(h.mean(1)));
+    }
+
+    const torch::Tensor& seen(const char* name, const torch::Tensor& output)
+    {
+        return guard ? guard->observe(name, output) : output;
+    }
+
+    torch::nn::Linear embed{nullptr}, qkv{nullptr}, proj{nullptr}, fc1{nullptr}, fc2{nullptr}, head{nullptr};
+    torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
+    torch::nn::GELU act{nullptr};
+    nanscope::Guard* guard = nullptr;
+};
+TORCH_MODULE(Block);
+
+struct Row
+{
+    std::string model, loop;
+    double bareMs = 0, guardedMs = 0, ratio = 0;
+};
+
+double median(std::vector<double> values)
+{
+    std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+    return values[values.size() / 2];
+}
+
+double millisecondsSince(Clock::time_point start)
+{
+    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+void copyWeights(torch::nn::Module& from, torch::nn::Module& to)
+{
+    torch::NoGradGuard noGrad;
+    auto source = from.parameters();
+    auto target = to.parameters();
+    for (size_t i = 0; i < source.size(); ++i)
+        target[i].copy_(source[i]);
+}
+
+// Alternates bare and guarded steps on two copies of one model. `forward(model, guard, x)` runs
+// the model, observing its modules' outputs when guard is not null.
+template<typename Model, typename Forward>
+Row measure(const std::string& name, Model bare, Model guarded, const std::vector<std::pair<torch::Tensor, torch::Tensor>>& data,
+            int pairs, int warmup, const fs::path& directory, Forward forward)
+{
+    copyWeights(*bare, *guarded);
+    torch::optim::SGD bareOptimizer(bare->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+    torch::optim::SGD guardedOptimizer(guarded->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+    nanscope::GuardOptions options;
+    options.activationsEvery = 1;
+    options.checkpointEvery = 0;
+    nanscope::Guard guard((directory / name).string(), *guarded, options);
+    std::vector<double> bareTimes, guardedTimes, ratios;
+    for (int i = 0; i < warmup + pairs; ++i) {
+        const auto& [x, y] = data[size_t(i) % data.size()];
+        auto start = Clock::now();
+        {
+            auto loss = torch::nn::functional::cross_entropy(forward(bare, nullptr, x), y);
+            bareOptimizer.zero_grad();
+            loss.backward();
+            bareOptimizer.step();
+        }
+        const double bareMs = millisecondsSince(start);
+        start = Clock::now();
+        {
+            guard.beginStep(i, x, y);
+            auto loss = torch::nn::functional::cross_entropy(forward(guarded, &guard, x), y);
+            guardedOptimizer.zero_grad();
+            loss.backward();
+            if (guard.endStep(loss, guardedOptimizer))
+                guardedOptimizer.step();
+        }
+        const double guardedMs = millisecondsSince(start);
+        if (i >= warmup) {
+            bareTimes.push_back(bareMs);
+            guardedTimes.push_back(guardedMs);
+            ratios.push_back(guardedMs / bareMs);
+        }
+    }
+    return {name, "C++ Guard", median(bareTimes), median(guardedTimes), median(ratios)};
+}
+
+// The Python half: bench_guard_python.py --json, one object per model; parsed for the four figures.
+std::vector<Row> pythonRows(int pairs, int warmup)
+{
+    const std::string script = std::string(NANSCOPE_SOURCE_DIR) + "/bench/bench_guard_python.py";
+    const std::string command = "PYTHONPATH=" + std::string(NANSCOPE_SOURCE_DIR) + "/python /usr/bin/python3 " + script +
+                                " --json --pairs " + std::to_string(pairs) + " --warmup " + std::to_string(warmup);
+    std::vector<Row> rows;
+    FILE* pipe = popen(command.c_str(), "r");
+    if (!pipe) {
+        std::cerr << "cannot run " << command << "\n";
+        return rows;
+    }
+    char line[1024];
+    auto field = [](const std::string& text, const std::string& key) -> std::string {
+        const auto at = text.find("\"" + key + "\": ");
+        if (at == std::string::npos)
+            return "";
+        const auto begin = at + key.size() + 4;
+        const auto end = text.find_first_of(",}", begin);
+        std::string value = text.substr(begin, end - begin);
+        value.erase(std::remove(value.begin(), value.end(), '"'), value.end());
+        return value;
+    };
+    while (fgets(line, sizeof line, pipe)) {
+        const std::string text(line);
+        if (text.find("\"ratio\"") == std::string::npos)
+            continue;
+        rows.push_back({field(text, "model"), field(text, "loop"), std::stod(field(text, "bare_ms")),
+                        std::stod(field(text, "guarded_ms")), std::stod(field(text, "ratio"))});
+    }
+    const int status = pclose(pipe);
+    if (status != 0)
+        std::cerr << "the Python half exited with status " << status << " (" << command << ")\n";
+    return rows;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    int pairs = 100, warmup = 5;
+    bool python = true;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "--pairs" && i + 1 < argc)
+            pairs = std::max(1, std::atoi(argv[++i]));
+        else if (arg == "--no-python")
+            python = false;
+        else {
+            std::cerr << "usage: bench_guard [--pairs N] [--no-python]\n";
+            return 2;
+        }
+    }
+    torch::set_num_threads(1);
+    torch::manual_seed(0);
+    const fs::path directory = fs::temp_directory_path() / ("nanscope-bench-guard-" + std::to_string(std::random_device()()));
+    fs::create_directories(directory);
+
+    std::vector<std::pair<torch::Tensor, torch::Tensor>> mlpData, blockData;
+    for (int i = 0; i < 4; ++i) {
+        mlpData.push_back({torch::randn({kMlpBatch, kMlpFeatures}), torch::randint(kClasses, {kMlpBatch}, torch::kLong)});
+        blockData.push_back({torch::randn({kBlockBatch, kTokens, kTokenFeatures}), torch::randint(kClasses, {kBlockBatch}, torch::kLong)});
+    }
+    std::vector<Row> rows;
+    rows.push_back(measure("mlp", mlp(), mlp(), mlpData, pairs, warmup, directory,
+                           [](torch::nn::Sequential& model, nanscope::Guard* guard, const torch::Tensor& x) {
+                               return guard ? guard->forward(*model, x) : model->forward(x);
+                           }));
+    rows.push_back(measure("transformer", Block(), Block(), blockData, pairs, warmup, directory,
+                           [](Block& model, nanscope::Guard* guard, const torch::Tensor& x) {
+                               model->guard = guard;
+                               return model->forward(x);
+                           }));
+    if (python)
+        for (auto& row : pythonRows(pairs, warmup))
+            rows.push_back(row);
+    fs::remove_all(directory);
+    std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.model < b.model; });
+
+    std::printf("%d pairs of one bare and one guarded step after %d warm-up pairs; every table every step,\n"
+                "activations included, no checkpoints; 1 thread; CPU\n\n",
+                pairs, warmup);
+    std::printf("%-12s %-16s %12s %14s %22s\n", "model", "loop", "bare (ms)", "guarded (ms)", "guarded / bare (median)");
+    for (const auto& row : rows)
+        std::printf("%-12s %-16s %12.2f %14.2f %21.3fx\n", row.model.c_str(), row.loop.c_str(), row.bareMs, row.guardedMs,
+                    row.ratio);
+    return 0;
+}

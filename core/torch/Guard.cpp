@@ -1,0 +1,1107 @@
+#include "core/torch/Guard.h"
+
+#include "core/run/RunFormat.h"
+#include "core/run/RunWriter.h"
+#include "core/torch/TensorRange.h"
+#include "core/torch/TorchReductions.h"
+
+#include <torch/script.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <optional>
+#include <set>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace nanscope {
+
+namespace rf = runformat;
+namespace ts = torchstats;
+
+namespace {
+
+struct NamedTensorRef
+{
+    std::string name;
+    torch::Tensor tensor;
+};
+
+// A BatchNorm-like layer: a module with running_mean and running_var buffers.
+struct NormLayer
+{
+    std::string path;
+    torch::Tensor runningMean, runningVar;
+    std::vector<NamedTensorRef> buffers; // every buffer of the layer (num_batches_tracked too)
+};
+
+std::string shapeText(const torch::Tensor& t)
+{
+    std::ostringstream out;
+    out << t.sizes();
+    return out.str();
+}
+
+// "torch::nn::LinearImpl" -> "Linear": the class name users know from Python.
+std::string readableKind(std::string name)
+{
+    const auto colon = name.rfind("::");
+    if (colon != std::string::npos)
+        name = name.substr(colon + 2);
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, "Impl") == 0)
+        name.resize(name.size() - 4);
+    return name;
+}
+
+// What the Guard needs of a model, for a C++ module and a TorchScript module alike.
+class ModelAccess
+{
+public:
+    virtual ~ModelAccess() = default;
+    virtual std::string kindOf(const std::string& path) const = 0;
+    virtual void save(const std::string& path) const = 0;
+    virtual const char* checkpointKind() const = 0;
+
+    std::vector<NamedTensorRef> parameters;
+    std::vector<NamedTensorRef> buffers;
+    std::vector<NormLayer> norms;
+
+protected:
+    void addNormLayer(const std::string& path, const std::vector<NamedTensorRef>& own)
+    {
+        NormLayer layer;
+        layer.path = path;
+        for (const auto& b : own) {
+            if (!b.tensor.defined())
+                continue;
+            if (b.name == "running_mean")
+                layer.runningMean = b.tensor;
+            else if (b.name == "running_var")
+                layer.runningVar = b.tensor;
+            layer.buffers.push_back({path.empty() ? b.name : path + "." + b.name, b.tensor});
+        }
+        if (layer.runningMean.defined() && layer.runningVar.defined())
+            norms.push_back(std::move(layer));
+    }
+};
+
+class CppModelAccess : public ModelAccess
+{
+public:
+    explicit CppModelAccess(torch::nn::Module& model)
+        : m_model(model)
+    {
+        for (const auto& p : model.named_parameters(true))
+            parameters.push_back({p.key(), p.value()});
+        for (const auto& b : model.named_buffers(true))
+            buffers.push_back({b.key(), b.value()});
+        // include_self = false: the root may not be owned by a shared_ptr (shared_from_this throws).
+        addNormLayer("", ownBuffers(model));
+        for (const auto& m : model.named_modules("", false))
+            addNormLayer(m.key(), ownBuffers(*m.value()));
+    }
+
+    std::string kindOf(const std::string& path) const override
+    {
+        if (path.empty())
+            return readableKind(m_model.name());
+        for (const auto& m : m_model.named_modules("", false))
+            if (m.key() == path)
+                return readableKind(m.value()->name());
+        return "";
+    }
+
+    void save(const std::string& path) const override
+    {
+        torch::serialize::OutputArchive archive;
+        m_model.save(archive);
+        archive.save_to(path);
+    }
+
+    const char* checkpointKind() const override { return "LibTorch archive"; }
+
+private:
+    static std::vector<NamedTensorRef> ownBuffers(const torch::nn::Module& module)
+    {
+        std::vector<NamedTensorRef> out;
+        for (const auto& b : module.named_buffers(false))
+            out.push_back({b.key(), b.value()});
+        return out;
+    }
+
+    torch::nn::Module& m_model;
+};
+
+class ScriptModelAccess : public ModelAccess
+{
+public:
+    explicit ScriptModelAccess(const torch::jit::Module& model)
+        : m_model(model)
+    {
+        for (const auto& p : model.named_parameters(true))
+            parameters.push_back({p.name, p.value});
+        for (const auto& b : model.named_buffers(true))
+            buffers.push_back({b.name, b.value});
+        for (const auto& m : model.named_modules()) {
+            std::vector<NamedTensorRef> own;
+            for (const auto& b : m.value.named_buffers(false))
+                own.push_back({b.name, b.value});
+            addNormLayer(m.name, own);
+        }
+    }
+
+    std::string kindOf(const std::string& path) const override
+    {
+        for (const auto& m : m_model.named_modules())
+            if (m.name == path && m.value.type()->name())
+                return m.value.type()->name()->name();
+        return "";
+    }
+
+    void save(const std::string& path) const override { m_model.save(path); }
+    const char* checkpointKind() const override { return "TorchScript"; }
+
+private:
+    torch::jit::Module m_model; // a handle: it shares the user's module
+};
+
+// The step's statistics, queued on the device as they are computed and copied to the host at once:
+// one device-to-host copy per step on a GPU (one synchronisation), never one .item() per tensor.
+class StepReadback
+{
+public:
+    // Queues a tensor of values (any shape, any floating or integer dtype); returns where its
+    // values start in the host copy.
+    size_t queue(const torch::Tensor& values)
+    {
+        const size_t offset = m_size;
+        m_parts.push_back(values.detach().reshape({-1}));
+        m_size += size_t(values.numel());
+        return offset;
+    }
+
+    // Gathers every queued part on `device` as float64 and copies them to the host in one go.
+    std::vector<double> read(const torch::Device& device)
+    {
+        std::vector<double> host;
+        if (m_parts.empty())
+            return host;
+        std::vector<torch::Tensor> onDevice;
+        onDevice.reserve(m_parts.size());
+        for (const auto& part : m_parts)
+            onDevice.push_back(part.to(device, torch::kFloat64, /*non_blocking=*/true));
+        const torch::Tensor all = torch::cat(onDevice).cpu(); // the step's one device-to-host copy
+        host.assign(all.data_ptr<double>(), all.data_ptr<double>() + all.numel());
+        m_parts.clear();
+        m_size = 0;
+        return host;
+    }
+
+private:
+    std::vector<torch::Tensor> m_parts;
+    size_t m_size = 0;
+};
+
+// A tensor's statistics as the kSlots of TorchReductions.h. On a device they are queued there
+// (read back with the step's one copy). On the CPU nothing waits for a device, and the one fused
+// host kernel (core/tensor/TensorStats, one pass) is several times faster than the dozen LibTorch
+// passes the device path takes (bench_guard measured a transformer step at 3x with those).
+torch::Tensor rangeSlots(const torch::Tensor& tensor)
+{
+    if (!tensor.is_cpu())
+        return ts::queueReductions(tensor);
+    const TensorStats s = torchutil::tensorStats(tensor);
+    torch::Tensor slots = torch::zeros({ts::kSlots}, torch::kFloat64);
+    double* r = slots.data_ptr<double>();
+    const int64_t count = s.finite();
+    r[ts::kCount] = double(count);
+    r[ts::kNan] = double(s.nan);
+    r[ts::kPosInf] = double(s.posinf);
+    r[ts::kNegInf] = double(s.neginf);
+    r[ts::kZero] = double(s.zero);
+    r[ts::kSubnormal] = double(s.subnormal);
+    if (count > 0 && s.min && s.max && s.mean && s.std) {
+        r[ts::kMin] = *s.min;
+        r[ts::kMax] = *s.max;
+        r[ts::kMean] = *s.mean;
+        r[ts::kM2] = count > 1 ? *s.std * *s.std * double(count - 1) : 0.0;
+    }
+    return slots;
+}
+
+// The L2 norm of each tensor, as one float32 vector on the first tensor's device: the fused
+// _foreach_norm where the tensors allow it (one dtype, one device), else one norm each.
+torch::Tensor tensorNorms(const std::vector<torch::Tensor>& tensors)
+{
+    if (tensors.empty())
+        return torch::zeros({0});
+    const auto device = tensors.front().device();
+    const auto dtype = tensors.front().scalar_type();
+    const bool fusable = (dtype == torch::kFloat || dtype == torch::kDouble) &&
+                         std::all_of(tensors.begin(), tensors.end(), [&](const torch::Tensor& t) {
+                             return t.device() == device && t.scalar_type() == dtype;
+                         });
+    std::vector<torch::Tensor> norms;
+    if (fusable) {
+        norms = at::_foreach_norm(tensors, 2);
+    } else {
+        for (const auto& t : tensors) // half precision: norms accumulated in float32
+            norms.push_back(t.to(torch::kFloat).norm().to(device, /*non_blocking=*/true));
+    }
+    return torch::stack(norms).to(torch::kFloat);
+}
+
+// Merges the reductions of several outputs of one module (a module called twice in a forward).
+std::vector<double> mergeSlots(const std::vector<const double*>& parts)
+{
+    std::vector<double> merged(ts::kSlots, 0.0);
+    if (parts.size() == 1) {
+        merged.assign(parts.front(), parts.front() + ts::kSlots);
+        return merged;
+    }
+    double total = 0, weightedMean = 0;
+    merged[ts::kMin] = std::numeric_limits<double>::infinity();
+    merged[ts::kMax] = -std::numeric_limits<double>::infinity();
+    for (const double* r : parts) {
+        for (int slot : {ts::kCount, ts::kNan, ts::kPosInf, ts::kNegInf, ts::kZero, ts::kSubnormal})
+            merged[slot] += r[slot];
+        if (r[ts::kCount] > 0) {
+            merged[ts::kMin] = std::min(merged[ts::kMin], r[ts::kMin]);
+            merged[ts::kMax] = std::max(merged[ts::kMax], r[ts::kMax]);
+            total += r[ts::kCount];
+            weightedMean += r[ts::kCount] * r[ts::kMean];
+        }
+    }
+    const double mean = total > 0 ? weightedMean / total : 0.0;
+    double m2 = 0;
+    for (const double* r : parts)
+        if (r[ts::kCount] > 0)
+            m2 += r[ts::kM2] + r[ts::kCount] * (r[ts::kMean] - mean) * (r[ts::kMean] - mean);
+    merged[ts::kMean] = mean;
+    merged[ts::kM2] = m2;
+    return merged;
+}
+
+TensorStats statsOf(const double* slots)
+{
+    TensorStats stats;
+    stats.numel = int64_t(slots[ts::kCount] + slots[ts::kNan] + slots[ts::kPosInf] + slots[ts::kNegInf]);
+    ts::fillFromSlots(slots, stats);
+    return stats;
+}
+
+// The row of /activations or /inputs: one column per statistic, one entry per logged tensor.
+std::map<std::string, std::vector<float>> rangeRow(const std::vector<TensorStats>& stats)
+{
+    std::map<std::string, std::vector<float>> row{{"min", {}}, {"max", {}}, {"mean", {}},
+                                                  {"std", {}}, {"nan", {}}, {"inf", {}}};
+    for (const auto& s : stats) {
+        row["min"].push_back(torchutil::runFileFigure(s.min));
+        row["max"].push_back(torchutil::runFileFigure(s.max));
+        row["mean"].push_back(torchutil::runFileFigure(s.mean));
+        row["std"].push_back(torchutil::runFileFigure(s.std));
+        row["nan"].push_back(float(s.nan));
+        row["inf"].push_back(float(s.inf()));
+    }
+    return row;
+}
+
+torch::Tensor deepCopy(const torch::Tensor& t)
+{
+    return t.defined() ? t.detach().clone() : torch::Tensor();
+}
+
+// A copy of one parameter's optimizer state that later steps cannot change (the optimizers
+// update their state tensors in place, and OptimizerParamState::clone() shares them). Null for
+// a state type the rollback does not know.
+std::unique_ptr<torch::optim::OptimizerParamState> deepCopy(const torch::optim::OptimizerParamState& state)
+{
+    namespace o = torch::optim;
+    if (const auto* s = dynamic_cast<const o::AdamParamState*>(&state)) {
+        auto copy = std::make_unique<o::AdamParamState>(*s);
+        copy->exp_avg(deepCopy(s->exp_avg())).exp_avg_sq(deepCopy(s->exp_avg_sq())).max_exp_avg_sq(deepCopy(s->max_exp_avg_sq()));
+        return copy;
+    }
+    if (const auto* s = dynamic_cast<const o::AdamWParamState*>(&state)) {
+        auto copy = std::make_unique<o::AdamWParamState>(*s);
+        copy->exp_avg(deepCopy(s->exp_avg())).exp_avg_sq(deepCopy(s->exp_avg_sq())).max_exp_avg_sq(deepCopy(s->max_exp_avg_sq()));
+        return copy;
+    }
+    if (const auto* s = dynamic_cast<const o::SGDParamState*>(&state)) {
+        auto copy = std::make_unique<o::SGDParamState>(*s);
+        copy->momentum_buffer(deepCopy(s->momentum_buffer()));
+        return copy;
+    }
+    if (const auto* s = dynamic_cast<const o::RMSpropParamState*>(&state)) {
+        auto copy = std::make_unique<o::RMSpropParamState>(*s);
+        copy->square_avg(deepCopy(s->square_avg())).momentum_buffer(deepCopy(s->momentum_buffer())).grad_avg(deepCopy(s->grad_avg()));
+        return copy;
+    }
+    if (const auto* s = dynamic_cast<const o::AdagradParamState*>(&state)) {
+        auto copy = std::make_unique<o::AdagradParamState>(*s);
+        copy->sum(deepCopy(s->sum()));
+        return copy;
+    }
+    return nullptr;
+}
+
+bool rollbackKnows(torch::optim::Optimizer& optimizer)
+{
+    namespace o = torch::optim;
+    return dynamic_cast<o::Adam*>(&optimizer) || dynamic_cast<o::AdamW*>(&optimizer) ||
+           dynamic_cast<o::SGD*>(&optimizer) || dynamic_cast<o::RMSprop*>(&optimizer) ||
+           dynamic_cast<o::Adagrad*>(&optimizer);
+}
+
+constexpr const char* kKnownOptimizers = "Adam, AdamW, SGD, RMSprop, Adagrad";
+constexpr size_t kSpikeWindow = 50; // finite gradient norms the spike median is taken over
+
+void saveAtomically(const std::string& path, const std::function<void(const std::string&)>& save)
+{
+    // A process killed while saving leaves no half-written file under the contract's name.
+    const std::string partial = path + ".partial";
+    save(partial);
+    fs::rename(partial, path);
+}
+
+void saveBatchFile(const std::string& path, const torch::Tensor& inputs, const torch::Tensor& targets, int64_t step,
+                   const std::string& lossName)
+{
+    c10::impl::GenericDict batch(c10::StringType::get(), c10::AnyType::get());
+    batch.insert("inputs", inputs.detach().cpu());
+    if (targets.defined())
+        batch.insert("targets", targets.detach().cpu());
+    if (!lossName.empty())
+        batch.insert("loss", lossName);
+    batch.insert("step", step);
+    const std::vector<char> bytes = torch::pickle_save(c10::IValue(batch));
+    saveAtomically(path, [&](const std::string& partial) {
+        std::ofstream out(partial, std::ios::binary);
+        out.write(bytes.data(), std::streamsize(bytes.size()));
+        if (!out)
+            throw GuardError(partial + ": cannot write the batch");
+    });
+}
+
+} // namespace
+
+struct Guard::State
+{
+    std::string directory;
+    GuardOptions options;
+    std::unique_ptr<ModelAccess> model;
+    std::unique_ptr<RunWriter> writer;
+    bool closed = false;
+
+    // ---- the step in progress
+    bool inStep = false;
+    int64_t step = -1;
+    int64_t lastStep = std::numeric_limits<int64_t>::min();
+    torch::Tensor inputs, targets;
+    std::vector<std::pair<std::string, torch::Tensor>> inputSlots;   // name, reductions
+    std::vector<std::pair<std::string, torch::Tensor>> observed;     // module path, reductions
+    std::map<std::string, std::string> observedKinds;
+    std::vector<torch::Tensor> bufferSnapshot; // the norm layers' buffers before this step's forward
+    bool checkpointSaved = false;
+    bool batchSaved = false;
+
+    // ---- fixed at the first endStep (run.h5's schema)
+    std::vector<std::string> scalarNames; // the user's extra scalars
+    bool logLearningRate = false;
+    std::vector<std::string> inputNames;
+    std::vector<std::string> activationColumns;
+    bool rollbackUsable = false;
+    bool optimizerChecked = false;
+
+    // ---- across steps
+    struct PendingEvent
+    {
+        int64_t step;
+        std::string kind, message;
+    };
+    std::vector<PendingEvent> pendingEvents; // written at the next flush (run.h5 exists from the first endStep)
+    std::set<std::string> warned;
+    std::vector<double> recentGradNorms;
+    int incidents = 0;
+    int badStreak = 0;
+    double lrScale = 1.0;
+    GuardStepResult result;
+    bool noteCheckpointKind = true;
+
+    struct Snapshot
+    {
+        int64_t step = -1;
+        std::vector<torch::Tensor> parameters, buffers;
+        std::vector<std::pair<std::string, std::unique_ptr<torch::optim::OptimizerParamState>>> optimizer;
+    };
+    std::optional<Snapshot> good;
+
+    void open(const std::string& runDirectory, GuardOptions guardOptions, std::unique_ptr<ModelAccess> access)
+    {
+        directory = runDirectory;
+        options = std::move(guardOptions);
+        model = std::move(access);
+        std::error_code ec;
+        if (fs::exists(logPath(), ec))
+            throw GuardError(logPath() + " already exists; a run directory is written once (give the Guard a new one)");
+        fs::create_directories(fs::path(runDirectory) / rf::kCheckpointDir, ec);
+        if (!ec)
+            fs::create_directories(fs::path(runDirectory) / rf::kBatchDir, ec);
+        if (ec)
+            throw GuardError("cannot create run directory " + runDirectory + ": " + ec.message());
+    }
+
+    std::string logPath() const { return (fs::path(directory) / rf::kLogFileName).string(); }
+    std::string stepFile(const char* folder, int64_t s) const
+    {
+        return (fs::path(directory) / folder / (stepFileStem(s) + ".pt")).string();
+    }
+    std::string relative(const std::string& path) const { return fs::path(path).lexically_relative(directory).string(); }
+
+    void event(int64_t atStep, const std::string& kind, const std::string& message)
+    {
+        pendingEvents.push_back({atStep, kind, message});
+    }
+
+    void flushEvents()
+    {
+        if (!writer)
+            return;
+        for (const auto& e : pendingEvents)
+            check(writer->appendEvent(e.step, e.kind, e.message));
+        pendingEvents.clear();
+    }
+
+    void check(const Status& status) const
+    {
+        if (!status)
+            throw GuardError("nanscope::Guard: " + status.error());
+    }
+
+    void warnOnce(const std::string& key, int64_t atStep, const std::string& message)
+    {
+        if (!warned.insert(key).second)
+            return;
+        event(atStep, rf::event::kNote, message);
+    }
+
+    // ---------------------------------------------------------------- checkpoints and batches
+
+    // Checkpoint N: the weights step N's forward used, and with `preForwardBuffers` the BatchNorm
+    // buffers as they were before that forward changed them (the snapshot taken at beginStep).
+    void saveCheckpoint(bool preForwardBuffers)
+    {
+        const std::string path = stepFile(rf::kCheckpointDir, step);
+        std::vector<torch::Tensor> current;
+        std::vector<torch::Tensor*> live;
+        torch::NoGradGuard noGrad;
+        if (preForwardBuffers && !bufferSnapshot.empty()) {
+            size_t i = 0;
+            for (auto& layer : model->norms)
+                for (auto& b : layer.buffers) {
+                    current.push_back(b.tensor.clone());
+                    b.tensor.copy_(bufferSnapshot[i++]);
+                    live.push_back(&b.tensor);
+                }
+        }
+        try {
+            saveAtomically(path, [&](const std::string& partial) { model->save(partial); });
+        } catch (...) {
+            for (size_t i = 0; i < live.size(); ++i)
+                live[i]->copy_(current[i]);
+            throw;
+        }
+        for (size_t i = 0; i < live.size(); ++i)
+            live[i]->copy_(current[i]);
+        if (noteCheckpointKind && std::string(model->checkpointKind()) != "TorchScript") {
+            event(step, rf::event::kNote,
+                  "the model is a C++ torch::nn::Module: checkpoints are LibTorch archives of its tensors "
+                  "(statistics and diff, no replay); guard a torch::jit::Module for replayable checkpoints");
+        }
+        noteCheckpointKind = false;
+        event(step, rf::event::kCheckpoint, relative(path) + " (" + model->checkpointKind() + ")");
+        checkpointSaved = true;
+    }
+
+    void saveBatch()
+    {
+        const std::string path = stepFile(rf::kBatchDir, step);
+        saveBatchFile(path, inputs, targets, step, options.lossName);
+        event(step, rf::event::kBatchSaved, relative(path));
+        batchSaved = true;
+    }
+
+    // ---------------------------------------------------------------- buffers
+
+    void snapshotBuffers()
+    {
+        bufferSnapshot.clear();
+        torch::NoGradGuard noGrad;
+        for (const auto& layer : model->norms)
+            for (const auto& b : layer.buffers)
+                bufferSnapshot.push_back(b.tensor.detach().clone());
+    }
+
+    void restoreBuffers()
+    {
+        torch::NoGradGuard noGrad;
+        size_t i = 0;
+        for (auto& layer : model->norms)
+            for (auto& b : layer.buffers)
+                b.tensor.copy_(bufferSnapshot[i++]);
+    }
+
+    // ---------------------------------------------------------------- rollback
+
+    void takeSnapshot(torch::optim::Optimizer& optimizer)
+    {
+        Snapshot s;
+        s.step = step;
+        torch::NoGradGuard noGrad;
+        for (const auto& p : model->parameters)
+            s.parameters.push_back(p.tensor.detach().clone());
+        for (const auto& b : model->buffers)
+            s.buffers.push_back(deepCopy(b.tensor));
+        for (const auto& [key, state] : optimizer.state()) {
+            auto copy = deepCopy(*state);
+            if (!copy) // an optimizer we know, with a state type we do not: no snapshot is better than half of one
+                return;
+            s.optimizer.push_back({key, std::move(copy)});
+        }
+        good = std::move(s);
+    }
+
+    void rollback(torch::optim::Optimizer& optimizer, int streak)
+    {
+        if (!good) {
+            warnOnce("no-snapshot", step, "no good state to roll back to yet (none was snapshot before step " +
+                                              std::to_string(step) + "): steps are skipped");
+            return;
+        }
+        torch::NoGradGuard noGrad;
+        for (size_t i = 0; i < model->parameters.size(); ++i)
+            model->parameters[i].tensor.copy_(good->parameters[i]);
+        for (size_t i = 0; i < model->buffers.size(); ++i)
+            if (good->buffers[i].defined())
+                model->buffers[i].tensor.copy_(good->buffers[i]);
+        auto& state = optimizer.state();
+        state.clear();
+        for (const auto& [key, saved] : good->optimizer)
+            state[key] = deepCopy(*saved); // the snapshot stays intact for a later rollback
+        double before = 0, after = 0;
+        for (auto& group : optimizer.param_groups()) {
+            const double lr = group.options().get_lr();
+            group.options().set_lr(lr * options.rollbackLrFactor);
+            if (before == 0) {
+                before = lr;
+                after = lr * options.rollbackLrFactor;
+            }
+        }
+        lrScale *= options.rollbackLrFactor;
+        std::ostringstream message;
+        message << "weights, buffers and optimizer state of step " << good->step << " restored after " << streak
+                << " non-finite steps in a row; learning rate x" << options.rollbackLrFactor << " (" << before
+                << " -> " << after << ")";
+        event(step, rf::event::kRollback, message.str());
+        result.rolledBack = true;
+    }
+
+    void checkOptimizer(torch::optim::Optimizer& optimizer)
+    {
+        if (optimizerChecked)
+            return;
+        try {
+            optimizer.param_groups().at(0).options().get_lr();
+            logLearningRate = true;
+        } catch (const std::exception&) {
+            logLearningRate = false; // an optimizer whose options do not say their learning rate
+        }
+        rollbackUsable = options.rollbackAfter > 0 && rollbackKnows(optimizer) && logLearningRate;
+        if (options.rollbackAfter <= 0 || rollbackUsable) {
+            optimizerChecked = true;
+            return;
+        }
+        const std::string what = "nanscope::Guard: rollback does not know this optimizer (it knows torch::optim " +
+                                 std::string(kKnownOptimizers) + ")";
+        if (!options.allowUnknownOptimizer)
+            throw GuardError(what + "; set GuardOptions::allowUnknownOptimizer to train on without rollback, "
+                                    "or rollbackAfter = 0");
+        optimizerChecked = true;
+        std::cerr << what << ": training continues without rollback (allowUnknownOptimizer)\n";
+        event(step, rf::event::kNote, what + ": training continues without rollback");
+    }
+
+    // ---------------------------------------------------------------- run.h5
+
+    void createFile(const std::map<std::string, double>& scalars)
+    {
+        RunSchema schema;
+        std::string runName = options.runName;
+        if (runName.empty()) {
+            fs::path p = fs::path(directory).lexically_normal();
+            runName = (p.has_filename() ? p.filename() : p.parent_path().filename()).string();
+        }
+        schema.attributes = {{"run_name", runName},
+                             {"framework", std::string("libtorch ") + TORCH_VERSION + " (nanscope::Guard)"},
+                             {"amp_dtype", options.ampDtype}};
+        if (!options.lossName.empty())
+            schema.attributes["loss_name"] = options.lossName;
+        for (const auto& [key, value] : options.attributes)
+            schema.attributes[key] = value;
+        schema.scalars = {"loss", "grad_norm"};
+        if (logLearningRate)
+            schema.scalars.push_back("lr");
+        schema.scalars.push_back("skipped");
+        schema.scalars.push_back("param_norm");
+        for (const auto& [name, value] : scalars) {
+            scalarNames.push_back(name);
+            schema.scalars.push_back(name);
+        }
+        for (const auto& p : model->parameters)
+            schema.layers.push_back(p.name);
+        for (const auto& column : activationColumns) {
+            schema.activations.push_back(column);
+            schema.activationKinds.push_back(observedKinds[column]);
+        }
+        for (const auto& layer : model->norms)
+            schema.buffers.push_back(layer.path.empty() ? "(model)" : layer.path);
+        schema.inputs = inputNames;
+        auto created = RunWriter::create(directory, schema);
+        if (!created)
+            throw GuardError("nanscope::Guard: " + created.error());
+        writer = std::move(*created);
+    }
+
+    // ---------------------------------------------------------------- the step's end
+
+    bool finishStep(const torch::Tensor& loss, torch::optim::Optimizer& optimizer,
+                    const std::map<std::string, double>& scalars)
+    {
+        checkOptimizer(optimizer);
+        result = GuardStepResult{};
+        result.step = step;
+
+        // Everything the step logs, queued on the device, then one copy to the host.
+        StepReadback readback;
+        const size_t lossAt = readback.queue(loss.detach().reshape({1}));
+        std::vector<torch::Tensor> params, grads;
+        std::vector<size_t> gradOwner; // index into parameters of each defined gradient
+        for (size_t i = 0; i < model->parameters.size(); ++i) {
+            params.push_back(model->parameters[i].tensor.detach());
+            const auto& grad = model->parameters[i].tensor.grad();
+            if (grad.defined()) {
+                grads.push_back(grad.detach());
+                gradOwner.push_back(i);
+            }
+        }
+        const size_t paramAt = readback.queue(tensorNorms(params));
+        const size_t gradAt = readback.queue(tensorNorms(grads));
+        std::vector<torch::Tensor> bufferSlots;
+        for (const auto& layer : model->norms) {
+            bufferSlots.push_back(rangeSlots(layer.runningMean));
+            bufferSlots.push_back(rangeSlots(layer.runningVar));
+        }
+        const size_t bufferAt = bufferSlots.empty() ? 0 : readback.queue(torch::stack(bufferSlots));
+        std::vector<torch::Tensor> inputParts;
+        for (const auto& [name, slots] : inputSlots)
+            inputParts.push_back(slots.to(loss.device()));
+        const size_t inputAt = inputParts.empty() ? 0 : readback.queue(torch::stack(inputParts));
+        std::vector<torch::Tensor> observedParts;
+        for (const auto& [name, slots] : observed)
+            observedParts.push_back(slots.to(loss.device()));
+        const size_t observedAt = observedParts.empty() ? 0 : readback.queue(torch::stack(observedParts));
+        const std::vector<double> host = readback.read(loss.device());
+
+        const double lossValue = host[lossAt];
+        std::vector<float> paramNorms(params.size()), gradNorms(params.size(), 0.f), gradNonfinite(params.size(), 0.f);
+        double paramSquared = 0, gradSquared = 0;
+        for (size_t i = 0; i < params.size(); ++i) {
+            paramNorms[i] = float(host[paramAt + i]);
+            paramSquared += host[paramAt + i] * host[paramAt + i];
+        }
+        std::vector<size_t> nonfiniteGrads; // positions in grads
+        for (size_t j = 0; j < grads.size(); ++j) {
+            const double g = host[gradAt + j];
+            gradNorms[gradOwner[j]] = float(g);
+            gradSquared += g * g;
+            if (!std::isfinite(g))
+                nonfiniteGrads.push_back(j);
+        }
+        // The failure path only: count the non-finite values of the gradients whose norm is not
+        // finite, all in one more copy (a finite norm means a finite gradient).
+        if (!nonfiniteGrads.empty()) {
+            std::vector<torch::Tensor> counts;
+            for (size_t j : nonfiniteGrads)
+                counts.push_back(torch::logical_not(torch::isfinite(grads[j])).sum().to(loss.device()));
+            const torch::Tensor hostCounts = torch::stack(counts).to(torch::kFloat64).cpu();
+            for (size_t k = 0; k < nonfiniteGrads.size(); ++k)
+                gradNonfinite[gradOwner[nonfiniteGrads[k]]] = float(hostCounts[int64_t(k)].item<double>());
+        }
+        const double gradNorm = std::sqrt(gradSquared);
+        const bool finite = std::isfinite(lossValue) && std::isfinite(gradNorm);
+
+        // The first step fixes run.h5's columns.
+        if (!writer) {
+            for (const auto& [name, slots] : inputSlots)
+                inputNames.push_back(name);
+            for (const auto& [name, slots] : observed)
+                if (std::find(activationColumns.begin(), activationColumns.end(), name) == activationColumns.end())
+                    activationColumns.push_back(name);
+            createFile(scalars);
+        }
+        std::map<std::string, double> scalarRow = userScalars(scalars);
+
+        // Incident capture, then the defences.
+        double median = 0;
+        if (!recentGradNorms.empty()) {
+            std::vector<double> sorted = recentGradNorms;
+            std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+            median = sorted[sorted.size() / 2];
+        }
+        const bool spike = options.spikeFactor > 0 && median > 0 && gradNorm > options.spikeFactor * median;
+        const bool incident = (!finite || spike) && (options.incidentCaptures < 0 || incidents < options.incidentCaptures);
+        if (incident) {
+            if (!checkpointSaved)
+                saveCheckpoint(/*preForwardBuffers=*/true);
+            if (!batchSaved)
+                saveBatch();
+            ++incidents;
+        }
+        if (!std::isfinite(lossValue))
+            event(step, rf::event::kNonfiniteLoss, "loss = " + std::to_string(lossValue));
+        bool apply = true;
+        if (!finite) {
+            ++badStreak;
+            if (options.skipNonfinite) {
+                apply = false;
+                event(step, rf::event::kSkippedStep, skipReason(lossValue, nonfiniteGrads, gradOwner));
+            }
+            if (rollbackUsable && badStreak >= options.rollbackAfter) {
+                rollback(optimizer, badStreak);
+                if (result.rolledBack) {
+                    apply = false;
+                    badStreak = 0;
+                }
+            }
+            if (!apply && !result.rolledBack && options.restoreBuffersOnSkip && !bufferSnapshot.empty()) {
+                restoreBuffers();
+                std::string names;
+                for (const auto& layer : model->norms)
+                    names += (names.empty() ? "" : ", ") + layer.path;
+                event(step, rf::event::kBuffersRestored,
+                      "running statistics of " + names + " put back to their values before step " + std::to_string(step));
+            }
+            if (!apply)
+                zeroGradients();
+        } else {
+            badStreak = 0;
+        }
+        if (std::isfinite(gradNorm)) {
+            recentGradNorms.push_back(gradNorm);
+            if (recentGradNorms.size() > kSpikeWindow)
+                recentGradNorms.erase(recentGradNorms.begin());
+        }
+
+        // The step's rows.
+        scalarRow["loss"] = lossValue;
+        scalarRow["grad_norm"] = gradNorm;
+        scalarRow["param_norm"] = std::sqrt(paramSquared);
+        scalarRow["skipped"] = apply ? 0.0 : 1.0;
+        if (logLearningRate)
+            scalarRow["lr"] = optimizer.param_groups().at(0).options().get_lr();
+        check(writer->appendScalars(step, scalarRow));
+        if (!params.empty())
+            check(writer->appendRow(rf::kLayers, step,
+                                    {{"grad_norm", gradNorms}, {"param_norm", paramNorms}, {"grad_nonfinite", gradNonfinite}}));
+        if (!model->norms.empty())
+            check(writer->appendRow(rf::kBuffers, step, bufferRow(host.data() + bufferAt)));
+        appendInputs(host.data() + inputAt);
+        appendActivations(host.data() + observedAt);
+
+        if (finite && rollbackUsable && (!good || step - good->step >= options.snapshotEvery))
+            takeSnapshot(optimizer);
+        flushEvents();
+
+        result.loss = lossValue;
+        result.gradNorm = gradNorm;
+        result.finite = finite;
+        result.applied = apply;
+        result.spike = spike;
+        endOfStep();
+        return apply;
+    }
+
+    std::string skipReason(double lossValue, const std::vector<size_t>& nonfiniteGrads, const std::vector<size_t>& owner) const
+    {
+        if (!std::isfinite(lossValue))
+            return "non-finite loss (" + std::to_string(lossValue) + "): optimizer step skipped";
+        if (!nonfiniteGrads.empty())
+            return "non-finite gradients in " + std::to_string(nonfiniteGrads.size()) + " parameter(s) (first: " +
+                   model->parameters[owner[nonfiniteGrads.front()]].name + "): optimizer step skipped";
+        return "the gradient norm overflowed, though every gradient value is finite: optimizer step skipped";
+    }
+
+    void zeroGradients()
+    {
+        torch::NoGradGuard noGrad;
+        for (auto& p : model->parameters) {
+            auto& grad = p.tensor.mutable_grad();
+            if (grad.defined())
+                grad.zero_();
+        }
+    }
+
+    std::map<std::string, double> userScalars(const std::map<std::string, double>& given)
+    {
+        static const std::set<std::string> reserved{"loss", "grad_norm", "param_norm", "skipped", "lr"};
+        std::map<std::string, double> row;
+        for (const auto& [name, value] : given) {
+            if (reserved.count(name))
+                throw GuardError("nanscope::Guard::endStep: scalar '" + name +
+                                 "' is computed by the Guard; log your own value under another name");
+            if (std::find(scalarNames.begin(), scalarNames.end(), name) != scalarNames.end())
+                row[name] = value;
+            else
+                warnOnce("scalar:" + name, step,
+                         "scalar " + name + " was not given at the first step and is not logged "
+                         "(run.h5's columns are fixed at the first step)");
+        }
+        for (const auto& name : scalarNames)
+            if (!row.count(name))
+                throw GuardError("nanscope::Guard::endStep(step " + std::to_string(step) + "): scalar '" + name +
+                                 "' was logged from the first step on and must be given at every step");
+        return row;
+    }
+
+    std::map<std::string, std::vector<float>> bufferRow(const double* slots) const
+    {
+        std::map<std::string, std::vector<float>> row;
+        for (size_t i = 0; i < model->norms.size(); ++i) {
+            const TensorStats mean = statsOf(slots + (2 * i) * ts::kSlots);
+            const TensorStats var = statsOf(slots + (2 * i + 1) * ts::kSlots);
+            row["running_mean_min"].push_back(torchutil::runFileFigure(mean.min));
+            row["running_mean_max"].push_back(torchutil::runFileFigure(mean.max));
+            row["running_var_min"].push_back(torchutil::runFileFigure(var.min));
+            row["running_var_max"].push_back(torchutil::runFileFigure(var.max));
+            row["nonfinite"].push_back(float(mean.nonfinite() + var.nonfinite()));
+        }
+        return row;
+    }
+
+    void appendInputs(const double* slots)
+    {
+        if (inputNames.empty())
+            return;
+        std::vector<std::string> names;
+        for (const auto& [name, s] : inputSlots)
+            names.push_back(name);
+        if (names != inputNames) {
+            warnOnce("inputs", step, "inputs not logged at step " + std::to_string(step) +
+                                         ": the first step gave " + std::to_string(inputNames.size()) +
+                                         " input tensor(s), this one " + std::to_string(names.size()));
+            return;
+        }
+        std::vector<TensorStats> stats;
+        for (size_t i = 0; i < names.size(); ++i)
+            stats.push_back(statsOf(slots + i * ts::kSlots));
+        check(writer->appendRow(rf::kInputs, step, rangeRow(stats)));
+    }
+
+    void appendActivations(const double* slots)
+    {
+        if (observed.empty() || activationColumns.empty())
+            return;
+        std::map<std::string, std::vector<const double*>> byModule;
+        for (size_t i = 0; i < observed.size(); ++i)
+            byModule[observed[i].first].push_back(slots + i * ts::kSlots);
+        std::vector<std::string> missing;
+        std::vector<TensorStats> stats;
+        for (const auto& column : activationColumns) {
+            auto it = byModule.find(column);
+            if (it == byModule.end())
+                missing.push_back(column);
+            else
+                stats.push_back(statsOf(mergeSlots(it->second).data()));
+        }
+        if (!missing.empty()) { // no value was measured for these: the step gets no activation row
+            warnOnce("activations", step, "activations not logged at step " + std::to_string(step) + ": module " +
+                                              missing.front() + " was not observed");
+            return;
+        }
+        check(writer->appendRow(rf::kActivations, step, rangeRow(stats)));
+    }
+
+    void endOfStep()
+    {
+        inStep = false;
+        lastStep = step;
+        inputs = targets = torch::Tensor();
+        inputSlots.clear();
+        observed.clear();
+        bufferSnapshot.clear();
+    }
+
+    bool activationsDue() const
+    {
+        if (!inStep || options.activationsEvery <= 0)
+            return false;
+        return !writer || step % options.activationsEvery == 0;
+    }
+};
+
+Guard::Guard(const std::string& runDirectory, torch::nn::Module& model, GuardOptions options)
+    : m_state(std::make_unique<State>())
+{
+    m_state->open(runDirectory, std::move(options), std::make_unique<CppModelAccess>(model));
+}
+
+Guard::Guard(const std::string& runDirectory, const torch::jit::Module& model, GuardOptions options)
+    : m_state(std::make_unique<State>())
+{
+    m_state->open(runDirectory, std::move(options), std::make_unique<ScriptModelAccess>(model));
+}
+
+Guard::~Guard()
+{
+    try {
+        close();
+    } catch (const std::exception& e) {
+        std::cerr << "nanscope::Guard: " << e.what() << "\n";
+    }
+}
+
+void Guard::beginStep(int64_t step, const at::Tensor& inputs)
+{
+    beginStep(step, inputs, torch::Tensor());
+}
+
+void Guard::beginStep(int64_t step, const at::Tensor& inputs, const at::Tensor& targets)
+{
+    State& s = *m_state;
+    if (s.closed)
+        throw GuardError("nanscope::Guard::beginStep after close()");
+    if (s.inStep)
+        throw GuardError("nanscope::Guard::beginStep(" + std::to_string(step) + ") before endStep of step " +
+                         std::to_string(s.step));
+    if (s.lastStep != std::numeric_limits<int64_t>::min() && step <= s.lastStep)
+        throw GuardError("nanscope::Guard::beginStep: steps must increase: got " + std::to_string(step) + " after " +
+                         std::to_string(s.lastStep) + " (pass a global step that keeps counting across epochs)");
+    try {
+        s.step = step;
+        s.inStep = true;
+        s.checkpointSaved = s.batchSaved = false;
+        s.inputs = inputs;
+        s.targets = targets;
+        if (inputs.defined())
+            s.inputSlots.push_back({"x", rangeSlots(inputs)});
+        if (targets.defined() && s.options.logTargets)
+            s.inputSlots.push_back({"y", rangeSlots(targets)});
+        s.snapshotBuffers();
+        if (s.options.checkpointEvery > 0 && step % s.options.checkpointEvery == 0) {
+            s.saveCheckpoint(/*preForwardBuffers=*/false); // nothing of step N has run yet
+            if (s.options.saveBatchWithCheckpoint && inputs.defined())
+                s.saveBatch();
+            s.flushEvents();
+        }
+    } catch (const c10::Error& e) {
+        throw GuardError("nanscope::Guard::beginStep(" + std::to_string(step) + "): " + e.what_without_backtrace());
+    }
+}
+
+bool Guard::activationsDue() const
+{
+    return m_state->activationsDue();
+}
+
+const at::Tensor& Guard::observe(const std::string& name, const at::Tensor& output, const std::string& kind)
+{
+    State& s = *m_state;
+    if (!s.activationsDue() || !output.defined() || !(output.is_floating_point() || output.is_complex()))
+        return output;
+    if (s.writer && std::find(s.activationColumns.begin(), s.activationColumns.end(), name) == s.activationColumns.end()) {
+        s.warnOnce("observe:" + name, s.step, "activation " + name + " was not observed at the first step and is not "
+                                                                      "logged (run.h5's columns are fixed at the first step)");
+        return output;
+    }
+    const torch::Tensor values = output.is_complex() ? torch::view_as_real(output.detach()) : output.detach();
+    s.observed.push_back({name, rangeSlots(values)});
+    if (!s.writer && !s.observedKinds.count(name))
+        s.observedKinds[name] = kind.empty() ? s.model->kindOf(name) : kind;
+    return output;
+}
+
+at::Tensor Guard::forward(torch::nn::SequentialImpl& sequential, const at::Tensor& input, const std::string& prefix)
+{
+    const auto children = sequential.named_children();
+    torch::Tensor x = input;
+    size_t index = 0;
+    for (auto it = sequential.begin(); it != sequential.end(); ++it, ++index) {
+        x = it->forward(x);
+        observe(prefix + children[index].key(), x, readableKind(children[index].value()->name()));
+    }
+    return x;
+}
+
+bool Guard::endStep(const at::Tensor& loss, torch::optim::Optimizer& optimizer, const std::map<std::string, double>& scalars)
+{
+    State& s = *m_state;
+    if (!s.inStep)
+        throw GuardError("nanscope::Guard::endStep without beginStep");
+    if (!loss.defined())
+        throw GuardError("nanscope::Guard::endStep(step " + std::to_string(s.step) + "): the loss is an undefined tensor");
+    if (loss.numel() != 1)
+        throw GuardError("nanscope::Guard::endStep(step " + std::to_string(s.step) +
+                         "): the loss must be a single value, not a tensor of shape " + shapeText(loss) +
+                         " (reduce it, with mean() or sum(), before backward)");
+    try {
+        return s.finishStep(loss, optimizer, scalars);
+    } catch (const c10::Error& e) {
+        throw GuardError("nanscope::Guard::endStep(step " + std::to_string(s.step) + "): " + e.what_without_backtrace());
+    }
+}
+
+void Guard::note(const std::string& message)
+{
+    State& s = *m_state;
+    const int64_t step = s.inStep ? s.step : (s.lastStep == std::numeric_limits<int64_t>::min() ? 0 : s.lastStep);
+    s.event(step, rf::event::kNote, message);
+    s.flushEvents();
+}
+
+const GuardStepResult& Guard::lastStep() const
+{
+    return m_state->result;
+}
+
+double Guard::learningRateScale() const
+{
+    return m_state->lrScale;
+}
+
+const std::string& Guard::runDirectory() const
+{
+    return m_state->directory;
+}
+
+void Guard::close()
+{
+    State& s = *m_state;
+    if (s.closed)
+        return;
+    s.closed = true;
+    if (!s.writer && !s.pendingEvents.empty())
+        s.createFile({}); // the events of a run that never finished a step
+    s.flushEvents();
+    if (s.writer)
+        s.check(s.writer->close());
+    s.writer.reset();
+}
+
+} // namespace nanscope

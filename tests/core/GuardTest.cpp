@@ -1,0 +1,345 @@
+// nanscope::Guard in a LibTorch training loop: the run it writes, and its defences (skip,
+// rollback, BatchNorm buffers put back), each checked on the model's own tensors.
+#include "TestRuns.h"
+
+#include "core/checkpoint/CheckpointReader.h"
+#include "core/run/RunFormat.h"
+#include "core/run/RunReader.h"
+#include "core/torch/Guard.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+using namespace nanscope;
+
+namespace {
+
+namespace rf = runformat;
+
+// A small classifier with a BatchNorm layer, trained on random batches.
+struct Loop
+{
+    explicit Loop(bool adam = false, double lr = 0.05)
+    {
+        torch::manual_seed(0);
+        model = torch::nn::Sequential(torch::nn::Linear(4, 8), torch::nn::BatchNorm1d(8), torch::nn::ReLU(),
+                                      torch::nn::Linear(8, 3));
+        if (adam)
+            optimizer = std::make_unique<torch::optim::Adam>(model->parameters(), torch::optim::AdamOptions(lr));
+        else
+            optimizer = std::make_unique<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(lr));
+    }
+
+    // One step: a NaN in the batch when `poison`. Returns what endStep returned.
+    bool step(Guard& guard, int64_t step, bool poison = false)
+    {
+        auto x = torch::randn({16, 4});
+        auto y = torch::randint(3, {16}, torch::kLong);
+        if (poison)
+            x[0][0] = std::nan("");
+        guard.beginStep(step, x, y);
+        auto loss = torch::nn::functional::cross_entropy(guard.forward(*model, x), y);
+        optimizer->zero_grad();
+        loss.backward();
+        lastGradNorm = model[0]->as<torch::nn::Linear>()->weight.grad().norm().item<double>();
+        const bool apply = guard.endStep(loss, *optimizer);
+        if (apply)
+            optimizer->step();
+        return apply;
+    }
+
+    std::vector<torch::Tensor> weights() const
+    {
+        std::vector<torch::Tensor> out;
+        for (const auto& p : model->parameters())
+            out.push_back(p.detach().clone());
+        return out;
+    }
+
+    torch::Tensor runningMean() { return model[1]->as<torch::nn::BatchNorm1d>()->running_mean.clone(); }
+
+    torch::nn::Sequential model{nullptr};
+    std::unique_ptr<torch::optim::Optimizer> optimizer;
+    double lastGradNorm = 0;
+};
+
+bool sameTensors(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b)
+{
+    if (a.size() != b.size())
+        return false;
+    for (size_t i = 0; i < a.size(); ++i)
+        if (!torch::equal(a[i], b[i]))
+            return false;
+    return true;
+}
+
+struct Event
+{
+    int64_t step;
+    std::string kind, message;
+};
+
+std::vector<Event> eventsOf(const std::string& directory)
+{
+    auto reader = RunReader::open(directory);
+    EXPECT_TRUE(reader) << reader.error();
+    std::vector<Event> events;
+    if (!reader)
+        return events;
+    auto kinds = (*reader)->readStrings(rf::kEvents, "kind");
+    auto messages = (*reader)->readStrings(rf::kEvents, "message");
+    const auto& steps = (*reader)->steps(rf::kEvents);
+    for (size_t i = 0; i < steps.size(); ++i)
+        events.push_back({steps[i], (*kinds)[i], (*messages)[i]});
+    return events;
+}
+
+std::vector<int64_t> stepsOfKind(const std::vector<Event>& events, const std::string& kind)
+{
+    std::vector<int64_t> steps;
+    for (const auto& e : events)
+        if (e.kind == kind)
+            steps.push_back(e.step);
+    return steps;
+}
+
+} // namespace
+
+TEST(Guard, WritesARunTheReaderReadsWithEveryTable)
+{
+    test::ScratchDir dir;
+    Loop loop;
+    GuardOptions options;
+    options.checkpointEvery = 5;
+    options.activationsEvery = 4;
+    double loggedGradNorm = 0;
+    {
+        Guard guard(dir.path(), *loop.model, options);
+        for (int64_t step = 0; step < 12; ++step)
+            ASSERT_TRUE(loop.step(guard, step));
+        loggedGradNorm = loop.lastGradNorm;
+    }
+    auto opened = RunReader::open(dir.path());
+    ASSERT_TRUE(opened) << opened.error();
+    const RunReader& reader = **opened;
+    EXPECT_EQ(reader.table(rf::kScalars)->rows, 12);
+    for (const char* scalar : {"loss", "grad_norm", "lr", "skipped", "param_norm"})
+        EXPECT_TRUE(reader.readSeries(rf::kScalars, scalar)) << scalar;
+    EXPECT_DOUBLE_EQ(reader.readSeries(rf::kScalars, "lr")->front(), 0.05);
+
+    const TableInfo* layers = reader.table(rf::kLayers);
+    ASSERT_NE(layers, nullptr);
+    EXPECT_EQ(layers->names, (std::vector<std::string>{"0.weight", "0.bias", "1.weight", "1.bias", "3.weight", "3.bias"}));
+    auto firstLayerGrad = reader.readColumn(rf::kLayers, "grad_norm", 0);
+    EXPECT_NEAR(firstLayerGrad->back(), loggedGradNorm, 1e-5 * loggedGradNorm) << "the logged norm is the gradient's norm";
+
+    const TableInfo* activations = reader.table(rf::kActivations);
+    ASSERT_NE(activations, nullptr);
+    EXPECT_EQ(activations->names, (std::vector<std::string>{"0", "1", "2", "3"}));
+    EXPECT_EQ(activations->kinds, (std::vector<std::string>{"Linear", "BatchNorm1d", "ReLU", "Linear"}));
+    EXPECT_EQ(reader.steps(rf::kActivations), (std::vector<int64_t>{0, 4, 8})) << "the first step and every 4";
+    auto reluMin = reader.readColumn(rf::kActivations, "min", 2);
+    EXPECT_GE(reluMin->front(), 0.f) << "a ReLU's output is never negative";
+
+    EXPECT_EQ(reader.table(rf::kBuffers)->names, std::vector<std::string>{"1"});
+    EXPECT_EQ(reader.table(rf::kInputs)->names, (std::vector<std::string>{"x", "y"}));
+    EXPECT_EQ(reader.info().checkpoints.size(), 3u) << "steps 0, 5 and 10";
+    EXPECT_TRUE(reader.info().checkpoints.count(10));
+    EXPECT_EQ(stepsOfKind(eventsOf(dir.path()), rf::event::kCheckpoint), (std::vector<int64_t>{0, 5, 10}));
+}
+
+TEST(Guard, SkipsANonfiniteStepAndLeavesTheWeightsAlone)
+{
+    test::ScratchDir dir;
+    Loop loop;
+    std::vector<torch::Tensor> before, after;
+    {
+        Guard guard(dir.path(), *loop.model);
+        for (int64_t step = 0; step < 6; ++step)
+            ASSERT_TRUE(loop.step(guard, step));
+        before = loop.weights();
+        EXPECT_FALSE(loop.step(guard, 6, /*poison=*/true)) << "endStep says: do not apply step 6";
+        EXPECT_FALSE(guard.lastStep().finite);
+        after = loop.weights();
+        for (const auto& p : loop.model->parameters())
+            EXPECT_EQ(p.grad().abs().sum().item<double>(), 0.0) << "the skipped step's gradients are zeroed";
+        EXPECT_TRUE(loop.step(guard, 7)) << "training goes on";
+    }
+    EXPECT_TRUE(sameTensors(before, after));
+    const auto events = eventsOf(dir.path());
+    EXPECT_EQ(stepsOfKind(events, rf::event::kSkippedStep), std::vector<int64_t>{6});
+    EXPECT_EQ(stepsOfKind(events, rf::event::kNonfiniteLoss), std::vector<int64_t>{6});
+    auto reader = RunReader::open(dir.path());
+    auto skipped = (*reader)->readSeries(rf::kScalars, "skipped");
+    EXPECT_EQ((*skipped)[6], 1.0);
+    EXPECT_EQ((*skipped)[7], 0.0);
+    EXPECT_TRUE((*reader)->info().checkpoints.count(6)) << "the incident's checkpoint";
+    EXPECT_TRUE((*reader)->info().batches.count(6)) << "and its batch, for replay";
+}
+
+TEST(Guard, RollsBackToTheLastGoodSnapshotAfterConsecutiveBadSteps)
+{
+    test::ScratchDir dir;
+    Loop loop(/*adam=*/true, 0.01);
+    GuardOptions options;
+    options.rollbackAfter = 3;
+    options.snapshotEvery = 2;
+    options.rollbackLrFactor = 0.5;
+    std::vector<torch::Tensor> snapshotWeights;
+    torch::Tensor snapshotExpAvg;
+    {
+        Guard guard(dir.path(), *loop.model, options);
+        for (int64_t step = 0; step < 6; ++step) {
+            if (step == 4) {
+                // Snapshots are taken at steps 0, 2 and 4, before their updates.
+                snapshotWeights = loop.weights();
+                const auto* param = loop.model->parameters()[0].unsafeGetTensorImpl();
+                auto& state = static_cast<torch::optim::AdamParamState&>(
+                    *loop.optimizer->state().at(c10::guts::to_string(param)));
+                snapshotExpAvg = state.exp_avg().clone();
+            }
+            ASSERT_TRUE(loop.step(guard, step));
+        }
+        EXPECT_FALSE(loop.step(guard, 6, true));
+        EXPECT_FALSE(loop.step(guard, 7, true));
+        EXPECT_FALSE(sameTensors(loop.weights(), snapshotWeights)) << "steps 4 and 5 were applied";
+        EXPECT_FALSE(loop.step(guard, 8, true));
+        EXPECT_TRUE(guard.lastStep().rolledBack);
+        EXPECT_DOUBLE_EQ(guard.learningRateScale(), 0.5);
+    }
+    EXPECT_TRUE(sameTensors(loop.weights(), snapshotWeights)) << "the weights of the last good snapshot";
+    const auto* param = loop.model->parameters()[0].unsafeGetTensorImpl();
+    auto& state = static_cast<torch::optim::AdamParamState&>(*loop.optimizer->state().at(c10::guts::to_string(param)));
+    EXPECT_EQ(state.step(), 4) << "Adam's state as it was before step 4's update";
+    EXPECT_TRUE(torch::equal(state.exp_avg(), snapshotExpAvg));
+    EXPECT_DOUBLE_EQ(loop.optimizer->param_groups()[0].options().get_lr(), 0.005);
+    const auto events = eventsOf(dir.path());
+    EXPECT_EQ(stepsOfKind(events, rf::event::kRollback), std::vector<int64_t>{8});
+    auto reader = RunReader::open(dir.path());
+    EXPECT_DOUBLE_EQ((*reader)->readSeries(rf::kScalars, "lr")->back(), 0.005) << "the scaled rate is logged";
+}
+
+TEST(Guard, RollbackRefusesAnOptimizerItDoesNotKnowUnlessAllowed)
+{
+    struct Plain : torch::optim::Optimizer
+    {
+        explicit Plain(std::vector<torch::Tensor> params)
+            : Optimizer({torch::optim::OptimizerParamGroup(std::move(params))},
+                        std::make_unique<torch::optim::SGDOptions>(0.1))
+        {
+        }
+        torch::Tensor step(LossClosure) override { return {}; }
+    };
+    test::ScratchDir dir;
+    Loop loop;
+    Plain plain(loop.model->parameters());
+    GuardOptions options;
+    options.rollbackAfter = 2;
+    Guard guard(dir.path(), *loop.model, options);
+    auto x = torch::randn({16, 4});
+    auto y = torch::randint(3, {16}, torch::kLong);
+    guard.beginStep(0, x, y);
+    auto loss = torch::nn::functional::cross_entropy(guard.forward(*loop.model, x), y);
+    loss.backward();
+    try {
+        guard.endStep(loss, plain);
+        FAIL() << "an unknown optimizer with rollback on must be an error";
+    } catch (const GuardError& e) {
+        EXPECT_NE(std::string(e.what()).find("allowUnknownOptimizer"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("Adam"), std::string::npos) << "it names the optimizers it knows";
+    }
+
+    test::ScratchDir allowedDir;
+    options.allowUnknownOptimizer = true;
+    Guard allowed(allowedDir.path(), *loop.model, options);
+    allowed.beginStep(0, x, y);
+    EXPECT_TRUE(allowed.endStep(loss, plain)) << "training continues, without rollback";
+    allowed.close();
+    const auto events = eventsOf(allowedDir.path());
+    ASSERT_FALSE(stepsOfKind(events, rf::event::kNote).empty());
+}
+
+TEST(Guard, PutsBatchNormBuffersBackOnASkippedStep)
+{
+    for (const bool restore : {true, false}) {
+        test::ScratchDir dir;
+        Loop loop;
+        GuardOptions options;
+        options.restoreBuffersOnSkip = restore;
+        torch::Tensor before;
+        {
+            Guard guard(dir.path(), *loop.model, options);
+            for (int64_t step = 0; step < 3; ++step)
+                loop.step(guard, step);
+            before = loop.runningMean();
+            EXPECT_FALSE(loop.step(guard, 3, /*poison=*/true));
+        }
+        const auto restoredSteps = stepsOfKind(eventsOf(dir.path()), rf::event::kBuffersRestored);
+        if (restore) {
+            EXPECT_TRUE(torch::equal(loop.runningMean(), before)) << "running_mean as before step 3's forward";
+            EXPECT_EQ(restoredSteps, std::vector<int64_t>{3});
+        } else {
+            EXPECT_TRUE(torch::isnan(loop.runningMean()).any().item<bool>()) << "off by default: the NaN stays";
+            EXPECT_TRUE(restoredSteps.empty());
+        }
+    }
+}
+
+TEST(Guard, ALossThatIsNotOneValueIsAClearError)
+{
+    test::ScratchDir dir;
+    Loop loop;
+    Guard guard(dir.path(), *loop.model);
+    auto x = torch::randn({16, 4});
+    guard.beginStep(0, x);
+    auto perSample = guard.forward(*loop.model, x).sum(1);
+    perSample.sum().backward();
+    try {
+        guard.endStep(perSample, *loop.optimizer);
+        FAIL() << "a loss of 16 values must be refused";
+    } catch (const GuardError& e) {
+        EXPECT_NE(std::string(e.what()).find("single value"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("[16]"), std::string::npos) << "it names the shape: " << e.what();
+    }
+}
+
+TEST(Guard, StepsMustIncreaseAndARunIsWrittenOnce)
+{
+    test::ScratchDir dir;
+    Loop loop;
+    {
+        Guard guard(dir.path(), *loop.model);
+        loop.step(guard, 5);
+        EXPECT_THROW(loop.step(guard, 5), GuardError);
+    }
+    EXPECT_THROW(Guard(dir.path(), *loop.model), GuardError) << "run.h5 exists";
+}
+
+// A C++ module's checkpoint is a LibTorch archive: nanscope's own reader (no torch.load) finds
+// every parameter and buffer in it under its module path, so statistics and diff work on it.
+TEST(Guard, ACppModuleCheckpointIsReadByTheCheckpointReader)
+{
+    test::ScratchDir dir;
+    Loop loop;
+    {
+        Guard guard(dir.path(), *loop.model);
+        loop.step(guard, 0);
+    }
+    auto checkpoint = readCheckpoint(dir / "checkpoints/step_00000000.pt");
+    ASSERT_TRUE(checkpoint) << checkpoint.error();
+    std::vector<std::string> names;
+    for (const auto& t : checkpoint->tensors)
+        names.push_back(t.name);
+    for (const char* expected : {"0.weight", "1.running_var", "3.bias"})
+        EXPECT_NE(std::find_if(names.begin(), names.end(),
+                               [&](const std::string& n) { return n.size() >= std::strlen(expected) &&
+                                                                  n.compare(n.size() - std::strlen(expected), std::string::npos, expected) == 0; }),
+                  names.end())
+            << expected << " not among " << ::testing::PrintToString(names);
+    const auto events = eventsOf(dir.path());
+    ASSERT_FALSE(events.empty());
+    EXPECT_NE(events.front().message.find("no replay"), std::string::npos) << "the run says what its checkpoints cannot do";
+}
