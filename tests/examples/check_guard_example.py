@@ -1,4 +1,4 @@
-"""The example guarded LibTorch loop (examples/guard_training_loop.cpp): it trains, its run opens
+"""The example guarded LibTorch loop (docs/examples/guard_training_loop.cpp): it trains, its run opens
 and scans in nanscope, and the defences left their events where the broken batches were.
 
     check_guard_example.py EXAMPLE NANSCOPE RUN_DIR
