@@ -37,7 +37,7 @@ double smallestNormal(DType dtype)
     }
 }
 
-enum Slot { kCount, kNan, kPosInf, kNegInf, kZero, kSubnormal, kMin, kMax, kMean, kM2, kSlots };
+enum Slot { kCount, kNan, kPosInf, kNegInf, kZero, kSubnormal, kMin, kMax, kMean, kM2, kNonzeroAbsmin, kSlots };
 
 // All reductions of one tensor as one small float64 tensor on the device; nothing is read back.
 torch::Tensor reductions(const TensorView& view, const torch::Device& device)
@@ -65,6 +65,7 @@ torch::Tensor reductions(const TensorView& view, const torch::Device& device)
         torch::where(finite, x, torch::full_like(x, -inf)).max(),
         mean,
         (deviation * deviation).sum(),
+        torch::where(absolute > 0, absolute, torch::full_like(x, inf)).min(),
     });
 }
 
@@ -111,6 +112,8 @@ Result<std::vector<TensorStats>> computeWithTorch(const std::vector<const NamedT
                 s.std = count > 1 ? std::sqrt(r[kM2] / double(count - 1)) : 0.0;
                 s.norm = std::sqrt(r[kM2] + double(count) * r[kMean] * r[kMean]);
                 s.absmax = std::max(std::fabs(r[kMin]), std::fabs(r[kMax]));
+                if (std::isfinite(r[kNonzeroAbsmin]))
+                    s.nonzeroAbsmin = r[kNonzeroAbsmin];
             }
             stats.push_back(std::move(s));
         }
