@@ -159,12 +159,23 @@ QString replaySummary(const IncidentSection& s)
                                 inputs << range(v);
                             return inputs.join(", ");
                         }());
+    if (!r.firstNonfinite && r.gradCulprit)
+        out += QObject::tr(" Backward first made a non-finite gradient in %1 in module '%2' at %3.")
+                   .arg(text(r.gradCulprit->op), r.gradCulprit->module.empty() ? QString("(root)") : text(r.gradCulprit->module),
+                        text(r.gradCulprit->source));
+    if (r.lossConvention == LossConvention::InForward)
+        out += QObject::tr(" The loss was the model's own, %1.").arg(text(r.lossFrom));
     if (r.bisected) {
         QStringList samples;
         for (int64_t i : r.badSamples)
             samples << QString::number(i);
         out += QObject::tr(" Bad samples: %1.").arg(samples.isEmpty() ? QObject::tr("none") : samples.join(", "));
     }
+    if (r.logits && r.logits->logZMean)
+        out += QObject::tr(" log Z of the logits: mean %1, max %2.")
+                   .arg(QString::number(*r.logits->logZMean, 'g', 4), QString::number(*r.logits->logZMax, 'g', 4));
+    for (const ReplayFinding& finding : r.findings)
+        out += " " + text(finding.cause) + " " + QObject::tr("Suggestion: %1").arg(text(finding.suggestion));
     return out;
 }
 
@@ -292,6 +303,21 @@ QByteArray toJsonReport(const ReportContent& c)
                 for (int64_t i : r.badSamples)
                     bad.append(qint64(i));
                 replay["bad_samples"] = bad;
+                replay["loss_convention"] = lossConventionKey(r.lossConvention);
+                if (r.gradCulprit)
+                    replay["backward_culprit"] = QJsonObject{{"op", text(r.gradCulprit->op)},
+                                                             {"module", text(r.gradCulprit->module)},
+                                                             {"source", text(r.gradCulprit->source)},
+                                                             {"code", text(r.gradCulprit->code)}};
+                if (r.logits) {
+                    replay["log_z_mean"] = jsonNumber(r.logits->logZMean);
+                    replay["log_z_max"] = jsonNumber(r.logits->logZMax);
+                }
+                QJsonArray findings;
+                for (const ReplayFinding& f : r.findings)
+                    findings.append(QJsonObject{{"signal", replaySignalKey(f.signal)}, {"cause", text(f.cause)},
+                                                {"suggestion", text(f.suggestion)}});
+                replay["findings"] = findings;
             }
             o["replay"] = replay;
         }

@@ -178,18 +178,39 @@ int runReplay(const QStringList& arguments)
         return kExitOk;
     }
 
-    out() << QString("step %1   loss (%2) = %3   %4 ops captured\n\n")
-                 .arg(shownStep).arg(fromStd(r.lossName)).arg(r.loss, 0, 'g', 6).arg(r.ops.size());
-    out() << QString("%1 %2 %3 %4 %5\n").arg("#", 4).arg("op", -22).arg("module", -14).arg("source", -22).arg("output range");
+    const QString lossFrom = r.lossConvention == LossConvention::None ? QString("no loss") : fromStd(r.lossFrom);
+    out() << QString("step %1   loss (%2) = %3   %4 ops captured\n")
+                 .arg(shownStep).arg(lossFrom).arg(r.loss, 0, 'g', 6).arg(r.ops.size());
+    if (r.lossConvention == LossConvention::InForward)
+        out() << "the model computes its loss in forward: replay back-propagates from the loss it returned\n";
+    if (r.logits)
+        out() << QString("log Z of the logits (%1): mean %2, min %3, max %4 over %5 rows\n")
+                     .arg(fromStd(r.logits->from))
+                     .arg(r.logits->logZMean.value_or(NAN), 0, 'g', 5)
+                     .arg(r.logits->logZMin.value_or(NAN), 0, 'g', 5)
+                     .arg(r.logits->logZMax.value_or(NAN), 0, 'g', 5)
+                     .arg(r.logits->rows);
+    out() << "\n";
+    auto bits = [](const std::optional<double>& v) { return v ? QString::number(*v, 'f', 1) : QString("-"); };
+    out() << QString("%1 %2 %3 %4 %5 %6 %7\n")
+                 .arg("#", 4).arg("op", -22).arg("module", -14).arg("source", -22).arg("fp16 bits", 9).arg("range bits", 10)
+                 .arg("output range");
     for (const auto& op : r.ops) {
         const bool culprit = r.firstNonfinite && r.firstNonfinite->index == op.index;
-        out() << QString("%1 %2 %3 %4 %5%6\n")
+        QString softmax;
+        if (op.softmax)
+            softmax = QString("   softmax: max|in| %1, entropy %2 of %3")
+                          .arg(op.softmax->inputAbsmax, 0, 'g', 4)
+                          .arg(op.softmax->entropy ? QString::number(*op.softmax->entropy, 'g', 3) : QString("-"))
+                          .arg(op.softmax->uniformEntropy, 0, 'g', 3);
+        out() << QString("%1 %2 %3 %4 %5 %6 %7%8%9\n")
                      .arg(op.index, 4)
                      .arg(fromStd(op.op), -22)
                      .arg(fromStd(op.module.empty() ? "(root)" : op.module), -14)
                      .arg(fromStd(op.source), -22)
-                     .arg(range(op.output))
-                     .arg(culprit ? "   <== first non-finite" : "");
+                     .arg(bits(op.headroom.float16Bits), 9)
+                     .arg(bits(op.headroom.dynamicRangeBits), 10)
+                     .arg(range(op.output), softmax, culprit ? QString("   <== first non-finite") : QString());
     }
     if (r.firstNonfinite) {
         const auto& op = *r.firstNonfinite;
@@ -208,6 +229,13 @@ int runReplay(const QStringList& arguments)
                      .arg(r.firstNonfiniteGrad->index)
                      .arg(fromStd(r.firstNonfiniteGrad->op), fromStd(r.firstNonfiniteGrad->module),
                           fromStd(r.firstNonfiniteGrad->gradFunction));
+    if (r.gradCulprit)
+        out() << QString("The forward is finite; backward first made a non-finite gradient in op #%1 %2 in '%3' at %4%5\n")
+                     .arg(r.gradCulprit->index)
+                     .arg(fromStd(r.gradCulprit->op), fromStd(r.gradCulprit->module), fromStd(r.gradCulprit->source),
+                          r.gradCulprit->code.empty() ? QString() : QString(" (%1)").arg(fromStd(r.gradCulprit->code)));
+    for (const auto& finding : r.findings)
+        out() << "\n" << fromStd(finding.cause) << "\n  suggestion: " << fromStd(finding.suggestion) << "\n";
     if (r.bisected) {
         QStringList bad;
         for (int64_t i : r.badSamples)

@@ -50,6 +50,7 @@ QJsonObject replayValueToJson(const std::optional<TensorStats>& s)
             {"mean", jsonNumber(s->mean)},
             {"std", jsonNumber(s->std)},
             {"absmax", s->min ? jsonNumber(s->absmax) : QJsonValue()}, // null, not the kernel's 0, when none is finite
+            {"nonzero_absmin", jsonNumber(s->nonzeroAbsmin)},
             {"nan", qint64(s->nan)},
             {"posinf", qint64(s->posinf)},
             {"neginf", qint64(s->neginf)},
@@ -74,6 +75,14 @@ QJsonObject replayOpToJson(const ReplayOp& op, bool withInputs)
         o["grad"] = replayValueToJson(op.grad);
     if (!op.gradFunction.empty())
         o["grad_fn"] = text(op.gradFunction);
+    if (op.headroom.float16Bits || op.headroom.dynamicRangeBits)
+        o["headroom"] = QJsonObject{{"float16_bits", jsonNumber(op.headroom.float16Bits)},
+                                    {"bfloat16_bits", jsonNumber(op.headroom.bfloat16Bits)},
+                                    {"dynamic_range_bits", jsonNumber(op.headroom.dynamicRangeBits)}};
+    if (op.softmax)
+        o["softmax"] = QJsonObject{{"input_absmax", jsonNumber(op.softmax->inputAbsmax)},
+                                   {"entropy", jsonNumber(op.softmax->entropy)},
+                                   {"uniform_entropy", jsonNumber(op.softmax->uniformEntropy)}};
     return o;
 }
 
@@ -88,6 +97,9 @@ QJsonObject replayResultToJson(const ReplayResult& r, int64_t step, const Replay
     QJsonObject root{{"step", qint64(step)},
                      {"loss", jsonNumber(r.loss)},
                      {"loss_name", text(r.lossName)},
+                     {"loss_convention", lossConventionKey(r.lossConvention)},
+                     {"loss_from", text(r.lossFrom)},
+                     {"loss_op", r.lossOp ? QJsonValue(replayOpToJson(*r.lossOp, true)) : QJsonValue()},
                      {"checkpoint", text(options.checkpoint)},
                      {"batch", text(options.batch)},
                      {"dtype", text(options.dtype)},
@@ -95,7 +107,22 @@ QJsonObject replayResultToJson(const ReplayResult& r, int64_t step, const Replay
                      {"forward", QJsonObject{{"first_nonfinite", r.firstNonfinite ? QJsonValue(replayOpToJson(*r.firstNonfinite, true)) : QJsonValue()},
                                              {"ops", ops}}},
                      {"backward", QJsonObject{{"first_nonfinite", r.firstNonfiniteGrad ? QJsonValue(replayOpToJson(*r.firstNonfiniteGrad, true)) : QJsonValue()},
+                                              {"culprit", r.gradCulprit ? QJsonValue(replayOpToJson(*r.gradCulprit, true)) : QJsonValue()},
                                               {"params", params}}}};
+    if (r.logits)
+        root["logits"] = QJsonObject{{"from", text(r.logits->from)},
+                                     {"op_index", r.logits->opIndex},
+                                     {"rows", qint64(r.logits->rows)},
+                                     {"log_z_mean", jsonNumber(r.logits->logZMean)},
+                                     {"log_z_min", jsonNumber(r.logits->logZMin)},
+                                     {"log_z_max", jsonNumber(r.logits->logZMax)}};
+    QJsonArray findings;
+    for (const ReplayFinding& f : r.findings)
+        findings.append(QJsonObject{{"signal", replaySignalKey(f.signal)},
+                                    {"op_index", f.opIndex},
+                                    {"cause", text(f.cause)},
+                                    {"suggestion", text(f.suggestion)}});
+    root["findings"] = findings;
     if (r.bisected) {
         QJsonArray bad;
         for (int64_t i : r.badSamples)
@@ -125,6 +152,7 @@ std::optional<TensorStats> replayValueFromJson(const QJsonValue& value)
     v.mean = optionalNumber(o["mean"]);
     v.std = optionalNumber(o["std"]);
     v.absmax = o["absmax"].toDouble(0);
+    v.nonzeroAbsmin = optionalNumber(o["nonzero_absmin"]);
     v.nan = o["nan"].toInteger();
     v.posinf = o["posinf"].toInteger();
     v.neginf = o["neginf"].toInteger();
@@ -144,6 +172,15 @@ ReplayOp replayOpFromJson(const QJsonObject& o)
     op.grad = replayValueFromJson(o["grad"]);
     for (const auto& input : o["inputs"].toArray())
         op.inputs.push_back(replayValueFromJson(input));
+    const QJsonObject headroom = o["headroom"].toObject();
+    op.headroom.float16Bits = optionalNumber(headroom["float16_bits"]);
+    op.headroom.bfloat16Bits = optionalNumber(headroom["bfloat16_bits"]);
+    op.headroom.dynamicRangeBits = optionalNumber(headroom["dynamic_range_bits"]);
+    if (o["softmax"].isObject()) {
+        const QJsonObject softmax = o["softmax"].toObject();
+        op.softmax = SoftmaxSignature{softmax["input_absmax"].toDouble(), optionalNumber(softmax["entropy"]),
+                                      softmax["uniform_entropy"].toDouble()};
+    }
     return op;
 }
 
@@ -161,6 +198,10 @@ ReplayReport parseReplayJson(const QByteArray& json)
     r.loss = jsonNumberOrNan(root["loss"]);
     r.lossFinite = std::isfinite(r.loss);
     r.lossName = root["loss_name"].toString().toStdString();
+    r.lossConvention = lossConventionFromKey(root["loss_convention"].toString().toStdString());
+    r.lossFrom = root["loss_from"].toString().toStdString();
+    if (root["loss_op"].isObject())
+        r.lossOp = replayOpFromJson(root["loss_op"].toObject());
     report.dtype = root["dtype"].toString();
     report.mode = root["mode"].toString();
     const QJsonObject forward = root["forward"].toObject();
@@ -171,6 +212,20 @@ ReplayReport parseReplayJson(const QByteArray& json)
     const QJsonObject backward = root["backward"].toObject();
     if (backward["first_nonfinite"].isObject())
         r.firstNonfiniteGrad = replayOpFromJson(backward["first_nonfinite"].toObject());
+    if (backward["culprit"].isObject())
+        r.gradCulprit = replayOpFromJson(backward["culprit"].toObject());
+    if (root["logits"].isObject()) {
+        const QJsonObject logits = root["logits"].toObject();
+        r.logits = LogitsSignature{logits["from"].toString().toStdString(), logits["op_index"].toInt(-1),
+                                   logits["rows"].toInteger(), optionalNumber(logits["log_z_mean"]),
+                                   optionalNumber(logits["log_z_min"]), optionalNumber(logits["log_z_max"])};
+    }
+    for (const auto& finding : root["findings"].toArray()) {
+        const QJsonObject f = finding.toObject();
+        if (auto signal = replaySignalFromKey(f["signal"].toString().toStdString()))
+            r.findings.push_back({*signal, f["op_index"].toInt(-1), f["cause"].toString().toStdString(),
+                                  f["suggestion"].toString().toStdString()});
+    }
     for (const auto& p : backward["params"].toArray()) {
         const QJsonObject o = p.toObject();
         r.params.push_back({o["name"].toString().toStdString(), replayValueFromJson(o["value"]), replayValueFromJson(o["grad"])});

@@ -1,5 +1,7 @@
 #include "ReplayOpModel.h"
 
+#include "core/replay/ReplaySignatures.h"
+
 #include <QBrush>
 #include <QColor>
 #include <QFontDatabase>
@@ -18,6 +20,11 @@ QString number(const std::optional<double>& v)
 {
     return v ? number(*v) : QString("\u2014");
 }
+
+QString bits(const std::optional<double>& v)
+{
+    return v ? QString::number(*v, 'f', 1) : QString();
+}
 } // namespace
 
 ReplayOpModel::ReplayOpModel(QObject* parent)
@@ -30,6 +37,7 @@ void ReplayOpModel::setReport(const ReplayReport& report)
     beginResetModel();
     m_ops = report.result.ops;
     m_culprit = report.firstNonfiniteIndex();
+
     endResetModel();
 }
 
@@ -62,6 +70,8 @@ QVariant ReplayOpModel::data(const QModelIndex& index, int role) const
         return op.index;
     case IsCulpritRole:
         return culprit;
+    case IsFlaggedRole:
+        return isFlagged(index.row(), Column(index.column()));
     case ModuleRole:
         return QString::fromStdString(op.module);
     case Qt::BackgroundRole:
@@ -71,12 +81,23 @@ QVariant ReplayOpModel::data(const QModelIndex& index, int role) const
             return QBrush(QColor(20, 20, 20)); // readable on the pink row in a dark palette too
         if (op.output && ((index.column() == NaN && op.output->nan > 0) || (index.column() == Inf && op.output->inf() > 0)))
             return QBrush(QColor(200, 20, 20));
+        if (isFlagged(index.row(), Column(index.column())))
+            return QBrush(QColor(200, 20, 20));
         return {};
     case Qt::FontRole:
         return index.column() == Code ? QFontDatabase::systemFont(QFontDatabase::FixedFont) : QVariant();
     case Qt::ToolTipRole:
         if ((index.column() == Source || index.column() == Code) && !op.code.empty())
             return QString::fromStdString(op.code); // the source line's text, where the cell only has room for file:line
+        if (index.column() == Float16Headroom && op.headroom.float16Bits)
+            return tr("max |x| %1: %2 bits below float16's largest value (65504), %3 below bfloat16's")
+                .arg(op.output ? number(op.output->absmax) : QString())
+                .arg(bits(op.headroom.float16Bits), bits(op.headroom.bfloat16Bits));
+        if (index.column() == DynamicRange && op.headroom.dynamicRangeBits)
+            return tr("log2(max |x| / smallest nonzero |x|) = %1 bits (smallest nonzero |x| %2)")
+                .arg(bits(op.headroom.dynamicRangeBits), number(op.output ? op.output->nonzeroAbsmin : std::nullopt));
+        if (index.column() == SoftmaxEntropy && op.softmax)
+            return tr("mean entropy of the output rows, in nats; a uniform row has %1").arg(number(op.softmax->uniformEntropy));
         return culprit ? tr("First op whose output is non-finite while its inputs are finite") : QVariant();
     case Qt::DisplayRole:
         switch (Column(index.column())) {
@@ -92,6 +113,10 @@ QVariant ReplayOpModel::data(const QModelIndex& index, int role) const
             if (!op.grad)
                 return QString();
             return hasNonfinite(op.grad) ? tr("non-finite") : number(op.grad->absmax);
+        case Float16Headroom: return bits(op.headroom.float16Bits);
+        case DynamicRange: return bits(op.headroom.dynamicRangeBits);
+        case SoftmaxInputAbsmax: return op.softmax ? number(op.softmax->inputAbsmax) : QString();
+        case SoftmaxEntropy: return op.softmax ? number(op.softmax->entropy) : QString();
         case Code: return QString::fromStdString(op.code);
         case ColumnCount: break;
         }
@@ -105,8 +130,23 @@ QVariant ReplayOpModel::headerData(int section, Qt::Orientation orientation, int
 {
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return QAbstractTableModel::headerData(section, orientation, role);
-    static const char* titles[] = {"#", "op", "module", "source", "output min", "output max", "NaN", "Inf", "|grad| max", "code"};
+    static const char* titles[] = {"#",          "op",         "module",          "source",          "output min",
+                                   "output max", "NaN",        "Inf",             "|grad| max",      "fp16 headroom (bits)",
+                                   "range (bits)", "softmax max|in|", "softmax entropy", "code"};
+    static_assert(sizeof titles / sizeof *titles == ColumnCount, "one title per column");
     return section >= 0 && section < ColumnCount ? tr(titles[section]) : QVariant();
+}
+
+bool ReplayOpModel::isFlagged(int row, Column column) const
+{
+    const ReplayOp& op = m_ops[size_t(row)];
+    switch (column) {
+    case Float16Headroom: return lowFloat16Headroom(op.headroom);
+    case SoftmaxInputAbsmax:
+    case SoftmaxEntropy: // the op list carries no inputs; a softmax's output has its input's shape
+        return op.softmax && op.output && attentionLogitsGrown(*op.softmax, op.output->shape.size());
+    default: return false;
+    }
 }
 
 } // namespace nanscope

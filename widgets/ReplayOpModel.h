@@ -7,13 +7,19 @@
 namespace nanscope {
 
 // The replay's ops in execution order. The first non-finite op is highlighted; non-finite
-// counts are red.
+// counts are red. Each op's precision headroom (bits to float16's largest value; red under
+// kFloat16HeadroomWarnBits) and dynamic range, and for softmax calls the max |input| and the
+// entropy of the output (red when the attention logits have grown).
 class ReplayOpModel : public QAbstractTableModel
 {
     Q_OBJECT
 public:
-    enum Column { Index, Op, Module, Source, Min, Max, NaN, Inf, GradAbs, Code, ColumnCount };
-    enum Role { OpIndexRole = Qt::UserRole + 1, IsCulpritRole, ModuleRole };
+    enum Column {
+        Index, Op, Module, Source, Min, Max, NaN, Inf, GradAbs,
+        Float16Headroom, DynamicRange, SoftmaxInputAbsmax, SoftmaxEntropy,
+        Code, ColumnCount
+    };
+    enum Role { OpIndexRole = Qt::UserRole + 1, IsCulpritRole, ModuleRole, IsFlaggedRole };
 
     explicit ReplayOpModel(QObject* parent = nullptr);
 
@@ -26,6 +32,9 @@ public:
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
 private:
+    // Red by the replay's own thresholds (core/replay/ReplaySignatures).
+    bool isFlagged(int row, Column column) const;
+
     std::vector<ReplayOp> m_ops;
     int m_culprit = -1;
 };

@@ -174,11 +174,22 @@ QString ReplayView::summaryText() const
     const ReplayResult& result = r.result;
     auto text = [](const std::string& s) { return QString::fromStdString(s); };
     auto moduleName = [&](const ReplayOp& op) { return op.module.empty() ? tr("(root)") : text(op.module); };
-    QString html = tr("<b>Step %1</b> (%2, %3): %4 loss = %5. ")
-                       .arg(result.step)
-                       .arg(r.mode, r.dtype, text(result.lossName))
-                       .arg(std::isfinite(result.loss) ? QString::number(result.loss, 'g', 5)
-                                                       : QString("<span style='color:#c00'>non-finite</span>"));
+    const QString lossValue = std::isfinite(result.loss) ? QString::number(result.loss, 'g', 5)
+                                                         : QString("<span style='color:#c00'>non-finite</span>");
+    QString html;
+    switch (result.lossConvention) {
+    case LossConvention::NamedLoss:
+        html = tr("<b>Step %1</b> (%2, %3): %4 loss = %5. ").arg(result.step).arg(r.mode, r.dtype, text(result.lossName), lossValue);
+        break;
+    case LossConvention::InForward:
+        html = tr("<b>Step %1</b> (%2, %3): loss computed by the model's forward, <tt>%4</tt> = %5. ")
+                   .arg(result.step)
+                   .arg(r.mode, r.dtype, text(result.lossFrom).toHtmlEscaped(), lossValue);
+        break;
+    case LossConvention::None:
+        html = tr("<b>Step %1</b> (%2, %3): no loss. ").arg(result.step).arg(r.mode, r.dtype);
+        break;
+    }
     if (result.firstNonfinite) {
         const ReplayOp& c = *result.firstNonfinite;
         html += tr("<br>First non-finite value: <b>%1</b> in module <b>%2</b> at <tt>%3</tt> (op #%4).")
@@ -196,12 +207,27 @@ QString ReplayView::summaryText() const
         html += tr("<br>First non-finite gradient in backward order: %1 in %2 (%3).")
                     .arg(text(result.firstNonfiniteGrad->op), moduleName(*result.firstNonfiniteGrad),
                          text(result.firstNonfiniteGrad->gradFunction));
+    if (result.gradCulprit) {
+        const ReplayOp& c = *result.gradCulprit;
+        html += tr("<br>Backward first made a non-finite gradient in <b>%1</b> in module <b>%2</b> at <tt>%3</tt> (op #%4)%5.")
+                    .arg(text(c.op).toHtmlEscaped(), moduleName(c).toHtmlEscaped(), text(c.source).toHtmlEscaped())
+                    .arg(c.index)
+                    .arg(c.code.empty() ? QString() : QString(": <tt>%1</tt>").arg(text(c.code).toHtmlEscaped()));
+    }
     if (result.bisected) {
         QStringList samples;
         for (int64_t s : result.badSamples)
             samples << QString::number(s);
         html += tr("<br>Samples that cause non-finite values: <b>%1</b>").arg(samples.isEmpty() ? tr("none") : samples.join(", "));
     }
+    if (result.logits && result.logits->logZMean)
+        html += tr("<br>log Z of the logits (%1): mean %2, range [%3, %4] over %5 rows.")
+                    .arg(text(result.logits->from).toHtmlEscaped())
+                    .arg(QString::number(*result.logits->logZMean, 'g', 4), QString::number(*result.logits->logZMin, 'g', 4),
+                         QString::number(*result.logits->logZMax, 'g', 4))
+                    .arg(result.logits->rows);
+    for (const ReplayFinding& finding : result.findings)
+        html += tr("<br><b>%1</b> %2").arg(text(finding.cause).toHtmlEscaped(), text(finding.suggestion).toHtmlEscaped());
     for (const std::string& note : result.notes)
         html += "<br><i>" + text(note).toHtmlEscaped() + "</i>";
     return html;

@@ -10,6 +10,7 @@
 
 #include "core/tensor/TensorStats.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
@@ -17,6 +18,49 @@
 #include <vector>
 
 namespace nanscope {
+
+// The largest finite float16 and bfloat16 numbers: a value whose max |x| passes one of them
+// overflows to Inf in that precision.
+inline constexpr double kFloat16Max = 65504.0;
+inline constexpr double kBFloat16Max = 3.3895313892515355e38;
+
+// How close a value comes to overflowing, as bits of headroom: log2(limit / max|x|), so 1 bit
+// left means a value half the largest number; 0 or less means it overflows there. And the value's
+// dynamic range, log2(max|x| / smallest nonzero |x|): float16 holds about 40 bits of it with its
+// subnormals, 30 without. Each is empty when the value has no finite nonzero element, or is not a
+// floating-point tensor.
+struct PrecisionHeadroom
+{
+    std::optional<double> float16Bits, bfloat16Bits;
+    std::optional<double> dynamicRangeBits;
+};
+
+inline bool isFloatingPoint(DType dtype)
+{
+    return dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::Float16 || dtype == DType::BFloat16;
+}
+
+// From the kernel's statistics of the value (absmax, nonzeroAbsmin): no pass of its own.
+inline PrecisionHeadroom precisionHeadroomOf(const std::optional<TensorStats>& value)
+{
+    PrecisionHeadroom headroom;
+    if (!value || !isFloatingPoint(value->dtype) || !value->nonzeroAbsmin || !(value->absmax > 0))
+        return headroom;
+    headroom.float16Bits = std::log2(kFloat16Max / value->absmax);
+    headroom.bfloat16Bits = std::log2(kBFloat16Max / value->absmax);
+    headroom.dynamicRangeBits = std::log2(value->absmax / *value->nonzeroAbsmin);
+    return headroom;
+}
+
+// What one softmax (or log_softmax) call did. Attention logits that grow show here before they
+// overflow: max |input| climbs, and the entropy of the output falls toward 0 (every row one-hot).
+struct SoftmaxSignature
+{
+    double inputAbsmax = 0;        // max |x| over the finite elements of its input
+    std::optional<double> entropy; // nats: mean over the rows of -sum p log p along the softmax dim;
+                                   // empty when no row is finite
+    double uniformEntropy = 0;     // log(n) for rows of n entries: the entropy of a uniform row
+};
 
 // One op of the inlined forward graph, in execution order.
 struct ReplayOp
@@ -30,6 +74,8 @@ struct ReplayOp
     std::optional<TensorStats> output;              // the first tensor output
     std::optional<TensorStats> grad;                // gradient of that output, after backward
     std::string gradFunction;                       // autograd node that produced `output` ("DivBackward0")
+    PrecisionHeadroom headroom;                     // of `output`
+    std::optional<SoftmaxSignature> softmax;        // softmax and log_softmax ops only
 };
 
 struct ParameterGrad
@@ -39,16 +85,93 @@ struct ParameterGrad
     std::optional<TensorStats> grad; // empty when backward gave the parameter no gradient
 };
 
+// Where the loss the replay back-propagated from came from.
+enum class LossConvention {
+    None,      // no loss: the batch has no targets and forward returned no loss (backward skipped)
+    NamedLoss, // nanscope computed the named loss (cross_entropy, ...) of forward's output and the batch's targets
+    InForward, // the model's forward took the targets and returned the loss (the Hugging Face convention)
+};
+// "none", "named_loss", "in_forward": the JSON spelling.
+inline const char* lossConventionKey(LossConvention convention)
+{
+    switch (convention) {
+    case LossConvention::NamedLoss: return "named_loss";
+    case LossConvention::InForward: return "in_forward";
+    case LossConvention::None: break;
+    }
+    return "none";
+}
+inline LossConvention lossConventionFromKey(const std::string& key)
+{
+    if (key == "named_loss")
+        return LossConvention::NamedLoss;
+    if (key == "in_forward")
+        return LossConvention::InForward;
+    return LossConvention::None;
+}
+
+// Output-logit divergence: log Z = logsumexp over the last dim of the final logits (forward's
+// output under a named loss; the logits the model returned, or the input of its cross-entropy or
+// softmax, under a loss in forward), over the rows whose log Z is finite. A log Z that drifts far
+// from 0 is what z-loss penalises; its growth comes before a softmax overflows.
+struct LogitsSignature
+{
+    std::string from;  // "forward's output", "forward's 'logits'", "input of aten::cross_entropy_loss"
+    int opIndex = -1;  // the op whose output the logits are, -1 when they are not an op's
+    int64_t rows = 0;  // rows with a finite log Z
+    std::optional<double> logZMean, logZMin, logZMax; // empty when no row is finite
+};
+
+// What the replay's signatures amount to, with the cause and the suggestion (their texts live in
+// core/scan/Diagnosis, judged by core/replay/ReplaySignatures).
+enum class ReplaySignal {
+    AttentionLogits,   // a softmax over large logits, its output near one-hot
+    LossInLowPrecision,// the loss op read float16 (or bfloat16) values
+    Float16Headroom,   // ops whose output comes within a few bits of float16's largest value
+};
+inline const char* replaySignalKey(ReplaySignal signal)
+{
+    switch (signal) {
+    case ReplaySignal::AttentionLogits: return "attention_logits";
+    case ReplaySignal::LossInLowPrecision: return "loss_in_low_precision";
+    case ReplaySignal::Float16Headroom: return "float16_headroom";
+    }
+    return "";
+}
+inline std::optional<ReplaySignal> replaySignalFromKey(const std::string& key)
+{
+    for (ReplaySignal signal : {ReplaySignal::AttentionLogits, ReplaySignal::LossInLowPrecision, ReplaySignal::Float16Headroom})
+        if (key == replaySignalKey(signal))
+            return signal;
+    return std::nullopt;
+}
+
+struct ReplayFinding
+{
+    ReplaySignal signal = ReplaySignal::Float16Headroom;
+    int opIndex = -1;       // the op it is about (the first, when several are)
+    std::string cause;      // with what was measured
+    std::string suggestion;
+};
+
 struct ReplayResult
 {
     int64_t step = -1;
     double loss = 0;
     bool lossFinite = true;
-    std::string lossName;
+    std::string lossName;       // the named loss; empty under a loss in forward
+    LossConvention lossConvention = LossConvention::None;
+    std::string lossFrom;       // where the loss came from, in words: "cross_entropy(output, targets)", "forward(x, labels)['loss']"
+    std::optional<ReplayOp> lossOp; // the op whose output is the loss (a loss in forward only), with its inputs
     std::vector<ReplayOp> ops;                 // after the layer filter
     std::optional<ReplayOp> firstNonfinite;    // forward culprit (see replayStep)
     std::optional<ReplayOp> firstNonfiniteGrad;// first non-finite gradient in backward order
+    // Backward culprit: the first op, in backward order, whose output's gradient is finite while a
+    // gradient it passes to an input is not (log(0) behind a torch.where: finite forward, NaN backward).
+    std::optional<ReplayOp> gradCulprit;
     std::vector<ParameterGrad> params;
+    std::optional<LogitsSignature> logits;
+    std::vector<ReplayFinding> findings;
     bool bisected = false;
     std::vector<int64_t> badSamples;
     std::vector<std::string> notes; // what the replay had to assume or could not do

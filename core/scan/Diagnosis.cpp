@@ -320,4 +320,49 @@ Diagnosis diagnoseDamagedData(const DamagedDataFacts& facts)
     return d;
 }
 
+// ---- replay signatures ----
+
+namespace {
+std::string replayOpText(const ReplayOpName& op)
+{
+    return op.op + " (op #" + std::to_string(op.index) + ") in " + (op.module.empty() ? "the root module" : "'" + op.module + "'");
+}
+} // namespace
+
+Diagnosis diagnoseReplayAttentionLogits(const AttentionLogitFacts& facts)
+{
+    Diagnosis d;
+    d.cause = "Attention logits have grown: the softmax " + replayOpText(facts.softmax) + " reads logits up to |x| = " +
+              formatNumber(facts.inputAbsmax) + " and its rows are near one-hot (entropy " + formatNumber(facts.entropy, 2) +
+              " of at most " + formatNumber(facts.uniformEntropy, 3) + " nats)" +
+              (facts.calls > 1 ? ", as in " + std::to_string(facts.calls - 1) + " more softmax call(s)" : std::string()) +
+              ". Logits that keep growing collapse the attention entropy and then overflow a float16 softmax.";
+    d.suggestion = "Normalise queries and keys (QK normalisation: a LayerNorm or RMSNorm on q and k before q·k), lower the "
+                   "learning rate (or lengthen the warm-up), or add a z-loss on the logits to keep them near 0.";
+    return d;
+}
+
+Diagnosis diagnoseReplayLossInLowPrecision(const LossPrecisionFacts& facts)
+{
+    Diagnosis d;
+    d.cause = "The loss is computed in " + facts.dtype + ": the loss op " + replayOpText(facts.lossOp) + " reads " +
+              facts.dtype + " values, where a log, an exp or a sum over a large batch overflows or loses the small "
+              "differences the gradient is made of.";
+    d.suggestion = "Compute the loss in float32: cast the logits with .float() before the loss (autocast does this for its "
+                   "own loss functions, not for a loss written by hand inside forward).";
+    return d;
+}
+
+Diagnosis diagnoseReplayFloat16Headroom(const Float16HeadroomFacts& facts)
+{
+    Diagnosis d;
+    d.cause = std::to_string(facts.ops) + " op(s) come within " + formatNumber(facts.thresholdBits, 2) +
+              " bits of float16's largest value (65504); the first, " + replayOpText(facts.first) +
+              ", reaches |x| = " + formatNumber(facts.absmax) + " (" + formatNumber(facts.bits, 2) +
+              " bits of headroom). In float16 these values overflow to Inf after little more growth.";
+    d.suggestion = "Train these ops in bfloat16 or float32, or keep their values small: normalise before them, scale down "
+                   "(attention by 1/sqrt(d)), lower the learning rate; with a loss scaler, watch its scale fall.";
+    return d;
+}
+
 } // namespace nanscope::scan

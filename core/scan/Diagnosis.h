@@ -180,4 +180,39 @@ struct VanishingFacts
 };
 Diagnosis diagnoseVanishing(const VanishingFacts& facts);
 
+// ---- replay signatures (judged by core/replay/ReplaySignatures; the texts live here) ----
+
+// An op of a replay, as the texts name it: "aten::softmax (op #7) in 'blocks.0.attn'".
+struct ReplayOpName
+{
+    int index = -1;
+    std::string op, module;
+};
+
+struct AttentionLogitFacts
+{
+    ReplayOpName softmax;  // the flagged call with the largest input
+    double inputAbsmax = 0;
+    double entropy = 0, uniformEntropy = 0; // nats
+    size_t calls = 1;      // softmax calls flagged
+};
+Diagnosis diagnoseReplayAttentionLogits(const AttentionLogitFacts& facts);
+
+struct LossPrecisionFacts
+{
+    ReplayOpName lossOp;
+    std::string dtype; // "float16", "bfloat16"
+};
+Diagnosis diagnoseReplayLossInLowPrecision(const LossPrecisionFacts& facts);
+
+struct Float16HeadroomFacts
+{
+    ReplayOpName first;     // the first op under the threshold
+    double absmax = 0;      // its output's max |x|
+    double bits = 0;        // its headroom to float16's largest value
+    double thresholdBits = 0;
+    size_t ops = 1;         // ops under the threshold
+};
+Diagnosis diagnoseReplayFloat16Headroom(const Float16HeadroomFacts& facts);
+
 } // namespace nanscope::scan

@@ -61,6 +61,7 @@ struct Moments
     double min = std::numeric_limits<double>::infinity();
     double max = -std::numeric_limits<double>::infinity();
     int64_t nan = 0, posinf = 0, neginf = 0, zero = 0, subnormal = 0;
+    double smallestNonzero = std::numeric_limits<double>::infinity(); // over the finite elements
 
     void addMoments(int64_t n, double blockMean, double blockM2)
     {
@@ -88,6 +89,7 @@ struct Moments
         neginf += o.neginf;
         zero += o.zero;
         subnormal += o.subnormal;
+        smallestNonzero = std::min(smallestNonzero, o.smallestNonzero);
     }
 };
 
@@ -423,26 +425,40 @@ NANSCOPE_ALWAYS_INLINE void blockKernel(const Source& source, int n, F minNormal
             least = std::fabs(v) < least ? double(std::fabs(v)) : least;
         }
         if (std::isfinite(d) && std::isfinite(q) && std::isfinite(low) && std::isfinite(high)) {
+            // A block without a zero has its smallest nonzero magnitude already: `least`. One
+            // with zeros finds it in the second read it takes for them anyway.
+            if (least > 0)
+                acc.smallestNonzero = std::min(acc.smallestNonzero, least);
             if (least < double(minNormal)) { // rare outside integer tensors: count in a second, L1-resident read
                 const F* p = source.values(scratch, n);
                 Mask zero = {}, tiny = {};
+                V nonzeroLeast = splat<V>(inf);
                 int k = 0;
                 for (; k + W <= n; k += W) {
                     const V a = loadVector<V>(p + k);
-                    zero -= a == vZero;
-                    tiny -= magnitudeOf<F>(a) < vTiny;
+                    const Mask isZero = a == vZero;
+                    zero -= isZero;
+                    const V magnitude = magnitudeOf<F>(a);
+                    tiny -= magnitude < vTiny;
+                    const V candidate = isZero ? splat<V>(inf) : magnitude;
+                    nonzeroLeast = candidate < nonzeroLeast ? candidate : nonzeroLeast;
                 }
                 int64_t zeros = 0, tinies = 0;
+                double nonzero = double(inf);
                 for (int j = 0; j < W; ++j) {
                     zeros += zero[j];
                     tinies += tiny[j];
+                    nonzero = std::min(nonzero, double(nonzeroLeast[j]));
                 }
                 for (; k < n; ++k) {
                     zeros += p[k] == F(0);
                     tinies += std::fabs(p[k]) < minNormal;
+                    if (p[k] != F(0))
+                        nonzero = std::min(nonzero, double(std::fabs(p[k])));
                 }
                 acc.zero += zeros;
                 acc.subnormal += tinies - zeros;
+                acc.smallestNonzero = std::min(acc.smallestNonzero, nonzero);
             }
             const double unscale = 1.0 / double(usedScale);
             const double blockMean = double(usedShift) * unscale + d * unscale / double(n);
@@ -466,12 +482,17 @@ NANSCOPE_ALWAYS_INLINE void blockKernel(const Source& source, int n, F minNormal
     // Counted here for the careful path below, which handles NaN, +-Inf and overflow.
     {
         int64_t zeros = 0, tinies = 0;
+        double nonzero = double(inf);
         for (int k = 0; k < n; ++k) {
             zeros += p[k] == F(0);
             tinies += std::fabs(p[k]) < minNormal;
+            const double magnitude = std::fabs(double(p[k]));
+            if (p[k] != F(0) && magnitude <= double(big)) // NaN fails the compare
+                nonzero = std::min(nonzero, magnitude);
         }
         acc.zero += zeros;
         acc.subnormal += tinies - zeros;
+        acc.smallestNonzero = std::min(acc.smallestNonzero, nonzero);
     }
     double total = 0, low = double(inf), high = -double(inf);
     // The careful path: NaN, +-Inf, or a sum that overflowed. Sums in double lanes here, since
@@ -668,6 +689,8 @@ TensorStats computeContiguousStats(const std::string& name, const uint8_t* data,
         s.std = m.count > 1 ? std::sqrt(m.m2 / double(m.count - 1)) : 0.0;
         s.norm = std::sqrt(m.m2 + double(m.count) * m.mean * m.mean);
         s.absmax = std::max(std::fabs(m.min), std::fabs(m.max));
+        if (std::isfinite(m.smallestNonzero))
+            s.nonzeroAbsmin = m.smallestNonzero;
     }
     if (histogramBins > 0 && m.count > 0) {
         s.histogram.assign(size_t(histogramBins), 0);

@@ -26,6 +26,9 @@ struct TensorStats
     std::optional<double> min, max, mean, std;
     double norm = 0;   // L2 norm of the finite elements
     double absmax = 0; // largest |x| over the finite elements
+    // Smallest nonzero |x| over the finite elements; empty when none is finite and nonzero. With
+    // absmax it gives a value's dynamic range, log2(absmax / nonzeroAbsmin).
+    std::optional<double> nonzeroAbsmin;
 
     int64_t nan = 0, posinf = 0, neginf = 0, zero = 0;
     int64_t subnormal = 0; // nonzero values below the smallest normal number of the tensor's dtype

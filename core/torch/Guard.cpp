@@ -233,6 +233,7 @@ torch::Tensor rangeSlots(const torch::Tensor& tensor)
         r[ts::kMean] = *s.mean;
         r[ts::kM2] = count > 1 ? *s.std * *s.std * double(count - 1) : 0.0;
     }
+    r[ts::kNonzeroAbsmin] = s.nonzeroAbsmin ? *s.nonzeroAbsmin : std::numeric_limits<double>::infinity();
     return slots;
 }
 
@@ -269,7 +270,9 @@ std::vector<double> mergeSlots(const std::vector<const double*>& parts)
     double total = 0, weightedMean = 0;
     merged[ts::kMin] = std::numeric_limits<double>::infinity();
     merged[ts::kMax] = -std::numeric_limits<double>::infinity();
+    merged[ts::kNonzeroAbsmin] = std::numeric_limits<double>::infinity();
     for (const double* r : parts) {
+        merged[ts::kNonzeroAbsmin] = std::min(merged[ts::kNonzeroAbsmin], r[ts::kNonzeroAbsmin]);
         for (int slot : {ts::kCount, ts::kNan, ts::kPosInf, ts::kNegInf, ts::kZero, ts::kSubnormal})
             merged[slot] += r[slot];
         if (r[ts::kCount] > 0) {

@@ -1,11 +1,13 @@
 #include "core/torch/Replay.h"
 
 #include "core/checkpoint/CheckpointReader.h"
+#include "core/replay/ReplaySignatures.h"
 #include "core/run/LayerNames.h"
 #include "core/torch/TensorRange.h"
 #include "core/checkpoint/ZipArchive.h"
 
 #include <torch/csrc/jit/frontend/source_range.h>
+#include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/ir/scope.h>
 #include <torch/csrc/jit/passes/inliner.h>
@@ -243,6 +245,176 @@ bool isOp(const Node* node)
     return !kind.is_prim() || kind == c10::prim::PythonOp;
 }
 
+bool isLogSoftmax(const Node* node);
+
+bool isSoftmax(const Node* node)
+{
+    const auto kind = node->kind();
+    return kind == c10::aten::softmax || kind == c10::aten::_softmax || isLogSoftmax(node);
+}
+
+bool isLogSoftmax(const Node* node)
+{
+    return node->kind() == c10::aten::log_softmax || node->kind() == c10::aten::_log_softmax;
+}
+
+// The dim a softmax, log_softmax or loss reads its classes along: the op's own constant dim
+// argument for a softmax, 1 for a cross-entropy of batched input (PyTorch's class dim), else the last.
+int64_t classDimOf(const Node* node, const torch::Tensor& input)
+{
+    if (input.dim() == 0)
+        return 0;
+    if (isSoftmax(node) && node->inputs().size() > 1)
+        if (auto dim = torch::jit::toIValue(node->input(1)); dim && dim->isInt())
+            return dim->toInt() < 0 ? dim->toInt() + input.dim() : dim->toInt();
+    if ((node->kind() == c10::aten::cross_entropy_loss || node->kind() == c10::aten::nll_loss ||
+         node->kind() == c10::aten::nll_loss_nd) && input.dim() >= 2)
+        return 1;
+    return input.dim() - 1;
+}
+
+// The mean over rows (along `dim`) of the entropy -sum p log p of a softmax's output (of a
+// log_softmax's, read as log p). A row holding NaN or +Inf has no entropy and is left out.
+std::optional<double> meanRowEntropy(const torch::Tensor& output, int64_t dim, bool logProbabilities)
+{
+    torch::NoGradGuard noGrad;
+    const torch::Tensor x = output.detach().to(torch::kDouble);
+    if (x.dim() == 0 || x.size(dim) == 0)
+        return std::nullopt;
+    const torch::Tensor p = logProbabilities ? x.exp() : x;
+    const torch::Tensor logP = logProbabilities ? x : x.log();
+    const torch::Tensor entropy = -torch::where(p > 0, p * logP, torch::zeros_like(p)).sum(dim);
+    const torch::Tensor valid = (~torch::isnan(x) & (x != std::numeric_limits<double>::infinity())).all(dim);
+    const int64_t rows = valid.sum().item<int64_t>();
+    if (rows == 0)
+        return std::nullopt;
+    return torch::where(valid, entropy, torch::zeros_like(entropy)).sum().item<double>() / double(rows);
+}
+
+// log Z = logsumexp along the class dim, per row, summarised over the rows where it is finite.
+LogitsSignature logZOf(const torch::Tensor& logits, int64_t dim, std::string from, int opIndex)
+{
+    torch::NoGradGuard noGrad;
+    LogitsSignature signature;
+    signature.from = std::move(from);
+    signature.opIndex = opIndex;
+    torch::Tensor x = logits.detach().to(torch::kDouble);
+    if (x.dim() == 0)
+        x = x.reshape({1, 1});
+    else
+        x = x.movedim(dim, -1).reshape({-1, x.size(dim)});
+    if (x.numel() == 0)
+        return signature;
+    const torch::Tensor logZ = torch::logsumexp(x, -1);
+    const torch::Tensor finite = logZ.masked_select(torch::isfinite(logZ));
+    signature.rows = finite.numel();
+    if (signature.rows > 0) {
+        signature.logZMean = finite.mean().item<double>();
+        signature.logZMin = finite.min().item<double>();
+        signature.logZMax = finite.max().item<double>();
+    }
+    return signature;
+}
+
+// Every tensor a forward returned (a tensor, or inside a tuple, list or dict).
+void collectTensors(const c10::IValue& value, std::vector<torch::Tensor>& tensors)
+{
+    if (value.isTensor())
+        tensors.push_back(value.toTensor());
+    else if (value.isTuple())
+        for (const auto& e : value.toTupleRef().elements())
+            collectTensors(e, tensors);
+    else if (value.isList())
+        for (const auto& e : value.toListRef())
+            collectTensors(e, tensors);
+    else if (value.isGenericDict())
+        for (const auto& entry : value.toGenericDict())
+            collectTensors(entry.value(), tensors);
+}
+
+// An entry of what forward returned, by name: a dict's "loss" or a NamedTuple's `loss` field.
+std::optional<c10::IValue> namedEntry(const c10::IValue& value, const c10::TypePtr& type, const std::string& name,
+                                      std::string& access)
+{
+    if (value.isGenericDict()) {
+        for (const auto& entry : value.toGenericDict())
+            if (entry.key().isString() && entry.key().toStringRef() == name) {
+                access = "['" + name + "']";
+                return entry.value();
+            }
+        return std::nullopt;
+    }
+    if (value.isTuple())
+        if (auto tuple = type ? type->cast<c10::TupleType>() : nullptr)
+            if (auto names = tuple->names()) {
+                const auto& elements = value.toTupleRef().elements();
+                for (size_t i = 0; i < names->size() && i < elements.size(); ++i)
+                    if (std::string((*names)[i]) == name) {
+                        access = "." + name;
+                        return elements[i];
+                    }
+            }
+    return std::nullopt;
+}
+
+// The loss a forward returned, the Hugging Face way: a scalar tensor, a dict with a "loss" entry,
+// a NamedTuple with a `loss` field, or a tuple whose first element is a scalar tensor. `loss` is
+// undefined when there is none; a named "loss" that is not a scalar is returned as it is, so that
+// the caller can say so.
+struct ReturnedLoss
+{
+    torch::Tensor loss;
+    std::string access; // "" (the scalar itself), "['loss']", ".loss", "[0]"
+    torch::Tensor logits; // a "logits" entry, when there is one
+    std::string logitsAccess;
+};
+
+ReturnedLoss lossInOutput(const c10::IValue& value, const c10::TypePtr& type)
+{
+    auto isScalar = [](const torch::Tensor& t) { return t.defined() && t.dim() == 0 && t.is_floating_point(); };
+    ReturnedLoss returned;
+    if (auto logits = namedEntry(value, type, "logits", returned.logitsAccess); logits && logits->isTensor())
+        returned.logits = logits->toTensor();
+    if (value.isTensor()) {
+        if (isScalar(value.toTensor()))
+            returned.loss = value.toTensor();
+        return returned;
+    }
+    if (auto loss = namedEntry(value, type, "loss", returned.access)) {
+        if (loss->isTensor())
+            returned.loss = loss->toTensor();
+        return returned;
+    }
+    if (value.isTuple() && !value.toTupleRef().elements().empty()) {
+        const auto& first = value.toTupleRef().elements()[0];
+        if (first.isTensor() && isScalar(first.toTensor())) {
+            returned.loss = first.toTensor();
+            returned.access = "[0]";
+        }
+    }
+    return returned;
+}
+
+// What a forward returned, for messages: "float32 [8, 3]", "a dict (keys: logits, hidden)".
+std::string describeReturn(const c10::IValue& value)
+{
+    if (value.isTensor())
+        return describeTensor(value.toTensor());
+    if (value.isGenericDict()) {
+        std::string keys;
+        for (const auto& entry : value.toGenericDict())
+            keys += (keys.empty() ? "" : ", ") + (entry.key().isString() ? entry.key().toStringRef() : entry.key().tagKind());
+        return "a dict (keys: " + (keys.empty() ? std::string("none") : keys) + ")";
+    }
+    if (value.isTuple()) {
+        std::string items;
+        for (const auto& e : value.toTupleRef().elements())
+            items += (items.empty() ? "" : ", ") + (e.isTensor() ? describeTensor(e.toTensor()) : e.tagKind());
+        return "a tuple (" + items + ")";
+    }
+    return value.tagKind();
+}
+
 class Replayer
 {
 public:
@@ -307,6 +479,8 @@ public:
             if (!reportProgress(m_progress, 0.6, "bisecting samples"))
                 return Error{"cancelled"};
             result.bisected = true;
+            m_convention = result.lossConvention;
+            m_lossName = result.lossName;
             result.badSamples = findBadSamples(result.notes);
         }
         reportProgress(m_progress, 1.0, "done");
@@ -331,11 +505,43 @@ private:
                (m_batch.inputs.size() == 1 ? "input " : "inputs ") + inputs + expected + ": " + cause;
     }
 
+    // "forward(x, labels)": the argument names of the model's forward, for saying where the loss came from.
+    std::string forwardCall() const
+    {
+        std::string arguments;
+        const auto& schema = m_module.get_method("forward").function().getSchema();
+        for (size_t i = 1; i < schema.arguments().size(); ++i)
+            arguments += (i > 1 ? ", " : "") + schema.arguments()[i].name();
+        return "forward(" + arguments + ")";
+    }
+
+    // The inputs forward is called with: the batch's inputs, and its targets too when forward takes
+    // one argument more than the batch has inputs (a model that computes its loss in forward).
+    Status chooseForwardInputs(size_t expectedInputs)
+    {
+        m_forwardInputs = m_batch.inputs;
+        m_targetsInForward = false;
+        if (m_batch.inputs.size() == expectedInputs)
+            return Status::success();
+        if (m_batch.targets.defined() && m_batch.inputs.size() + 1 == expectedInputs) {
+            torch::Tensor targets = m_batch.targets;
+            if (targets.is_floating_point())
+                targets = targets.to(m_dtype);
+            m_forwardInputs.push_back(targets);
+            m_targetsInForward = true;
+            return Status::success();
+        }
+        return Error{m_options.batch + ": the batch has " + std::to_string(m_batch.inputs.size()) + " input tensor(s)" +
+                     (m_batch.targets.defined() ? " and targets" : "") + " but the model's " + forwardCall() + " takes " +
+                     std::to_string(expectedInputs)};
+    }
+
     Status instrumentedForward(ReplayResult& result)
     {
         auto graph = m_module.get_method("forward").graph()->copy();
         torch::jit::Inline(*graph);
         const size_t originalOutputs = graph->outputs().size();
+        m_returnType = graph->outputs()[0]->type();
 
         // Every tensor produced at the top level of the graph becomes an extra graph output.
         std::vector<std::pair<Node*, Value*>> captured;
@@ -361,11 +567,9 @@ private:
         torch::jit::GraphExecutor executor(graph, "nanscope_replay");
         torch::jit::Stack stack;
         stack.emplace_back(m_module._ivalue());
-        const size_t expectedInputs = graph->inputs().size() - 1;
-        if (m_batch.inputs.size() != expectedInputs)
-            return Error{m_options.batch + ": the batch has " + std::to_string(m_batch.inputs.size()) +
-                         " input tensor(s) but the model's forward takes " + std::to_string(expectedInputs)};
-        for (const auto& input : m_batch.inputs)
+        if (Status inputs = chooseForwardInputs(graph->inputs().size() - 1); !inputs)
+            return inputs;
+        for (const auto& input : m_forwardInputs)
             stack.emplace_back(input);
         try {
             executor.run(stack);
@@ -382,14 +586,46 @@ private:
         std::vector<torch::Tensor> values;
         for (size_t i = 0; i < captured.size(); ++i)
             values.push_back(stack[originalOutputs + i].toTensor());
-        const torch::Tensor output = firstTensor(stack[0]);
-        if (!output.defined())
-            return Error{m_options.checkpoint + ": forward returned " + stack[0].tagKind() + ", not a tensor"};
+        const c10::IValue returned = stack[0];
+
+        // Which loss to back-propagate from. A loss forward returned wins: the model computed it
+        // as it trained. Else the named loss of forward's output and the batch's targets.
+        const ReturnedLoss inForward = lossInOutput(returned, m_returnType);
+        torch::Tensor output; // forward's output under a named loss
+        if (inForward.loss.defined() || m_targetsInForward) {
+            result.lossConvention = LossConvention::InForward;
+            result.lossName.clear();
+            result.lossFrom = forwardCall() + inForward.access;
+            if (!inForward.loss.defined())
+                result.notes.push_back("the model's " + forwardCall() + " takes the targets but returned " +
+                                       describeReturn(returned) +
+                                       ", not a loss (a scalar tensor, or a dict or tuple with a 'loss' entry): backward skipped");
+            else if (inForward.loss.dim() != 0)
+                result.notes.push_back("the loss " + result.lossFrom + " is " + describeTensor(inForward.loss) +
+                                       ", not a scalar: backward needs one number (reduce it in forward, with .mean()); backward skipped");
+        } else {
+            output = firstTensor(returned);
+            if (!output.defined())
+                return Error{m_options.checkpoint + ": forward returned " + describeReturn(returned) +
+                             ": no tensor to compute a loss of, and no 'loss' entry"};
+            if (m_batch.targets.defined() && !result.lossName.empty()) {
+                result.lossConvention = LossConvention::NamedLoss;
+                result.lossFrom = result.lossName + "(output, targets)";
+            } else if (!m_batch.targets.defined() && m_forwardInputs.size() >= 2) {
+                result.notes.push_back("the batch has no targets, and the model's " + forwardCall() + " returned " +
+                                       describeReturn(returned) +
+                                       ", not a loss: a model that computes its loss in forward must return a scalar "
+                                       "tensor, or a dict or tuple with a 'loss' entry; backward skipped");
+            } else {
+                result.notes.push_back(m_batch.targets.defined() ? "no loss name in the batch or the run: backward skipped"
+                                                                 : "the batch has no targets: backward skipped");
+            }
+        }
 
         // Graph inputs (the batch) are tensors too: they are what the first ops read.
         std::map<const Value*, torch::Tensor> inputValues;
         for (size_t i = 1; i < graph->inputs().size(); ++i)
-            inputValues[graph->inputs()[i]] = m_batch.inputs[i - 1];
+            inputValues[graph->inputs()[i]] = m_forwardInputs[i - 1];
         auto tensorFor = [&](const Value* v) -> torch::Tensor {
             if (auto it = capturedIndex.find(v); it != capturedIndex.end())
                 return values[it->second];
@@ -412,6 +648,7 @@ private:
         };
 
         std::vector<ReplayOp> allOps;
+        std::vector<const Node*> opNodes;
         std::set<const Node*> seen;
         for (const auto& [node, value] : captured) {
             if (!isOp(node) || !seen.insert(node).second)
@@ -423,14 +660,31 @@ private:
             op.source = sourceOf(node);
             op.code = codeOf(node);
             op.output = statsFor(value);
-            if (auto fn = values[capturedIndex[value]].grad_fn())
+            op.headroom = precisionHeadroomOf(op.output);
+            const torch::Tensor& outputValue = values[capturedIndex[value]];
+            if (auto fn = outputValue.grad_fn())
                 op.gradFunction = fn->name();
             for (const Value* input : node->inputs())
                 if (input->type()->cast<c10::TensorType>())
                     op.inputs.push_back(statsFor(input));
+            if (isSoftmax(node) && !op.inputs.empty() && op.inputs.front() && outputValue.dim() > 0) {
+                SoftmaxSignature softmax;
+                softmax.inputAbsmax = op.inputs.front()->absmax;
+                const int64_t dim = classDimOf(node, outputValue);
+                softmax.entropy = meanRowEntropy(outputValue, dim, isLogSoftmax(node));
+                softmax.uniformEntropy = std::log(double(outputValue.size(dim)));
+                op.softmax = softmax;
+            }
             allOps.push_back(std::move(op));
-            m_opValues.push_back(values[capturedIndex[value]]);
+            opNodes.push_back(node);
+            m_opValues.push_back(outputValue);
         }
+        auto opIndexOf = [&](const torch::Tensor& tensor) {
+            for (size_t i = 0; i < m_opValues.size(); ++i)
+                if (tensor.defined() && m_opValues[i].unsafeGetTensorImpl() == tensor.unsafeGetTensorImpl())
+                    return int(i);
+            return -1;
+        };
 
         // The culprit: non-finite out of finite in. Failing that, the first non-finite output.
         for (const auto& op : allOps) {
@@ -450,14 +704,35 @@ private:
             result.notes.push_back("every non-finite output has a non-finite input: the NaN/Inf was already in the "
                                    "model's state (a parameter or buffer) or in the batch");
 
+        // Output-logit divergence, on the logits the loss reads.
+        if (result.lossConvention == LossConvention::NamedLoss && (result.lossName == "cross_entropy" || result.lossName == "nll") &&
+            output.is_floating_point())
+            result.logits = logZOf(output, output.dim() >= 2 ? 1 : 0, "forward's output", opIndexOf(output));
+        else if (result.lossConvention == LossConvention::InForward) {
+            if (inForward.logits.defined() && inForward.logits.is_floating_point())
+                result.logits = logZOf(inForward.logits, inForward.logits.dim() - 1, "forward's output" + inForward.logitsAccess,
+                                       opIndexOf(inForward.logits));
+            else
+                for (size_t i = opNodes.size(); i-- > 0;) {
+                    const Node* node = opNodes[i];
+                    if (!isSoftmax(node) && node->kind() != c10::aten::cross_entropy_loss)
+                        continue;
+                    const torch::Tensor logits = tensorFor(node->input(0));
+                    if (!logits.defined() || !logits.is_floating_point())
+                        continue;
+                    result.logits = logZOf(logits, classDimOf(node, logits), "the input of " + allOps[i].op + " (op #" +
+                                           std::to_string(i) + ")", opIndexOf(logits));
+                    break;
+                }
+        }
+
         // Loss and backward.
-        if (!m_batch.targets.defined() || result.lossName.empty()) {
-            result.notes.push_back(m_batch.targets.defined() ? "no loss name in the batch or the run: backward skipped"
-                                                             : "the batch has no targets: backward skipped");
-        } else if (m_options.backward && output.defined()) {
-            if (!reportProgress(m_progress, 0.4, "backward"))
-                return Error{"cancelled"};
-            torch::Tensor loss;
+        torch::Tensor loss;
+        if (result.lossConvention == LossConvention::InForward && inForward.loss.defined() && inForward.loss.dim() == 0) {
+            loss = inForward.loss;
+            if (const int index = opIndexOf(loss); index >= 0)
+                result.lossOp = allOps[size_t(index)];
+        } else if (result.lossConvention == LossConvention::NamedLoss && m_options.backward) {
             try {
                 loss = computeLoss(result.lossName, output, m_batch.targets);
             } catch (const std::exception& e) {
@@ -466,8 +741,14 @@ private:
                        << m_batch.targets.sizes() << " for the " << result.lossName << " loss";
                 return Error{m_options.batch + ": " + shapes.str()};
             }
+        }
+        if (loss.defined()) {
             result.loss = loss.item<double>();
             result.lossFinite = std::isfinite(result.loss);
+        }
+        if (loss.defined() && m_options.backward) {
+            if (!reportProgress(m_progress, 0.4, "backward"))
+                return Error{"cancelled"};
             try {
                 if (loss.requires_grad())
                     loss.backward();
@@ -482,11 +763,29 @@ private:
                     result.firstNonfiniteGrad = allOps[i];
                     break;
                 }
+            // A finite forward whose backward is not: the op whose backward made the first
+            // non-finite gradient out of a finite one (log of a zero that a torch.where masked out).
+            if (!result.firstNonfinite)
+                for (size_t i = allOps.size(); i-- > 0;) {
+                    if (!allOps[i].grad || hasNonfinite(allOps[i].grad))
+                        continue;
+                    const bool madeNonfinite = std::any_of(opNodes[i]->inputs().begin(), opNodes[i]->inputs().end(), [&](const Value* v) {
+                        const torch::Tensor t = tensorFor(v);
+                        return t.defined() && t.requires_grad() && t.grad().defined() && !torch::isfinite(t.grad()).all().item<bool>();
+                    });
+                    if (madeNonfinite) {
+                        result.gradCulprit = allOps[i];
+                        break;
+                    }
+                }
             for (const auto& p : m_module.named_parameters(true))
                 result.params.push_back({p.name, statsOf(p.value), statsOf(p.value.grad())});
         }
         if (result.firstNonfinite)
             result.firstNonfinite->grad = allOps[size_t(result.firstNonfinite->index)].grad;
+        if (result.lossOp)
+            result.lossOp->grad = allOps[size_t(result.lossOp->index)].grad;
+        result.findings = judgeReplaySignatures(allOps, result.lossOp);
 
         // The layer filter lists the module's ops, and always the first non-finite op: a filter
         // must not hide the culprit the pane highlights.
@@ -498,20 +797,42 @@ private:
         return Status::success();
     }
 
-    // True when a forward (plus loss) over these samples gives any non-finite value.
+    // True when a forward over these samples, its loss or the gradients of that loss hold any
+    // non-finite value: a loss in forward is per-sample this way, by calling forward on the subset.
     bool isBad(const std::vector<int64_t>& samples)
     {
-        torch::NoGradGuard noGrad;
+        const int64_t n = m_batch.inputs.front().size(0);
         const auto index = torch::tensor(samples, torch::kLong).to(m_device);
         std::vector<c10::IValue> inputs;
-        for (const auto& input : m_batch.inputs)
-            inputs.emplace_back(input.index_select(0, index));
+        for (const auto& input : m_forwardInputs)
+            inputs.emplace_back(input.dim() > 0 && input.size(0) == n ? input.index_select(0, index) : input);
         try {
-            const torch::Tensor out = firstTensor(m_module.forward(inputs));
-            if (!torch::isfinite(out).all().item<bool>())
+            const c10::IValue returned = m_module.forward(inputs);
+            std::vector<torch::Tensor> tensors;
+            collectTensors(returned, tensors);
+            for (const auto& t : tensors)
+                if (t.is_floating_point() && !torch::isfinite(t).all().item<bool>())
+                    return true;
+            torch::Tensor loss;
+            if (m_convention == LossConvention::InForward)
+                loss = lossInOutput(returned, m_returnType).loss;
+            else if (m_convention == LossConvention::NamedLoss)
+                loss = computeLoss(m_lossName, firstTensor(returned), m_batch.targets.index_select(0, index));
+            if (!loss.defined() || loss.dim() != 0)
+                return false;
+            if (!std::isfinite(loss.item<double>()))
                 return true;
-            if (m_batch.targets.defined() && !m_lossName.empty())
-                return !std::isfinite(computeLoss(m_lossName, out, m_batch.targets.index_select(0, index)).item<double>());
+            if (!m_options.backward || !loss.requires_grad())
+                return false;
+            std::vector<torch::Tensor> parameters;
+            for (const auto& p : m_module.parameters(true))
+                if (p.requires_grad())
+                    parameters.push_back(p);
+            if (parameters.empty())
+                return false;
+            for (const auto& g : torch::autograd::grad({loss}, parameters, {}, false, false, /*allow_unused=*/true))
+                if (g.defined() && !torch::isfinite(g).all().item<bool>())
+                    return true;
         } catch (const std::exception&) {
             return true; // a subset the model cannot run counts against it; the caller pads subsets
         }
@@ -529,7 +850,6 @@ private:
     // known to be clean, and a subset is bad when it makes the padded batch non-finite.
     std::vector<int64_t> findBadSamples(std::vector<std::string>& notes)
     {
-        m_lossName = m_batch.lossName.empty() ? m_options.lossName : m_batch.lossName;
         const int64_t n = m_batch.inputs.front().size(0);
         std::vector<int64_t> all(static_cast<size_t>(n));
         std::iota(all.begin(), all.end(), 0);
@@ -586,6 +906,10 @@ private:
     torch::Device m_device = torch::kCPU;
     c10::ScalarType m_dtype = torch::kFloat;
     std::vector<torch::Tensor> m_opValues;
+    std::vector<torch::Tensor> m_forwardInputs; // the batch's inputs, and its targets when forward takes them
+    bool m_targetsInForward = false;
+    c10::TypePtr m_returnType;                   // of forward, for reading a loss out of what it returns
+    LossConvention m_convention = LossConvention::None;
     std::string m_lossName;
 };
 

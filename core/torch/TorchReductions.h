@@ -11,14 +11,15 @@
 
 namespace nanscope::torchstats {
 
-enum Slot { kCount, kNan, kPosInf, kNegInf, kZero, kSubnormal, kMin, kMax, kMean, kM2, kSlots };
+enum Slot { kCount, kNan, kPosInf, kNegInf, kZero, kSubnormal, kMin, kMax, kMean, kM2, kNonzeroAbsmin, kSlots };
 
 // The smallest normal value of a floating-point dtype (0 for the others): below it a non-zero
 // value counts as subnormal.
 double smallestNormal(c10::ScalarType type);
 
 // kSlots float64 values on x's device: finite count, NaN, +Inf, -Inf, zero and subnormal counts,
-// and min, max, mean and the sum of squared deviations over the finite elements.
+// and min, max, mean and the sum of squared deviations over the finite elements, and the
+// smallest non-zero finite |x| (+inf when there is none).
 torch::Tensor queueReductions(const torch::Tensor& x);
 
 // The kernel's statistics from one tensor's slots, read back to the host.

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <cfloat>
+#include <cmath>
 #include <limits>
 
 namespace nanscope::torchstats {
@@ -113,6 +114,7 @@ torch::Tensor queueReductions(const torch::Tensor& tensor)
         torch::where(finite, x, torch::full_like(x, -inf)).max(),
         mean,
         (deviation * deviation).sum(),
+        torch::where(absolute > 0, absolute, torch::full_like(x, inf)).min(),
     });
 }
 
@@ -131,6 +133,8 @@ void fillFromSlots(const double* r, TensorStats& s)
         s.std = count > 1 ? std::sqrt(r[kM2] / double(count - 1)) : 0.0;
         s.norm = std::sqrt(r[kM2] + double(count) * r[kMean] * r[kMean]);
         s.absmax = std::max(std::fabs(r[kMin]), std::fabs(r[kMax]));
+        if (std::isfinite(r[kNonzeroAbsmin]) && r[kNonzeroAbsmin] > 0)
+            s.nonzeroAbsmin = r[kNonzeroAbsmin];
     }
 }
 

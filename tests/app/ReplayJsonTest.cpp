@@ -105,3 +105,63 @@ TEST(ReplayJson, AValueWithNoFiniteElementAndAnAbsentValueKeepTheirForm)
     EXPECT_FALSE(replayValueFromJson(QJsonObject()));
     EXPECT_EQ(finiteRangeText(replayValueFromJson(QJsonValue())), "-");
 }
+
+// The signatures of issue 14 cross the process boundary too: per op the float16/bfloat16 headroom,
+// the dynamic range and the softmax figures; per replay the loss convention, log Z, the backward
+// culprit and the findings with their texts.
+TEST(ReplayJson, SignaturesAndTheLossConventionSurviveTheRoundTrip)
+{
+    ReplayResult r;
+    r.step = 12;
+    r.loss = 2.5;
+    r.lossConvention = LossConvention::InForward;
+    r.lossFrom = "forward(x, labels)['loss']";
+    ReplayOp softmax;
+    softmax.index = 7;
+    softmax.op = "aten::softmax";
+    softmax.module = "blocks.0.attn";
+    TensorStats out = value(0, 1, 0);
+    out.nonzeroAbsmin = 1e-30;
+    softmax.output = out;
+    softmax.headroom = precisionHeadroomOf(out);
+    softmax.softmax = SoftmaxSignature{1.2e4, 0.01, 1.79};
+    r.ops = {softmax};
+    ReplayOp log;
+    log.index = 9;
+    log.op = "aten::log";
+    log.module = "criterion";
+    r.gradCulprit = log;
+    r.lossOp = log;
+    r.logits = LogitsSignature{"forward's output['logits']", 5, 8, 3.5, -1.0, 40.25};
+    r.findings = {{ReplaySignal::AttentionLogits, 7, "logits grew", "normalise q and k"}};
+
+    const ReplayReport back = parseReplayJson(QJsonDocument(replayResultToJson(r, 12, {})).toJson());
+    ASSERT_TRUE(back.error.isEmpty()) << back.error.toStdString();
+    const ReplayResult& b = back.result;
+    EXPECT_EQ(b.lossConvention, LossConvention::InForward);
+    EXPECT_EQ(b.lossFrom, r.lossFrom);
+    ASSERT_EQ(b.ops.size(), 1u);
+    const ReplayOp& op = b.ops.front();
+    ASSERT_TRUE(op.output && op.output->nonzeroAbsmin);
+    EXPECT_DOUBLE_EQ(*op.output->nonzeroAbsmin, 1e-30);
+    ASSERT_TRUE(op.headroom.float16Bits && op.headroom.bfloat16Bits && op.headroom.dynamicRangeBits);
+    EXPECT_DOUBLE_EQ(*op.headroom.float16Bits, std::log2(65504.0));
+    EXPECT_DOUBLE_EQ(*op.headroom.dynamicRangeBits, std::log2(1e30));
+    ASSERT_TRUE(op.softmax);
+    EXPECT_EQ(op.softmax->inputAbsmax, 1.2e4);
+    EXPECT_EQ(op.softmax->entropy, 0.01);
+    EXPECT_EQ(op.softmax->uniformEntropy, 1.79);
+    ASSERT_TRUE(b.gradCulprit);
+    EXPECT_EQ(b.gradCulprit->op, "aten::log");
+    ASSERT_TRUE(b.lossOp);
+    EXPECT_EQ(b.lossOp->index, 9);
+    ASSERT_TRUE(b.logits);
+    EXPECT_EQ(b.logits->from, r.logits->from);
+    EXPECT_EQ(b.logits->opIndex, 5);
+    EXPECT_EQ(b.logits->rows, 8);
+    EXPECT_EQ(b.logits->logZMax, 40.25);
+    ASSERT_EQ(b.findings.size(), 1u);
+    EXPECT_EQ(b.findings.front().signal, ReplaySignal::AttentionLogits);
+    EXPECT_EQ(b.findings.front().opIndex, 7);
+    EXPECT_EQ(b.findings.front().suggestion, "normalise q and k");
+}

@@ -387,6 +387,8 @@ TEST(TensorStatsTest, LargeBFloat16TensorSplitAcrossThreadsAgreesWithLibTorch)
         // does on a float32 tensor; LibTorch's path here sums in float64.
         EXPECT_NEAR(*s->std, *expected.std, 1e-6 * *expected.std);
         EXPECT_NEAR(s->norm, expected.norm, 1e-7 * expected.norm);
+        ASSERT_TRUE(s->nonzeroAbsmin && expected.nonzeroAbsmin);
+        EXPECT_EQ(*s->nonzeroAbsmin, *expected.nonzeroAbsmin) << "the subnormal, not the zeros";
     }
     // Where the tensor is split changes only the rounding.
     EXPECT_NEAR(*one.std, *two.std, 1e-8 * *one.std);

@@ -1,0 +1,79 @@
+#include "core/replay/ReplaySignatures.h"
+
+#include "core/scan/Diagnosis.h"
+
+namespace nanscope {
+
+namespace {
+scan::ReplayOpName nameOf(const ReplayOp& op)
+{
+    return {op.index, op.op, op.module};
+}
+
+void add(std::vector<ReplayFinding>& findings, ReplaySignal signal, int opIndex, scan::Diagnosis diagnosis)
+{
+    findings.push_back({signal, opIndex, std::move(diagnosis.cause), std::move(diagnosis.suggestion)});
+}
+} // namespace
+
+bool lowFloat16Headroom(const PrecisionHeadroom& headroom)
+{
+    return headroom.float16Bits && *headroom.float16Bits < kFloat16HeadroomWarnBits;
+}
+
+bool attentionLogitsGrown(const SoftmaxSignature& softmax, size_t inputDims)
+{
+    return inputDims >= 3 && softmax.inputAbsmax >= kAttentionLogitAbsmax && softmax.entropy &&
+           *softmax.entropy < kAttentionEntropyShare * softmax.uniformEntropy;
+}
+
+std::vector<ReplayFinding> judgeReplaySignatures(const std::vector<ReplayOp>& ops, const std::optional<ReplayOp>& lossOp)
+{
+    std::vector<ReplayFinding> findings;
+
+    const ReplayOp* worstSoftmax = nullptr;
+    size_t grownCalls = 0;
+    for (const ReplayOp& op : ops) {
+        const size_t dims = op.output ? op.output->shape.size() : 0; // a softmax keeps its input's shape
+        if (!op.softmax || !attentionLogitsGrown(*op.softmax, dims))
+            continue;
+        ++grownCalls;
+        if (!worstSoftmax || op.softmax->inputAbsmax > worstSoftmax->softmax->inputAbsmax)
+            worstSoftmax = &op;
+    }
+    if (worstSoftmax)
+        add(findings, ReplaySignal::AttentionLogits, worstSoftmax->index,
+            scan::diagnoseReplayAttentionLogits({nameOf(*worstSoftmax), worstSoftmax->softmax->inputAbsmax,
+                                                 *worstSoftmax->softmax->entropy, worstSoftmax->softmax->uniformEntropy,
+                                                 grownCalls}));
+
+    if (lossOp) {
+        std::optional<DType> lowPrecision;
+        auto check = [&](const std::optional<TensorStats>& value) {
+            if (value && !lowPrecision && (value->dtype == DType::Float16 || value->dtype == DType::BFloat16))
+                lowPrecision = value->dtype;
+        };
+        for (const auto& input : lossOp->inputs)
+            check(input);
+        check(lossOp->output);
+        if (lowPrecision)
+            add(findings, ReplaySignal::LossInLowPrecision, lossOp->index,
+                scan::diagnoseReplayLossInLowPrecision({nameOf(*lossOp), dtypeName(*lowPrecision)}));
+    }
+
+    const ReplayOp* firstLow = nullptr;
+    size_t lowOps = 0;
+    for (const ReplayOp& op : ops)
+        if (lowFloat16Headroom(op.headroom)) {
+            ++lowOps;
+            if (!firstLow)
+                firstLow = &op;
+        }
+    if (firstLow)
+        add(findings, ReplaySignal::Float16Headroom, firstLow->index,
+            scan::diagnoseReplayFloat16Headroom({nameOf(*firstLow), firstLow->output->absmax, *firstLow->headroom.float16Bits,
+                                                 kFloat16HeadroomWarnBits, lowOps}));
+    return findings;
+}
+
+} // namespace nanscope
