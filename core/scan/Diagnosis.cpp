@@ -357,6 +357,13 @@ Diagnosis diagnoseRankNonfinite(const RankNonfiniteFacts& facts)
     return d;
 }
 
+std::string spreadFromRankNote(int leaderRank, int64_t step)
+{
+    return "Rank " + std::to_string(leaderRank) + " went non-finite first at step " + std::to_string(step) +
+           " (rank_nonfinite): this rank's own values were finite, and the NaN reached it through the gradient "
+           "all-reduce.";
+}
+
 Diagnosis diagnoseRankDivergence(const RankDivergenceFacts& facts)
 {
     Diagnosis d;

@@ -198,6 +198,8 @@ struct RankNonfiniteFacts
     std::string batchNote; // savedBatchNote of that rank at that step
 };
 Diagnosis diagnoseRankNonfinite(const RankNonfiniteFacts& facts);
+// Added to another rank's non-finite incident at the leader's step: where its NaN came from.
+std::string spreadFromRankNote(int leaderRank, int64_t step);
 
 struct RankDivergenceFacts
 {

@@ -3,6 +3,7 @@
 #include "core/scan/RankScan.h"
 
 #include "core/run/RunFormat.h"
+#include "core/scan/Diagnosis.h"
 #include "core/scan/IncidentDetector.h"
 
 #include <algorithm>
@@ -125,9 +126,10 @@ std::vector<Result<ScanReport>> scanEachRank(const RankSet& ranks, const ScanCon
 // is listed once, for the first of them, naming the others.
 void addMerged(std::vector<Incident>& merged, std::vector<Incident> rankIncidents)
 {
-    std::map<std::tuple<int, int64_t, int64_t>, std::pair<size_t, std::vector<int>>> seen;
+    std::map<std::tuple<int, int64_t, int64_t, std::string>, std::pair<size_t, std::vector<int>>> seen;
     for (Incident& incident : rankIncidents) {
-        const auto key = std::make_tuple(int(incident.kind), incident.onsetStep, incident.nonfiniteStep.value_or(-1));
+        const auto key = std::make_tuple(int(incident.kind), incident.onsetStep, incident.nonfiniteStep.value_or(-1),
+                                         incident.cause);
         auto it = seen.find(key);
         if (it != seen.end()) {
             it->second.second.push_back(*incident.rank);
@@ -218,6 +220,20 @@ Result<RankScanReport> scanRanks(const RankSet& ranks, const ScanConfig& config,
     // Each rank's own incidents in rank order, so that the merged one names the lowest rank.
     std::stable_sort(rankIncidents.begin(), rankIncidents.end(),
                      [](const Incident& a, const Incident& b) { return *a.rank < *b.rank; });
+    // The other ranks' non-finite findings at the leader's step came to them through the all-reduce.
+    if (context.firstNonfiniteRank) {
+        const int leader = *context.firstNonfiniteRank;
+        int64_t step = 0;
+        for (const Incident& incident : report.incidents)
+            if (incident.kind == IncidentKind::RankNonfinite)
+                step = incident.onsetStep;
+        for (Incident& incident : rankIncidents)
+            if (*incident.rank != leader && incident.nonfiniteStep.value_or(incident.onsetStep) == step &&
+                (incident.kind == IncidentKind::NonfiniteLoss || incident.kind == IncidentKind::Blowup)) {
+                std::string& note = incident.evidence.note;
+                note += (note.empty() ? "" : " ") + spreadFromRankNote(leader, step);
+            }
+    }
     addMerged(report.incidents, std::move(rankIncidents));
     sortBySeverity(report.incidents);
 

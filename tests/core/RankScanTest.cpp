@@ -1,6 +1,7 @@
 // The multi-rank scan on ranks held in memory: the first rank to go non-finite and what it saw,
 // rank divergence, and ranks that stopped, as a user reading `nanscope scan` of a DDP job needs them.
 #include "core/run/MemoryRunSource.h"
+#include "core/run/RankHeatmap.h"
 #include "core/run/RankSet.h"
 #include "core/run/RunFormat.h"
 #include "core/scan/RankScan.h"
@@ -229,6 +230,56 @@ TEST(RankScan, IncidentFoundOnEveryRankIsListedOnce)
         ++seen[{int(incident.kind), incident.onsetStep}];
     for (const auto& [key, count] : seen)
         EXPECT_EQ(count, 1) << "kind " << key.first << " at step " << key.second;
+}
+
+TEST(RankScan, OtherRanksNonfiniteStepNamesTheRankItCameFrom)
+{
+    // Under DDP the poisoned rank's NaN is in every rank's all-reduced gradient at the same step.
+    RankPlan poisoned;
+    poisoned.nanLocalStep = 20;
+    auto job = makeJob({{2, poisoned}});
+    for (const RankMember& member : job->members()) {
+        auto* run = static_cast<MemoryRunSource*>(member.run.get());
+        auto loss = run->readSeries(rf::kScalars, "loss");
+        auto local = run->readSeries(rf::kScalars, rf::kLocalGradNorm);
+        std::vector<double> global(size_t(kSteps), 0.3);
+        global[20] = kNaN;
+        run->addSeriesTable(rf::kScalars, run->steps(rf::kScalars),
+                            {{"loss", *loss}, {"grad_norm", global}, {rf::kLocalGradNorm, *local}});
+    }
+    auto scanned = scanRanks(*job);
+    ASSERT_TRUE(scanned) << scanned.error();
+    bool named = false;
+    for (const Incident& incident : scanned->report.incidents)
+        if (incident.rank != 2 && incident.onsetStep == 20 && incident.kind != IncidentKind::RankNonfinite)
+            named = named || incident.evidence.note.find("Rank 2 went non-finite first") != std::string::npos;
+    EXPECT_TRUE(named);
+}
+
+TEST(RankHeatmap, RowsAreRanksAndOnlyTheBadRankIsNonfinite)
+{
+    RankPlan poisoned;
+    poisoned.nanLocalStep = 20;
+    RankPlan killed;
+    killed.state = RankState::Running;
+    killed.steps = 10;
+    auto job = makeJob({{1, poisoned}, {3, killed}});
+    auto heatmap = buildRankHeatmap(*job, HeatmapQuantity::GradNormLog10, 40);
+    ASSERT_TRUE(heatmap) << heatmap.error();
+    ASSERT_EQ(heatmap->rows, (std::vector<std::string>{"rank 0", "rank 1", "rank 2", "rank 3"}));
+    ASSERT_EQ(heatmap->bins(), size_t(kSteps));
+    for (size_t rank = 0; rank < 4; ++rank)
+        for (size_t bin = 0; bin < heatmap->bins(); ++bin)
+            EXPECT_EQ(heatmap->nonfinite[rank * heatmap->bins() + bin], rank == 1 && bin == 20 ? 1 : 0)
+                << "rank " << rank << " bin " << bin;
+    // The killed rank's steps after its last are not values and never the non-finite colour.
+    EXPECT_TRUE(std::isfinite(heatmap->at(3, 30)));
+    EXPECT_EQ(rankOfRowName(heatmap->rows[3]), 3);
+
+    auto counts = buildRankHeatmap(*job, HeatmapQuantity::NonfiniteCount, 8); // 5 steps a bin
+    ASSERT_TRUE(counts) << counts.error();
+    EXPECT_EQ(counts->at(1, 4), 1.f);
+    EXPECT_EQ(counts->at(0, 4), 0.f);
 }
 
 } // namespace
