@@ -51,7 +51,7 @@ public:
     // Shows `rank` from now on. An error, naming the rank, when the set has no readable run of it.
     Status selectRank(int rank);
     // The members' sources may be read from several threads at once, one thread per member:
-    // memory sources always, run.h5 files when libhdf5 is thread-safe.
+    // true when libhdf5 is thread-safe (Debian's is; its calls are serialised inside it).
     bool readsInParallel() const;
 
     const RunInfo& info() const override { return m_info; }
