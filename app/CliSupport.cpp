@@ -1,5 +1,7 @@
 #include "CliSupport.h"
 
+#include "core/run/RankSet.h"
+
 #include <QCoreApplication>
 
 namespace nanscope::cli {
@@ -52,6 +54,35 @@ bool parse(QCommandLineParser& parser, const QStringList& arguments, int& exitCo
     if (parser.isSet("help")) {
         out() << helpText(parser);
         exitCode = kExitOk;
+        return false;
+    }
+    return true;
+}
+
+QCommandLineOption rankOption()
+{
+    return {"rank", "In a multi-rank run (ranks.json, rank_NNNNN/), read rank N (default: rank 0; scan: every rank).",
+            "N"};
+}
+
+bool selectRank(const QCommandLineParser& parser, RunSource& run, QString& error)
+{
+    if (!parser.isSet("rank"))
+        return true;
+    bool ok = false;
+    const int rank = parser.value("rank").toInt(&ok);
+    if (!ok || rank < 0) {
+        error = "--rank takes a rank number, not '" + parser.value("rank") + "'";
+        return false;
+    }
+    RankSet* ranks = run.rankSet();
+    if (!ranks) {
+        error = "--rank " + parser.value("rank") + ": " + fromStd(run.info().directory) +
+                " is a single-process run, not a multi-rank run";
+        return false;
+    }
+    if (Status s = ranks->selectRank(rank); !s) {
+        error = fromStd(s.error());
         return false;
     }
     return true;

@@ -9,6 +9,10 @@
 
 #include <string>
 
+namespace nanscope {
+class RunSource;
+}
+
 namespace nanscope::cli {
 
 constexpr int kExitOk = 0;
@@ -35,6 +39,12 @@ inline QString fromStd(const std::string& s)
 // Adds --help, parses, prints help or the error itself. Returns false when the caller should
 // return `exitCode` at once.
 bool parse(QCommandLineParser& parser, const QStringList& arguments, int& exitCode);
+
+// --rank N: which rank of a multi-rank run a command reads (scan, info, replay).
+QCommandLineOption rankOption();
+// Shows the parser's --rank of `run` when given. False, with `error` set, when --rank is not a
+// number, the run has no ranks, or it has no readable run of that rank.
+bool selectRank(const QCommandLineParser& parser, RunSource& run, QString& error);
 
 // The parser's help with the usage line naming the command as typed ("nanscope replay") rather
 // than the executable's path.

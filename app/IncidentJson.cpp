@@ -33,7 +33,7 @@ QJsonObject toJson(const Incident& incident)
                          {"count", e.count ? QJsonValue(qint64(*e.count)) : QJsonValue(QJsonValue::Null)},
                          {"layer_onsets", onsets},
                          {"note", fromStd(e.note)}};
-    return QJsonObject{
+    QJsonObject object{
         {"kind", toString(incident.kind)},
         {"severity", toString(incident.severity)},
         {"onset_step", qint64(incident.onsetStep)},
@@ -45,6 +45,9 @@ QJsonObject toJson(const Incident& incident)
         {"suggestion", fromStd(incident.suggestion)},
         {"evidence", evidence},
     };
+    if (incident.rank)
+        object["rank"] = *incident.rank;
+    return object;
 }
 
 } // namespace nanscope

@@ -2,6 +2,8 @@
 #include "JsonNumbers.h"
 #include "Subcommands.h"
 
+#include "core/run/RankSet.h"
+#include "core/run/RunFormat.h"
 #include "core/source/OpenRun.h"
 
 #include <QJsonArray>
@@ -12,12 +14,37 @@
 
 namespace nanscope::cli {
 
+namespace {
+
+// What each rank wrote about itself and how much it logged; the scan judges how each ended.
+QJsonObject ranksJson(const RankSet& ranks)
+{
+    QJsonArray members;
+    for (const RankMember& member : ranks.members()) {
+        QJsonObject entry{{"rank", member.rank},
+                          {"directory", fromStd(member.directory)},
+                          {"recorded_state", toString(member.state)},
+                          {"readable", member.run != nullptr},
+                          {"error", fromStd(member.error)}};
+        if (member.run) {
+            const auto& steps = member.run->steps(runformat::kScalars);
+            entry["scalar_rows"] = qint64(steps.size());
+            entry["last_step"] = steps.empty() ? QJsonValue(QJsonValue::Null) : QJsonValue(qint64(steps.back()));
+        }
+        members.append(entry);
+    }
+    return QJsonObject{{"world_size", ranks.worldSize()}, {"shown", ranks.selectedRank()}, {"members", members}};
+}
+
+} // namespace
+
 int runInfo(const QStringList& arguments)
 {
     QCommandLineParser parser;
     parser.setApplicationDescription("Show what a run directory holds: tables, row counts, checkpoints, batches.");
     parser.addPositionalArgument("RUN", kRunArgumentHelp);
     parser.addOption({"json", "Print JSON instead of text."});
+    parser.addOption(rankOption());
     int code = 0;
     if (!parse(parser, arguments, code))
         return code;
@@ -27,7 +54,10 @@ int runInfo(const QStringList& arguments)
     auto reader = openRun(parser.positionalArguments().first().toStdString());
     if (!reader)
         return fail(fromStd(reader.error()));
+    if (QString error; !selectRank(parser, **reader, error))
+        return fail(error);
     const RunInfo& info = (*reader)->info();
+    const RankSet* ranks = (*reader)->rankSet();
 
     auto steps = [](const std::map<int64_t, std::string>& files) {
         QJsonArray array;
@@ -77,6 +107,8 @@ int runInfo(const QStringList& arguments)
                          {"groups", groups},
                          {"checkpoints", steps(info.checkpoints)},
                          {"batches", steps(info.batches)}};
+        if (ranks)
+            root["ranks"] = ranksJson(*ranks);
         out() << QJsonDocument(root).toJson(QJsonDocument::Indented);
         return kExitOk;
     }
@@ -123,6 +155,17 @@ int runInfo(const QStringList& arguments)
     section("lacks", info.source.lacks);
     section("warnings", info.source.warnings);
     section("notes", info.source.notes);
+    if (ranks) {
+        out() << "\nranks (" << ranks->worldSize() << ", showing " << ranks->selectedRank() << ")\n";
+        for (const RankMember& member : ranks->members())
+            out() << QString("  %1  %2  %3  %4\n")
+                         .arg(member.rank, 5)
+                         .arg(toString(member.state), -9)
+                         .arg(member.run ? QString("%1 scalar rows").arg(member.run->steps(runformat::kScalars).size())
+                                         : QString("unreadable"),
+                              -18)
+                         .arg(fromStd(member.run ? member.directory : member.error));
+    }
     return kExitOk;
 }
 

@@ -2,6 +2,7 @@
 
 #include "CheckpointLoader.h"
 #include "ChildProgram.h"
+#include "RankControls.h"
 #include "ReplayProcess.h"
 #include "ScreenshotController.h"
 #include "TriageJson.h"
@@ -195,6 +196,7 @@ void MainWindow::connectSession()
         emit layerShown(detail.layer);
         m_screenshot->arrived(Work::Layer);
     });
+    new RankControls(this, m_session, m_context); // the rank selector and heatmap of a multi-rank run
     m_sessionThread->start();
 }
 

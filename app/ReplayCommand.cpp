@@ -5,6 +5,7 @@
 #include "core/torch/Replay.h"
 #include "core/run/RunReader.h"
 #include "core/run/RunWriter.h"
+#include "core/source/OpenRun.h"
 
 #include <QDir>
 #include <QFileInfo>
@@ -106,12 +107,22 @@ int runReplay(const QStringList& arguments)
     parser.addOption({"device", "cpu, or cuda when LibTorch has it.", "DEVICE", "cpu"});
     parser.addOption({"eval", "Replay in evaluation mode (default: training mode, as the step ran)."});
     parser.addOption({"json", "Print JSON instead of text."});
+    parser.addOption(rankOption());
     int code = 0;
     if (!parse(parser, arguments, code))
         return code;
     if (parser.positionalArguments().size() != 1)
         return fail("replay takes one RUN_DIR\n" + helpText(parser));
-    const QString runDir = parser.positionalArguments().first();
+    QString runDir = parser.positionalArguments().first();
+    if (parser.isSet("rank")) {
+        // One rank's run directory holds its checkpoints and batches.
+        auto run = openRun(runDir.toStdString());
+        if (!run)
+            return fail(fromStd(run.error()));
+        if (QString error; !selectRank(parser, **run, error))
+            return fail(error);
+        runDir = fromStd((*run)->info().directory);
+    }
     const bool explicitFiles = parser.isSet("checkpoint") && parser.isSet("batch");
     if (!parser.isSet("step") && !explicitFiles)
         return fail("replay needs --step N (or both --checkpoint and --batch)");

@@ -1,6 +1,7 @@
 #include "RunSession.h"
 
 #include "core/scan/IncidentDetector.h"
+#include "core/scan/RankScan.h"
 #include "core/source/OpenRun.h"
 #include "core/run/LayerNames.h"
 #include "core/run/RunFormat.h"
@@ -15,6 +16,14 @@ namespace nanscope {
 namespace rf = runformat;
 
 namespace {
+
+Result<ScanReport> scanAllRanks(const RankSet& ranks, const ProgressCallback& progress)
+{
+    auto scanned = scanRanks(ranks, ScanConfig{}, progress);
+    if (!scanned)
+        return Error{scanned.error()};
+    return std::move(scanned->report);
+}
 
 std::vector<double> toDouble(const std::vector<float>& values)
 {
@@ -61,15 +70,20 @@ void RunSession::open(const QString& directory)
         snapshot.error = QString::fromStdString(reader.error());
         emit progress(100, QString());
         emit loaded(snapshot);
+        announceRanks(); // none: a multi-rank run shown before hides its controls
         return;
     }
     m_reader = std::move(*reader);
+    showFirstBadRank();
     snapshot = buildSnapshot();
     m_snapshot = snapshot;
     emit progress(100, QString());
     emit loaded(snapshot);
+    announceRanks();
     if (snapshot.error.isEmpty())
         requestScan();
+    if (snapshot.error.isEmpty() && m_reader->rankSet())
+        requestRankHeatmap(int(HeatmapQuantity::NonfiniteCount));
     if (snapshot.error.isEmpty() && !snapshot.layers.empty())
         requestHeatmap(int(defaultHeatmapQuantity(*m_reader)));
     if (!m_pollTimer) {
@@ -319,7 +333,10 @@ void RunSession::requestScan()
     if (!m_reader)
         return;
     m_cancelled = false;
-    auto report = scanRun(*m_reader, ScanConfig{}, progressCallback(tr("Scanning for incidents")));
+    // A multi-rank run: every rank's incidents and the ranks' together (each names its rank).
+    auto report = m_reader->rankSet()
+                      ? scanAllRanks(*m_reader->rankSet(), progressCallback(tr("Scanning every rank")))
+                      : scanRun(*m_reader, ScanConfig{}, progressCallback(tr("Scanning for incidents")));
     emit progress(100, QString());
     if (report)
         emit scanned(*report);

@@ -56,6 +56,9 @@ public slots:
     void requestScan();
     // Live follow: rereads what grew since the last look. Started by open().
     void poll();
+    // Multi-rank runs (RunSessionRanks.cpp): show another rank, and the rank x step heatmap.
+    void selectRank(int rank);
+    void requestRankHeatmap(int quantity);
 
 signals:
     void loaded(const nanscope::RunSnapshot& snapshot);
@@ -67,6 +70,10 @@ signals:
     // The scan or the heatmap could not be made (a damaged chunk of run.h5): why, naming the file.
     void scanFailed(const QString& error);
     void heatmapFailed(const QString& error);
+    // After every open and rank switch: the ranks' row names ("rank 0", ...; empty for a single
+    // process) and the rank shown.
+    void ranksFound(const QStringList& ranks, int shown);
+    void rankHeatmapReady(const nanscope::LayerHeatmap& heatmap);
 
 private:
     RunSnapshot buildSnapshot();
@@ -77,6 +84,9 @@ private:
     // Rereads each table of series at another logging rate whose rows changed (all on open).
     void updateSeriesTables(RunSnapshot& snapshot) const;
     ProgressCallback progressCallback(const QString& what);
+    // On open of a multi-rank run: shows the first rank to go non-finite, and says which ranks there are.
+    void showFirstBadRank();
+    void announceRanks();
 
     std::unique_ptr<RunSource> m_reader;
     QString m_directory;

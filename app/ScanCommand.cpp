@@ -2,7 +2,9 @@
 #include "IncidentJson.h"
 #include "Subcommands.h"
 
+#include "core/run/RankSet.h"
 #include "core/scan/IncidentDetector.h"
+#include "core/scan/RankScan.h"
 #include "core/source/OpenRun.h"
 #include "core/scan/ScanConfig.h"
 
@@ -12,6 +14,7 @@
 #include <QJsonObject>
 
 #include <cmath>
+#include <optional>
 
 namespace nanscope::cli {
 
@@ -97,7 +100,8 @@ void printText(const ScanReport& report)
                          .arg(layers.isEmpty() ? QString("-") : layers.join(", "));
         }
         for (const auto& incident : report.incidents) {
-            out() << "\n" << toString(incident.kind) << " at step " << incident.onsetStep << " ("
+            out() << "\n" << (incident.rank ? QString("rank %1: ").arg(*incident.rank) : QString())
+                  << toString(incident.kind) << " at step " << incident.onsetStep << " ("
                   << toString(incident.severity) << ")\n";
             out() << "  cause:      " << fromStd(incident.cause) << "\n";
             out() << "  suggestion: " << fromStd(incident.suggestion) << "\n";
@@ -125,6 +129,40 @@ void printText(const ScanReport& report)
         out() << "note: " << fromStd(note) << "\n";
 }
 
+void printRanks(const RankScanReport& ranks)
+{
+    out() << "\n" << ranks.worldSize << " ranks (the first to look at: rank " << ranks.focusRank << ")\n";
+    out() << QString("%1 %2 %3 %4 %5  %6\n").arg("rank", 5).arg("end", -11).arg("steps", -15).arg("nonfinite", 9)
+                 .arg("incidents", 9).arg("");
+    for (const RankSummary& rank : ranks.ranks) {
+        const QString steps = rank.firstStep ? QString("%1..%2").arg(*rank.firstStep).arg(*rank.lastStep) : "-";
+        out() << QString("%1 %2 %3 %4 %5  %6\n")
+                     .arg(rank.rank, 5)
+                     .arg(toString(rank.end), -11)
+                     .arg(steps, -15)
+                     .arg(rank.firstNonfiniteStep ? QString::number(*rank.firstNonfiniteStep) : QString("-"), 9)
+                     .arg(rank.incidents, 9)
+                     .arg(fromStd(rank.error));
+    }
+}
+
+QJsonArray ranksJson(const RankScanReport& ranks)
+{
+    QJsonArray array;
+    auto step = [](const std::optional<int64_t>& s) { return s ? QJsonValue(qint64(*s)) : QJsonValue(QJsonValue::Null); };
+    for (const RankSummary& rank : ranks.ranks)
+        array.append(QJsonObject{{"rank", rank.rank},
+                                 {"directory", fromStd(rank.directory)},
+                                 {"state", toString(rank.end)},
+                                 {"recorded_state", toString(rank.recordedState)},
+                                 {"first_step", step(rank.firstStep)},
+                                 {"last_step", step(rank.lastStep)},
+                                 {"first_nonfinite_step", step(rank.firstNonfiniteStep)},
+                                 {"incidents", qint64(rank.incidents)},
+                                 {"error", fromStd(rank.error)}});
+    return array;
+}
+
 } // namespace
 
 int runScan(const QStringList& arguments)
@@ -140,6 +178,7 @@ int runScan(const QStringList& arguments)
     parser.addOption({"config", "Scan settings from FILE (JSON object or INI key = value).", "FILE"});
     parser.addOption({"set", "Override one setting (repeatable), e.g. --set spike_decades=1.5.", "KEY=VALUE"});
     parser.addOption({"print-config", "Print the effective settings and exit."});
+    parser.addOption(rankOption());
     int code = 0;
     if (!parse(parser, arguments, code))
         return code;
@@ -171,7 +210,20 @@ int runScan(const QStringList& arguments)
     auto reader = openRun(parser.positionalArguments().first().toStdString());
     if (!reader)
         return fail(fromStd(reader.error()));
-    auto report = scanRun(**reader, config);
+    if (QString error; !selectRank(parser, **reader, error))
+        return fail(error);
+    // A multi-rank run is scanned whole unless --rank picks one rank.
+    std::optional<RankScanReport> ranks;
+    Result<ScanReport> report = Error{"not scanned"};
+    if (const RankSet* set = (*reader)->rankSet(); set && !parser.isSet("rank")) {
+        auto scanned = scanRanks(*set, config);
+        if (!scanned)
+            return fail(fromStd(scanned.error()));
+        ranks = std::move(*scanned);
+        report = ranks->report;
+    } else {
+        report = scanRun(**reader, config);
+    }
     if (!report)
         return fail(fromStd(report.error()));
 
@@ -186,10 +238,17 @@ int runScan(const QStringList& arguments)
                               {"directory", fromStd(report->directory)},
                               {"first_step", qint64(report->firstStep)},
                               {"last_step", qint64(report->lastStep)}};
-        out() << QJsonDocument(QJsonObject{{"run", run}, {"incidents", incidents}, {"notes", notes}})
-                     .toJson(QJsonDocument::Indented);
+        QJsonObject root{{"run", run}, {"incidents", incidents}, {"notes", notes}};
+        if (ranks) {
+            root["ranks"] = ranksJson(*ranks);
+            root["world_size"] = ranks->worldSize;
+            root["focus_rank"] = ranks->focusRank;
+        }
+        out() << QJsonDocument(root).toJson(QJsonDocument::Indented);
     } else {
         printText(*report);
+        if (ranks)
+            printRanks(*ranks);
     }
     return report->hasCritical() ? kExitFinding : kExitOk;
 }

@@ -11,11 +11,11 @@ _nanscope_options()
 {
     local common="-h --help --help-all"
     case $1 in
-        info) echo "--json $common" ;;
-        scan) echo "--json --config --set --print-config $common" ;;
+        info) echo "--json --rank $common" ;;
+        scan) echo "--json --config --set --print-config --rank $common" ;;
         stats) echo "--json --device --histogram --spectral-norm --norm-threshold --optimizer --names-from $common" ;;
         diff) echo "--json $common" ;;
-        replay) echo "--step --checkpoint --batch --layer --bisect --dtype --device --eval --json $common" ;;
+        replay) echo "--step --checkpoint --batch --layer --bisect --dtype --device --eval --json --rank $common" ;;
         triage) echo "--step --json $common" ;;
         report) echo "-o --output --no-replay $common" ;;
         import) echo "--checkpoints $common" ;;

@@ -1,13 +1,22 @@
 #include "core/run/Hdf5Handle.h"
 
-#include <mutex>
 
 namespace nanscope::hdf5 {
 
 void silenceErrorPrinting()
 {
-    static std::once_flag once;
-    std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+    // In a thread-safe libhdf5 the error stack, and whether it prints, is per thread.
+    thread_local bool silenced = false;
+    if (!silenced) {
+        H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+        silenced = true;
+    }
+}
+
+bool isThreadSafe()
+{
+    hbool_t threadSafe = false;
+    return H5is_library_threadsafe(&threadSafe) >= 0 && threadSafe;
 }
 
 namespace {

@@ -59,8 +59,10 @@ inline Handle type(hid_t id) { return Handle(id, H5Tclose); }
 inline Handle plist(hid_t id) { return Handle(id, H5Pclose); }
 inline Handle attribute(hid_t id) { return Handle(id, H5Aclose); }
 
-// Silences HDF5's own printing to stderr: its errors become our messages instead.
+// Silences HDF5's own printing to stderr, on the calling thread: its errors become our messages instead.
 void silenceErrorPrinting();
+// libhdf5 was built thread-safe (Debian's is): calls from several threads are serialised inside it.
+bool isThreadSafe();
 
 // The innermost message of HDF5's current error stack ("" when none), cleared afterwards.
 std::string lastErrorMessage();

@@ -52,4 +52,26 @@ inline constexpr const char* kBuffersRestored = "buffers_restored";   // BatchNo
 inline constexpr const char* kIncidentCapture = "incident_capture";   // the batch ring and its checkpoint written
 } // namespace event
 
+// A multi-rank run (torch.distributed): a folder holding the manifest and one run directory per
+// rank, each with that rank's own state file (docs/run-format.md, "Multi-rank runs").
+inline constexpr const char* kRankManifestName = "ranks.json";
+inline constexpr const char* kRankManifestFormat = "training-run-ranks";
+inline constexpr int kRankManifestVersion = 1;
+inline constexpr const char* kRankDirPrefix = "rank_";
+inline constexpr int kRankDirDigits = 5;
+inline constexpr const char* kRankStatusName = "rank.json";
+inline constexpr const char* kRankStateRunning = "running";
+inline constexpr const char* kRankStateFinished = "finished";
+// The norm of the gradient a rank's own backward produced, before the all-reduce: /scalars (the
+// whole model) and /layers (per parameter).
+inline constexpr const char* kLocalGradNorm = "local_grad_norm";
+// "rank_00002" for rank 2.
+inline std::string rankDirName(int rank)
+{
+    std::string digits = std::to_string(rank);
+    if (digits.size() < size_t(kRankDirDigits))
+        digits.insert(0, size_t(kRankDirDigits) - digits.size(), '0');
+    return kRankDirPrefix + digits;
+}
+
 } // namespace nanscope::runformat

@@ -16,6 +16,8 @@
 
 namespace nanscope {
 
+class RankSet;
+
 // One table of a run (/scalars, /layers, ...): a shared row axis given by `steps`.
 struct TableInfo
 {
@@ -105,6 +107,10 @@ public:
     // Sees what was appended since open or the last refresh. Returns true when any table grew.
     // A source that cannot grow returns false.
     virtual Result<bool> refresh() { return false; }
+
+    // The ranks of a multi-rank run, of which this source shows one; null for a single process.
+    virtual const RankSet* rankSet() const { return nullptr; }
+    virtual RankSet* rankSet() { return nullptr; }
 };
 
 } // namespace nanscope

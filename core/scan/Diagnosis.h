@@ -215,4 +215,49 @@ struct Float16HeadroomFacts
 };
 Diagnosis diagnoseReplayFloat16Headroom(const Float16HeadroomFacts& facts);
 
+// ---- multi-rank runs (RankScan.h) ------------------------------------------------------------
+
+// The first rank whose own loss or local gradient went non-finite.
+struct RankNonfiniteFacts
+{
+    int rank = 0;
+    int64_t step = 0;
+    std::vector<int> sameStepRanks; // other ranks non-finite at that very step
+    int worldSize = 0;
+    std::optional<int64_t> othersStep; // the first step any other rank went non-finite, later
+    bool lossNonfinite = false;        // its own loss (else only its local gradient)
+    std::vector<std::string> badInputs; // "x (3 NaN)": inputs it was given at that step that held NaN/Inf
+    bool inputsLogged = false;
+    std::vector<std::string> badLayers; // parameters whose local gradient was non-finite, in order
+    bool localGradientsLogged = false;
+    std::string batchNote; // savedBatchNote of that rank at that step
+};
+Diagnosis diagnoseRankNonfinite(const RankNonfiniteFacts& facts);
+// Added to another rank's non-finite incident at the leader's step: where its NaN came from.
+std::string spreadFromRankNote(int leaderRank, int64_t step);
+
+struct RankDivergenceFacts
+{
+    int rank = 0;
+    std::string series; // "local loss", "local gradient norm"
+    int64_t firstStep = 0;
+    int64_t steps = 0;       // steps it departed on
+    double decades = 0;      // the largest departure from the ranks' median, in decades (signed)
+    int64_t worstStep = 0;
+    std::string batchNote;
+};
+Diagnosis diagnoseRankDivergence(const RankDivergenceFacts& facts);
+
+struct RankStoppedFacts
+{
+    int rank = 0;
+    bool readable = true;   // it wrote a readable run
+    std::string error;      // why not
+    std::optional<int64_t> lastStep;
+    int64_t furthestStep = 0; // the last step of the rank that went furthest
+    bool othersFinished = false;
+    bool closedItself = false; // its rank.json says finished (it lags, it did not die)
+};
+Diagnosis diagnoseRankStopped(const RankStoppedFacts& facts);
+
 } // namespace nanscope::scan

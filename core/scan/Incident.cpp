@@ -40,6 +40,9 @@ const char* toString(IncidentKind kind)
     case IncidentKind::DamagedData: return "damaged_data";
     case IncidentKind::EvalNonfinite: return "eval_nonfinite";
     case IncidentKind::NonfiniteParameters: return "nonfinite_parameters";
+    case IncidentKind::RankNonfinite: return "rank_nonfinite";
+    case IncidentKind::RankDivergence: return "rank_divergence";
+    case IncidentKind::RankStopped: return "rank_stopped";
     }
     return "unknown";
 }

@@ -20,7 +20,11 @@ enum class IncidentKind {
     Spike,             // an isolated jump in gradient norm or loss that recovers
     DamagedData,       // values no training can produce (a negative norm): the file is damaged
     EvalNonfinite,     // the evaluation loss non-finite while training is finite (or not logged)
-    NonfiniteParameters // parameters holding NaN/Inf in a checkpoint, with no blow-up logged to explain it
+    NonfiniteParameters, // parameters holding NaN/Inf in a checkpoint, with no blow-up logged to explain it
+    // Multi-rank runs (core/scan/RankScan.h):
+    RankNonfinite,  // the first rank to go non-finite, before the all-reduce spread it to the others
+    RankDivergence, // a rank's local loss or gradient norm far from the other ranks' at the same steps
+    RankStopped     // a rank that stopped (killed, crashed, hung) or lags while the others went on
 };
 
 enum class Severity { Critical, Warning, Info };
@@ -68,6 +72,8 @@ struct Incident
     std::optional<int64_t> nonfiniteStep;     // blowup: first NaN/Inf in loss, grad norm or any layer
     std::optional<BlowupPattern> pattern;     // blowup only
     std::vector<std::string> layers;          // first bad first
+    // The rank it was found on, in a multi-rank run; absent for a single process.
+    std::optional<int> rank;
     std::string cause;                        // probable cause, in words
     std::string suggestion;                   // what to do
     IncidentEvidence evidence;

@@ -63,6 +63,10 @@ const std::vector<SettingField>& fields()
         {{"loss_scale_warmup_steps", "cascades that start before this step and end above the floor are warm-up"},
          &ScanConfig::lossScaleWarmupSteps},
         {{"skipped_run_steps", "consecutive skipped steps that form an incident"}, &ScanConfig::skippedRunSteps},
+        {{"rank_divergence_decades", "decades from the ranks' median at which a rank's local loss or grad norm departs"},
+         &ScanConfig::rankDivergenceDecades},
+        {{"rank_lag_steps", "steps behind the furthest rank at which a rank counts as stopped or lagging"},
+         &ScanConfig::rankLagSteps},
         {{"block_rows", "rows per block when streaming layer tables (rounded to 128-row chunks)"},
          &ScanConfig::blockRows},
     };

@@ -72,6 +72,12 @@ struct ScanConfig
     // Skipped steps: at least this many consecutive skipped optimizer steps.
     int64_t skippedRunSteps = 10;
 
+    // Multi-rank runs: a rank's local loss or gradient norm this many decades from the ranks'
+    // median at the same step (and beyond 6 robust noise widths of their spread) departs; a rank
+    // whose last step is more than rankLagSteps behind the furthest rank's lags.
+    double rankDivergenceDecades = 1.0;
+    int64_t rankLagSteps = 3;
+
     // Rows per block when streaming [n, L] tables; rounded to the file's 128-row chunks.
     int64_t blockRows = 4096;
 };

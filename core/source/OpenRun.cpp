@@ -4,6 +4,7 @@
 #include "core/run/RunReader.h"
 #include "core/source/CheckpointSeries.h"
 #include "core/source/MetricsCsvReader.h"
+#include "core/source/MultiRankRun.h"
 #include "core/source/RunSourceBuilder.h"
 #include "core/source/TensorBoardReader.h"
 #include "core/source/TrainerStateReader.h"
@@ -268,6 +269,12 @@ Result<std::unique_ptr<RunSource>> openRun(const std::string& path, const Progre
     std::error_code ec;
     if (!fs::exists(path, ec))
         return Error{path + ": does not exist"};
+    if (isMultiRankRun(path)) {
+        auto ranks = openMultiRankRun(path);
+        if (!ranks)
+            return Error{ranks.error()};
+        return std::unique_ptr<RunSource>(std::move(*ranks));
+    }
     FoundLogs found = findLogs(path);
     if (!found.runFile.empty()) {
         auto reader = RunReader::open(found.runFile);

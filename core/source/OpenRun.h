@@ -3,7 +3,8 @@
 // Opens whatever a user points nanscope at: a run directory (run.h5), a Hugging Face Trainer output
 // folder (trainer_state.json, checkpoint-N/, runs/ event files), a Lightning log folder
 // (metrics.csv, checkpoints/*.ckpt), TensorBoard event files, DeepSpeed or Megatron text logs, a
-// folder of checkpoints, or one of those files itself. Every command and the window open runs here.
+// folder of checkpoints, a multi-rank run (ranks.json and one run directory per rank, opened as a
+// RankSet showing rank 0), or one of those files itself. Every command and the window open runs here.
 
 #include "core/Progress.h"
 #include "core/Result.h"

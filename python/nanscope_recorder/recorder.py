@@ -135,6 +135,9 @@ class Recorder:
         self._inputs = self._targets = None
         self._closed = False
         self._present_index = (None, None)
+        # Extra /layers columns for this step, {name: [L] array}, set before end_step by a wrapper
+        # (distributed.py: each rank's local gradient norms); the names are fixed at the first step.
+        self.extra_layer_values = None
 
     # ---------------------------------------------------------------- the training loop's calls
 
@@ -199,8 +202,8 @@ class Recorder:
         run = self._file
         run.scalars.append(step, row)
         if run.layers is not None:
-            run.layers.append(step, {"grad_norm": grad_norms, "param_norm": host["param_norm"],
-                                     "grad_nonfinite": grad_nonfinite})
+            run.layers.append(step, dict({"grad_norm": grad_norms, "param_norm": host["param_norm"],
+                                          "grad_nonfinite": grad_nonfinite}, **(self.extra_layer_values or {})))
         if run.buffers is not None:
             b = host["buffers"]
             run.buffers.append(step, {name: b[:, i] for i, name in enumerate(
@@ -459,6 +462,7 @@ class Recorder:
         self._file = RunFile(
             log_path(self.run_dir), self._attributes, self._scalar_names,
             layers=[name for name, _ in self._params],
+            layer_columns=tuple(self.extra_layer_values or ()),
             activations=[name for name, _ in columns],
             activation_kinds=[type(m).__name__ for _, m in columns],
             buffers=[name for name, _ in self._norms],

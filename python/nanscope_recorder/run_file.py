@@ -79,10 +79,11 @@ def _write_row(dataset_id, extent, start, count, memory_space, data):
 class RunFile:
     """Writes run.h5. `schema` fixes every table before SWMR mode starts:
     scalars: list of names (must hold "loss"); layers, activations (with kinds), buffers,
-    inputs: lists of column names, empty or None for no table; events: bool."""
+    inputs: lists of column names, empty or None for no table; events: bool; layer_columns: /layers
+    datasets beyond LAYER_COLUMNS (a distributed rank's local_grad_norm)."""
 
     def __init__(self, path, attributes, scalars, layers=None, activations=None, activation_kinds=None,
-                 buffers=None, inputs=None, events=True):
+                 buffers=None, inputs=None, events=True, layer_columns=()):
         if "loss" not in scalars:
             raise ValueError("the scalars must include 'loss'")
         self.path = path
@@ -96,7 +97,7 @@ class RunFile:
                 f.attrs[key] = str(value)
 
         self.scalars = _Table(f.create_group("scalars"), list(scalars), None, np.float64)
-        self.layers = self._matrix("layers", layers, LAYER_COLUMNS)
+        self.layers = self._matrix("layers", layers, LAYER_COLUMNS + tuple(layer_columns))
         self.activations = self._matrix("activations", activations, ACTIVATION_COLUMNS, kinds=activation_kinds)
         self.buffers = self._matrix("buffers", buffers, BUFFER_COLUMNS)
         self.inputs = self._matrix("inputs", inputs, INPUT_COLUMNS)

@@ -1,0 +1,45 @@
+#pragma once
+
+#include <QObject>
+#include <QStringList>
+
+class QComboBox;
+class QDockWidget;
+class QMainWindow;
+class QToolBar;
+
+namespace nanscope {
+
+class HeatmapView;
+class RunContext;
+class RunSession;
+
+// The window's multi-rank controls: a rank selector in a toolbar (which rank's run the views
+// show) and a "Ranks" dock with the rank x step heatmap (non-finite steps, local gradient norm).
+// Both stay hidden for a single-process run. Built apart from the window's own wiring, which only
+// creates it.
+class RankControls : public QObject
+{
+    Q_OBJECT
+public:
+    RankControls(QMainWindow* window, RunSession* session, RunContext* context);
+
+    QComboBox* selector() const { return m_selector; }
+    HeatmapView* heatmap() const { return m_heatmap; }
+    QDockWidget* dock() const { return m_dock; }
+
+signals:
+    void rankRequested(int rank);
+    void rankHeatmapRequested(int quantity);
+
+private:
+    void showRanks(const QStringList& ranks, int shown);
+    void requestRankOfRow(const QString& row);
+
+    QToolBar* m_toolBar = nullptr;
+    QComboBox* m_selector = nullptr;
+    QDockWidget* m_dock = nullptr;
+    HeatmapView* m_heatmap = nullptr;
+};
+
+} // namespace nanscope

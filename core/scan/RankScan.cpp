@@ -1,0 +1,261 @@
+// The multi-rank scan's orchestrator: loads each rank's series, runs every rank's own scan on a
+// few threads when the reads allow it, then the rank rules (Rank*Rule.cpp), and merges the lot.
+#include "core/scan/RankScan.h"
+
+#include "core/run/RunFormat.h"
+#include "core/scan/Diagnosis.h"
+#include "core/scan/IncidentDetector.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <tuple>
+
+namespace nanscope {
+
+namespace rf = runformat;
+
+const char* toString(RankEnd end)
+{
+    switch (end) {
+    case RankEnd::Finished: return "finished";
+    case RankEnd::Running: return "running";
+    case RankEnd::Stopped: return "stopped";
+    case RankEnd::Lagging: return "lagging";
+    case RankEnd::Unreadable: return "unreadable";
+    }
+    return "unknown";
+}
+
+namespace scan {
+
+std::vector<RankSeries> loadRankSeries(const RankSet& ranks)
+{
+    std::vector<RankSeries> all;
+    for (const RankMember& member : ranks.members()) {
+        RankSeries series;
+        series.rank = member.rank;
+        series.member = &member;
+        if (!member.run) {
+            series.error = member.error;
+            all.push_back(std::move(series));
+            continue;
+        }
+        const RunSource& run = *member.run;
+        const TableInfo* scalars = run.table(rf::kScalars);
+        auto loss = scalars ? run.readSeries(rf::kScalars, "loss") : Result<std::vector<double>>(Error{"no /scalars"});
+        if (!loss) {
+            series.error = member.directory + ": " + loss.error();
+            all.push_back(std::move(series));
+            continue;
+        }
+        series.readable = true;
+        series.steps = run.steps(rf::kScalars);
+        series.loss = std::move(*loss);
+        if (std::find(scalars->datasets.begin(), scalars->datasets.end(), rf::kLocalGradNorm) != scalars->datasets.end())
+            if (auto local = run.readSeries(rf::kScalars, rf::kLocalGradNorm))
+                series.localGradNorm = std::move(*local);
+        const size_t rows = std::min(series.steps.size(), series.loss.size());
+        series.steps.resize(rows);
+        series.loss.resize(rows);
+        if (!series.localGradNorm.empty())
+            series.localGradNorm.resize(std::min(series.localGradNorm.size(), rows));
+        for (size_t row = 0; row < rows; ++row) {
+            const bool localBad = row < series.localGradNorm.size() && !std::isfinite(series.localGradNorm[row]);
+            if (!std::isfinite(series.loss[row]) || localBad) {
+                series.firstNonfiniteRow = row;
+                break;
+            }
+        }
+        all.push_back(std::move(series));
+    }
+    return all;
+}
+
+} // namespace scan
+
+namespace {
+
+using namespace scan;
+
+// Every rank's own scan. HDF5 serialises its calls inside a thread-safe build, but the rules'
+// arithmetic runs side by side.
+std::vector<Result<ScanReport>> scanEachRank(const RankSet& ranks, const ScanConfig& config,
+                                             const ProgressCallback& progress, bool& cancelled)
+{
+    const auto& members = ranks.members();
+    std::vector<Result<ScanReport>> reports(members.size(), Result<ScanReport>(Error{"not scanned"}));
+    std::atomic<size_t> next{0};
+    std::atomic<size_t> done{0};
+    std::atomic<bool> stop{false};
+    std::mutex progressMutex;
+    auto work = [&] {
+        for (size_t i = next++; i < members.size() && !stop; i = next++) {
+            if (members[i].run)
+                reports[i] = scanRun(*members[i].run, config);
+            else
+                reports[i] = Error{members[i].error};
+            const size_t finished = ++done;
+            if (progress) {
+                std::lock_guard<std::mutex> lock(progressMutex);
+                if (!progress(0.9 * double(finished) / double(members.size()),
+                              "rank " + std::to_string(members[i].rank)))
+                    stop = true;
+            }
+        }
+    };
+    const size_t threads = ranks.readsInParallel()
+                               ? std::min<size_t>(members.size(), std::max(1u, std::thread::hardware_concurrency()))
+                               : 1;
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < threads; ++t)
+        pool.emplace_back(work);
+    work();
+    for (std::thread& thread : pool)
+        thread.join();
+    cancelled = stop;
+    return reports;
+}
+
+// One incident found on several ranks at the same step (a NaN the all-reduce spread everywhere)
+// is listed once, for the first of them, naming the others.
+void addMerged(std::vector<Incident>& merged, std::vector<Incident> rankIncidents)
+{
+    std::map<std::tuple<int, int64_t, int64_t, std::string>, std::pair<size_t, std::vector<int>>> seen;
+    for (Incident& incident : rankIncidents) {
+        const auto key = std::make_tuple(int(incident.kind), incident.onsetStep, incident.nonfiniteStep.value_or(-1),
+                                         incident.cause);
+        auto it = seen.find(key);
+        if (it != seen.end()) {
+            it->second.second.push_back(*incident.rank);
+            continue;
+        }
+        seen[key] = {merged.size(), {}};
+        merged.push_back(std::move(incident));
+    }
+    for (auto& [key, entry] : seen) {
+        if (entry.second.empty())
+            continue;
+        std::string others;
+        for (int rank : entry.second)
+            others += (others.empty() ? "" : ", ") + std::to_string(rank);
+        std::string& note = merged[entry.first].evidence.note;
+        note += (note.empty() ? "" : " ") + std::string("The same on rank(s) ") + others + ".";
+    }
+}
+
+void sortBySeverity(std::vector<Incident>& incidents)
+{
+    std::stable_sort(incidents.begin(), incidents.end(), [](const Incident& x, const Incident& y) {
+        if (x.severity != y.severity)
+            return int(x.severity) < int(y.severity);
+        return x.onsetStep < y.onsetStep;
+    });
+}
+
+} // namespace
+
+Result<RankScanReport> scanRanks(const RankSet& ranks, const ScanConfig& config, const ProgressCallback& progress)
+{
+    const Error cancelledError{"scan of " + ranks.directory() + " cancelled"};
+    const std::vector<RankSeries> series = loadRankSeries(ranks);
+    bool cancelled = false;
+    std::vector<Result<ScanReport>> perRank = scanEachRank(ranks, config, progress, cancelled);
+    if (cancelled)
+        return cancelledError;
+
+    RankScanContext context{ranks, series, config, {}, {}, {}, {}};
+    for (auto rule : {detectStoppedRanks, detectFirstNonfiniteRank, detectRankDivergence})
+        if (Status s = rule(context); !s)
+            return Error{s.error()};
+
+    RankScanReport result;
+    result.worldSize = ranks.worldSize();
+    ScanReport& report = result.report;
+    report.runName = std::filesystem::path(ranks.directory()).filename().string();
+    report.directory = ranks.directory();
+    report.incidents = std::move(context.incidents);
+    std::set<std::string> notes;
+    for (std::string& note : context.notes)
+        if (notes.insert(note).second)
+            report.notes.push_back(std::move(note));
+    std::vector<Incident> rankIncidents;
+    bool anyStep = false;
+    for (size_t i = 0; i < series.size(); ++i) {
+        const RankSeries& rank = series[i];
+        RankSummary summary;
+        summary.rank = rank.rank;
+        summary.directory = rank.member->directory;
+        summary.recordedState = rank.member->state;
+        summary.end = i < context.ends.size() ? context.ends[i] : RankEnd::Running;
+        summary.error = rank.error;
+        if (!rank.steps.empty()) {
+            summary.firstStep = rank.steps.front();
+            summary.lastStep = rank.steps.back();
+            report.firstStep = anyStep ? std::min(report.firstStep, rank.steps.front()) : rank.steps.front();
+            report.lastStep = anyStep ? std::max(report.lastStep, rank.steps.back()) : rank.steps.back();
+            anyStep = true;
+        }
+        if (rank.firstNonfiniteRow)
+            summary.firstNonfiniteStep = rank.steps[*rank.firstNonfiniteRow];
+        if (perRank[i]) {
+            summary.incidents = perRank[i]->incidents.size();
+            for (Incident incident : perRank[i]->incidents) {
+                incident.rank = rank.rank;
+                rankIncidents.push_back(std::move(incident));
+            }
+            for (std::string& note : perRank[i]->notes)
+                if (notes.insert(note).second)
+                    report.notes.push_back(std::move(note));
+        } else if (rank.member->run) {
+            report.notes.push_back("rank " + std::to_string(rank.rank) + " was not scanned: " + perRank[i].error());
+        }
+        result.ranks.push_back(std::move(summary));
+    }
+    // Each rank's own incidents in rank order, so that the merged one names the lowest rank.
+    std::stable_sort(rankIncidents.begin(), rankIncidents.end(),
+                     [](const Incident& a, const Incident& b) { return *a.rank < *b.rank; });
+    // The other ranks' non-finite findings at the leader's step came to them through the all-reduce.
+    if (context.firstNonfiniteRank) {
+        const int leader = *context.firstNonfiniteRank;
+        int64_t step = 0;
+        for (const Incident& incident : report.incidents)
+            if (incident.kind == IncidentKind::RankNonfinite)
+                step = incident.onsetStep;
+        for (Incident& incident : rankIncidents)
+            if (*incident.rank != leader && incident.nonfiniteStep.value_or(incident.onsetStep) == step &&
+                (incident.kind == IncidentKind::NonfiniteLoss || incident.kind == IncidentKind::Blowup)) {
+                std::string& note = incident.evidence.note;
+                note += (note.empty() ? "" : " ") + spreadFromRankNote(leader, step);
+            }
+    }
+    addMerged(report.incidents, std::move(rankIncidents));
+    sortBySeverity(report.incidents);
+
+    if (context.firstNonfiniteRank) {
+        result.focusRank = *context.firstNonfiniteRank;
+    } else {
+        result.focusRank = ranks.members().front().rank;
+        for (const RankMember& member : ranks.members())
+            if (member.run) {
+                result.focusRank = member.rank;
+                break;
+            }
+        for (const Incident& incident : report.incidents)
+            if (incident.severity == Severity::Critical && incident.rank && ranks.member(*incident.rank) &&
+                ranks.member(*incident.rank)->run) {
+                result.focusRank = *incident.rank;
+                break;
+            }
+    }
+    if (progress)
+        progress(1.0, "done");
+    return Result<RankScanReport>(std::move(result));
+}
+
+} // namespace nanscope

@@ -1,0 +1,286 @@
+// The multi-rank scan on ranks held in memory: the first rank to go non-finite and what it saw,
+// rank divergence, and ranks that stopped, as a user reading `nanscope scan` of a DDP job needs them.
+#include "core/run/MemoryRunSource.h"
+#include "core/run/RankHeatmap.h"
+#include "core/run/RankSet.h"
+#include "core/run/RunFormat.h"
+#include "core/scan/RankScan.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+
+namespace nanscope {
+namespace {
+
+namespace rf = runformat;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr int kWorld = 4;
+constexpr int kSteps = 40;
+const std::vector<std::string> kLayers{"fc1.weight", "fc1.bias", "fc2.weight"};
+
+struct RankPlan
+{
+    int steps = kSteps;
+    RankState state = RankState::Finished;
+    std::optional<int64_t> nanInputStep;  // its input x holds 3 NaN there
+    std::optional<int64_t> nanLocalStep;  // its own loss and fc2.weight's local gradient are NaN there
+    std::function<double(int64_t)> localScale = [](int64_t) { return 1.0; };
+};
+
+// One rank of a DDP job: a loss near 1 and a local gradient norm near 0.5 that differ a little by
+// rank and step, as different batches make them.
+RankMember makeRank(int rank, const RankPlan& plan)
+{
+    RunInfo info;
+    info.directory = "/job/" + rf::rankDirName(rank);
+    info.runName = "job rank " + std::to_string(rank);
+    auto run = std::make_shared<MemoryRunSource>(info);
+    std::vector<int64_t> steps;
+    std::vector<double> loss, local, global;
+    std::vector<float> layerLocal, inputNan, inputInf;
+    for (int64_t s = 0; s < plan.steps; ++s) {
+        steps.push_back(s);
+        const double wobble = 1.0 + 0.05 * std::sin(double(rank * 7 + s));
+        const bool bad = plan.nanLocalStep && s == *plan.nanLocalStep;
+        loss.push_back(bad ? kNaN : 1.0 * wobble);
+        local.push_back(bad ? kNaN : 0.5 * wobble * plan.localScale(s));
+        global.push_back(0.3);
+        for (size_t l = 0; l < kLayers.size(); ++l)
+            layerLocal.push_back(bad && l == 2 ? float(kNaN) : 0.2f);
+        inputNan.push_back(plan.nanInputStep && s == *plan.nanInputStep ? 3.f : 0.f);
+        inputInf.push_back(0.f);
+    }
+    run->addSeriesTable(rf::kScalars, steps, {{"loss", loss}, {"grad_norm", global}, {rf::kLocalGradNorm, local}});
+    run->addMatrixTable(rf::kLayers, kLayers, steps,
+                        {{"grad_norm", std::vector<float>(layerLocal.size(), 0.3f)}, {rf::kLocalGradNorm, layerLocal}});
+    run->addMatrixTable(rf::kInputs, {"x"}, steps, {{"nan", inputNan}, {"inf", inputInf}});
+    RankMember member;
+    member.rank = rank;
+    member.directory = info.directory;
+    member.run = run;
+    member.state = plan.state;
+    return member;
+}
+
+std::unique_ptr<RankSet> makeJob(const std::map<int, RankPlan>& plans, std::vector<RankMember> extra = {})
+{
+    std::vector<RankMember> members = std::move(extra);
+    for (int rank = 0; rank < kWorld; ++rank) {
+        if (std::any_of(members.begin(), members.end(), [&](const RankMember& m) { return m.rank == rank; }))
+            continue;
+        auto it = plans.find(rank);
+        members.push_back(makeRank(rank, it != plans.end() ? it->second : RankPlan{}));
+    }
+    auto set = RankSet::create("/job", kWorld, std::move(members));
+    EXPECT_TRUE(set) << set.error();
+    return std::move(*set);
+}
+
+std::vector<Incident> ofKind(const ScanReport& report, IncidentKind kind)
+{
+    std::vector<Incident> found;
+    for (const Incident& incident : report.incidents)
+        if (incident.kind == kind)
+            found.push_back(incident);
+    return found;
+}
+
+TEST(RankScan, HealthyJobHasNoRankIncidents)
+{
+    auto job = makeJob({});
+    auto scanned = scanRanks(*job);
+    ASSERT_TRUE(scanned) << scanned.error();
+    EXPECT_TRUE(ofKind(scanned->report, IncidentKind::RankNonfinite).empty());
+    EXPECT_TRUE(ofKind(scanned->report, IncidentKind::RankDivergence).empty());
+    EXPECT_TRUE(ofKind(scanned->report, IncidentKind::RankStopped).empty());
+    ASSERT_EQ(scanned->ranks.size(), size_t(kWorld));
+    for (const RankSummary& rank : scanned->ranks)
+        EXPECT_EQ(rank.end, RankEnd::Finished);
+}
+
+TEST(RankScan, FirstNonfiniteRankIsNamedWithTheBatchItWasGiven)
+{
+    RankPlan poisoned;
+    poisoned.nanInputStep = 20;
+    poisoned.nanLocalStep = 20;
+    RankPlan later; // a rank that went non-finite afterwards, as the all-reduced update reached it
+    later.nanLocalStep = 22;
+    auto job = makeJob({{2, poisoned}, {0, later}});
+    auto scanned = scanRanks(*job);
+    ASSERT_TRUE(scanned) << scanned.error();
+    const auto first = ofKind(scanned->report, IncidentKind::RankNonfinite);
+    ASSERT_EQ(first.size(), 1u);
+    EXPECT_EQ(first[0].rank, 2);
+    EXPECT_EQ(first[0].onsetStep, 20);
+    EXPECT_EQ(first[0].severity, Severity::Critical);
+    EXPECT_NE(first[0].evidence.note.find("x (3 NaN)"), std::string::npos) << first[0].evidence.note;
+    EXPECT_EQ(first[0].layers, std::vector<std::string>{"fc2.weight"});
+    EXPECT_NE(first[0].cause.find("step 22"), std::string::npos) << first[0].cause; // when the others followed
+    EXPECT_EQ(scanned->focusRank, 2);
+    EXPECT_EQ(scanned->ranks[2].firstNonfiniteStep, 20);
+}
+
+TEST(RankScan, RanksGoingNonfiniteTogetherNameNoLeader)
+{
+    RankPlan bad;
+    bad.nanLocalStep = 15;
+    auto job = makeJob({{0, bad}, {1, bad}, {2, bad}, {3, bad}});
+    auto scanned = scanRanks(*job);
+    ASSERT_TRUE(scanned) << scanned.error();
+    EXPECT_TRUE(ofKind(scanned->report, IncidentKind::RankNonfinite).empty());
+    const auto& notes = scanned->report.notes;
+    EXPECT_TRUE(std::any_of(notes.begin(), notes.end(),
+                            [](const std::string& n) { return n.find("no one rank led") != std::string::npos; }));
+}
+
+TEST(RankScan, RankWhoseLocalGradientDepartsFromTheOthersIsNamed)
+{
+    RankPlan odd;
+    odd.localScale = [](int64_t step) { return step >= 30 && step <= 32 ? 100.0 : 1.0; };
+    auto job = makeJob({{1, odd}});
+    auto scanned = scanRanks(*job);
+    ASSERT_TRUE(scanned) << scanned.error();
+    const auto divergent = ofKind(scanned->report, IncidentKind::RankDivergence);
+    ASSERT_EQ(divergent.size(), 1u);
+    EXPECT_EQ(divergent[0].rank, 1);
+    EXPECT_EQ(divergent[0].onsetStep, 30);
+    EXPECT_EQ(divergent[0].evidence.count, 3);
+    EXPECT_EQ(divergent[0].evidence.series, "scalars/local_grad_norm");
+}
+
+TEST(RankScan, KilledRankIsStoppedAtItsLastStepWhileTheOthersFinished)
+{
+    RankPlan killed;
+    killed.state = RankState::Running; // it could not write that it ended
+    killed.steps = 25;
+    auto job = makeJob({{3, killed}});
+    auto scanned = scanRanks(*job);
+    ASSERT_TRUE(scanned) << scanned.error();
+    const auto stopped = ofKind(scanned->report, IncidentKind::RankStopped);
+    ASSERT_EQ(stopped.size(), 1u);
+    EXPECT_EQ(stopped[0].rank, 3);
+    EXPECT_EQ(stopped[0].onsetStep, 24);
+    EXPECT_EQ(stopped[0].severity, Severity::Critical);
+    EXPECT_EQ(scanned->ranks[3].end, RankEnd::Stopped);
+    EXPECT_EQ(scanned->ranks[0].end, RankEnd::Finished);
+}
+
+TEST(RankScan, KilledRankAtTheSameStepIsStoppedByItsOwnState)
+{
+    // Under DDP the survivors cannot pass the dead rank's step: all logged the same steps, and
+    // only rank.json tells them apart.
+    RankPlan killed;
+    killed.state = RankState::Running;
+    auto job = makeJob({{1, killed}});
+    auto scanned = scanRanks(*job);
+    ASSERT_TRUE(scanned) << scanned.error();
+    const auto stopped = ofKind(scanned->report, IncidentKind::RankStopped);
+    ASSERT_EQ(stopped.size(), 1u);
+    EXPECT_EQ(stopped[0].rank, 1);
+    EXPECT_EQ(stopped[0].onsetStep, kSteps - 1);
+}
+
+TEST(RankScan, LiveJobWhoseRanksAreAStepApartIsNotStopped)
+{
+    RankPlan running;
+    running.state = RankState::Running;
+    RankPlan behindByOne = running;
+    behindByOne.steps = kSteps - 1;
+    auto job = makeJob({{0, running}, {1, running}, {2, behindByOne}, {3, running}});
+    auto scanned = scanRanks(*job);
+    ASSERT_TRUE(scanned) << scanned.error();
+    EXPECT_TRUE(ofKind(scanned->report, IncidentKind::RankStopped).empty());
+    for (const RankSummary& rank : scanned->ranks)
+        EXPECT_EQ(rank.end, RankEnd::Running);
+}
+
+TEST(RankScan, RankThatLeftNoRunIsReportedWithTheReason)
+{
+    RankMember missing;
+    missing.rank = 3;
+    missing.directory = "/job/rank_00003";
+    missing.error = "/job/rank_00003: no such folder (the rank wrote nothing)";
+    auto job = makeJob({}, {missing});
+    auto scanned = scanRanks(*job);
+    ASSERT_TRUE(scanned) << scanned.error();
+    const auto stopped = ofKind(scanned->report, IncidentKind::RankStopped);
+    ASSERT_EQ(stopped.size(), 1u);
+    EXPECT_EQ(stopped[0].rank, 3);
+    EXPECT_NE(stopped[0].cause.find("no such folder"), std::string::npos);
+    EXPECT_EQ(scanned->ranks[3].end, RankEnd::Unreadable);
+    // The set shows a readable rank and refuses to show the missing one.
+    EXPECT_FALSE(job->selectRank(3));
+    EXPECT_TRUE(job->selectRank(2));
+    EXPECT_EQ(job->info().directory, "/job/rank_00002");
+}
+
+TEST(RankScan, IncidentFoundOnEveryRankIsListedOnce)
+{
+    // The same per-rank finding on every rank (an all-reduced NaN burst) comes once, naming the others.
+    RankPlan bad;
+    bad.nanLocalStep = 15;
+    auto job = makeJob({{0, bad}, {1, bad}, {2, bad}, {3, bad}});
+    auto scanned = scanRanks(*job);
+    ASSERT_TRUE(scanned) << scanned.error();
+    std::map<std::pair<int, int64_t>, int> seen;
+    for (const Incident& incident : scanned->report.incidents)
+        ++seen[{int(incident.kind), incident.onsetStep}];
+    for (const auto& [key, count] : seen)
+        EXPECT_EQ(count, 1) << "kind " << key.first << " at step " << key.second;
+}
+
+TEST(RankScan, OtherRanksNonfiniteStepNamesTheRankItCameFrom)
+{
+    // Under DDP the poisoned rank's NaN is in every rank's all-reduced gradient at the same step.
+    RankPlan poisoned;
+    poisoned.nanLocalStep = 20;
+    auto job = makeJob({{2, poisoned}});
+    for (const RankMember& member : job->members()) {
+        auto* run = static_cast<MemoryRunSource*>(member.run.get());
+        auto loss = run->readSeries(rf::kScalars, "loss");
+        auto local = run->readSeries(rf::kScalars, rf::kLocalGradNorm);
+        std::vector<double> global(size_t(kSteps), 0.3);
+        global[20] = kNaN;
+        run->addSeriesTable(rf::kScalars, run->steps(rf::kScalars),
+                            {{"loss", *loss}, {"grad_norm", global}, {rf::kLocalGradNorm, *local}});
+    }
+    auto scanned = scanRanks(*job);
+    ASSERT_TRUE(scanned) << scanned.error();
+    bool named = false;
+    for (const Incident& incident : scanned->report.incidents)
+        if (incident.rank != 2 && incident.onsetStep == 20 && incident.kind != IncidentKind::RankNonfinite)
+            named = named || incident.evidence.note.find("Rank 2 went non-finite first") != std::string::npos;
+    EXPECT_TRUE(named);
+}
+
+TEST(RankHeatmap, RowsAreRanksAndOnlyTheBadRankIsNonfinite)
+{
+    RankPlan poisoned;
+    poisoned.nanLocalStep = 20;
+    RankPlan killed;
+    killed.state = RankState::Running;
+    killed.steps = 10;
+    auto job = makeJob({{1, poisoned}, {3, killed}});
+    auto heatmap = buildRankHeatmap(*job, HeatmapQuantity::GradNormLog10, 40);
+    ASSERT_TRUE(heatmap) << heatmap.error();
+    ASSERT_EQ(heatmap->rows, (std::vector<std::string>{"rank 0", "rank 1", "rank 2", "rank 3"}));
+    ASSERT_EQ(heatmap->bins(), size_t(kSteps));
+    for (size_t rank = 0; rank < 4; ++rank)
+        for (size_t bin = 0; bin < heatmap->bins(); ++bin)
+            EXPECT_EQ(heatmap->nonfinite[rank * heatmap->bins() + bin], rank == 1 && bin == 20 ? 1 : 0)
+                << "rank " << rank << " bin " << bin;
+    // The killed rank's steps after its last are not values and never the non-finite colour.
+    EXPECT_TRUE(std::isfinite(heatmap->at(3, 30)));
+    EXPECT_EQ(rankOfRowName(heatmap->rows[3]), 3);
+
+    auto counts = buildRankHeatmap(*job, HeatmapQuantity::NonfiniteCount, 8); // 5 steps a bin
+    ASSERT_TRUE(counts) << counts.error();
+    EXPECT_EQ(counts->at(1, 4), 1.f);
+    EXPECT_EQ(counts->at(0, 4), 0.f);
+}
+
+} // namespace
+} // namespace nanscope
