@@ -20,8 +20,10 @@ class UnsupportedOptimizer(ValueError):
     """The optimizer cannot be rolled back: its state cannot be restored, or it has no lr to scale."""
 
 
-def _clone_state(module):
-    return {name: t.detach().clone() for name, t in module.state_dict().items()}
+def _clone_state(module, device=None):
+    if device is None:
+        return {name: t.detach().clone() for name, t in module.state_dict().items()}
+    return {name: t.detach().to(device, copy=True) for name, t in module.state_dict().items()}
 
 
 def check_optimizer(optimizer):
@@ -103,10 +105,12 @@ class BatchRing:
     at or before the oldest of them, so that an incident can be written out with the state the
     batches ran on. A new anchor is taken every `size` steps; the batches since the previous one
     are kept (between `size` and 2 x `size` - 1 of them), so an anchor always precedes the last
-    `size` batches."""
+    `size` batches. `device`: where the copies live (None: the tensors' own device; "cpu" keeps
+    them out of GPU memory at the cost of a copy to the host)."""
 
-    def __init__(self, size):
+    def __init__(self, size, device=None):
         self.size = int(size)
+        self.device = device
         self._batches = collections.OrderedDict()  # step -> (inputs, targets), device copies
         self._anchors = collections.deque(maxlen=2)  # (step, model state)
         self._next_anchor = None
@@ -122,7 +126,7 @@ class BatchRing:
             del self._batches[kept]
 
     def add_batch(self, step, inputs, targets):
-        self._batches[int(step)] = (_copy(inputs), _copy(targets))
+        self._batches[int(step)] = (_copy(inputs, self.device), _copy(targets, self.device))
 
     def capture(self, step):
         """(anchor step, anchor state, [(step, inputs, targets)]) covering at least the last `size`
@@ -142,16 +146,18 @@ class BatchRing:
         self._next_anchor = None
 
 
-def _copy(value):
+def _copy(value, device=None):
     if isinstance(value, torch.Tensor):
-        return value.detach().clone()
-    if isinstance(value, (list, tuple)):
-        return type(value)(_copy(v) for v in value) if isinstance(value, list) else tuple(_copy(v) for v in value)
+        return value.detach().clone() if device is None else value.detach().to(device, copy=True)
+    if isinstance(value, list):
+        return [_copy(v, device) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_copy(v, device) for v in value)
     if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
+        return {k: _copy(v, device) for k, v in value.items()}
     return value
 
 
-def model_state(model):
-    """A device copy of the model's state_dict (weights and buffers)."""
-    return _clone_state(model)
+def model_state(model, device=None):
+    """A copy of the model's state_dict (weights and buffers), on `device` (None: where it is)."""
+    return _clone_state(model, device)

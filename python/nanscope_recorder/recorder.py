@@ -97,7 +97,8 @@ class Recorder:
     spike capture off), it writes those batches to batches/, the state before them to
     checkpoints/ (and checkpoint N) and an ``incident_capture`` event, at most once every K
     steps: replay and triage then have the steps leading to the incident without every batch
-    being saved.
+    being saved. The ring holds up to 2K-1 batches and two copies of the weights, on the
+    tensors' own device unless ``ring_device="cpu"`` (for a model that fills the GPU).
 
     A forward hook of the recorder that fails (a module output it cannot measure) is a warning
     and a step without activations, never an exception in the training loop.
@@ -109,7 +110,7 @@ class Recorder:
                  amp_dtype="none", run_name=None, warn_after_skipped=3, activation_filter=None,
                  restore_buffers_on_skip=False, overwrite=False, optimizer=None, rollback_after=0,
                  rollback_lr_factor=0.5, snapshot_every=50, allow_unguarded=False, batch_ring=8,
-                 spike_mads=20.0, spike_window=50):
+                 spike_mads=20.0, spike_window=50, ring_device=None):
         """activation_filter: callable(name, module) -> bool choosing the modules whose outputs
         are logged; default: every leaf module. restore_buffers_on_skip: on a skipped step, put
         BatchNorm running statistics back to their values before that step's forward (off by
@@ -128,7 +129,7 @@ class Recorder:
         self.lr_scale = 1.0  # the product of the rollbacks' lr factors so far
         self._unguarded_note = None  # why rollback is off although asked for (allow_unguarded)
         self._last_good = self._rollback_state(optimizer, allow_unguarded)
-        self._ring = BatchRing(batch_ring) if batch_ring and int(batch_ring) > 0 else None
+        self._ring = BatchRing(batch_ring, ring_device) if batch_ring and int(batch_ring) > 0 else None
         self._spikes = ({name: SpikeDetector(spike_mads, spike_window) for name in ("loss", "grad_norm")}
                         if self._ring is not None and spike_mads else {})
         self._last_capture = None
@@ -202,7 +203,7 @@ class Recorder:
         self._keep_good_state(step)
         if self._ring is not None:
             if self._ring.wants_anchor(step):
-                self._ring.add_anchor(step, model_state(self.model))
+                self._ring.add_anchor(step, model_state(self.model, self._ring.device))
             self._ring.add_batch(step, inputs, targets)
         if self.checkpoint_every > 0 and step % self.checkpoint_every == 0:
             self._save_checkpoint(step, overrides=None)  # nothing of step N has run yet
