@@ -64,10 +64,11 @@ class Checkpointer:
 
     The model is scripted once. torch.jit.script shares the model's parameter and buffer tensors,
     so a later save writes the current weights without scripting again; tensors the model replaced
-    since then are copied over first. A traced module shares them too; it is traced again only when
-    the batch's shapes or dtypes change (a trace records the shapes it saw). Tracing runs a forward
-    pass, so BatchNorm buffers and the random number generators are put back afterwards: training
-    goes on as if no trace had run. The recorder's hooks must not be on the model while it is
+    since then are copied over first. A traced module shares them too; it is traced again only
+    when the batch's shapes or dtypes or the model's mode change (a trace records what it saw).
+    Tracing runs a forward pass, so BatchNorm buffers and the random number generators are put
+    back afterwards: training goes on as if no trace had run (the model's own forward hooks do
+    see that pass). The recorder's hooks must not be on the model while it is
     scripted or traced (scripting compiles forward hooks and fails on them): the recorder only
     attaches its hooks between begin_step and end_step of the steps that log activations, and
     checkpoints are saved outside that window.
@@ -105,7 +106,8 @@ class Checkpointer:
         except ValueError as error:
             self.traced, self.trace_error = None, str(error)
             return
-        signature = _signature(args)
+        # A trace also bakes in the mode (dropout and BatchNorm in training or evaluation).
+        signature = (_signature(args), self.model.training)
         if signature == self._traced_signature:
             return  # traced on these shapes already (or failed on them: no second try)
         buffers = [(b, b.detach().clone()) for b in self.model.buffers()]
