@@ -106,6 +106,20 @@ int runInfo(const QStringList& arguments)
                          {"attributes", attributes},
                          {"groups", groups},
                          {"checkpoints", steps(info.checkpoints)},
+                         {"checkpoint_forms", [&] {
+                              QJsonObject forms;
+                              for (const auto& [step, form] : info.checkpointForms)
+                                  forms[QString::number(step)] = fromStd(form.word);
+                              return forms;
+                          }()},
+                         {"not_replayable", [&] {
+                              QJsonArray array;
+                              for (const auto& [step, path] : info.checkpoints)
+                                  if (info.batches.count(step) && !info.whyNotReplayable(step).empty())
+                                      array.append(QJsonObject{{"step", qint64(step)},
+                                                               {"why", fromStd(info.whyNotReplayable(step))}});
+                              return array;
+                          }()},
                          {"batches", steps(info.batches)}};
         if (ranks)
             root["ranks"] = ranksJson(*ranks);
@@ -143,7 +157,18 @@ int runInfo(const QStringList& arguments)
         return s.isEmpty() ? QString("none") : s.join(", ");
     };
     out() << "\ncheckpoints " << list(info.checkpoints) << "\n";
+    if (!info.checkpointForms.empty()) {
+        std::map<std::string, QStringList> byForm;
+        for (const auto& [step, form] : info.checkpointForms)
+            byForm[form.word] << QString::number(step);
+        for (const auto& [word, formSteps] : byForm)
+            out() << QString("  %1 %2\n").arg(fromStd(word), -10).arg(formSteps.join(", "));
+    }
     out() << "batches     " << list(info.batches) << "\n";
+    for (const auto& [step, path] : info.checkpoints)
+        if (info.batches.count(step))
+            if (const std::string why = info.whyNotReplayable(step); !why.empty())
+                out() << "not replayable: step " << step << ": " << fromStd(why) << "\n";
     auto section = [](const char* title, const std::vector<std::string>& lines) {
         if (lines.empty())
             return;

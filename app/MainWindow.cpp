@@ -384,6 +384,7 @@ void MainWindow::showSnapshot(const RunSnapshot& snapshot)
 {
     m_overview->setScalars(snapshot.steps, snapshot.scalars, snapshot.skippedSteps);
     m_overview->setSeriesTables(snapshot.seriesTables);
+    m_overview->setTimelineEvents(snapshot.timelineEvents);
     m_overview->setSourceSummary(QString::fromStdString(sourceSummary(snapshot.info)),
                                  QString::fromStdString(sourceDetails(snapshot.info)));
     showLayerTree();
@@ -398,7 +399,8 @@ void MainWindow::showSavedFiles(const RunSnapshot& snapshot)
     const std::vector<int64_t> replayableSteps = snapshot.info.replayableSteps();
     const std::vector<qint64> replayable(replayableSteps.begin(), replayableSteps.end());
     const qint64 replayStep = m_replay->request().step;
-    m_replay->setReplayableSteps(replayable);
+    const QString whyNothingReplays = QString::fromStdString(snapshot.info.whyNothingReplays());
+    m_replay->setReplayableSteps(replayable, whyNothingReplays);
     std::vector<qint64> checkpointSteps;
     for (const auto& [step, path] : snapshot.info.checkpoints)
         checkpointSteps.push_back(step);
@@ -406,6 +408,8 @@ void MainWindow::showSavedFiles(const RunSnapshot& snapshot)
     m_overview->setCheckpointSteps(std::vector<int64_t>(checkpointSteps.begin(), checkpointSteps.end()));
     m_tabs->setTabEnabled(int(View::Checkpoints), !checkpointSteps.empty());
     m_tabs->setTabEnabled(int(View::Replay), !replayable.empty());
+    // A disabled tab cannot show its pane's message: its tooltip says why instead.
+    m_tabs->setTabToolTip(int(View::Replay), whyNothingReplays);
     const qint64 selected = m_context->selectedStep();
     const qint64 near = selected >= 0 ? selected : (m_initialStep >= 0 ? m_initialStep : -1);
     if (!checkpointSteps.empty())

@@ -3,6 +3,7 @@
 #include "Subcommands.h"
 
 #include "core/torch/Replay.h"
+#include "core/run/CheckpointForm.h"
 #include "core/run/RunReader.h"
 #include "core/run/RunWriter.h"
 #include "core/source/OpenRun.h"
@@ -161,6 +162,11 @@ int runReplay(const QStringList& arguments)
     for (const auto& file : {options.checkpoint, options.batch})
         if (!QFileInfo::exists(fromStd(file)))
             return fail(fromStd(file) + ": no such file");
+    // The recorder says beside a checkpoint when it is no program (checkpoints/step_N.form): say
+    // why and what would make it replayable, rather than LibTorch's failure to load it.
+    if (const auto form = readFormBeside(options.checkpoint))
+        if (const std::string why = whyFormCannotReplay(*form); !why.empty())
+            return fail(fromStd(options.checkpoint) + " cannot be replayed: it " + fromStd(why));
     options.layerPrefix = parser.value("layer").toStdString();
     options.bisect = parser.isSet("bisect");
     options.dtype = parser.value("dtype").toStdString();

@@ -113,6 +113,7 @@ void RunSession::poll()
         return;
     m_snapshot = grownSnapshot(m_snapshot);
     updateSeriesTables(m_snapshot);
+    updateTimelineEvents(m_snapshot);
     emit grew(m_snapshot);
     // The scan and the heatmap read every row: while a run grows every second, run them at most
     // once per kRecomputeAfterGrowthMs, so a click on the session thread never waits behind a
@@ -158,6 +159,7 @@ RunSnapshot RunSession::buildSnapshot()
 void RunSession::addWholeRunSeries(RunSnapshot& snapshot) const
 {
     updateSeriesTables(snapshot);
+    updateTimelineEvents(snapshot);
     // Skipped steps that only the events record (DeepSpeed's overflow lines).
     const TableInfo* events = snapshot.info.table(rf::kEvents);
     if (!snapshot.scalars.count("skipped") && events && events->rows > 0) {
@@ -168,6 +170,25 @@ void RunSession::addWholeRunSeries(RunSnapshot& snapshot) const
                 if ((*kinds)[i] == runformat::event::kSkippedStep)
                     snapshot.skippedSteps.push_back(steps[i]);
     }
+}
+
+void RunSession::updateTimelineEvents(RunSnapshot& snapshot) const
+{
+    const TableInfo* events = snapshot.info.table(rf::kEvents);
+    if (!events || events->rows == snapshot.eventRows)
+        return;
+    auto kinds = m_reader->readStrings(rf::kEvents, "kind");
+    auto messages = m_reader->readStrings(rf::kEvents, "message");
+    if (!kinds || !messages) {
+        snapshot.warnings << QString::fromStdString(!kinds ? kinds.error() : messages.error());
+        return;
+    }
+    const auto& steps = m_reader->steps(rf::kEvents);
+    snapshot.timelineEvents.clear();
+    for (size_t i = 0; i < kinds->size() && i < messages->size() && i < steps.size(); ++i)
+        if (isTimelineEventKind((*kinds)[i]))
+            snapshot.timelineEvents.push_back({steps[i], (*kinds)[i], (*messages)[i]});
+    snapshot.eventRows = events->rows;
 }
 
 void RunSession::updateSeriesTables(RunSnapshot& snapshot) const

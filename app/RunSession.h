@@ -3,6 +3,7 @@
 #include "core/scan/Incident.h"
 #include "core/run/LayerHeatmap.h"
 #include "core/run/RunSource.h"
+#include "widgets/EventMarkers.h"
 #include "widgets/ViewData.h"
 
 #include <QObject>
@@ -33,6 +34,10 @@ struct RunSnapshot
     // Series logged at a rate of their own (evaluation, epoch-level metrics), each table whole:
     // they are small, a row per evaluation.
     std::vector<SeriesTable> seriesTables;
+    // What the training's defences did (rollbacks, buffers restored, incident captures), from
+    // /events; eventRows: the /events rows they were read from.
+    std::vector<TimelineEvent> timelineEvents;
+    int64_t eventRows = 0;
 };
 
 // Owns the run's source (RunSource) on a thread of its own: HDF5 is not safe to call from several threads, so
@@ -83,6 +88,8 @@ private:
     void addWholeRunSeries(RunSnapshot& snapshot) const;
     // Rereads each table of series at another logging rate whose rows changed (all on open).
     void updateSeriesTables(RunSnapshot& snapshot) const;
+    // Rereads the timeline's events when /events grew (all on open).
+    void updateTimelineEvents(RunSnapshot& snapshot) const;
     ProgressCallback progressCallback(const QString& what);
     // On open of a multi-rank run: shows the first rank to go non-finite, and says which ranks there are.
     void showFirstBadRank();

@@ -444,7 +444,18 @@ void OverviewView::clear()
     m_selectedStep.reset();
     for (SeriesPlot* plot : std::as_const(m_plots))
         plot->clear();
+    if (m_lossEvents)
+        m_lossEvents->clear();
     setSourceSummary(QString(), QString());
+}
+
+void OverviewView::setTimelineEvents(const std::vector<TimelineEvent>& events)
+{
+    if (!m_lossEvents && events.empty())
+        return;
+    if (!m_lossEvents)
+        m_lossEvents = new EventMarkers(plot("loss"));
+    m_lossEvents->setEvents(events);
 }
 
 } // namespace nanscope

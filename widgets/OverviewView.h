@@ -1,5 +1,6 @@
 #pragma once
 
+#include "EventMarkers.h"
 #include "ViewData.h"
 #include "core/scan/Incident.h"
 
@@ -57,6 +58,10 @@ public:
     // Marks incidents on every plot: a sudden blow-up as a sharp band at its onset, a gradual one
     // as a shaded growth region from onset to failure with its fitted trend on the grad-norm plot.
     void setIncidents(const std::vector<Incident>& incidents);
+    // Marks what the training's defences did (rollbacks, buffers restored, incident captures)
+    // on the loss plot; the markers, for checks.
+    void setTimelineEvents(const std::vector<TimelineEvent>& events);
+    const EventMarkers* timelineEvents() const { return m_lossEvents; }
 
     // Every logged series that the Series menu offers (all but the fixed plots'), as keys.
     QStringList addableSeries() const;
@@ -104,6 +109,7 @@ private:
     std::vector<Incident> m_incidents;
     std::vector<int64_t> m_checkpointSteps;
     std::optional<int64_t> m_selectedStep;
+    EventMarkers* m_lossEvents = nullptr; // on the loss plot, made at the first events
 };
 
 } // namespace nanscope

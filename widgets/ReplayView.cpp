@@ -108,7 +108,7 @@ ReplayView::ReplayView(QWidget* parent)
     });
 }
 
-void ReplayView::setReplayableSteps(const std::vector<qint64>& steps)
+void ReplayView::setReplayableSteps(const std::vector<qint64>& steps, const QString& whyNone)
 {
     m_step->clear();
     for (qint64 s : steps)
@@ -116,7 +116,9 @@ void ReplayView::setReplayableSteps(const std::vector<qint64>& steps)
     m_run->setEnabled(!steps.empty());
     m_triageButton->setEnabled(!steps.empty());
     if (steps.empty())
-        m_summary->setText(tr("This run has no step with both a saved checkpoint and a saved batch: nothing to replay."));
+        m_summary->setText(whyNone.isEmpty()
+                               ? tr("This run has no step with both a saved checkpoint and a saved batch: nothing to replay.")
+                               : whyNone.toHtmlEscaped());
 }
 
 void ReplayView::chooseStepNear(qint64 step)

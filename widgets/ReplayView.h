@@ -24,7 +24,8 @@ class ReplayView : public QWidget
 public:
     explicit ReplayView(QWidget* parent = nullptr);
 
-    void setReplayableSteps(const std::vector<qint64>& steps);
+    // `whyNone`: what the pane says when no step replays (RunInfo::whyNothingReplays).
+    void setReplayableSteps(const std::vector<qint64>& steps, const QString& whyNone = QString());
     // Picks the replayable step at or before `step` (the nearest one after, if none is before).
     void chooseStepNear(qint64 step);
     // Drops everything of the run shown (RunContext::runClosed): result, step list, layer filter.

@@ -362,6 +362,7 @@ Status RunReader::scanSteppedFiles()
     const fs::path dir(m_info.directory);
     m_info.checkpoints = listSteppedFiles((dir / rf::kCheckpointDir).string());
     m_info.batches = listSteppedFiles((dir / rf::kBatchDir).string());
+    m_info.checkpointForms = readCheckpointForms((dir / rf::kCheckpointDir).string());
     m_info.source.format = rf::kNativeSourceFormat;
     m_info.source.files = {m_info.logPath};
     describeContents(m_info);

@@ -12,9 +12,35 @@ std::vector<int64_t> RunInfo::replayableSteps() const
 {
     std::vector<int64_t> steps;
     for (const auto& [step, path] : checkpoints)
-        if (batches.count(step))
+        if (whyNotReplayable(step).empty())
             steps.push_back(step);
     return steps;
+}
+
+std::string RunInfo::whyNotReplayable(int64_t step) const
+{
+    const std::string n = std::to_string(step);
+    if (!checkpoints.count(step))
+        return "no checkpoint of step " + n + " was saved";
+    if (auto form = checkpointForms.find(step); form != checkpointForms.end())
+        if (const std::string why = whyFormCannotReplay(form->second); !why.empty())
+            return "checkpoint " + n + " " + why;
+    if (!batches.count(step))
+        return "no batch of step " + n + " was saved";
+    return {};
+}
+
+std::string RunInfo::whyNothingReplays() const
+{
+    if (!replayableSteps().empty())
+        return {};
+    if (batches.empty())
+        return "no saved batches: replay is unavailable (it runs a saved batch through a TorchScript checkpoint "
+               "of the same step)";
+    for (const auto& [step, path] : batches)
+        if (checkpoints.count(step))
+            return "replay is unavailable: " + whyNotReplayable(step);
+    return "no step has both a checkpoint and a batch: replay is unavailable";
 }
 
 const TableInfo* RunInfo::table(const std::string& name) const
@@ -76,13 +102,8 @@ void describeContents(RunInfo& info)
         source.lacks.push_back("no BatchNorm running statistics");
     if (info.checkpoints.empty())
         source.lacks.push_back("no checkpoints: nothing to inspect tensor by tensor");
-    if (info.replayableSteps().empty()) {
-        if (info.batches.empty())
-            source.lacks.push_back("no saved batches: replay is unavailable (it runs a saved batch through a "
-                                   "TorchScript checkpoint of the same step)");
-        else
-            source.lacks.push_back("no step has both a checkpoint and a batch: replay is unavailable");
-    }
+    if (const std::string why = info.whyNothingReplays(); !why.empty())
+        source.lacks.push_back(why);
 }
 
 std::string sourceSummary(const RunInfo& info)

@@ -7,6 +7,7 @@
 // run format's: tables of steps x columns, events, checkpoints and batches by step.
 
 #include "core/Result.h"
+#include "core/run/CheckpointForm.h"
 
 #include <cstdint>
 #include <map>
@@ -56,14 +57,21 @@ struct RunInfo
     // Saved checkpoints and batches, by optimizer step.
     std::map<int64_t, std::string> checkpoints;
     std::map<int64_t, std::string> batches;
+    // The form each checkpoint was saved in, where its writer left a step_N.form beside it.
+    std::map<int64_t, CheckpointForm> checkpointForms;
     // True for a file still marked open for write (live, or its writer killed); a closed run opens plainly.
     bool openedForSwmr = false;
     SourceDescription source;
 
     const TableInfo* table(const std::string& name) const;
     // Steps that replay can take: a checkpoint and a batch saved at the same step (replay runs
-    // batch N through checkpoint N, and refuses any other pairing). Ascending.
+    // batch N through checkpoint N, and refuses any other pairing), unless the checkpoint's form
+    // file says it is a state_dict (no program to run). Ascending.
     std::vector<int64_t> replayableSteps() const;
+    // Why step N cannot be replayed, and what would make it replayable; empty when it can.
+    std::string whyNotReplayable(int64_t step) const;
+    // Why no step of the run can be replayed; empty when one can.
+    std::string whyNothingReplays() const;
 };
 
 // Fills info.source.holds and .lacks from what the run has: one wording for every source.

@@ -5,7 +5,12 @@
     build/bin/nanscope OUT_DIR
 
 --inject-nan-at STEP puts a NaN into one input of that step's batch: the loss turns NaN, the
-recorder saves checkpoint and batch STEP, logs the step as skipped, and the update is not applied.
+recorder saves checkpoint and batch STEP, writes the last batches it kept in memory with the
+checkpoint before them (incident capture), logs the step as skipped, and the update is not
+applied. BatchNorm's running statistics are put back (restore_buffers_on_skip).
+--nan-steps N spoils N consecutive steps from there: after 3 in a row the recorder rolls the
+weights and the optimizer's momentum back to the last good state and halves the learning rate
+(rollback_after=3; the loop scales its own schedule by rec.lr_scale).
 Runs on a CPU in a few seconds.
 """
 import argparse
@@ -32,6 +37,8 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--inject-nan-at", type=int, default=None, metavar="STEP",
                         help="put a NaN into the batch of this step")
+    parser.add_argument("--nan-steps", type=int, default=1, metavar="N",
+                        help="spoil N consecutive batches from --inject-nan-at on (3 or more: a rollback)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing run in OUT_DIR")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
@@ -44,14 +51,20 @@ def main(argv=None):
     opt = torch.optim.SGD(model.parameters(), lr=base_lr, momentum=0.9)
 
     skipped = 0
+    nan_steps = (set(range(args.inject_nan_at, args.inject_nan_at + args.nan_steps))
+                 if args.inject_nan_at is not None else set())
+    # The defences: skip non-finite steps (always), put BatchNorm statistics back on a skipped
+    # step, roll back after 3 bad steps in a row. Incident capture keeps the last 8 batches.
     with Recorder(args.out_dir, model, loss_name="cross_entropy", checkpoint_every=50, activations_every=5,
-                  overwrite=args.overwrite) as rec:
+                  overwrite=args.overwrite, optimizer=opt, restore_buffers_on_skip=True, rollback_after=3,
+                  rollback_lr_factor=0.5, snapshot_every=10, batch_ring=8) as rec:
         for step in range(args.steps):
             y = torch.randint(0, classes, (batch,))
             x = centres[y] + torch.randn(batch, features)
-            if step == args.inject_nan_at:
+            if step in nan_steps:
                 x[3, 7] = float("nan")
-            lr = base_lr * 0.5 * (1 + math.cos(math.pi * step / args.steps))
+            # The loop sets the lr itself: it keeps what rollbacks took off (rec.lr_scale).
+            lr = rec.lr_scale * base_lr * 0.5 * (1 + math.cos(math.pi * step / args.steps))
             for group in opt.param_groups:
                 group["lr"] = lr
 
@@ -65,7 +78,8 @@ def main(argv=None):
                 skipped += 1
             if step % 50 == 0:
                 print("step %4d  loss %.4f" % (step, loss.item()))
-    print("wrote %s (%d step(s) skipped)" % (args.out_dir, skipped))
+    print("wrote %s (%d step(s) skipped, learning rate scaled by %g by rollbacks)"
+          % (args.out_dir, skipped, rec.lr_scale))
     return 0
 
 

@@ -12,19 +12,66 @@ def step_file_name(step):
 def _save_atomically(save, path):
     # A process killed while saving leaves no half-written file under the contract's name.
     tmp = path + ".partial"
-    save(tmp)
+    try:
+        save(tmp)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
     os.replace(tmp, path)
 
 
+# Which form a checkpoint was saved in: checkpoints/step_N.form beside it (docs/run-format.md).
+# Its first line is one of these words; for a state_dict the lines after it say why the model
+# could not be saved as TorchScript and what would make it replayable. nanscope reads it
+# (core/run/CheckpointForm) to tell which steps replay and why the others cannot.
+SCRIPTED, TRACED, STATE_DICT = "scripted", "traced", "state_dict"
+
+
+def form_file_name(step):
+    return "step_%08d.form" % step
+
+
+def _write_text(path, text):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def _error_line(error):
+    first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    return "%s: %s" % (type(error).__name__, first_line)
+
+
+def _trace_inputs(inputs):
+    """The positional arguments torch.jit.trace (and nanscope's replay) pass to forward."""
+    if isinstance(inputs, torch.Tensor):
+        return (inputs,)
+    if isinstance(inputs, (list, tuple)) and inputs and all(isinstance(t, torch.Tensor) for t in inputs):
+        return tuple(inputs)
+    if inputs is None:
+        raise ValueError("no inputs were given to begin_step to trace with")
+    raise ValueError("inputs are a %s; tracing (and replay) passes a tensor or a list of tensors "
+                     "as forward's positional arguments" % type(inputs).__name__)
+
+
+def _signature(args):
+    return tuple((tuple(t.shape), t.dtype, t.device) for t in args)
+
+
 class Checkpointer:
-    """Saves the model as TorchScript when it scripts, else its state_dict.
+    """Saves the model as TorchScript when it scripts, else traced on the step's own batch, else
+    its state_dict; each checkpoint's form goes into step_N.form beside it.
 
     The model is scripted once. torch.jit.script shares the model's parameter and buffer tensors,
     so a later save writes the current weights without scripting again; tensors the model replaced
-    since then are copied over first. The recorder's hooks must not be on the model while it is
-    scripted (scripting compiles forward hooks and fails on them): the recorder only attaches its
-    hooks between begin_step and end_step of the steps that log activations, and checkpoints are
-    saved outside that window.
+    since then are copied over first. A traced module shares them too; it is traced again only
+    when the batch's shapes or dtypes or the model's mode change (a trace records what it saw).
+    Tracing runs a forward pass, so BatchNorm buffers and the random number generators are put
+    back afterwards: training goes on as if no trace had run (the model's own forward hooks do
+    see that pass). The recorder's hooks must not be on the model while it is
+    scripted or traced (scripting compiles forward hooks and fails on them): the recorder only
+    attaches its hooks between begin_step and end_step of the steps that log activations, and
+    checkpoints are saved outside that window.
     """
 
     def __init__(self, model, directory):
@@ -32,10 +79,10 @@ class Checkpointer:
         self.directory = directory
         self.scripted = None
         self.script_error = None  # why the model did not script; None while untried or scripted
-
-    @property
-    def kind(self):
-        return "TorchScript" if self.scripted is not None else "state_dict"
+        self.traced = None
+        self.trace_error = None  # why the latest trace failed
+        self._traced_signature = None
+        self.kind = None  # the form of the latest checkpoint saved: SCRIPTED, TRACED or STATE_DICT
 
     def _script(self):
         if self.scripted is not None or self.script_error is not None:
@@ -49,27 +96,80 @@ class Checkpointer:
             if set(live) != set(mine):
                 raise RuntimeError("the scripted model's state names differ from the model's")
             self.scripted = scripted
-        except Exception as error:  # noqa: BLE001 - any scripting failure means "use a state_dict"
-            first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
-            self.script_error = "%s: %s" % (type(error).__name__, first_line)
+        except Exception as error:  # noqa: BLE001 - any scripting failure means "try tracing"
+            self.script_error = _error_line(error)
 
-    def save(self, step, overrides=None):
-        """Writes checkpoints/step_N.pt from the model's current state, with `overrides`
-        (state name -> tensor, e.g. pre-forward BatchNorm buffers) in place of live tensors.
-        Returns the path."""
+    def _trace(self, inputs):
+        """Traces the model on `inputs` unless the trace of the same shapes is at hand."""
+        try:
+            args = _trace_inputs(inputs)
+        except ValueError as error:
+            self.traced, self.trace_error = None, str(error)
+            return
+        # A trace also bakes in the mode (dropout and BatchNorm in training or evaluation).
+        signature = (_signature(args), self.model.training)
+        if signature == self._traced_signature:
+            return  # traced on these shapes already (or failed on them: no second try)
+        buffers = [(b, b.detach().clone()) for b in self.model.buffers()]
+        rng = torch.random.get_rng_state()
+        cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+        try:
+            with warnings.catch_warnings(), torch.no_grad():
+                warnings.simplefilter("ignore")
+                traced = torch.jit.trace(self.model, args, check_trace=False)
+            if set(self.model.state_dict()) != set(traced.state_dict()):
+                raise RuntimeError("the traced model's state names differ from the model's")
+            self.traced, self._traced_signature, self.trace_error = traced, signature, None
+        except Exception as error:  # noqa: BLE001 - any tracing failure means "save a state_dict"
+            self.traced, self._traced_signature, self.trace_error = None, signature, _error_line(error)
+        finally:
+            # The trace's forward pass updated BatchNorm statistics and drew random numbers.
+            with torch.no_grad():
+                for live, copy in buffers:
+                    live.copy_(copy)
+            torch.random.set_rng_state(rng)
+            if cuda_rng is not None:
+                torch.cuda.set_rng_state_all(cuda_rng)
+
+    def why_not_replayable(self):
+        return ("the model could not be scripted (%s) nor traced (%s); make forward scriptable "
+                "(torch.jit.script(model)) or traceable on a batch (torch.jit.trace(model, inputs)) "
+                "to make its checkpoints replayable" % (self.script_error, self.trace_error))
+
+    def save(self, step, overrides=None, inputs=None):
+        """Writes checkpoints/step_N.pt (and step_N.form) from the model's current state, with
+        `overrides` (state name -> tensor, e.g. pre-forward BatchNorm buffers) in place of live
+        tensors. `inputs`: the step's batch, traced on when the model does not script. Returns
+        the path."""
         os.makedirs(self.directory, exist_ok=True)
         path = os.path.join(self.directory, step_file_name(step))
         overrides = overrides or {}
         self._script()
-        if self.scripted is None:
-            state = self.model.state_dict()
-            for name, tensor in overrides.items():
-                state[name] = tensor
-            _save_atomically(lambda p: torch.save(state, p), path)
-            return path
+        module = self.scripted
+        if module is None:
+            self._trace(inputs)
+            module = self.traced
+        if module is not None:
+            try:
+                self._save_module(step, module, overrides, path)
+                return path
+            except Exception as error:  # noqa: BLE001
+                if module is not self.traced:
+                    raise
+                # A trace can hold what TorchScript cannot save (a Python autograd.Function).
+                self.traced, self.trace_error = None, "saving the trace failed: " + _error_line(error)
+        # The form first: a checkpoint a reader finds without its form reads as replayable.
+        self._write_form(step, STATE_DICT, self.why_not_replayable())
+        state = self.model.state_dict()
+        for name, tensor in overrides.items():
+            state[name] = tensor
+        _save_atomically(lambda p: torch.save(state, p), path)
+        return path
 
+    def _save_module(self, step, module, overrides, path):
+        self._write_form(step, SCRIPTED if module is self.scripted else TRACED)
         live = self.model.state_dict(keep_vars=True)
-        target = self.scripted.state_dict(keep_vars=True)
+        target = module.state_dict(keep_vars=True)
         restore = []
         with torch.no_grad():
             for name, dst in target.items():
@@ -79,13 +179,17 @@ class Checkpointer:
                 if name in overrides and dst.data_ptr() == live[name].data_ptr():
                     restore.append((dst, dst.clone()))  # shared with the live model: put it back after
                 dst.copy_(src)
-            self.scripted.train(self.model.training)
+            module.train(self.model.training)
             try:
-                _save_atomically(self.scripted.save, path)
+                _save_atomically(module.save, path)
             finally:
                 for dst, original in restore:
                     dst.copy_(original)
-        return path
+
+    def _write_form(self, step, kind, why=None):
+        self.kind = kind
+        text = kind + "\n" + ("%s\n" % why if why else "")
+        _save_atomically(lambda p: _write_text(p, text), os.path.join(self.directory, form_file_name(step)))
 
 
 def _cpu(value):

@@ -9,11 +9,13 @@ import torch
 from torch.nn.modules.batchnorm import _NormBase
 
 from . import stats
-from .checkpoints import Checkpointer, save_batch
+from .checkpoints import Checkpointer, save_batch, step_file_name
+from .defences import (BatchRing, LastGoodState, SpikeDetector, UnsupportedOptimizer, check_optimizer,
+                       model_state)
 from .run_file import RunFile, log_path
 
 _BUFFER_NAMES = ("running_mean", "running_var", "num_batches_tracked")
-STEP_FILE = re.compile(r"step_\d{8,}\.(pt|safetensors)(\.partial)?")
+STEP_FILE = re.compile(r"step_\d{8,}\.(pt|safetensors|form)(\.partial)?")
 
 
 def _tensors_of(value):
@@ -66,23 +68,54 @@ class Recorder:
     - /inputs: value ranges of the inputs and targets given to begin_step;
     - /activations: value ranges of each selected module's output, on the first step and every
       ``activations_every`` steps (forward hooks, attached only for those steps);
-    - /events: checkpoints, saved batches, skipped steps, non-finite losses, notes.
+    - /events: checkpoints, saved batches, skipped steps, non-finite losses, notes, and what the
+      defences did (rollback, buffers_restored, incident_capture).
 
     Checkpoint N (the weights step N's forward used) is saved at begin_step every
-    ``checkpoint_every`` steps. When end_step sees a non-finite loss or gradient norm it saves
-    checkpoint N as it was before step N's forward (BatchNorm buffers included) and batch N, logs
-    the step as skipped and returns False: the caller then skips ``optimizer.step()``.
+    ``checkpoint_every`` steps, as TorchScript when the model scripts, else traced on step N's own
+    batch, else as a state_dict; checkpoints/step_N.form says which, and for a state_dict why it
+    cannot replay. When end_step sees a non-finite loss or gradient norm it saves checkpoint N as
+    it was before step N's forward (BatchNorm buffers included) and batch N, logs the step as
+    skipped and returns False: the caller then skips ``optimizer.step()``.
+
+    Defences (off by default, except skipping):
+
+    - ``restore_buffers_on_skip=True``: on a skipped step, BatchNorm running statistics go back to
+      their values before that step's forward (a ``buffers_restored`` event);
+    - ``rollback_after=N`` (needs ``optimizer=``): after N consecutive skipped steps, the weights
+      (buffers included) and the optimizer state go back to the last good state, copied in memory
+      every ``snapshot_every`` good steps, and every param group's lr is multiplied by
+      ``rollback_lr_factor`` (a ``rollback`` event; ``lr_scale`` is the product so far, for loops
+      that set the lr themselves each step). An optimizer whose state cannot be restored or that
+      has no numeric ``lr`` per param group is refused at construction (UnsupportedOptimizer),
+      unless ``allow_unguarded=True``: then a warning, and training runs without rollback.
+
+    Incident capture (``batch_ring=K``, default 8; 0 turns it off): the recorder keeps the last K
+    batches and a copy of the model's state from before them in memory. When a step's loss or
+    gradients are not finite, or its loss or gradient norm is a spike (more than ``spike_mads``
+    median absolute deviations above the median of the last ``spike_window`` steps; None turns
+    spike capture off), it writes those batches to batches/, the state before them to
+    checkpoints/ (and checkpoint N) and an ``incident_capture`` event, at most once every K
+    steps: replay and triage then have the steps leading to the incident without every batch
+    being saved. The ring holds up to 2K-1 batches and two copies of the weights, on the
+    tensors' own device unless ``ring_device="cpu"`` (for a model that fills the GPU).
+
+    A forward hook of the recorder that fails (a module output it cannot measure) is a warning
+    and a step without activations, never an exception in the training loop.
 
     On a GPU the statistics stay on the device until one copy to the host per step.
     """
 
     def __init__(self, run_dir, model, loss_name=None, checkpoint_every=50, activations_every=5,
                  amp_dtype="none", run_name=None, warn_after_skipped=3, activation_filter=None,
-                 restore_buffers_on_skip=False, overwrite=False):
+                 restore_buffers_on_skip=False, overwrite=False, optimizer=None, rollback_after=0,
+                 rollback_lr_factor=0.5, snapshot_every=50, allow_unguarded=False, batch_ring=8,
+                 spike_mads=20.0, spike_window=50, ring_device=None):
         """activation_filter: callable(name, module) -> bool choosing the modules whose outputs
         are logged; default: every leaf module. restore_buffers_on_skip: on a skipped step, put
         BatchNorm running statistics back to their values before that step's forward (off by
-        default: the recorder observes and does not change training)."""
+        default: the recorder observes and does not change training). The other defences and
+        incident capture: see the class docstring."""
         self.run_dir = run_dir
         self.model = model
         self.loss_name = loss_name
@@ -90,6 +123,16 @@ class Recorder:
         self.activations_every = int(activations_every or 0)
         self.warn_after_skipped = warn_after_skipped
         self.restore_buffers_on_skip = restore_buffers_on_skip
+        self.rollback_after = int(rollback_after or 0)
+        self.rollback_lr_factor = float(rollback_lr_factor)
+        self.snapshot_every = max(1, int(snapshot_every or 1))
+        self.lr_scale = 1.0  # the product of the rollbacks' lr factors so far
+        self._unguarded_note = None  # why rollback is off although asked for (allow_unguarded)
+        self._last_good = self._rollback_state(optimizer, allow_unguarded)
+        self._ring = BatchRing(batch_ring, ring_device) if batch_ring and int(batch_ring) > 0 else None
+        self._spikes = ({name: SpikeDetector(spike_mads, spike_window) for name in ("loss", "grad_norm")}
+                        if self._ring is not None and spike_mads else {})
+        self._last_capture = None
         self._attributes = {
             "run_name": run_name or os.path.basename(os.path.normpath(os.path.abspath(run_dir))),
             "framework": "pytorch %s" % torch.__version__,
@@ -121,6 +164,7 @@ class Recorder:
         self._input_names = None
         self._activation_columns = None  # indices into _activation_candidates
         self._hook_handles = []
+        self._hook_failure = False
         self._calls = None  # activation stats collected by the hooks in this step: (candidate index, tensor)
         self._step = None
         self._last_step = None
@@ -156,6 +200,14 @@ class Recorder:
         self._snapshot_buffers()
         self._input_stats = [(name, stats.range_stats(t)) for name, t in _named_inputs(inputs, targets)]
         self._checkpoint_saved = False
+        if self._unguarded_note:
+            self._event(step, "note", self._unguarded_note)
+            self._unguarded_note = None
+        self._keep_good_state(step)
+        if self._ring is not None:
+            if self._ring.wants_anchor(step):
+                self._ring.add_anchor(step, model_state(self.model, self._ring.device))
+            self._ring.add_batch(step, inputs, targets)
         if self.checkpoint_every > 0 and step % self.checkpoint_every == 0:
             self._save_checkpoint(step, overrides=None)  # nothing of step N has run yet
             if self._file is not None:
@@ -183,7 +235,7 @@ class Recorder:
         extra.update(scalars)
         extra = {k: float(v.item() if isinstance(v, torch.Tensor) else v) for k, v in extra.items()}
         scalar_row = self._scalar_row(extra) if self._file is not None else None
-        captured = self._calls is not None
+        captured = self._calls is not None and not self._hook_failure
 
         host = self._gather(loss)
         loss_value = host["loss"]
@@ -221,6 +273,9 @@ class Recorder:
             self._on_nonfinite(step, loss_value, grad_nonfinite)
         else:
             self._skipped_streak = 0
+            spike = self._spike_reason(loss_value, total_grad_norm)
+            if spike:
+                self._capture_incident(step, spike)
         self._flush_events()
         run.flush()
 
@@ -263,6 +318,9 @@ class Recorder:
 
     def _gather(self, loss):
         """Computes the step's statistics on the device and copies them to the host at once."""
+        if not isinstance(loss, (torch.Tensor, int, float)):
+            raise TypeError("end_step: the loss must be a scalar tensor or a number, not a %s (pass the "
+                            "value backward() ran on)" % type(loss).__name__)
         loss_t = loss.detach().reshape(-1) if isinstance(loss, torch.Tensor) else torch.tensor([float(loss)])
         if loss_t.numel() != 1:
             raise ValueError("end_step: the loss must be a single value, not a tensor of shape %s"
@@ -296,7 +354,7 @@ class Recorder:
             parts["buffers"] = torch.stack(rows)
         if self._input_stats:
             parts["inputs"] = torch.stack([s for _, s in self._input_stats])
-        calls = self._calls or []
+        calls = (self._calls or []) if not self._hook_failure else []
         if calls:
             parts["activations"] = torch.stack([s for _, s in calls])
 
@@ -336,6 +394,7 @@ class Recorder:
 
     def _arm_hooks(self):
         self._calls = []
+        self._hook_failure = False
         indices = (range(len(self._activation_candidates)) if self._activation_columns is None
                    else self._activation_columns)
         for index in indices:
@@ -346,10 +405,24 @@ class Recorder:
         calls = self._calls
 
         def record_output(module, inputs, output):
-            with torch.no_grad():
-                for t in _tensors_of(output):
-                    calls.append((index, stats.range_stats(t)))
+            try:
+                with torch.no_grad():
+                    for t in _tensors_of(output):
+                        calls.append((index, stats.range_stats(t)))
+            except Exception as error:  # noqa: BLE001 - measuring must never stop the training step
+                self._hook_failed(index, error)
         return record_output
+
+    def _hook_failed(self, index, error):
+        """This step logs no activations (a partial row would mislead); training goes on."""
+        self._hook_failure = True
+        if "hook" not in self._warned:
+            self._warned.add("hook")
+            name = self._activation_candidates[index][0]
+            message = ("the activation hook of module %s failed (%s: %s); steps where it fails log no "
+                       "activations" % (name, type(error).__name__, error))
+            warnings.warn("nanscope: " + message, RuntimeWarning, stacklevel=2)
+            self._event(self._step, "note", message)
 
     def _disarm_hooks(self):
         for handle in self._hook_handles:
@@ -410,20 +483,114 @@ class Recorder:
             self._save_checkpoint(step, overrides=self._snapshot_overrides())
         path = save_batch(self._batch_dir, step, self._inputs, self._targets, self.loss_name)
         self._event(step, "batch_saved", os.path.relpath(path, self.run_dir))
-        if self.restore_buffers_on_skip:
-            self._restore_buffers()
+        self._capture_incident(step, reason)
         if self.warn_after_skipped and self._skipped_streak == self.warn_after_skipped:
             warnings.warn("nanscope: %d consecutive steps skipped (up to step %d, %s); see %s"
                           % (self._skipped_streak, step, reason, self.run_dir), RuntimeWarning, stacklevel=3)
+        if self._last_good is not None and self._skipped_streak >= self.rollback_after:
+            self._roll_back(step)
+        elif self.restore_buffers_on_skip and self._buffer_snapshot:
+            self._restore_buffers()
+            self._event(step, "buffers_restored", "BatchNorm running statistics of %d layer(s) put back to "
+                                                  "their values before step %d" % (len(self._norms), step))
 
-    def _save_checkpoint(self, step, overrides):
-        path = self._checkpointer.save(step, overrides)
-        if self._checkpointer.script_error and "script" not in self._warned:
+    def _save_checkpoint(self, step, overrides, inputs=None, event=True):
+        path = self._checkpointer.save(step, overrides, self._inputs if inputs is None else inputs)
+        checkpointer = self._checkpointer
+        if checkpointer.script_error and "script" not in self._warned:
             self._warned.add("script")
-            self._event(step, "note", "the model does not script (%s): checkpoints are state_dicts, "
-                                      "without replay" % self._checkpointer.script_error)
-        self._event(step, "checkpoint", "%s (%s)" % (os.path.relpath(path, self.run_dir), self._checkpointer.kind))
-        self._checkpoint_saved = True
+            if checkpointer.kind == "traced":
+                note = ("the model does not script (%s): checkpoints are traced on their step's batch"
+                        % checkpointer.script_error)
+            else:
+                note = "checkpoints are state_dicts, without replay: %s" % checkpointer.why_not_replayable()
+            self._event(self._step, "note", note)  # the current step: an anchor's step is in the past
+        if event:
+            self._event(step, "checkpoint", "%s (%s)" % (os.path.relpath(path, self.run_dir), checkpointer.kind))
+            self._checkpoint_saved = True
+        return path
+
+    # ---------------------------------------------------------------- defences
+
+    def _rollback_state(self, optimizer, allow_unguarded):
+        """The in-memory last good state when rollback is on and the optimizer allows it."""
+        if self.rollback_after <= 0:
+            return None
+        if not 0 < self.rollback_lr_factor <= 1:
+            raise ValueError("rollback_lr_factor must be in (0, 1], not %g" % self.rollback_lr_factor)
+        try:
+            if optimizer is None:
+                raise UnsupportedOptimizer("rollback_after=%d needs the optimizer (Recorder(..., optimizer=opt)) "
+                                           "to restore its state" % self.rollback_after)
+            check_optimizer(optimizer)
+        except UnsupportedOptimizer as error:
+            if not allow_unguarded:
+                raise
+            self._unguarded_note = "rollback is off: %s (allow_unguarded=True)" % error
+            warnings.warn("nanscope: " + self._unguarded_note, RuntimeWarning, stacklevel=3)
+            return None
+        return LastGoodState(self.model, optimizer)
+
+    def _keep_good_state(self, step):
+        """A step that starts after good steps starts from a good state: keep it every snapshot_every."""
+        last = self._last_good
+        if last is None or self._skipped_streak > 0:
+            return
+        if last.step is None or step - last.step >= self.snapshot_every:
+            last.take(step)
+
+    def _roll_back(self, step):
+        if self._last_good.step is None:
+            if "rollback" not in self._warned:
+                self._warned.add("rollback")
+                self._event(step, "note", "no good state to roll back to: no step was good before step %d" % step)
+            return
+        streak = self._skipped_streak
+        old, new = self._last_good.restore(self.rollback_lr_factor)
+        self.lr_scale *= self.rollback_lr_factor
+        self._skipped_streak = 0
+        if self._ring is not None:
+            self._ring.clear()  # its saved state is no longer what the next batches run on
+        lrs = ", ".join("%g -> %g" % pair for pair in zip(old, new))
+        self._event(step, "rollback", "rolled back to the weights and optimizer state of step %d after %d "
+                                      "consecutive bad steps (up to step %d); lr %s"
+                    % (self._last_good.step, streak, step, lrs))
+
+    def _spike_reason(self, loss_value, grad_norm):
+        """Why this finite step is a spike, or None; every detector sees every step."""
+        reasons = []
+        for name, value in (("loss", loss_value), ("grad_norm", grad_norm)):
+            detector = self._spikes.get(name)
+            if detector is not None and detector.is_spike(value):
+                reasons.append("%s spike (%g, over %g MADs above the median of the last steps)"
+                               % (name, value, detector.mads))
+        return "; ".join(reasons) or None
+
+    def _capture_incident(self, step, reason):
+        """Writes the ring's batches and the state before them (at most once every ring size steps)."""
+        ring = self._ring
+        if ring is None or (self._last_capture is not None and step - self._last_capture < ring.size):
+            return
+        captured = ring.capture(step)
+        if captured is None:
+            return
+        self._last_capture = step
+        if not self._checkpoint_saved:  # a spike: checkpoint N as step N's forward found it
+            self._save_checkpoint(step, overrides=self._snapshot_overrides())
+        anchor_step, anchor_state, batches = captured
+        written = []
+        for batch_step, inputs, targets in batches:
+            if not os.path.exists(os.path.join(self._batch_dir, step_file_name(batch_step))):
+                save_batch(self._batch_dir, batch_step, inputs, targets, self.loss_name)
+                written.append(batch_step)
+        checkpoint = "checkpoint %d was already saved" % anchor_step
+        if not os.path.exists(os.path.join(self._checkpoint_dir, step_file_name(anchor_step))):
+            anchor_inputs = next((x for s, x, _ in batches if s == anchor_step), None)
+            self._save_checkpoint(anchor_step, anchor_state, inputs=anchor_inputs, event=False)
+            checkpoint = "checkpoint %d (%s) written" % (anchor_step, self._checkpointer.kind)
+        steps = [s for s, _, _ in batches]
+        self._event(step, "incident_capture", "%s at step %d: batches %d..%d (%d written) and %s"
+                    % (reason, step, steps[0], steps[-1], len(written), checkpoint))
 
     # ---------------------------------------------------------------- normalisation buffers
 

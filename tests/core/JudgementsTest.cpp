@@ -1,4 +1,5 @@
 // The judgements every view, command and report share, each decided in one place.
+#include "core/run/CheckpointForm.h"
 #include "core/run/LayerNames.h"
 #include "core/run/RunReader.h"
 #include "core/scan/Diagnosis.h"
@@ -8,7 +9,11 @@
 
 #include <gtest/gtest.h>
 
+#include "TestRuns.h"
+
+#include <algorithm>
 #include <cmath>
+#include <fstream>
 
 using namespace nanscope;
 
@@ -88,6 +93,53 @@ TEST(ReplayableSteps, OnlyStepsWithBothACheckpointAndABatch)
     info.checkpoints = {{100, "c100"}, {200, "c200"}, {300, "c300"}};
     info.batches = {{200, "b200"}, {250, "b250"}, {300, "b300"}};
     EXPECT_EQ(info.replayableSteps(), (std::vector<int64_t>{200, 300}));
+}
+
+TEST(ReplayableSteps, AStateDictCheckpointIsNotReplayableAndSaysWhy)
+{
+    RunInfo info;
+    info.checkpoints = {{100, "c100"}, {200, "c200"}, {300, "c300"}};
+    info.batches = {{100, "b100"}, {200, "b200"}, {300, "b300"}};
+    info.checkpointForms[100] = parseCheckpointForm("traced\n");
+    info.checkpointForms[200] = parseCheckpointForm("state_dict\nthe model could not be scripted (A) nor traced (B); "
+                                                    "make forward scriptable\n");
+    EXPECT_EQ(info.replayableSteps(), (std::vector<int64_t>{100, 300}));
+    EXPECT_EQ(info.whyNotReplayable(100), "");
+    EXPECT_NE(info.whyNotReplayable(200).find("checkpoint 200 is a state_dict"), std::string::npos);
+    EXPECT_NE(info.whyNotReplayable(200).find("nor traced (B); make forward scriptable"), std::string::npos);
+    EXPECT_EQ(info.whyNothingReplays(), "");
+
+    info.checkpoints.erase(100);
+    info.checkpoints.erase(300);
+    EXPECT_TRUE(info.replayableSteps().empty());
+    EXPECT_NE(info.whyNothingReplays().find("replay is unavailable: checkpoint 200 is a state_dict"), std::string::npos)
+        << info.whyNothingReplays();
+    describeContents(info);
+    EXPECT_NE(std::find(info.source.lacks.begin(), info.source.lacks.end(), info.whyNothingReplays()),
+              info.source.lacks.end());
+}
+
+TEST(CheckpointFormFile, ReadsTheRecordersFormsBesideTheCheckpoints)
+{
+    test::ScratchDir dir;
+    auto write = [&](const std::string& name, const std::string& text) {
+        std::ofstream(dir / name, std::ios::binary) << text;
+    };
+    write("step_00000004.form", "scripted\n");
+    write("step_00000008.form", "state_dict\nwhy it is\nand what to do\n");
+    write("step_00000012.form", "a future form\n");
+    write("step_00000016.pt", "not read");
+    const auto forms = readCheckpointForms(dir.path());
+    ASSERT_EQ(forms.size(), 3u);
+    EXPECT_EQ(forms.at(4).kind, CheckpointForm::Kind::Scripted);
+    EXPECT_EQ(forms.at(8).kind, CheckpointForm::Kind::StateDict);
+    EXPECT_EQ(forms.at(8).whyNotReplayable, "why it is and what to do") << "one line for the lists it goes into";
+    EXPECT_EQ(forms.at(12).kind, CheckpointForm::Kind::Unknown);
+    EXPECT_EQ(whyFormCannotReplay(forms.at(12)), "") << "an unknown form is tried, not refused";
+    ASSERT_TRUE(readFormBeside(dir / "step_00000008.pt"));
+    EXPECT_EQ(readFormBeside(dir / "step_00000008.pt")->kind, CheckpointForm::Kind::StateDict);
+    EXPECT_FALSE(readFormBeside(dir / "step_00000016.pt")) << "no form file: nothing to say";
+    EXPECT_TRUE(readCheckpointForms(dir / "missing").empty());
 }
 
 TEST(BatchNormHealth, OneFloorForEveryView)

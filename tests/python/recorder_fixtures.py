@@ -30,6 +30,25 @@ class Unscriptable(nn.Module):
         return self.fc(self.bn(x))
 
 
+class _PythonScale(torch.autograd.Function):
+    """A Python autograd Function: a trace records it, but TorchScript cannot save it."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
+class Untraceable(Unscriptable):
+    """Neither scripts (**kwargs) nor saves as a trace (a Python autograd Function)."""
+
+    def forward(self, x, **options):
+        return self.fc(_PythonScale.apply(self.bn(x)))
+
+
 def batch(step):
     g = torch.Generator().manual_seed(step)
     y = torch.randint(0, CLASSES, (BATCH,), generator=g)

@@ -45,7 +45,8 @@ class RecordedRun(unittest.TestCase):
         self.assertEqual(info["attributes"]["loss_name"], "cross_entropy")
         self.assertTrue(info["attributes"]["framework"].startswith("pytorch "))
         self.assertEqual(info["checkpoints"], [0, 5, NAN_AT, 10])
-        self.assertEqual(info["batches"], [NAN_AT])
+        # Incident capture: the batches up to the NaN (8 kept in memory), from the start.
+        self.assertEqual(info["batches"], list(range(NAN_AT + 1)))
 
     def test_nan_step_is_skipped_and_only_it(self):
         self.assertEqual([s for s, ok in self.applied.items() if not ok], [NAN_AT])
@@ -152,7 +153,8 @@ class RecorderRules(unittest.TestCase):
     def test_overwrite_removes_the_old_runs_step_files(self):
         fx.train(self.run_dir, fx.bn_mlp(), 6, nan_at=3, checkpoint_every=5)
         fx.train(self.run_dir, fx.bn_mlp(), 2, overwrite=True)
-        self.assertEqual(sorted(os.listdir(os.path.join(self.run_dir, "checkpoints"))), ["step_00000000.pt"])
+        self.assertEqual(sorted(os.listdir(os.path.join(self.run_dir, "checkpoints"))),
+                         ["step_00000000.form", "step_00000000.pt"])
         self.assertEqual(os.listdir(os.path.join(self.run_dir, "batches")), [])
 
     def test_module_called_twice_gets_one_merged_column(self):

@@ -1,0 +1,99 @@
+#include "core/run/CheckpointForm.h"
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+namespace nanscope {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A form file is a word and a sentence; anything longer is not one of ours.
+constexpr std::streamsize kMostFormBytes = 64 * 1024;
+
+std::optional<CheckpointForm> readFormFile(const fs::path& path)
+{
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec))
+        return std::nullopt;
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        return std::nullopt;
+    std::string text(size_t(kMostFormBytes), '\0');
+    in.read(text.data(), kMostFormBytes);
+    text.resize(size_t(in.gcount()));
+    return parseCheckpointForm(text);
+}
+
+std::string trimmed(const std::string& text)
+{
+    const auto begin = text.find_first_not_of(" \t\r\n");
+    if (begin == std::string::npos)
+        return {};
+    const auto end = text.find_last_not_of(" \t\r\n");
+    return text.substr(begin, end - begin + 1);
+}
+
+} // namespace
+
+CheckpointForm parseCheckpointForm(const std::string& text)
+{
+    CheckpointForm form;
+    const auto lineEnd = text.find('\n');
+    form.word = trimmed(text.substr(0, lineEnd));
+    if (lineEnd != std::string::npos) {
+        // The reason as one line: a multi-line message would break the one-line lists it goes into.
+        std::string rest = text.substr(lineEnd + 1);
+        for (char& c : rest)
+            if (c == '\n' || c == '\r' || c == '\t')
+                c = ' ';
+        form.whyNotReplayable = trimmed(rest);
+    }
+    if (form.word == "scripted")
+        form.kind = CheckpointForm::Kind::Scripted;
+    else if (form.word == "traced")
+        form.kind = CheckpointForm::Kind::Traced;
+    else if (form.word == "state_dict")
+        form.kind = CheckpointForm::Kind::StateDict;
+    return form;
+}
+
+std::string whyFormCannotReplay(const CheckpointForm& form)
+{
+    if (form.kind != CheckpointForm::Kind::StateDict)
+        return {};
+    return "is a state_dict (tensor statistics only, no program to replay): " +
+           (form.whyNotReplayable.empty() ? std::string("its writer could not save the model as TorchScript; save it "
+                                                        "scripted or traced to make it replayable")
+                                          : form.whyNotReplayable);
+}
+
+std::map<int64_t, CheckpointForm> readCheckpointForms(const std::string& checkpointDirectory)
+{
+    std::map<int64_t, CheckpointForm> forms;
+    std::error_code ec;
+    if (!fs::is_directory(checkpointDirectory, ec))
+        return forms;
+    static const std::regex pattern(R"(step_(\d{1,18})\.form)");
+    for (const auto& entry : fs::directory_iterator(checkpointDirectory, ec)) {
+        std::smatch match;
+        const std::string name = entry.path().filename().string();
+        if (std::regex_match(name, match, pattern))
+            if (auto form = readFormFile(entry.path()))
+                forms[std::stoll(match[1].str())] = std::move(*form);
+    }
+    return forms;
+}
+
+std::optional<CheckpointForm> readFormBeside(const std::string& checkpointPath)
+{
+    fs::path path(checkpointPath);
+    static const std::regex pattern(R"(step_\d{1,18}\.(pt|pth))");
+    if (!std::regex_match(path.filename().string(), pattern))
+        return std::nullopt;
+    return readFormFile(path.replace_extension(".form"));
+}
+
+} // namespace nanscope

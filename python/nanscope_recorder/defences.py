@@ -1,0 +1,163 @@
+"""The recorder's defences and incident capture, each a small piece the Recorder drives.
+
+- LastGoodState: an in-memory copy of the weights and optimizer state of the last good step,
+  put back after several bad steps in a row (rollback), with the learning rate scaled down.
+- SpikeDetector: is this loss or gradient norm a spike against its recent past (median + k MAD)?
+- BatchRing: the last K batches and a copy of the model's state from before the oldest of them,
+  written out only when an incident fires.
+
+Copies stay on the tensors' device (a clone queues a device copy and waits for nothing).
+"""
+import collections
+import copy
+import math
+
+import numpy as np
+import torch
+
+
+class UnsupportedOptimizer(ValueError):
+    """The optimizer cannot be rolled back: its state cannot be restored, or it has no lr to scale."""
+
+
+def _clone_state(module, device=None):
+    if device is None:
+        return {name: t.detach().clone() for name, t in module.state_dict().items()}
+    return {name: t.detach().to(device, copy=True) for name, t in module.state_dict().items()}
+
+
+def check_optimizer(optimizer):
+    """Raises UnsupportedOptimizer naming what the rollback needs and the optimizer lacks."""
+    name = type(optimizer).__name__
+    groups = getattr(optimizer, "param_groups", None)
+    if not isinstance(groups, (list, tuple)) or not groups:
+        raise UnsupportedOptimizer("rollback: %s has no param_groups (a list of dicts with 'lr'); the rollback "
+                                   "scales the learning rate there" % name)
+    for i, group in enumerate(groups):
+        lr = group.get("lr") if isinstance(group, dict) else None
+        if isinstance(lr, torch.Tensor) or not isinstance(lr, (int, float)):
+            raise UnsupportedOptimizer("rollback: %s's param_groups[%d] has no numeric 'lr' (got %r); the rollback "
+                                       "scales it" % (name, i, lr))
+    try:
+        state = optimizer.state_dict()
+        optimizer.load_state_dict(copy.deepcopy(state))
+    except Exception as error:  # noqa: BLE001 - any failure means "cannot be restored"
+        raise UnsupportedOptimizer("rollback: %s's state cannot be saved and restored (state_dict / "
+                                   "load_state_dict: %s: %s)" % (name, type(error).__name__, error)) from error
+
+
+class LastGoodState:
+    """The weights (buffers included) and optimizer state at the start of a good step."""
+
+    def __init__(self, model, optimizer):
+        self.model = model
+        self.optimizer = optimizer
+        self.step = None
+        self._model_state = None
+        self._optimizer_state = None
+
+    def take(self, step):
+        self.step = int(step)
+        self._model_state = _clone_state(self.model)
+        self._optimizer_state = copy.deepcopy(self.optimizer.state_dict())
+
+    def restore(self, lr_factor):
+        """Puts the saved state back and sets each group's lr to its current value x lr_factor.
+        Returns (old lrs, new lrs)."""
+        old = [group["lr"] for group in self.optimizer.param_groups]
+        self.model.load_state_dict(self._model_state)
+        self.optimizer.load_state_dict(copy.deepcopy(self._optimizer_state))
+        new = [lr * lr_factor for lr in old]
+        for group, lr in zip(self.optimizer.param_groups, new):
+            group["lr"] = lr
+        return old, new
+
+
+class SpikeDetector:
+    """A value is a spike when it exceeds the median of the last `window` values by more than
+    `mads` times their median absolute deviation (a robust scale: one earlier spike does not
+    widen it). Non-finite values are neither spikes nor history: they are incidents of their own."""
+
+    def __init__(self, mads, window=50, least_history=20):
+        self.mads = float(mads)
+        self.least_history = int(least_history)
+        self._values = collections.deque(maxlen=int(window))
+
+    def is_spike(self, value):
+        """Judges `value` against the history, then adds it to the history."""
+        if not math.isfinite(value):
+            return False
+        spike = False
+        if len(self._values) >= self.least_history:
+            history = np.fromiter(self._values, dtype=np.float64)
+            median = float(np.median(history))
+            mad = float(np.median(np.abs(history - median)))
+            # A flat history (MAD 0) still has a scale: 1e-3 of the median's size.
+            scale = max(mad, 1e-3 * abs(median), 1e-12)
+            spike = value > median + self.mads * scale
+        if not spike:
+            self._values.append(value)
+        return spike
+
+
+class BatchRing:
+    """The last `size` batches, and a copy of the model's state at the start of an anchor step
+    at or before the oldest of them, so that an incident can be written out with the state the
+    batches ran on. A new anchor is taken every `size` steps; the batches since the previous one
+    are kept (between `size` and 2 x `size` - 1 of them), so an anchor always precedes the last
+    `size` batches. `device`: where the copies live (None: the tensors' own device; "cpu" keeps
+    them out of GPU memory at the cost of a copy to the host)."""
+
+    def __init__(self, size, device=None):
+        self.size = int(size)
+        self.device = device
+        self._batches = collections.OrderedDict()  # step -> (inputs, targets), device copies
+        self._anchors = collections.deque(maxlen=2)  # (step, model state)
+        self._next_anchor = None
+
+    def wants_anchor(self, step):
+        return self._next_anchor is None or step >= self._next_anchor
+
+    def add_anchor(self, step, model_state):
+        self._anchors.append((int(step), model_state))
+        self._next_anchor = int(step) + self.size
+        oldest = self._anchors[0][0]
+        for kept in [s for s in self._batches if s < oldest]:
+            del self._batches[kept]
+
+    def add_batch(self, step, inputs, targets):
+        self._batches[int(step)] = (_copy(inputs, self.device), _copy(targets, self.device))
+
+    def capture(self, step):
+        """(anchor step, anchor state, [(step, inputs, targets)]) covering at least the last `size`
+        batches up to `step`, from the latest anchor that precedes them; None with no anchor."""
+        first_wanted = int(step) - self.size + 1
+        usable = [a for a in self._anchors if a[0] <= first_wanted] or list(self._anchors)[:1]
+        if not usable:
+            return None
+        anchor_step, state = usable[-1]
+        batches = [(s, x, y) for s, (x, y) in self._batches.items() if anchor_step <= s <= step]
+        return anchor_step, state, batches
+
+    def clear(self):
+        """After a rollback the anchors no longer describe the weights the next batches run on."""
+        self._batches.clear()
+        self._anchors.clear()
+        self._next_anchor = None
+
+
+def _copy(value, device=None):
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone() if device is None else value.detach().to(device, copy=True)
+    if isinstance(value, list):
+        return [_copy(v, device) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_copy(v, device) for v in value)
+    if isinstance(value, dict):
+        return {k: _copy(v, device) for k, v in value.items()}
+    return value
+
+
+def model_state(model, device=None):
+    """A copy of the model's state_dict (weights and buffers), on `device` (None: where it is)."""
+    return _clone_state(model, device)
