@@ -514,6 +514,19 @@ struct Guard::State
                     live.push_back(&b.tensor);
                 }
         }
+        // The form first (docs/run-format.md, core/run/CheckpointForm): a checkpoint found without
+        // its form would be tried as TorchScript, and a C++ module's archive cannot replay.
+        const bool scripted = std::string(model->checkpointKind()) == "TorchScript";
+        const std::string form = scripted
+            ? std::string("scripted\n")
+            : std::string("state_dict\nthe model is a C++ torch::nn::Module, saved as a LibTorch archive of its "
+                          "tensors; guard a TorchScript module (torch::jit::Module) to make its checkpoints replayable\n");
+        saveAtomically(fs::path(path).replace_extension(".form").string(), [&](const std::string& partial) {
+            std::ofstream out(partial, std::ios::binary);
+            out << form;
+            if (!out.flush())
+                throw std::runtime_error("cannot write " + partial);
+        });
         try {
             saveAtomically(path, [&](const std::string& partial) { model->save(partial); });
         } catch (...) {

@@ -342,4 +342,10 @@ TEST(Guard, ACppModuleCheckpointIsReadByTheCheckpointReader)
     const auto events = eventsOf(dir.path());
     ASSERT_FALSE(events.empty());
     EXPECT_NE(events.front().message.find("no replay"), std::string::npos) << "the run says what its checkpoints cannot do";
+    // Its form file keeps it out of the replayable steps, and says what would make it replayable.
+    auto reader = RunReader::open(dir.path());
+    ASSERT_TRUE(reader) << reader.error();
+    EXPECT_TRUE((*reader)->info().replayableSteps().empty());
+    EXPECT_NE((*reader)->info().whyNotReplayable(0).find("torch::jit::Module"), std::string::npos)
+        << (*reader)->info().whyNotReplayable(0);
 }
