@@ -228,6 +228,9 @@ Result<RunComparison> compareRunSources(const std::vector<const RunSource*>& sou
         std::vector<std::future<Result<ComparedRun>>> scans;
         for (size_t i = 0; i < sources.size(); ++i)
             scans.push_back(std::async(std::launch::async, [&, i] {
+                // A thread-safe HDF5 keeps its error-printing setting per thread: errors are
+                // values here (Hdf5Handle's lastErrorMessage), never prints on stderr.
+                H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
                 return loadComparedRun(*sources[i], labels[i], scanConfig);
             }));
         for (auto& scan : scans)
