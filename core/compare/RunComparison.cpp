@@ -285,11 +285,12 @@ std::string divergenceWords(const SeriesDivergence& divergence, const std::strin
         return "no steps in common";
     if (!divergence.step)
         return "never: each stays in the other's band";
-    std::string words = "step " + std::to_string(*divergence.step) + ": " + leavingLabel + " ";
+    std::string words = "step " + std::to_string(*divergence.step) + ": " + leavingLabel;
     if (divergence.leftNonfinite())
-        words += "is " + number(divergence.leavingValue);
+        words += " is " + number(divergence.leavingValue);
     else
-        words += number(divergence.leavingValue) + (divergence.leavingValue > divergence.bandHigh ? " above" : " below");
+        words += "'s median " + number(divergence.leavingValue) +
+                 (divergence.leavingValue > divergence.bandHigh ? " above" : " below");
     return words + " " + bandLabel + "'s band " + number(divergence.bandCentre) + " [" + number(divergence.bandLow) +
            ", " + number(divergence.bandHigh) + "]";
 }

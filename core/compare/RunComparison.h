@@ -98,7 +98,7 @@ bool hdf5IsThreadSafe();
 namespace nanscope {
 
 // One wording for the command, the report and the window.
-// "left at step 1625: 4.1 above the reference's band 1.2 [0.9, 1.6]" / "never left the band".
+// "step 1625: B's median 4.1 above A's band 1.2 [0.9, 1.6]" / "never: each stays in the other's band".
 std::string divergenceWords(const SeriesDivergence& divergence, const std::string& leavingLabel,
                             const std::string& bandLabel);
 // "blow-up at step 1625 (critical, gradual) only in B" / "... in both, onset +30 steps: pattern sudden vs gradual".

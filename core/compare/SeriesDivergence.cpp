@@ -36,9 +36,9 @@ Banded banded(const StepSeries& series, bool logScale, int windowRows)
     b.centre.assign(n, scan::kNaN);
     for (size_t i = 0; i < n; ++i) {
         window.clear();
+        // Non-finite rows are worse than anything: a run that stays NaN moves its own median.
         for (size_t j = i >= half ? i - half : 0; j < std::min(n, i + half + 1); ++j)
-            if (b.finite[j])
-                window.push_back(b.y[j]);
+            window.push_back(b.finite[j] ? b.y[j] : series.values[j] < 0 ? -scan::kInf : scan::kInf);
         b.centre[i] = scan::medianInPlace(window);
     }
     // The noise at a row is measured on the rows before it (the first rows use the first window):
@@ -80,7 +80,9 @@ BandAt bandAt(const Banded& b, int64_t step)
         return at;
     const size_t before = after - 1;
     const double t = double(step - b.steps[before]) / double(b.steps[after] - b.steps[before]);
-    at.centre = b.centre[before] + t * (b.centre[after] - b.centre[before]);
+    at.centre = std::isfinite(b.centre[before]) && std::isfinite(b.centre[after])
+                    ? b.centre[before] + t * (b.centre[after] - b.centre[before])
+                    : b.centre[before];
     at.noise = b.noise[before] + t * (b.noise[after] - b.noise[before]);
     at.finiteHere = b.finite[before];
     return at;
@@ -107,21 +109,21 @@ std::optional<Departure> firstDeparture(const Banded& leaving, const Banded& ban
         const BandAt at = bandAt(band, leaving.steps[i]);
         bool out = false;
         Departure d{i, at.centre, 0};
+        const double minimum = logScale ? std::log10(1 + floorFraction) : floorFraction * std::fabs(at.centre);
+        // The noisier of the two: a run logging raw values is not "out" of a run logging
+        // averages just for its scatter.
+        const double bandNoise = std::isfinite(at.noise) ? at.noise : 0;
+        const double ownNoise = std::isfinite(leaving.noise[i]) ? leaving.noise[i] : 0;
+        d.halfWidth = std::max({config.bandSigmas * std::max(bandNoise, ownNoise), std::isfinite(minimum) ? minimum : 0.0, 1e-300});
         if (!leaving.finite[i]) {
             // Non-finite leaves a band the other run still has; both broken is "together".
             out = at.finiteHere && std::isfinite(at.centre);
-        } else if (std::isfinite(at.centre)) {
-            const double minimum = logScale ? std::log10(1 + floorFraction) : floorFraction * std::fabs(at.centre);
-            // The noisier of the two: a run logging raw values is not "out" of a run logging
-            // averages just for its scatter.
-            const double bandNoise = std::isfinite(at.noise) ? at.noise : 0;
-            const double ownNoise = std::isfinite(leaving.noise[i]) ? leaving.noise[i] : 0;
-            const double noise = std::max(bandNoise, ownNoise);
-            d.halfWidth = std::max({config.bandSigmas * noise, minimum, 1e-300});
-            out = std::fabs(leaving.y[i] - at.centre) > d.halfWidth;
         } else {
-            // The other run has no finite value anywhere near: it left, and the other direction says so.
-            out = false;
+            // Medians against medians: two runs of one process have the same median whatever
+            // their scatter, and the same curvature where the series bends. Both non-finite
+            // medians (inf - inf) compare as together.
+            const double gap = std::fabs(leaving.centre[i] - at.centre);
+            out = !std::isnan(gap) && gap > d.halfWidth;
         }
         if (!out) {
             candidate.reset();
@@ -137,21 +139,25 @@ std::optional<Departure> firstDeparture(const Banded& leaving, const Banded& ban
     return candidate;
 }
 
-// How far a run's value at `row` is from the median of its own rows before it, in its noise: the
-// run that left is the one that moved. Non-finite moved the most.
+// How far a run's value at `row` is from the median of its own earlier rows: the run that left is
+// the one that moved. Non-finite moved the most.
 double movedFromOwnPast(const Banded& run, size_t row, int windowRows)
 {
     if (!run.finite[row])
         return scan::kInf;
+    // The past a few windows back: a run that has been drifting away for a while (a gradual
+    // blow-up) has moved more from there than the other run's last wobble.
+    const size_t w = size_t(std::max(1, windowRows));
+    const size_t end = row > w ? row - w : row;
     std::vector<double> past;
-    for (size_t j = row > size_t(windowRows) ? row - size_t(windowRows) : 0; j < row; ++j)
+    for (size_t j = end > 3 * w ? end - 3 * w : 0; j < end; ++j)
         if (run.finite[j])
             past.push_back(run.y[j]);
     if (past.empty())
         return 0;
-    const double centre = scan::medianInPlace(past);
-    const double noise = std::isfinite(run.noise[row]) && run.noise[row] > 0 ? run.noise[row] : 1e-12;
-    return std::fabs(run.y[row] - centre) / noise;
+    // In the series' own units (decades on a log scale), not in sigmas: a quiet run's small
+    // wobble must not outweigh the other run's blow-up.
+    return std::fabs(run.y[row] - scan::medianInPlace(past));
 }
 
 } // namespace
@@ -215,9 +221,11 @@ SeriesDivergence findDivergence(const std::string& series, const StepSeries& a, 
         d.halfWidth = std::max(config.bandSigmas * noise, minimum);
     }
     result.step = step;
-    result.leavingRun = bFirst ? 1 : 0;
-    result.leavingValue = leavingSeries.values[row];
     const auto units = [logScale](double y) { return logScale ? std::pow(10.0, y) : y; };
+    result.leavingRun = bFirst ? 1 : 0;
+    // What left: the run's rolling median there, or its value where that is not finite.
+    result.leavingValue = leaving.finite[row] && std::isfinite(leaving.centre[row]) ? units(leaving.centre[row])
+                                                                                   : leavingSeries.values[row];
     result.bandCentre = units(d.centre);
     result.bandLow = units(d.centre - d.halfWidth);
     result.bandHigh = units(d.centre + d.halfWidth);

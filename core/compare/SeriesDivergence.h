@@ -48,7 +48,7 @@ struct SeriesDivergence
     std::optional<int64_t> step;
     // Who left whose band there: 0 the first run given, 1 the second.
     int leavingRun = 0;
-    double leavingValue = 0;     // NaN/Inf when the leaving run went non-finite
+    double leavingValue = 0;     // the leaving run's rolling median there; NaN/Inf when it went non-finite
     double bandCentre = 0;       // the other run's rolling median at that step
     double bandLow = 0;
     double bandHigh = 0;
@@ -58,8 +58,9 @@ struct SeriesDivergence
 };
 
 // Compares `a` and `b` over the steps both logged. Steps need not match (another logging rate):
-// each run's points are checked against the other's band interpolated at their step. A point where
-// one run is NaN/Inf and the other is finite counts as leaving; both non-finite counts as together.
+// at each logged point of either run, its rolling median is checked against the other run's band
+// interpolated at that step. A point where one run is NaN/Inf and the other is finite counts as
+// leaving; both non-finite counts as together.
 SeriesDivergence findDivergence(const std::string& series, const StepSeries& a, const StepSeries& b,
                                 const DivergenceConfig& config = {});
 
