@@ -32,6 +32,7 @@ const std::vector<Subcommand>& subcommands()
         {"report", "write the incident report (.html, .pdf, .md, .json)", runReport},
         {"stats", "tensor health of a checkpoint (torch.save, TorchScript, safetensors)", runStats},
         {"diff", "compare two checkpoints: relative updates, new NaN/Inf", runDiff},
+        {"compare", "compare runs: where they diverge, how their incidents differ", runCompare},
         {"import", "write a run directory from Trainer, Lightning, TensorBoard or DeepSpeed logs", runImport},
     };
     return commands;

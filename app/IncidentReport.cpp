@@ -1,6 +1,8 @@
 #include "IncidentReport.h"
 #include "JsonNumbers.h"
 
+#include "CompareJson.h"
+#include "ComparisonReport.h"
 #include "IncidentJson.h"
 #include "ReplayProcess.h"
 #include "TriageJson.h"
@@ -70,6 +72,8 @@ struct ReportContent
     std::vector<BatchNormState> batchNorm;
     std::vector<IncidentSection> critical;
     std::vector<Plot> plots;
+    std::optional<RunComparison> comparison; // --compare: this run against others
+    int comparisonPlotIndex = -1;
     QString nanscopeVersion = NANSCOPE_VERSION;
     QString libtorch = QString::fromStdString(libtorchVersion());
 };
@@ -225,6 +229,19 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
     c.plots.push_back({"timeline.png", QObject::tr("Incident timeline on the %1").arg(haveGrad ? "gradient norm" : "loss"),
                        renderPlot(haveGrad ? "grad norm" : "loss", steps, haveGrad ? gradNorm : loss, c.scan.incidents, true, 0, 0)});
 
+    if (!options.compareWith.isEmpty()) {
+        auto comparison = compareForReport(reader, c.directory, c.scan, options.compareWith);
+        if (!comparison)
+            return Error{comparison.error()};
+        c.comparison = std::move(*comparison);
+        QString caption;
+        const QImage image = renderComparisonPlot(*c.comparison, &caption);
+        if (!image.isNull()) {
+            c.comparisonPlotIndex = int(c.plots.size());
+            c.plots.push_back({"comparison.png", caption, image});
+        }
+    }
+
     const std::vector<int64_t> replayable = c.info.replayableSteps();
     int done = 0;
     for (const Incident& incident : c.scan.incidents) {
@@ -347,6 +364,7 @@ QByteArray toJsonReport(const ReportContent& c)
                      {"incidents", incidents},
                      {"critical", critical},
                      {"batchnorm", bn},
+                     {"comparison", c.comparison ? QJsonValue(comparisonToJson(*c.comparison)) : QJsonValue()},
                      {"environment", QJsonObject{{"attributes", attributes}, {"nanscope", c.nanscopeVersion},
                                                  {"libtorch", c.libtorch}, {"qt", QString(qVersion())},
                                                  {"generated_utc", c.generated}}}};
@@ -394,6 +412,8 @@ QString toMarkdown(const ReportContent& c)
         md += QString("- **Probable cause:** %1\n").arg(text(i.cause));
         md += QString("- **Suggested fix:** %1\n").arg(text(i.suggestion));
     }
+    if (c.comparison)
+        md += comparisonMarkdown(*c.comparison);
     md += "\n## Environment\n\n";
     for (const auto& [k, v] : c.info.attributes)
         md += QString("- %1: %2\n").arg(text(k), text(v));
@@ -462,6 +482,14 @@ QString toHtml(const ReportContent& c, ImageSource imageSource, int imageWidth)
         h += QString("<dt>Probable cause</dt><dd>%1</dd>").arg(esc(text(i.cause)));
         h += QString("<dt>Suggested fixes</dt><dd>%1</dd>").arg(esc(text(i.suggestion)));
         h += "</dl>";
+    }
+    if (c.comparison) {
+        const QString image = c.comparisonPlotIndex < 0 ? QString()
+                                                        : QString("<p><img src='%1' width='%3'><br><i>%2</i></p>")
+                                                              .arg(imageSource(c.plots[size_t(c.comparisonPlotIndex)]),
+                                                                   esc(c.plots[size_t(c.comparisonPlotIndex)].caption))
+                                                              .arg(imageWidth);
+        h += comparisonHtml(*c.comparison, image);
     }
     h += "<h2>Environment</h2><table>";
     for (const auto& [k, v] : c.info.attributes)

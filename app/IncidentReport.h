@@ -4,6 +4,7 @@
 #include "core/Result.h"
 
 #include <QString>
+#include <QStringList>
 
 namespace nanscope {
 
@@ -13,6 +14,9 @@ struct IncidentReportOptions
     // runs the checkpoint's TorchScript in a child process (`program replay --json`).
     bool replay = true;
     QString program; // the nanscope executable; default: this program
+    // Other runs to compare the report's run with: a section with where they diverge and how
+    // their incidents differ (docs/compare.md).
+    QStringList compareWith;
 };
 
 // Writes the incident report of a run: a run summary, an incident timeline, and for each

@@ -2,6 +2,7 @@
 
 #include "CheckpointLoader.h"
 #include "ChildProgram.h"
+#include "ComparedRuns.h"
 #include "RankControls.h"
 #include "ReplayProcess.h"
 #include "ScreenshotController.h"
@@ -93,6 +94,7 @@ MainWindow::MainWindow(QWidget* parent)
     m_filterEdit = layerDock.filterEdit;
     m_layerTree = layerDock.tree;
     m_incidentTable = addIncidentDock(this, m_incidentModel);
+    m_comparedRuns = new ComparedRuns(this, m_context, m_overview, m_sessionThread);
     buildStatusBar();
     buildMenus();
 
@@ -100,6 +102,9 @@ MainWindow::MainWindow(QWidget* parent)
     connectViewsToContext();
     connectViewRequests();
     connect(m_screenshot, &ScreenshotController::done, this, &MainWindow::screenshotDone);
+    connect(m_comparedRuns, &ComparedRuns::comparisonDone, this, [this] { m_screenshot->arrived(Work::Compare); });
+    connect(m_comparedRuns, &ComparedRuns::stepActivated, this, &MainWindow::selectStep);
+    connect(m_comparedRuns, &ComparedRuns::message, this, [this](const QString& text) { statusBar()->showMessage(text, 15000); });
 
     QSettings settings;
     restoreGeometry(settings.value("window/geometry").toByteArray());
@@ -316,6 +321,11 @@ void MainWindow::openRun(const QString& path)
     emit openRequested(directory);
 }
 
+void MainWindow::compareWith(const QString& path)
+{
+    m_comparedRuns->addRun(path);
+}
+
 void MainWindow::screenshotWhenLoaded(const QString& path)
 {
     m_screenshot->request(path);
@@ -368,6 +378,8 @@ void MainWindow::showRun(const RunSnapshot& snapshot)
     m_reloadAction->setEnabled(true);
     m_exportAction->setEnabled(true);
     m_screenshot->expect(Work::Scan);
+    if (m_comparedRuns->hasRuns())
+        m_screenshot->expect(Work::Compare);
     if (!snapshot.layers.empty())
         m_screenshot->expect(Work::Heatmap);
     showSnapshot(snapshot);
@@ -641,6 +653,8 @@ void MainWindow::buildMenus()
                                          &MainWindow::exportReport);
     m_reloadAction->setEnabled(false);
     m_exportAction->setEnabled(false);
+    fileMenu->addSeparator();
+    m_comparedRuns->addActions(fileMenu);
     fileMenu->addSeparator();
     fileMenu->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 

@@ -22,6 +22,7 @@ class QAction;
 namespace nanscope {
 
 class ChildProgram;
+class ComparedRuns;
 class ScreenshotController;
 class BatchNormView;
 class CheckpointLoader;
@@ -78,6 +79,9 @@ public:
     QString statusText() const;
     QAction* reloadAction() const { return m_reloadAction; }
     QAction* exportAction() const { return m_exportAction; }
+    // Overlays another run on the open one (File > Compare With Run...).
+    void compareWith(const QString& path);
+    ComparedRuns* comparedRuns() const { return m_comparedRuns; }
 
 public slots:
     void selectStep(qint64 step);
@@ -150,6 +154,7 @@ private:
     ReplayProcess* m_replayProcess = nullptr;
     ChildProgram* m_triageChild = nullptr; // `nanscope triage --json` for the replay pane's Triage
     ChildProgram* m_exportChild = nullptr; // `nanscope report` for Export Incident Report
+    ComparedRuns* m_comparedRuns = nullptr;
     LayerTreeModel* m_layerModel = nullptr;
     QSortFilterProxyModel* m_layerFilter = nullptr;
     QTreeView* m_layerTree = nullptr;

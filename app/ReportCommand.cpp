@@ -15,6 +15,8 @@ int runReport(const QStringList& arguments)
     parser.addPositionalArgument("RUN", kRunArgumentHelp);
     parser.addOption({{"o", "output"}, "The report file to write.", "FILE"});
     parser.addOption({"no-replay", "Do not replay saved steps."});
+    parser.addOption({"compare", "Add a section comparing RUN with OTHER_RUN: where they diverge, how their "
+                                 "incidents differ, an overlay plot (repeatable).", "OTHER_RUN"});
     int code = 0;
     if (!parse(parser, arguments, code))
         return code;
@@ -22,6 +24,7 @@ int runReport(const QStringList& arguments)
         return fail("report takes RUN and -o FILE\n" + helpText(parser));
     IncidentReportOptions options;
     options.replay = !parser.isSet("no-replay");
+    options.compareWith = parser.values("compare");
     Status status = writeIncidentReport(parser.positionalArguments().first(), parser.value("output"), options);
     if (!status)
         return fail(fromStd(status.error()));

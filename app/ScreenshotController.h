@@ -15,7 +15,7 @@ class ScreenshotController : public QObject
 {
     Q_OBJECT
 public:
-    enum class Work { Run, Scan, Heatmap, Layer, Checkpoint, Replay };
+    enum class Work { Run, Scan, Heatmap, Layer, Checkpoint, Replay, Compare };
 
     explicit ScreenshotController(QWidget* window);
 

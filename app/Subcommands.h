@@ -14,6 +14,7 @@ int runTriage(const QStringList& arguments);
 int runReport(const QStringList& arguments);
 int runStats(const QStringList& arguments);
 int runDiff(const QStringList& arguments);
+int runCompare(const QStringList& arguments);
 int runImport(const QStringList& arguments);
 
 } // namespace nanscope::cli

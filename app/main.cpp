@@ -44,6 +44,7 @@ int main(int argc, char** argv)
     parser.addOption({"view", "View to show: overview, layers, heatmap, bn, checkpoints or replay (replays --step).", "VIEW", "overview"});
     parser.addOption({"step", "Select step N in every view.", "N"});
     parser.addOption({"layer", "Select the layer (parameter name) NAME.", "NAME"});
+    parser.addOption({"compare", "Overlay another run on RUN_DIR and list how they differ (repeatable).", "OTHER_RUN"});
     parser.process(app);
 
     nanscope::MainWindow window;
@@ -69,6 +70,8 @@ int main(int argc, char** argv)
         return 2;
     }
     window.setInitialSelection(step, parser.value("layer"));
+    for (const QString& other : parser.values("compare"))
+        window.compareWith(other);
     const QString screenshot = parser.value("screenshot");
     if (!screenshot.isEmpty()) {
         if (runDir.isEmpty()) {

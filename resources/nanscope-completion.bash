@@ -4,7 +4,7 @@
 # sourced by hand. tests/packaging/check_bash_completion.sh fails when `nanscope help` or a
 # command's --help lists something this file does not.
 
-_nanscope_commands="info scan stats diff replay triage report import demo help"
+_nanscope_commands="info scan compare stats diff replay triage report import demo help"
 
 # The options of one command ("" is the window: `nanscope RUN_DIR [options]`), as its --help lists them.
 _nanscope_options()
@@ -15,13 +15,14 @@ _nanscope_options()
         scan) echo "--json --config --set --print-config --rank $common" ;;
         stats) echo "--json --device --histogram --spectral-norm --norm-threshold --optimizer --names-from $common" ;;
         diff) echo "--json $common" ;;
+        compare) echo "--json $common" ;;
         replay) echo "--step --checkpoint --batch --layer --bisect --dtype --device --eval --json --rank $common" ;;
         triage) echo "--step --json $common" ;;
-        report) echo "-o --output --no-replay $common" ;;
+        report) echo "-o --output --no-replay --compare $common" ;;
         import) echo "--checkpoints $common" ;;
         demo) echo "--only --force --quiet $common" ;;
         help) ;;
-        "") echo "--screenshot --view --step --layer --help --version" ;;
+        "") echo "--screenshot --view --step --layer --compare --help --version" ;;
     esac
 }
 
@@ -65,7 +66,7 @@ _nanscope()
         --checkpoints) _nanscope_words "link copy none"; return ;;
         --view) _nanscope_words "overview layers heatmap bn checkpoints replay"; return ;;
         --only) _nanscope_words "healthy sudden-blowup gradual-blowup division-by-zero batchnorm-poisoned"; return ;;
-        --config | --checkpoint | --batch | -o | --output | --screenshot | --names-from) _nanscope_paths -f; return ;;
+        --config | --checkpoint | --batch | -o | --output | --screenshot | --names-from | --compare) _nanscope_paths -f; return ;;
         --step | --layer | --set | --histogram | --norm-threshold) return ;; # free text: nothing to offer
     esac
 

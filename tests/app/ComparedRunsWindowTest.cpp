@@ -1,0 +1,65 @@
+// Compared runs in the window, as a user drives them: File > Compare With Run adds a run whose
+// series overlay the open run's and whose differences a dock lists; a run that cannot be opened is
+// named; Close Compared Runs gives the plots back.
+#include "AppTestSupport.h"
+#include "WindowTestSupport.h"
+
+#include "app/ComparedRuns.h"
+#include "widgets/ComparedRunsOverlay.h"
+#include "widgets/ComparisonView.h"
+#include "widgets/OverviewView.h"
+#include "widgets/SeriesPlot.h"
+
+#include <qcustomplot.h>
+
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTreeWidget>
+
+#include <gtest/gtest.h>
+
+using namespace nanscope;
+using namespace nanscope::test;
+
+TEST(ComparedRunsWindow, ACompareRunIsOverlaidAndItsDifferencesListed)
+{
+    MainWindow window;
+    ComparedRuns* compared = window.comparedRuns();
+    QSignalSpy done(compared, &ComparedRuns::comparisonDone);
+    compared->addRun(demoRun("sudden-blowup")); // before the run: compared once it and its scan are in
+    ASSERT_TRUE(openAndWait(window, demoRun("healthy")));
+    ASSERT_TRUE(done.wait(60000));
+    ASSERT_TRUE(done.first().first().toBool());
+
+    const RunComparison& comparison = compared->comparison();
+    ASSERT_EQ(comparison.runs.size(), 2u);
+    SeriesPlot* grad = window.overview()->plot("grad_norm");
+    QCPGraph* other = compared->overlay()->graph(grad, 1);
+    ASSERT_NE(other, nullptr);
+    EXPECT_GT(other->dataCount(), 200);
+    EXPECT_EQ(other->pen().color(), ComparedRunsOverlay::runColour(1));
+    EXPECT_TRUE(grad->plot()->legend->visible());
+    QTreeWidget* tree = compared->view()->tree();
+    ASSERT_EQ(tree->topLevelItemCount(), 1);
+    EXPECT_TRUE(tree->topLevelItem(0)->text(0).contains("sudden-blowup")) << tree->topLevelItem(0)->text(0).toStdString();
+
+    compared->closeRuns();
+    EXPECT_EQ(compared->overlay()->graph(grad, 1), nullptr);
+    EXPECT_EQ(tree->topLevelItemCount(), 0);
+    EXPECT_FALSE(compared->hasRuns());
+}
+
+TEST(ComparedRunsWindow, ARunThatCannotBeOpenedIsNamedAndDropped)
+{
+    MainWindow window;
+    ASSERT_TRUE(openAndWait(window, demoRun("healthy")));
+    ASSERT_TRUE(waitForScan(window));
+    ComparedRuns* compared = window.comparedRuns();
+    QSignalSpy done(compared, &ComparedRuns::comparisonDone);
+    QTemporaryDir empty;
+    compared->addRun(empty.path());
+    ASSERT_TRUE(done.wait(30000));
+    EXPECT_FALSE(done.first().first().toBool());
+    EXPECT_FALSE(compared->hasRuns());
+    EXPECT_EQ(compared->overlay()->graph(window.overview()->plot("loss"), 1), nullptr);
+}
