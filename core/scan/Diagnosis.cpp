@@ -362,6 +362,8 @@ Diagnosis diagnoseReplayFloat16Headroom(const Float16HeadroomFacts& facts)
               " bits of headroom). In float16 these values overflow to Inf after little more growth.";
     d.suggestion = "Train these ops in bfloat16 or float32, or keep their values small: normalise before them, scale down "
                    "(attention by 1/sqrt(d)), lower the learning rate; with a loss scaler, watch its scale fall.";
+    return d;
+}
 
 namespace {
 std::string rankList(const std::vector<int>& ranks)
