@@ -4,6 +4,8 @@
 
 #include "core/scan/IncidentDetector.h"
 #include "core/source/OpenRun.h"
+#include "core/source/OptimizerScanFacts.h"
+#include "core/scan/ScanInputs.h"
 #include "core/scan/ScanConfig.h"
 
 #include <QFile>
@@ -116,6 +118,8 @@ void printText(const ScanReport& report)
                 facts << QString::number(*e.growthDecadesPerStep, 'g', 3) + " decades/step";
             if (e.count)
                 facts << QString("count %1").arg(*e.count);
+            for (const auto& fact : signatureFacts(e))
+                facts << fromStd(fact);
             out() << "  evidence:   " << facts.join(", ") << "\n";
             if (!e.note.empty())
                 out() << "              " << fromStd(e.note) << "\n";
@@ -171,9 +175,13 @@ int runScan(const QStringList& arguments)
     auto reader = openRun(parser.positionalArguments().first().toStdString());
     if (!reader)
         return fail(fromStd(reader.error()));
-    auto report = scanRun(**reader, config);
+    // Optimizer states (checkpoint-N/optimizer.pt) are read here and handed to the scan as facts.
+    std::vector<std::string> factNotes;
+    const scan::ScanFacts facts = optimizerScanFacts((*reader)->info().directory, factNotes);
+    auto report = scanRun(**reader, config, {}, facts);
     if (!report)
         return fail(fromStd(report.error()));
+    report->notes.insert(report->notes.end(), factNotes.begin(), factNotes.end());
 
     if (parser.isSet("json")) {
         QJsonArray incidents;
