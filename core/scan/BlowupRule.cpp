@@ -22,6 +22,8 @@ namespace rf = runformat;
 constexpr double kDeadLossDecades = 0.2;
 // ... and at or above 0.75 of its level at the start of training (log10 0.75).
 constexpr double kLostTrainingDecades = -0.125;
+// A loss that falls this much (x1.12) over the rows after it is still being trained.
+constexpr double kStillLearningDecades = 0.05;
 // A module's output or a parameter's norm that rose this many decades (x100) steadily up to the
 // failure is where the blow-up began, even when the gradient norm shows nothing yet.
 constexpr double kPrecursorDecades = 2.0;
@@ -144,11 +146,21 @@ std::optional<Failure> destroyedByExplosion(const ScanContext& context)
         };
         const double lossBefore = lossMedian(r > 20 ? r - 20 : 0, r);
         const double lossAfter = lossMedian(end + settle, end + 3 * settle);
-        // Destroyed: the model lost what it had learned (the loss back at its level of the first
-        // steps, or worse). A loss that settles higher but below that is a spike the training
-        // recovered from, with a changed plateau (the spike aftermath rule reports it).
+        // Destroyed: the loss stays up and does not fall again (dead weights), or it is back at
+        // its level of the first steps (the model lost what it had learned). A loss that settles
+        // higher but keeps falling below that is a spike the training recovered from, with a
+        // changed plateau (the spike aftermath rule reports it).
         const double lossAtStart = lossMedian(0, std::min<size_t>(10, r));
-        const bool lostTraining = !std::isfinite(lossAtStart) || lossAfter >= lossAtStart + kLostTrainingDecades;
+        std::vector<double> x, y;
+        for (size_t k = end + settle; k < end + 3 * settle && k < loss.size(); ++k)
+            if (loss.finite[k] && loss.raw[k] > 0) {
+                x.push_back(double(context.scalars.steps[k]));
+                y.push_back(loss.log[k]);
+            }
+        // Still learning after it: the loss falls by kStillLearningDecades over those rows.
+        const bool learning = x.size() >= 5 && theilSenSlope(x, y) * (x.back() - x.front()) <= -kStillLearningDecades;
+        const bool lostTraining =
+            !learning || !std::isfinite(lossAtStart) || lossAfter >= lossAtStart + kLostTrainingDecades;
         if (std::isfinite(lossBefore) && std::isfinite(lossAfter) && lossAfter - lossBefore >= kDeadLossDecades &&
             lostTraining) {
             Failure failure;
@@ -348,8 +360,11 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
     const Incident* blamedInput = context.badInputNear(steps[onsetRow], 1, 0);
     // Born in the weights after a stable stretch: one update did it, at the failing step; the
     // noise before it is not an onset.
+    // A batch with extreme values (a missing feature read as zeros) may be what met the 0/0; only
+    // a batch holding NaN/Inf itself puts the origin in the data.
+    const bool nanInput = blamedInput && blamedInput->severity == Severity::Critical;
     const bool bornInWeights =
-        origin == NonfiniteOrigin::Parameters && !blamedInput && stableUntil(s, windowBegin, failureRow);
+        origin == NonfiniteOrigin::Parameters && !nanInput && stableUntil(s, windowBegin, failureRow);
     std::optional<Precursor> precursor;
     if (bornInWeights) {
         sudden = true;
@@ -479,7 +494,7 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
         facts.precursorRiseDecades = precursor->riseDecades;
         facts.float16Overflow = precursor->source == "activations" && precursor->peak * 10 >= kFloat16Max;
     }
-    if (const Incident* input = context.badInputNear(onsetStep, 1, 0))
+    if (const Incident* input = context.badInputNear(onsetStep, 1, 0); input && !bornInWeights)
         facts.input = BlamedInput{input->onsetStep, input->severity == Severity::Critical, input->evidence.note,
                                   context.batchNote(input->onsetStep)};
     facts.nanInFirstSteps = onsetRow <= 2 && nonfiniteStep && *nonfiniteStep <= context.report.firstStep + 2;
