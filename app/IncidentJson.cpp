@@ -24,6 +24,9 @@ QJsonObject toJson(const Incident& incident)
                                   {"onset_step", qint64(onset.onsetStep)},
                                   {"magnitude_decades", jsonNumber(onset.magnitudeDecades)},
                                   {"nonfinite", onset.nonfinite}});
+    QJsonArray deadAfter;
+    for (const auto& name : e.deadAfter)
+        deadAfter.append(fromStd(name));
     QJsonObject evidence{{"series", fromStd(e.series)},
                          {"window", QJsonArray{qint64(e.windowBeginStep), qint64(e.windowEndStep)}},
                          {"baseline", jsonNumber(e.baseline)},
@@ -32,7 +35,18 @@ QJsonObject toJson(const Incident& incident)
                          {"growth_decades_per_step", jsonNumber(e.growthDecadesPerStep)},
                          {"count", e.count ? QJsonValue(qint64(*e.count)) : QJsonValue(QJsonValue::Null)},
                          {"layer_onsets", onsets},
-                         {"note", fromStd(e.note)}};
+                         {"note", fromStd(e.note)},
+                         {"spike_score", jsonNumber(e.spikeScore)},
+                         {"grad_lead_steps",
+                          e.gradLeadSteps ? QJsonValue(qint64(*e.gradLeadSteps)) : QJsonValue(QJsonValue::Null)},
+                         {"float16_headroom_decades", jsonNumber(e.float16HeadroomDecades)},
+                         {"bfloat16_headroom_decades", jsonNumber(e.bfloat16HeadroomDecades)},
+                         {"headroom_of", e.headroomOf.empty() ? QJsonValue(QJsonValue::Null) : fromStd(e.headroomOf)},
+                         {"nonfinite_origin", e.nonfiniteOrigin ? QJsonValue(toString(*e.nonfiniteOrigin))
+                                                                : QJsonValue(QJsonValue::Null)},
+                         {"dead_after", deadAfter},
+                         {"loss_plateau_ratio", jsonNumber(e.lossPlateauRatio)},
+                         {"epsilon_dominated_share", jsonNumber(e.epsilonDominatedShare)}};
     QJsonObject object{
         {"kind", toString(incident.kind)},
         {"severity", toString(incident.severity)},

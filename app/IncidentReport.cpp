@@ -116,6 +116,8 @@ QString evidenceText(const IncidentEvidence& e)
     }
     if (e.count)
         parts << QString("count %1").arg(*e.count);
+    for (const auto& fact : signatureFacts(e))
+        parts << text(fact);
     if (!e.note.empty())
         parts << text(e.note);
     return parts.join("; ");

@@ -6,6 +6,8 @@
 #include "core/scan/IncidentDetector.h"
 #include "core/scan/RankScan.h"
 #include "core/source/OpenRun.h"
+#include "core/source/OptimizerScanFacts.h"
+#include "core/scan/ScanInputs.h"
 #include "core/scan/ScanConfig.h"
 
 #include <QFile>
@@ -120,6 +122,8 @@ void printText(const ScanReport& report)
                 facts << QString::number(*e.growthDecadesPerStep, 'g', 3) + " decades/step";
             if (e.count)
                 facts << QString("count %1").arg(*e.count);
+            for (const auto& fact : signatureFacts(e))
+                facts << fromStd(fact);
             out() << "  evidence:   " << facts.join(", ") << "\n";
             if (!e.note.empty())
                 out() << "              " << fromStd(e.note) << "\n";
@@ -214,6 +218,8 @@ int runScan(const QStringList& arguments)
         return fail(error);
     // A multi-rank run is scanned whole unless --rank picks one rank.
     std::optional<RankScanReport> ranks;
+    // Optimizer states (checkpoint-N/optimizer.pt) are read here and handed to the scan as facts.
+    std::vector<std::string> factNotes;
     Result<ScanReport> report = Error{"not scanned"};
     if (const RankSet* set = (*reader)->rankSet(); set && !parser.isSet("rank")) {
         auto scanned = scanRanks(*set, config);
@@ -222,10 +228,12 @@ int runScan(const QStringList& arguments)
         ranks = std::move(*scanned);
         report = ranks->report;
     } else {
-        report = scanRun(**reader, config);
+        const scan::ScanFacts facts = optimizerScanFacts((*reader)->info().directory, factNotes);
+        report = scanRun(**reader, config, {}, facts);
     }
     if (!report)
         return fail(fromStd(report.error()));
+    report->notes.insert(report->notes.end(), factNotes.begin(), factNotes.end());
 
     if (parser.isSet("json")) {
         QJsonArray incidents;

@@ -2,6 +2,7 @@
 
 #include "SeriesPlot.h"
 #include "Smoothing.h"
+#include "core/run/EvalLoss.h"
 #include "core/run/RunFormat.h"
 
 #include <qcustomplot.h>
@@ -181,7 +182,7 @@ void OverviewView::showEvaluationLoss()
     }
     const SeriesTable* evalTable = nullptr;
     for (const SeriesTable& table : m_seriesTables)
-        if (table.series.count(kEvalLoss)) {
+        if (runformat::isEvalLossTable(table.name, false, table.series.count(kEvalLoss))) {
             evalTable = &table;
             break;
         }

@@ -6,6 +6,7 @@
 
 #include "core/run/RunFormat.h"
 #include "core/scan/Onset.h"
+#include "core/scan/Signatures.h"
 
 #include <algorithm>
 #include <cmath>
@@ -19,6 +20,15 @@ namespace rf = runformat;
 
 // A loss this much (x1.6) above its level before an explosion, for good, means a destroyed model.
 constexpr double kDeadLossDecades = 0.2;
+// ... and at or above 0.75 of its level at the start of training (log10 0.75).
+constexpr double kLostTrainingDecades = -0.125;
+// A loss that falls this much (x1.12) over the rows after it is still being trained.
+constexpr double kStillLearningDecades = 0.05;
+// A module's output or a parameter's norm that rose this many decades (x100) steadily up to the
+// failure is where the blow-up began, even when the gradient norm shows nothing yet.
+constexpr double kPrecursorDecades = 2.0;
+// The primary series within this of its level before (x2) right up to a failure: it was stable.
+constexpr double kStableDecades = 0.3;
 
 struct Burst
 {
@@ -74,7 +84,11 @@ bool recoveredAfter(const ScanContext& context, const Burst& burst)
     const size_t end =
         std::min(scalars.steps.size(), begin + size_t(std::max<int64_t>(1, context.config.recoveryRows)));
     if (begin >= end) {
-        // The log ends here: only the training's own word (a skipped step) says it went on.
+        // The log ends here: only the training's own word (a skipped step) says it went on, and
+        // not for a burst longer than the recovery allows (every step skipped to the end for
+        // recovery_rows steps is a training that cannot go on).
+        if (scalars.steps[burst.lastRow] - scalars.steps[burst.firstRow] > context.config.recoveryRows)
+            return false;
         for (size_t r = burst.firstRow; r <= burst.lastRow; ++r)
             if (!scalars.skippedAt(r) && scalars.rowNonfinite(r))
                 return false;
@@ -132,7 +146,23 @@ std::optional<Failure> destroyedByExplosion(const ScanContext& context)
         };
         const double lossBefore = lossMedian(r > 20 ? r - 20 : 0, r);
         const double lossAfter = lossMedian(end + settle, end + 3 * settle);
-        if (std::isfinite(lossBefore) && std::isfinite(lossAfter) && lossAfter - lossBefore >= kDeadLossDecades) {
+        // Destroyed: the loss stays up and does not fall again (dead weights), or it is back at
+        // its level of the first steps (the model lost what it had learned). A loss that settles
+        // higher but keeps falling below that is a spike the training recovered from, with a
+        // changed plateau (the spike aftermath rule reports it).
+        const double lossAtStart = lossMedian(0, std::min<size_t>(10, r));
+        std::vector<double> x, y;
+        for (size_t k = end + settle; k < end + 3 * settle && k < loss.size(); ++k)
+            if (loss.finite[k] && loss.raw[k] > 0) {
+                x.push_back(double(context.scalars.steps[k]));
+                y.push_back(loss.log[k]);
+            }
+        // Still learning after it: the loss falls by kStillLearningDecades over those rows.
+        const bool learning = x.size() >= 5 && theilSenSlope(x, y) * (x.back() - x.front()) <= -kStillLearningDecades;
+        const bool lostTraining =
+            !learning || !std::isfinite(lossAtStart) || lossAfter >= lossAtStart + kLostTrainingDecades;
+        if (std::isfinite(lossBefore) && std::isfinite(lossAfter) && lossAfter - lossBefore >= kDeadLossDecades &&
+            lostTraining) {
             Failure failure;
             failure.row = end;
             failure.note = "the gradient norm came back but the loss did not (" +
@@ -259,6 +289,37 @@ std::optional<Jump> suddenJump(const ScanContext& context, size_t windowBegin, s
     return std::nullopt;
 }
 
+// The primary series was at its level right up to the failure row: the median of the last few
+// finite rows is within kStableDecades of the median of the rows before them.
+bool stableUntil(const LogSeries& s, size_t windowBegin, size_t failureRow)
+{
+    std::vector<double> recent, before;
+    for (size_t r = failureRow; r-- > windowBegin;) {
+        if (!s.finite[r])
+            return false;
+        if (recent.size() < 3)
+            recent.push_back(s.log[r]);
+        else if (before.size() < 50)
+            before.push_back(s.log[r]);
+        else
+            break;
+    }
+    return recent.size() == 3 && before.size() >= 5 && medianOf(recent) - medianOf(before) <= kStableDecades;
+}
+
+// Steps by which the gradient norm's rise toward the failure began before the loss's.
+std::optional<int64_t> gradientLead(const ScanContext& context, size_t windowBegin, size_t failureRow)
+{
+    const RunScalars& scalars = context.scalars;
+    if (scalars.gradNorm.empty() || scalars.loss.empty() || failureRow <= windowBegin + 8)
+        return std::nullopt;
+    const Rise grad = findOnset(scalars.gradNorm, windowBegin, failureRow, context.config);
+    const Rise loss = findOnset(scalars.loss, windowBegin, failureRow, context.config);
+    if (grad.onsetRow >= failureRow && loss.onsetRow >= failureRow)
+        return std::nullopt;
+    return scalars.steps[std::min(loss.onsetRow, failureRow)] - scalars.steps[std::min(grad.onsetRow, failureRow)];
+}
+
 Status reportBlowup(ScanContext& context, const Failure& failure)
 {
     const ScanConfig& config = context.config;
@@ -279,10 +340,51 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
                                                                       : s.size() - 1);
     const Rise rise = findOnset(s, windowBegin, failureRow, config);
     const std::optional<Jump> jump = suddenJump(context, windowBegin, failureRow, lastRow, rise);
-    const bool sudden = jump.has_value();
-    const size_t onsetRow = sudden ? jump->row : std::min(rise.onsetRow, failureRow);
-    const double baseline = sudden ? jump->baseline : rise.baseline;
-    const int64_t onsetStep = steps[onsetRow];
+    bool sudden = jump.has_value();
+    size_t onsetRow = sudden ? jump->row : std::min(rise.onsetRow, failureRow);
+    double baseline = sudden ? jump->baseline : rise.baseline;
+
+    // Where the first NaN was born: weights already non-finite at the failing step were written
+    // by the optimizer update before it; finite weights and a NaN loss mean the forward pass.
+    std::optional<NonfiniteOrigin> origin;
+    std::vector<std::string> nanParameters;
+    if (failure.nonfinite) {
+        auto bad = nonfiniteParametersAt(context.inputs, failureStep);
+        if (!bad)
+            return Error{bad.error()};
+        if (*bad) {
+            nanParameters = **bad;
+            origin = nanParameters.empty() ? NonfiniteOrigin::Forward : NonfiniteOrigin::Parameters;
+        }
+    }
+    const Incident* blamedInput = context.badInputNear(steps[onsetRow], 1, 0);
+    // Born in the weights after a stable stretch: one update did it, at the failing step; the
+    // noise before it is not an onset.
+    // A batch with extreme values (a missing feature read as zeros) may be what met the 0/0; only
+    // a batch holding NaN/Inf itself puts the origin in the data.
+    const bool nanInput = blamedInput && blamedInput->severity == Severity::Critical;
+    const bool bornInWeights =
+        origin == NonfiniteOrigin::Parameters && !nanInput && stableUntil(s, windowBegin, failureRow);
+    std::optional<Precursor> precursor;
+    if (bornInWeights) {
+        sudden = true;
+        onsetRow = failureRow;
+        baseline = levelBefore(context, failureRow);
+    } else if (!blamedInput) {
+        // A module's output or a parameter's norm growing toward the failure long before the
+        // gradient norm shows it (attention logits growing until float16 overflows).
+        auto found = findPrecursor(context.inputs, config, steps[windowBegin], failureStep, kPrecursorDecades);
+        if (!found)
+            return Error{found.error()};
+        const int64_t margin = std::max<int64_t>(2 * config.jumpSteps, 5);
+        if (*found && (*found)->onsetStep < steps[onsetRow] - margin) {
+            precursor = *found;
+            sudden = false;
+            onsetRow = rowAtOrAfter(steps, precursor->onsetStep);
+            baseline = rise.baseline;
+        }
+    }
+    const int64_t onsetStep = precursor ? precursor->onsetStep : steps[onsetRow];
 
     Incident incident;
     incident.kind = IncidentKind::Blowup;
@@ -323,6 +425,21 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
     else if (x.size() == 1 && std::isfinite(baseline) && steps[lastRow] > onsetStep)
         evidence.growthDecadesPerStep = (y[0] - baseline) / double(steps[lastRow] - onsetStep);
 
+    if (precursor) {
+        evidence.series = precursor->source + "/" + precursor->name;
+        evidence.baseline = precursor->baseline;
+        evidence.peak = precursor->peak;
+        evidence.jumpRatio = std::pow(10.0, precursor->riseDecades);
+        evidence.growthDecadesPerStep = precursor->decadesPerStep;
+        if (precursor->source == "activations") {
+            evidence.headroomOf = precursor->name;
+            evidence.float16HeadroomDecades = headroomDecades(precursor->peak, kFloat16Max);
+            evidence.bfloat16HeadroomDecades = headroomDecades(precursor->peak, kBfloat16Max);
+        }
+    }
+    evidence.nonfiniteOrigin = origin;
+    evidence.gradLeadSteps = gradientLead(context, windowBegin, failureRow);
+
     // Non-finite step: first NaN/Inf in the loss, the grad norm, or any layer in the window.
     std::optional<int64_t> nonfiniteStep;
     for (size_t r = onsetRow; r < steps.size(); ++r)
@@ -343,6 +460,15 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
             *onset.nonfiniteStep >= onsetStep)
             nonfiniteStep = onset.nonfiniteStep;
     }
+    if (bornInWeights) {
+        // The parameters the update made non-finite are the first bad layers.
+        std::vector<RankedOnset> weights;
+        for (const auto& name : nanParameters)
+            weights.push_back({LayerOnset{name, "layers/param_norm", failureStep, kInf, true, failureStep},
+                               context.order.parameter(name)});
+        fillLayers(incident, weights, config.maxLayersListed);
+        nonfiniteStep = failureStep;
+    }
     fillLayers(incident, *blame, config.maxLayersListed);
     incident.nonfiniteStep = nonfiniteStep;
     evidence.windowEndStep = nonfiniteStep ? *nonfiniteStep : steps[lastRow];
@@ -359,7 +485,16 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
     facts.growthDecadesPerStep = evidence.growthDecadesPerStep;
     facts.baseline = evidence.baseline;
     facts.firstLayer = incident.layers.empty() ? std::string() : incident.layers.front();
-    if (const Incident* input = context.badInputNear(onsetStep, 1, 0))
+    facts.bornInWeights = bornInWeights;
+    facts.nanParameters = nanParameters;
+    facts.previousLoggedStep = failureRow > 0 ? std::optional<int64_t>(steps[failureRow - 1]) : std::nullopt;
+    if (precursor) {
+        facts.precursor = precursor->name;
+        facts.precursorSource = precursor->source;
+        facts.precursorRiseDecades = precursor->riseDecades;
+        facts.float16Overflow = precursor->source == "activations" && precursor->peak * 10 >= kFloat16Max;
+    }
+    if (const Incident* input = context.badInputNear(onsetStep, 1, 0); input && !bornInWeights)
         facts.input = BlamedInput{input->onsetStep, input->severity == Severity::Critical, input->evidence.note,
                                   context.batchNote(input->onsetStep)};
     facts.nanInFirstSteps = onsetRow <= 2 && nonfiniteStep && *nonfiniteStep <= context.report.firstStep + 2;

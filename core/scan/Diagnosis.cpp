@@ -101,8 +101,15 @@ Diagnosis diagnoseBufferCorruption(const BufferFacts& facts)
     return d;
 }
 
+Diagnosis diagnoseNanFromUpdate(const BlowupFacts& facts);
+Diagnosis diagnoseGrowthPrecursor(const BlowupFacts& facts);
+
 Diagnosis diagnoseBlowup(const BlowupFacts& facts)
 {
+    if (facts.bornInWeights && !facts.input)
+        return diagnoseNanFromUpdate(facts);
+    if (!facts.precursor.empty() && !facts.input)
+        return diagnoseGrowthPrecursor(facts);
     Diagnosis d;
     const std::string ratio = facts.jumpRatio ? formatNumber(*facts.jumpRatio, 2) : std::string("?");
     const std::string onset = std::to_string(facts.onsetStep);
@@ -455,6 +462,102 @@ Diagnosis diagnoseRankStopped(const RankStoppedFacts& facts)
     d.suggestion = "Read that rank's own stderr and its node's kernel log (dmesg: OOM kills) around that time; its "
                    "steps up to " + last + " are intact in its run.h5. The other ranks stopped because their next "
                    "all-reduce could not complete without it.";
+    return d;
+}
+
+// ---- instability signatures (issue 14) --------------------------------------------------------
+
+Diagnosis diagnoseNanFromUpdate(const BlowupFacts& facts)
+{
+    Diagnosis d;
+    const std::string at = std::to_string(facts.onsetStep);
+    d.cause = "NaN born in the parameters: at step " + at + " the weights of " + joinNames(facts.nanParameters, 4) +
+              " are already non-finite, while the loss and gradient norm " +
+              (facts.previousLoggedStep ? "of step " + std::to_string(*facts.previousLoggedStep) + " were"
+                                        : std::string("before were")) +
+              " finite and stable: the optimizer update before step " + at +
+              " wrote them, not the forward pass (division 0/0 or by ~0 in the step: Adam with eps=0 and a zero "
+              "gradient, a gradient normalised by its own norm, a custom update rule).";
+    d.suggestion = "Check the optimizer step for divisions that can meet a zero gradient (an exactly-zero gradient "
+                   "appears when a feature is missing from a batch or a unit is dead); keep Adam's eps > 0 (1e-8, "
+                   "or 1e-6 and above in float16/bfloat16); guard normalisations with an eps. Resume from a "
+                   "checkpoint before step " +
+                   at + ".";
+    return d;
+}
+
+Diagnosis diagnoseGrowthPrecursor(const BlowupFacts& facts)
+{
+    Diagnosis d;
+    const bool activation = facts.precursorSource == "activations";
+    const double slope = facts.growthDecadesPerStep.value_or(std::nan(""));
+    const std::string rate = slope > 0 ? ", x10 every " + formatNumber(1.0 / slope, 2) + " steps" : "";
+    d.cause = "Gradual blow-up that began in " + std::string(activation ? "the output of " : "the weights of ") +
+              facts.precursor + ": it grew " + formatNumber(facts.precursorRiseDecades, 2) +
+              " orders of magnitude from step " + std::to_string(facts.onsetStep) + rate +
+              (facts.nonfiniteStep ? ", until NaN at step " + std::to_string(*facts.nonfiniteStep) : std::string()) +
+              ", while the " + facts.series + " showed little of it" +
+              (facts.float16Overflow ? "; it reached the float16 limit (65504), where softmax/exp overflow" : "") + ".";
+    if (activation)
+        d.suggestion = "If these are attention logits: normalise queries and keys (QK-norm / LayerNorm on q and k), "
+                       "lower the learning rate (of the attention projections and any temperature parameter), "
+                       "add a z-loss on the logits (1e-4 * logsumexp^2), or compute the softmax in float32. ";
+    else
+        d.suggestion = "Lower the learning rate of that parameter (or add weight decay / clamp it); ";
+    d.suggestion += "Resume from a checkpoint before step " + std::to_string(facts.onsetStep) + ".";
+    return d;
+}
+
+Diagnosis diagnoseActivationGrowth(const ActivationGrowthFacts& facts)
+{
+    Diagnosis d;
+    const bool overflowed = facts.float16HeadroomDecades <= 0;
+    d.cause = "The output of " + facts.module + " grew from " + formatNumber(facts.baseline, 2) + " to " +
+              formatNumber(facts.peak, 2) + " between steps " + std::to_string(facts.onsetStep) + " and " +
+              std::to_string(facts.peakStep) +
+              (facts.decadesPerStep > 0 ? " (x10 every " + formatNumber(1.0 / facts.decadesPerStep, 2) + " steps)"
+                                        : std::string()) +
+              (overflowed ? ": it passed the float16 maximum (65504)"
+                          : ": " + formatNumber(facts.float16HeadroomDecades, 2) +
+                                " decades below the float16 maximum (65504)") +
+              (facts.looksLikeAttention ? "; attention logits this large make softmax one-hot and overflow in float16"
+                                        : "") +
+              ".";
+    d.suggestion = facts.looksLikeAttention
+                       ? "Attention logits growing: normalise queries and keys (QK-norm), lower the learning rate, "
+                         "add a z-loss (1e-4 * logsumexp(logits)^2), and keep the softmax in float32 under AMP."
+                       : "Check what drives this growth (learning rate, a scale or temperature parameter, missing "
+                         "normalisation); keep that op in float32 under AMP or normalise its input.";
+    return d;
+}
+
+void addSpikeAftermath(Diagnosis& d, const SpikeAftermathFacts& facts)
+{
+    if (!facts.deadAfter.empty())
+        d.cause += " It left " + joinNames(facts.deadAfter, 4) +
+                   " dead: their gradient is exactly zero on every step from it on (non-zero before), the "
+                   "signature of ReLU units pushed below zero for every input by one huge update.";
+    if (facts.lossPlateauRatio && (*facts.lossPlateauRatio >= 1.5 || *facts.lossPlateauRatio <= 1 / 1.5))
+        d.cause += " The loss settled x" + formatNumber(*facts.lossPlateauRatio, 2) +
+                   " of its level before the spike: the model did not come back to where it was.";
+    if (!facts.deadAfter.empty())
+        d.suggestion += " Dead ReLU after a spike: clip gradients (clip_grad_norm_), use a learning-rate warm-up "
+                        "and check the schedule for one-step jumps, or use LeakyReLU/GELU; re-initialise or resume "
+                        "from a checkpoint before step " +
+                        std::to_string(facts.spikeStep) + ".";
+}
+
+Diagnosis diagnoseAdamEpsilon(const AdamEpsilonFacts& facts)
+{
+    Diagnosis d;
+    d.cause = formatNumber(100.0 * facts.share, 3) + "% of the optimizer's elements have sqrt(v_hat) <= eps" +
+              (facts.eps ? " (eps = " + formatNumber(*facts.eps, 2) + ")" : std::string()) + " at step " +
+              std::to_string(facts.step) + " (" + facts.file + "), most in " + joinNames(facts.parameters, 4) +
+              ": there Adam's step is lr * m / eps, no longer normalised; the update shrinks with the gradient "
+              "(an eps too large for these gradients stalls them; one too small, or 0, divides by ~0).";
+    d.suggestion = "Size eps to the gradients: lower it when it stalls training (1e-8 is the usual value for float32), "
+                   "raise it when sqrt(v_hat) is ~0 in float16/bfloat16 (1e-6 or more) and never use eps=0, which "
+                   "turns a zero gradient into 0/0 = NaN.";
     return d;
 }
 

@@ -89,6 +89,16 @@ struct BlowupFacts
     std::optional<double> learningRateRise; // lr at the end / lr at the onset, when it rose
     bool fp16 = false;
     std::string batchNote; // savedBatchNote of the onset step
+    // The first NaN is in the weights, after a stable stretch: written by one optimizer update.
+    bool bornInWeights = false;
+    std::vector<std::string> nanParameters;     // non-finite at the failing step
+    std::optional<int64_t> previousLoggedStep;  // the last logged step before it
+    // A module output (source "activations") or parameter norm ("layers/param_norm") that grew
+    // steadily toward the failure before the gradient norm showed it; empty when none.
+    std::string precursor;
+    std::string precursorSource;
+    double precursorRiseDecades = 0;
+    bool float16Overflow = false; // the precursor reached within a decade of the float16 maximum
 };
 Diagnosis diagnoseBlowup(const BlowupFacts& facts);
 
@@ -259,5 +269,39 @@ struct RankStoppedFacts
     bool closedItself = false; // its rank.json says finished (it lags, it did not die)
 };
 Diagnosis diagnoseRankStopped(const RankStoppedFacts& facts);
+
+// ---- instability signatures (issue 14) --------------------------------------------------------
+
+struct ActivationGrowthFacts
+{
+    std::string module;
+    int64_t onsetStep = 0;
+    int64_t peakStep = 0;
+    double baseline = 0;
+    double peak = 0;
+    double float16HeadroomDecades = 0; // <= 0: overflowed
+    double decadesPerStep = 0;
+    bool looksLikeAttention = false; // the module's name or class says attention scores/logits
+};
+Diagnosis diagnoseActivationGrowth(const ActivationGrowthFacts& facts);
+
+struct SpikeAftermathFacts
+{
+    int64_t spikeStep = 0;
+    std::vector<std::string> deadAfter;  // gradient exactly zero from the spike on
+    std::optional<double> lossPlateauRatio; // loss level after over before
+};
+// Appends to a spike's (or recovered burst's) diagnosis what it left behind.
+void addSpikeAftermath(Diagnosis& diagnosis, const SpikeAftermathFacts& facts);
+
+struct AdamEpsilonFacts
+{
+    int64_t step = 0;          // of the optimizer state read
+    std::string file;          // where it was read
+    double share = 0;          // elements with sqrt(v_hat) <= eps, over all listed
+    std::vector<std::string> parameters; // those above the threshold, worst first
+    std::optional<double> eps; // the group's eps, when one
+};
+Diagnosis diagnoseAdamEpsilon(const AdamEpsilonFacts& facts);
 
 } // namespace nanscope::scan

@@ -1,6 +1,7 @@
 #include "core/scan/Incident.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace nanscope {
 
@@ -43,6 +44,8 @@ const char* toString(IncidentKind kind)
     case IncidentKind::RankNonfinite: return "rank_nonfinite";
     case IncidentKind::RankDivergence: return "rank_divergence";
     case IncidentKind::RankStopped: return "rank_stopped";
+    case IncidentKind::ActivationGrowth: return "activation_growth";
+    case IncidentKind::AdamEpsilon: return "adam_epsilon";
     }
     return "unknown";
 }
@@ -60,6 +63,54 @@ const char* toString(Severity severity)
 const char* toString(BlowupPattern pattern)
 {
     return pattern == BlowupPattern::Sudden ? "sudden" : "gradual";
+}
+
+const char* toString(NonfiniteOrigin origin)
+{
+    return origin == NonfiniteOrigin::Parameters ? "parameters" : "forward";
+}
+
+namespace {
+
+std::string formatted(const char* format, double value)
+{
+    char text[64];
+    std::snprintf(text, sizeof text, format, value);
+    return text;
+}
+
+} // namespace
+
+std::vector<std::string> signatureFacts(const IncidentEvidence& e)
+{
+    std::vector<std::string> facts;
+    if (e.nonfiniteOrigin)
+        facts.push_back(std::string("NaN born in the ") +
+                        (*e.nonfiniteOrigin == NonfiniteOrigin::Parameters ? "parameters (optimizer update)"
+                                                                           : "forward pass"));
+    if (e.float16HeadroomDecades)
+        facts.push_back((*e.float16HeadroomDecades <= 0 ? std::string("float16 overflowed")
+                                                        : formatted("float16 headroom %.2g decades", *e.float16HeadroomDecades)) +
+                        (e.headroomOf.empty() ? "" : " in " + e.headroomOf) +
+                        (e.bfloat16HeadroomDecades ? formatted(" (bfloat16 %.3g decades)", *e.bfloat16HeadroomDecades) : ""));
+    if (e.gradLeadSteps)
+        facts.push_back(*e.gradLeadSteps >= 0 ? "grad norm rose " + std::to_string(*e.gradLeadSteps) + " steps before the loss"
+                                              : "loss rose " + std::to_string(-*e.gradLeadSteps) + " steps before the grad norm");
+    if (e.spikeScore)
+        facts.push_back(formatted("spike score %.3g%%", 100.0 * *e.spikeScore));
+    if (!e.deadAfter.empty()) {
+        std::string names;
+        for (size_t i = 0; i < e.deadAfter.size() && i < 4; ++i)
+            names += (i ? ", " : "") + e.deadAfter[i];
+        if (e.deadAfter.size() > 4)
+            names += " and " + std::to_string(e.deadAfter.size() - 4) + " more";
+        facts.push_back("dead after it (gradient exactly 0): " + names);
+    }
+    if (e.lossPlateauRatio)
+        facts.push_back(formatted("loss plateau after/before x%.3g", *e.lossPlateauRatio));
+    if (e.epsilonDominatedShare)
+        facts.push_back(formatted("%.3g%% of elements eps-dominated", 100.0 * *e.epsilonDominatedShare));
+    return facts;
 }
 
 } // namespace nanscope

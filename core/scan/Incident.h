@@ -24,7 +24,15 @@ enum class IncidentKind {
     // Multi-rank runs (core/scan/RankScan.h):
     RankNonfinite,  // the first rank to go non-finite, before the all-reduce spread it to the others
     RankDivergence, // a rank's local loss or gradient norm far from the other ranks' at the same steps
-    RankStopped     // a rank that stopped (killed, crashed, hung) or lags while the others went on
+    RankStopped,    // a rank that stopped (killed, crashed, hung) or lags while the others went on
+    ActivationGrowth,    // a module's output range grew by orders of magnitude toward the float16/bfloat16 limit
+    AdamEpsilon          // Adam's eps dominates the update of a large share of elements (optimizer state)
+};
+
+// Where the first NaN/Inf of a blow-up was born.
+enum class NonfiniteOrigin {
+    Forward,   // the loss (forward pass) went non-finite while the weights it used were finite
+    Parameters // the weights themselves hold NaN/Inf, written by the optimizer update before that step
 };
 
 enum class Severity { Critical, Warning, Info };
@@ -62,6 +70,24 @@ struct IncidentEvidence
     std::optional<int64_t> count; // steps affected: skipped, non-finite, scale decreases, ...
     std::vector<LayerOnset> layerOnsets; // every layer that went bad, first bad first
     std::string note;                    // one more fact in words, when there is one
+
+    // Instability signatures (see docs/scan.md). Share of the primary series' logged steps up to
+    // the incident's end that lie more than 7 robust deviations above a rolling 1,000-step median.
+    std::optional<double> spikeScore;
+    // Steps by which the gradient norm's rise began before the loss's (negative: the loss first).
+    std::optional<int64_t> gradLeadSteps;
+    // Decades between the largest finite value of `headroomOf` and the float16 maximum (65504);
+    // at or below 0 it overflowed. And the same against bfloat16's maximum (3.39e38).
+    std::optional<double> float16HeadroomDecades;
+    std::optional<double> bfloat16HeadroomDecades;
+    std::string headroomOf; // the module (activations) the headroom is measured on
+    std::optional<NonfiniteOrigin> nonfiniteOrigin; // blow-ups ending in NaN/Inf, when the weights are logged
+    // After a spike the training recovered from: parameters whose gradient is exactly zero from the
+    // spike on (non-zero before), and the loss level after it over the level before.
+    std::vector<std::string> deadAfter;
+    std::optional<double> lossPlateauRatio;
+    // Adam epsilon domination: share of elements with sqrt(v_hat) <= eps (over the parameters listed).
+    std::optional<double> epsilonDominatedShare;
 };
 
 struct Incident
@@ -115,5 +141,11 @@ StepRange incidentViewRange(const Incident& incident, int64_t runFirstStep, int6
 const char* toString(IncidentKind kind);
 const char* toString(Severity severity);
 const char* toString(BlowupPattern pattern);
+const char* toString(NonfiniteOrigin origin);
+
+// The instability signatures of an incident's evidence in words ("spike score 0.4%", "float16
+// headroom 0.8 decades in attn.scores", ...), one per item: the text report and the HTML report
+// show the same.
+std::vector<std::string> signatureFacts(const IncidentEvidence& evidence);
 
 } // namespace nanscope

@@ -8,6 +8,7 @@
 #include "core/scan/ScanContext.h"
 #include "core/scan/ScanInputs.h"
 #include "core/scan/ScanRules.h"
+#include "core/scan/Signatures.h"
 
 #include <algorithm>
 #include <exception>
@@ -36,6 +37,9 @@ struct RuleStep
 // 6. skipped steps       reads blowupOnsetStep, collapseWindows, burstRows: explained skips
 // 7. vanishing           reads blowupOnsetStep; streams /layers and reports progress 0.3 to 1
 // 8. damaged values      shares nothing
+// then activation growth (reads blowupOnsetStep: a blow-up explains it), spike aftermath (reads the
+// Spike/NonfiniteLoss incidents and blowupOnsetStep) and Adam epsilon (the caller's facts); last,
+// the spike score of the primary series goes into every incident's evidence.
 constexpr RuleStep kRules[] = {
     {detectBadInputs, -1, nullptr},
     {detectBatchNormCorruption, 0.1, "inputs and buffers"},
@@ -47,7 +51,22 @@ constexpr RuleStep kRules[] = {
     {detectNonfiniteParameters, -1, nullptr},
     {detectVanishing, -1, nullptr},
     {detectDamagedValues, -1, nullptr},
+    {detectActivationGrowth, -1, nullptr},
+    {detectSpikeAftermath, -1, nullptr},
+    {detectAdamEpsilon, -1, nullptr},
 };
+
+// The spike score (share of steps 7 robust deviations above a rolling 1,000-step median) of the
+// primary series up to each incident's end.
+void addSpikeScores(const RunScalars& scalars, std::vector<Incident>& incidents)
+{
+    const LogSeries& primary = scalars.primary();
+    if (primary.empty() || incidents.empty())
+        return;
+    const std::vector<uint8_t> spikes = spikeRows(primary);
+    for (Incident& incident : incidents)
+        incident.evidence.spikeScore = spikeShare(primary, spikes, rowAfter(primary.steps, incidentEndStep(incident)));
+}
 
 // Most severe first, then by onset, then by kind.
 void sortIncidents(std::vector<Incident>& incidents)
@@ -83,7 +102,7 @@ Result<ScanReport> runRules(const ScanInputs& inputs, const ScanConfig& config, 
         context.report.notes.push_back("no training loss logged: only the evaluation loss, the parameters' values, "
                                        "the loss scale and skipped steps are checked");
         for (ScanRule rule : {detectEvaluationNonfinite, detectNonfiniteParameters, detectLossScaleCollapse,
-                              detectSkippedSteps})
+                              detectSkippedSteps, detectAdamEpsilon})
             if (Status s = rule(context); !s)
                 return Error{s.error()};
         sortIncidents(context.report.incidents);
@@ -104,6 +123,7 @@ Result<ScanReport> runRules(const ScanInputs& inputs, const ScanConfig& config, 
         if (context.cancelled)
             return cancelled;
     }
+    addSpikeScores(context.scalars, context.report.incidents);
     sortIncidents(context.report.incidents);
     context.progressed(1.0, "done");
     return std::move(context.report);
@@ -113,10 +133,17 @@ Result<ScanReport> runRules(const ScanInputs& inputs, const ScanConfig& config, 
 
 Result<ScanReport> scanRun(const RunSource& reader, const ScanConfig& config, const ProgressCallback& progress)
 {
+    return scanRun(reader, config, progress, ScanFacts{});
+}
+
+Result<ScanReport> scanRun(const RunSource& reader, const ScanConfig& config, const ProgressCallback& progress,
+                           const ScanFacts& facts)
+{
     try {
         auto inputs = ScanInputs::load(reader);
         if (!inputs)
             return Error{inputs.error()};
+        inputs->setFacts(facts);
         return runRules(*inputs, config, progress);
     } catch (const std::exception& e) {
         return Error{"scan of " + reader.info().directory + " failed: " + e.what()};

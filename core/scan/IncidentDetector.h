@@ -8,6 +8,9 @@
 namespace nanscope {
 
 class RunSource;
+namespace scan {
+struct ScanFacts;
+}
 
 // Finds, locates and classifies training incidents from a run's logged tables: what went wrong,
 // where it began (the onset, not where NaN finally showed), which layer went bad first, sudden or
@@ -19,5 +22,8 @@ class RunSource;
 // A healthy run gives an empty incident list. Cancelling through `progress` returns an error.
 Result<ScanReport> scanRun(const RunSource& reader, const ScanConfig& config = {},
                            const ProgressCallback& progress = {});
+// The same with facts the caller measured outside run.h5 (optimizer states: Adam epsilon domination).
+Result<ScanReport> scanRun(const RunSource& reader, const ScanConfig& config, const ProgressCallback& progress,
+                           const scan::ScanFacts& facts);
 
 } // namespace nanscope

@@ -1,5 +1,6 @@
 #include "core/scan/ScanInputs.h"
 
+#include "core/run/EvalLoss.h"
 #include "core/run/RunFormat.h"
 
 #include <algorithm>
@@ -142,20 +143,29 @@ Status ScanInputs::loadScalars()
 
 // Logs of other tools evaluate at a rate of their own, so their evaluation loss is a table of its
 // own steps (NaN there is data, never "not evaluated"): the first table that has one.
+const TableInfo* evalLossTable(const RunInfo& info)
+{
+    for (const TableInfo& table : info.tables)
+        if (table.rows > 0 &&
+            rf::isEvalLossTable(table.name, !table.names.empty(),
+                                std::find(table.datasets.begin(), table.datasets.end(), rf::kEvalLoss) !=
+                                    table.datasets.end()))
+            return &table;
+    return nullptr;
+}
+
 Status ScanInputs::loadEvalLoss()
 {
-    for (const TableInfo& table : info().tables) {
-        if (table.name == rf::kScalars || !hasDataset(table.name.c_str(), "eval_loss") || !table.names.empty())
-            continue;
-        auto values = m_source->readSeries(table.name, "eval_loss");
-        if (!values)
-            return Error{values.error()};
-        m_scalars.evalSteps = m_source->steps(table.name);
-        m_scalars.evalSteps.resize(std::min<size_t>(m_scalars.evalSteps.size(), size_t(table.rows)));
-        m_scalars.evalLoss = std::move(*values);
-        m_scalars.evalLoss.resize(m_scalars.evalSteps.size(), kNaN);
-        break;
-    }
+    const TableInfo* table = evalLossTable(info());
+    if (!table)
+        return Status::success();
+    auto values = m_source->readSeries(table->name, "eval_loss");
+    if (!values)
+        return Error{values.error()};
+    m_scalars.evalSteps = m_source->steps(table->name);
+    m_scalars.evalSteps.resize(std::min<size_t>(m_scalars.evalSteps.size(), size_t(table->rows)));
+    m_scalars.evalLoss = std::move(*values);
+    m_scalars.evalLoss.resize(m_scalars.evalSteps.size(), kNaN);
     return Status::success();
 }
 

@@ -15,6 +15,7 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,30 @@ struct LayerColumn
     LogSeries series;
 };
 
+// Facts the caller measured outside the run file and hands to the scan as data (the scan reads
+// no checkpoint itself): Adam epsilon domination from an optimizer state (see core/source/
+// OptimizerState.h, which `nanscope scan` reads).
+struct ParameterEpsilonShare
+{
+    std::string parameter;
+    double share = 0;      // elements with sqrt(v_hat) <= eps
+    int64_t elements = 0;  // its element count (weights the share of the whole)
+    std::optional<double> eps;
+};
+struct OptimizerStateFacts
+{
+    int64_t step = 0;  // the checkpoint's step
+    std::string file;  // where it was read
+    std::vector<ParameterEpsilonShare> parameters;
+};
+struct ScanFacts
+{
+    std::vector<OptimizerStateFacts> optimizerStates; // oldest first
+};
+
+// The table of runformat::isEvalLossTable among the run's tables (the first with rows); null when none.
+const TableInfo* evalLossTable(const RunInfo& info);
+
 class ScanInputs
 {
 public:
@@ -74,6 +99,9 @@ public:
     bool fp16() const;
     // What loading found missing, in words, for the report.
     const std::vector<std::string>& notes() const { return m_notes; }
+    // Facts measured by the caller (optimizer states); empty unless given.
+    const ScanFacts& facts() const { return m_facts; }
+    void setFacts(ScanFacts facts) { m_facts = std::move(facts); }
 
     const TableInfo* table(const char* name) const { return info().table(name); }
     const std::vector<int64_t>& steps(const char* table) const;
@@ -105,6 +133,7 @@ private:
     std::shared_ptr<MemoryRunSource> m_memory; // a run made here; m_source points at it
     RunScalars m_scalars;
     std::vector<std::string> m_notes;
+    ScanFacts m_facts;
 };
 
 } // namespace nanscope::scan

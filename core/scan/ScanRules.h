@@ -33,4 +33,13 @@ Status detectNonfiniteParameters(ScanContext& context);
 // Layers whose gradient is zero or far below the others (Vanishing); streams /layers/grad_norm.
 Status detectVanishing(ScanContext& context);
 
+// A module's output range grown by orders of magnitude to near the float16 limit, in a run that has
+// not blown up (ActivationGrowth); streams /activations.
+Status detectActivationGrowth(ScanContext& context);
+// What recovered spikes and bursts left behind: dead parameters, a changed loss plateau (adds to
+// their incidents); streams /layers/grad_norm after the largest spikes.
+Status detectSpikeAftermath(ScanContext& context);
+// Adam's eps dominating a large share of elements, from optimizer states the caller read (AdamEpsilon).
+Status detectAdamEpsilon(ScanContext& context);
+
 } // namespace nanscope::scan

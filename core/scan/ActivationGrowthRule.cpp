@@ -1,0 +1,163 @@
+// A module's output range growing by orders of magnitude toward the float16 (or bfloat16) limit,
+// in a run that has not blown up (yet): the warning before an overflow. Attention logits grow like
+// this for a hundred steps before float16 softmax overflows. Streams /activations once; per module
+// it keeps a decimated series (the largest magnitude per bucket of rows).
+#include "core/scan/ScanRules.h"
+
+#include "core/run/RunFormat.h"
+#include "core/scan/Onset.h"
+#include "core/scan/Signatures.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+namespace nanscope::scan {
+
+namespace {
+
+namespace rf = runformat;
+
+// Buckets per module: enough to find an onset, few enough for a thousand modules.
+constexpr size_t kBuckets = 512;
+// Growth (decades over the module's early level) and headroom (decades below the float16
+// maximum) that make a warning: x100 and within x10 of overflowing.
+constexpr double kGrowthDecades = 2.0;
+constexpr double kHeadroomDecades = 1.0;
+
+bool namedLikeAttention(std::string text)
+{
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    for (const char* word : {"attn", "attention", "score", "logit", "qk"})
+        if (text.find(word) != std::string::npos)
+            return true;
+    return false;
+}
+
+} // namespace
+
+Status detectActivationGrowth(ScanContext& context)
+{
+    const ScanInputs& inputs = context.inputs;
+    if (!inputs.hasDataset(rf::kActivations, "max"))
+        return Status::success();
+    const TableInfo* table = inputs.table(rf::kActivations);
+    const auto& steps = inputs.steps(rf::kActivations);
+    const int64_t rows = std::min<int64_t>(table->rows, int64_t(steps.size()));
+    const size_t width = table->names.size();
+    if (rows < 16 || width == 0)
+        return Status::success();
+    const size_t bucketRows = size_t((rows + int64_t(kBuckets) - 1) / int64_t(kBuckets));
+    const size_t buckets = size_t((rows + int64_t(bucketRows) - 1) / int64_t(bucketRows));
+    // Largest finite magnitude per bucket and module; NaN until one is seen. Overflow: the first
+    // row where the module's output held Inf/NaN.
+    std::vector<double> top(buckets * width, kNaN);
+    std::vector<int64_t> overflowStep(width, -1);
+    const bool hasMin = inputs.hasDataset(rf::kActivations, "min");
+    const bool hasInf = inputs.hasDataset(rf::kActivations, "inf");
+    for (int64_t begin = 0; begin < rows; begin += context.config.blockRows) {
+        const int64_t count = std::min<int64_t>(context.config.blockRows, rows - begin);
+        auto highs = inputs.readBlock(rf::kActivations, "max", begin, count);
+        if (!highs)
+            return Error{highs.error()};
+        Result<std::vector<float>> lows = std::vector<float>{};
+        if (hasMin)
+            lows = inputs.readBlock(rf::kActivations, "min", begin, count);
+        Result<std::vector<float>> infs = std::vector<float>{};
+        if (hasInf)
+            infs = inputs.readBlock(rf::kActivations, "inf", begin, count);
+        if (!lows || !infs)
+            return Error{!lows ? lows.error() : infs.error()};
+        for (int64_t r = 0; r < count; ++r) {
+            const size_t row = size_t(begin + r);
+            const size_t bucket = row / bucketRows;
+            for (size_t c = 0; c < width; ++c) {
+                const size_t k = size_t(r) * width + c;
+                double v = std::fabs(double((*highs)[k]));
+                if (!lows->empty())
+                    v = std::max(v, std::fabs(double((*lows)[k])));
+                if (!infs->empty() && (*infs)[k] > 0 && overflowStep[c] < 0)
+                    overflowStep[c] = steps[row];
+                double& slot = top[bucket * width + c];
+                if (std::isfinite(v) && v > 0 && !(slot >= v))
+                    slot = v;
+            }
+        }
+    }
+    struct Finding
+    {
+        ActivationGrowthFacts facts;
+        double headroom;
+    };
+    std::optional<Finding> worst;
+    for (size_t c = 0; c < width; ++c) {
+        std::vector<int64_t> bucketSteps;
+        std::vector<double> values;
+        for (size_t b = 0; b < buckets; ++b)
+            if (std::isfinite(top[b * width + c])) {
+                bucketSteps.push_back(steps[std::min(size_t(rows - 1), b * bucketRows)]);
+                values.push_back(top[b * width + c]);
+            }
+        if (values.size() < 8)
+            continue;
+        const LogSeries s = makeLogSeries(bucketSteps, values);
+        size_t peakRow = 0;
+        for (size_t r = 1; r < s.size(); ++r)
+            if (s.log[r] >= s.log[peakRow])
+                peakRow = r;
+        std::vector<double> early(s.log.begin(), s.log.begin() + std::max<size_t>(2, s.size() / 4));
+        const double earlyLevel = medianOf(early);
+        const double peak = s.raw[peakRow];
+        const double headroom = overflowStep[c] >= 0 ? 0.0 : headroomDecades(peak, kFloat16Max);
+        if (!(s.log[peakRow] - earlyLevel >= kGrowthDecades) || headroom > kHeadroomDecades || peakRow < 4)
+            continue;
+        ScanConfig onsetConfig = context.config;
+        onsetConfig.smoothingRows = 1;
+        const Rise rise = findOnset(s, 0, peakRow + 1, onsetConfig);
+        ActivationGrowthFacts facts;
+        facts.module = table->names[c];
+        facts.onsetStep = s.steps[std::min(rise.onsetRow, peakRow)];
+        facts.peakStep = overflowStep[c] >= 0 ? overflowStep[c] : s.steps[peakRow];
+        // A blow-up already reported from before this growth peaked explains it (and carries
+        // the headroom in its evidence).
+        if (context.blowupOnsetStep && *context.blowupOnsetStep <= facts.peakStep)
+            continue;
+        facts.baseline = std::pow(10.0, std::isfinite(rise.baseline) ? rise.baseline : earlyLevel);
+        facts.peak = peak;
+        facts.float16HeadroomDecades = headroom;
+        std::vector<double> x, y;
+        for (size_t r = std::min(rise.onsetRow, peakRow); r <= peakRow; ++r) {
+            x.push_back(double(s.steps[r]));
+            y.push_back(s.log[r]);
+        }
+        facts.decadesPerStep = x.size() >= 2 ? theilSenSlope(x, y) : 0.0;
+        const std::string kind = c < table->kinds.size() ? table->kinds[c] : "";
+        facts.looksLikeAttention = namedLikeAttention(facts.module) || namedLikeAttention(kind);
+        if (!worst || headroom < worst->headroom)
+            worst = Finding{facts, headroom};
+    }
+    if (!worst)
+        return Status::success();
+    const ActivationGrowthFacts& facts = worst->facts;
+    Incident incident;
+    incident.kind = IncidentKind::ActivationGrowth;
+    incident.severity = Severity::Warning;
+    incident.onsetStep = facts.onsetStep;
+    incident.layers = {facts.module};
+    auto& e = incident.evidence;
+    e.series = "activations/" + facts.module;
+    e.windowBeginStep = facts.onsetStep;
+    e.windowEndStep = facts.peakStep;
+    e.baseline = facts.baseline;
+    e.peak = facts.peak;
+    e.jumpRatio = facts.peak / facts.baseline;
+    e.growthDecadesPerStep = facts.decadesPerStep;
+    e.headroomOf = facts.module;
+    e.float16HeadroomDecades = facts.float16HeadroomDecades;
+    e.bfloat16HeadroomDecades = headroomDecades(facts.peak, kBfloat16Max);
+    applyDiagnosis(incident, diagnoseActivationGrowth(facts));
+    context.report.incidents.push_back(std::move(incident));
+    return Status::success();
+}
+
+} // namespace nanscope::scan

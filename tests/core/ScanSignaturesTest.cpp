@@ -1,0 +1,235 @@
+// The instability signatures of issue 14 on series held in memory: where a NaN was born (weights
+// or forward pass), a blow-up that begins in a module's activations before the gradient norm
+// shows it, an activation range growing toward the float16 limit, what a recovered spike left
+// behind, the spike score, the gradient norm's lead over the loss, and Adam epsilon domination.
+#include "core/scan/ScanContext.h"
+#include "core/scan/ScanInputs.h"
+#include "core/scan/ScanRules.h"
+#include "core/scan/Signatures.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+using namespace nanscope;
+using namespace nanscope::scan;
+
+namespace {
+
+struct TrainingRun
+{
+    explicit TrainingRun(int64_t count, uint32_t seed = 3)
+    {
+        std::mt19937 rng(seed);
+        std::normal_distribution<double> noise(0.0, 1.0);
+        for (int64_t step = 0; step < count; ++step) {
+            steps.push_back(step);
+            loss.push_back((1.5 * std::exp(-double(step) / 100.0) + 0.2) * std::pow(10.0, 0.05 * noise(rng)));
+            gradNorm.push_back(std::pow(10.0, 0.1 * noise(rng)));
+        }
+    }
+    ScanInputs inputs() const { return ScanInputs::fromMemory(steps, {{"loss", loss}, {"grad_norm", gradNorm}}); }
+    std::vector<float> table(size_t columns, const std::function<float(int64_t, size_t)>& value) const
+    {
+        std::vector<float> out;
+        for (int64_t step : steps)
+            for (size_t c = 0; c < columns; ++c)
+                out.push_back(value(step, c));
+        return out;
+    }
+    std::vector<int64_t> steps;
+    std::vector<double> loss, gradNorm;
+};
+
+const Incident* find(const ScanContext& context, IncidentKind kind)
+{
+    for (const auto& incident : context.report.incidents)
+        if (incident.kind == kind)
+            return &incident;
+    return nullptr;
+}
+
+} // namespace
+
+TEST(NonfiniteOrigin, NaNWrittenIntoTheWeightsByOneUpdateIsSuddenAtThatStepInThatParameter)
+{
+    TrainingRun run(300);
+    for (size_t r = 220; r < 300; ++r)
+        run.loss[r] = run.gradNorm[r] = NAN;
+    ScanInputs inputs = run.inputs();
+    // fc.weight is fine throughout until the NaN spreads; aux.weight is NaN from step 220 on.
+    inputs.addTable("layers", {"fc.weight", "aux.weight"}, run.steps,
+                    {{"grad_norm", run.table(2, [](int64_t step, size_t) { return step >= 220 ? NAN : 1.f; })},
+                     {"param_norm", run.table(2, [](int64_t step, size_t c) {
+                          return (c == 1 && step >= 220) || step >= 221 ? NAN : 3.f;
+                      })}});
+    ScanContext context(inputs, ScanConfig{});
+    ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+    const Incident* blowup = find(context, IncidentKind::Blowup);
+    ASSERT_TRUE(blowup);
+    EXPECT_EQ(blowup->onsetStep, 220);
+    EXPECT_EQ(blowup->pattern, BlowupPattern::Sudden);
+    EXPECT_EQ(blowup->evidence.nonfiniteOrigin, NonfiniteOrigin::Parameters);
+    ASSERT_FALSE(blowup->layers.empty());
+    EXPECT_EQ(blowup->layers.front(), "aux.weight");
+    EXPECT_NE(blowup->cause.find("optimizer update"), std::string::npos) << blowup->cause;
+}
+
+TEST(NonfiniteOrigin, ANaNLossWithFiniteWeightsIsBornInTheForwardPass)
+{
+    TrainingRun run(300);
+    for (size_t r = 220; r < 300; ++r)
+        run.loss[r] = run.gradNorm[r] = NAN;
+    ScanInputs inputs = run.inputs();
+    inputs.addTable("layers", {"fc.weight"}, run.steps,
+                    {{"param_norm", run.table(1, [](int64_t step, size_t) { return step >= 221 ? NAN : 3.f; })}});
+    ScanContext context(inputs, ScanConfig{});
+    ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+    const Incident* blowup = find(context, IncidentKind::Blowup);
+    ASSERT_TRUE(blowup);
+    EXPECT_EQ(blowup->evidence.nonfiniteOrigin, NonfiniteOrigin::Forward);
+}
+
+TEST(Precursor, AttentionLogitsGrowingLongBeforeTheGradientNormMakeAGradualBlowupFromWhereTheyBegan)
+{
+    TrainingRun run(320);
+    // The gradient norm is flat until the logits overflow float16 at step 250.
+    for (size_t r = 250; r < 320; ++r)
+        run.loss[r] = run.gradNorm[r] = NAN;
+    ScanInputs inputs = run.inputs();
+    inputs.addTable("activations", {"encoder", "attn.scores", "head"}, run.steps,
+                    {{"max", run.table(3, [](int64_t step, size_t c) {
+                          if (step >= 250)
+                              return c == 0 ? 2.f : NAN;
+                          if (c != 1 || step < 100)
+                              return 2.f;
+                          return float(2.0 * std::pow(10.0, double(step - 100) / 30.0)); // x10 every 30 steps
+                      })}});
+    ScanContext context(inputs, ScanConfig{});
+    ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+    const Incident* blowup = find(context, IncidentKind::Blowup);
+    ASSERT_TRUE(blowup);
+    EXPECT_EQ(blowup->pattern, BlowupPattern::Gradual);
+    EXPECT_GE(blowup->onsetStep, 98);
+    EXPECT_LE(blowup->onsetStep, 115);
+    ASSERT_FALSE(blowup->layers.empty());
+    EXPECT_EQ(blowup->layers.front(), "attn.scores");
+    ASSERT_TRUE(blowup->evidence.float16HeadroomDecades);
+    EXPECT_LT(*blowup->evidence.float16HeadroomDecades, 0.5) << "it reached the float16 limit";
+    EXPECT_NE(blowup->suggestion.find("z-loss"), std::string::npos) << blowup->suggestion;
+}
+
+TEST(ActivationGrowthRule, ARangeGrowingTowardTheFloat16LimitIsAWarningBeforeItOverflows)
+{
+    TrainingRun run(300);
+    ScanInputs inputs = run.inputs();
+    inputs.addTable("activations", {"attn.scores", "head"}, run.steps,
+                    {{"max", run.table(2, [](int64_t step, size_t c) {
+                          return c == 0 && step >= 150 ? float(3.0 * std::pow(10.0, double(step - 150) / 40.0)) : 3.f;
+                      })}});
+    ScanContext context(inputs, ScanConfig{});
+    ASSERT_TRUE(detectActivationGrowth(context));
+    const Incident* growth = find(context, IncidentKind::ActivationGrowth);
+    ASSERT_TRUE(growth);
+    EXPECT_EQ(growth->severity, Severity::Warning);
+    EXPECT_NEAR(double(growth->onsetStep), 150.0, 12.0);
+    ASSERT_TRUE(growth->evidence.float16HeadroomDecades);
+    // 3 * 10^(149/40) = 1.6e4: 0.6 decades below 65504, not overflowed yet.
+    EXPECT_NEAR(*growth->evidence.float16HeadroomDecades, 0.6, 0.1);
+    EXPECT_NE(growth->suggestion.find("QK"), std::string::npos) << growth->suggestion;
+
+    // A range that is large but steady is no warning.
+    ScanInputs steady = run.inputs();
+    steady.addTable("activations", {"embedding"}, run.steps, {{"max", run.table(1, [](int64_t, size_t) { return 3e4f; })}});
+    ScanContext quiet(steady, ScanConfig{});
+    ASSERT_TRUE(detectActivationGrowth(quiet));
+    EXPECT_TRUE(quiet.report.incidents.empty());
+}
+
+TEST(SpikeAftermath, ALayerWhoseGradientIsExactlyZeroFromTheSpikeOnIsReportedDead)
+{
+    TrainingRun run(400);
+    run.gradNorm[200] *= 1e4;
+    run.loss[200] *= 1e4;
+    for (size_t r = 201; r < 400; ++r)
+        run.loss[r] *= 3; // a higher plateau after it
+    ScanInputs inputs = run.inputs();
+    inputs.addTable("layers", {"encoder.weight", "ffn.fc1.weight", "head.weight"}, run.steps,
+                    {{"grad_norm", run.table(3, [](int64_t step, size_t c) {
+                          return c == 1 && step > 200 ? 0.f : 0.5f;
+                      })}});
+    ScanContext context(inputs, ScanConfig{});
+    ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+    ASSERT_TRUE(detectSpikes(context));
+    ASSERT_TRUE(detectSpikeAftermath(context));
+    EXPECT_FALSE(find(context, IncidentKind::Blowup));
+    const Incident* spike = find(context, IncidentKind::Spike);
+    ASSERT_TRUE(spike);
+    EXPECT_EQ(spike->onsetStep, 200);
+    EXPECT_EQ(spike->evidence.deadAfter, std::vector<std::string>{"ffn.fc1.weight"});
+    ASSERT_TRUE(spike->evidence.lossPlateauRatio);
+    // x3 on a loss that keeps decaying: about x2 against the 50 rows before.
+    EXPECT_GT(*spike->evidence.lossPlateauRatio, 1.5);
+    EXPECT_LT(*spike->evidence.lossPlateauRatio, 3.5);
+    EXPECT_NE(spike->suggestion.find("LeakyReLU"), std::string::npos) << spike->suggestion;
+}
+
+TEST(SpikeScore, IsTheShareOfStepsFarAboveTheRollingMedian)
+{
+    TrainingRun run(2000);
+    for (size_t r = 100; r < 2000; r += 100)
+        run.gradNorm[r] *= 1e3; // 19 of 2000 rows
+    const LogSeries s = makeLogSeries(run.steps, run.gradNorm);
+    const auto spikes = spikeRows(s);
+    const auto share = spikeShare(s, spikes, s.size());
+    ASSERT_TRUE(share);
+    EXPECT_NEAR(*share, 19.0 / 2000.0, 0.002);
+    const LogSeries quiet = makeLogSeries(TrainingRun(2000, 5).steps, TrainingRun(2000, 5).gradNorm);
+    EXPECT_LT(*spikeShare(quiet, spikeRows(quiet), quiet.size()), 0.001);
+}
+
+TEST(GradientLead, TheGradientNormRisingBeforeTheLossIsMeasuredInSteps)
+{
+    TrainingRun run(300);
+    for (size_t r = 150; r < 300; ++r) {
+        run.gradNorm[r] *= std::pow(10.0, double(r - 150) / 25.0);
+        if (r >= 180)
+            run.loss[r] *= std::pow(10.0, double(r - 180) / 25.0);
+        if (r >= 260)
+            run.loss[r] = run.gradNorm[r] = NAN;
+    }
+    const ScanInputs inputs = run.inputs();
+    ScanContext context(inputs, ScanConfig{});
+    ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+    const Incident* blowup = find(context, IncidentKind::Blowup);
+    ASSERT_TRUE(blowup);
+    ASSERT_TRUE(blowup->evidence.gradLeadSteps);
+    EXPECT_NEAR(double(*blowup->evidence.gradLeadSteps), 30.0, 8.0);
+}
+
+TEST(AdamEpsilonRule, ALargeShareOfElementsDominatedByEpsIsAWarningNamingTheParameters)
+{
+    TrainingRun run(100);
+    ScanInputs inputs = run.inputs();
+    ScanFacts facts;
+    facts.optimizerStates.push_back(
+        {500, "checkpoint-500/optimizer.pt", {{"fc.weight", 0.95, 1000, 1e-2}, {"fc.bias", 0.1, 10, 1e-2}}});
+    inputs.setFacts(facts);
+    ScanContext context(inputs, ScanConfig{});
+    ASSERT_TRUE(detectAdamEpsilon(context));
+    const Incident* eps = find(context, IncidentKind::AdamEpsilon);
+    ASSERT_TRUE(eps);
+    EXPECT_EQ(eps->layers, std::vector<std::string>{"fc.weight"});
+    ASSERT_TRUE(eps->evidence.epsilonDominatedShare);
+    EXPECT_NEAR(*eps->evidence.epsilonDominatedShare, (950.0 + 1.0) / 1010.0, 1e-6);
+    EXPECT_NE(eps->suggestion.find("eps=0"), std::string::npos) << eps->suggestion;
+
+    ScanInputs fine = run.inputs();
+    facts.optimizerStates.front().parameters = {{"fc.weight", 0.01, 1000, 1e-8}};
+    fine.setFacts(facts);
+    ScanContext quiet(fine, ScanConfig{});
+    ASSERT_TRUE(detectAdamEpsilon(quiet));
+    EXPECT_TRUE(quiet.report.incidents.empty());
+}
