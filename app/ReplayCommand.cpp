@@ -133,14 +133,21 @@ int runReplay(const QStringList& arguments)
         return fail("--step takes a number, not '" + parser.value("step") + "'");
 
     ReplayOptions options;
+    const auto checkpoints = listSteppedFiles(QDir(runDir).filePath("checkpoints").toStdString());
+    const auto batches = listSteppedFiles(QDir(runDir).filePath("batches").toStdString());
+    // The steps offered instead: RunInfo's judgement (it leaves out state_dict checkpoints) where
+    // run.h5 opens, else every step with both files.
+    QString replayable = stepList(checkpoints, batches);
     // run.h5 supplies the loss name when the batch lacks one; replay works without it.
     if (auto reader = RunReader::open(runDir.toStdString())) {
         const auto& attributes = (*reader)->info().attributes;
         if (auto it = attributes.find("loss_name"); it != attributes.end())
             options.lossName = it->second;
+        QStringList steps;
+        for (int64_t replayableStep : (*reader)->info().replayableSteps())
+            steps << QString::number(replayableStep);
+        replayable = steps.isEmpty() ? QString("none") : steps.join(", ");
     }
-    const auto checkpoints = listSteppedFiles(QDir(runDir).filePath("checkpoints").toStdString());
-    const auto batches = listSteppedFiles(QDir(runDir).filePath("batches").toStdString());
     options.checkpoint = parser.value("checkpoint").toStdString();
     options.batch = parser.value("batch").toStdString();
     if (options.checkpoint.empty()) {
@@ -148,7 +155,7 @@ int runReplay(const QStringList& arguments)
         if (it == checkpoints.end())
             return fail(QString("%1 has no checkpoint for step %2%3. Steps with both a checkpoint and a batch: %4")
                             .arg(runDir).arg(step).arg(notAFileNote(QDir(runDir).filePath("checkpoints"), step))
-                            .arg(stepList(checkpoints, batches)));
+                            .arg(replayable));
         options.checkpoint = it->second;
     }
     if (options.batch.empty()) {
@@ -156,7 +163,7 @@ int runReplay(const QStringList& arguments)
         if (it == batches.end())
             return fail(QString("%1 has no saved batch for step %2%3. Steps with both a checkpoint and a batch: %4")
                             .arg(runDir).arg(step).arg(notAFileNote(QDir(runDir).filePath("batches"), step))
-                            .arg(stepList(checkpoints, batches)));
+                            .arg(replayable));
         options.batch = it->second;
     }
     for (const auto& file : {options.checkpoint, options.batch})

@@ -1,10 +1,10 @@
 #include "core/compare/RunComparison.h"
 
+#include "core/run/Hdf5Handle.h"
 #include "core/run/RunFormat.h"
 #include "core/run/RunSource.h"
 #include "core/scan/IncidentDetector.h"
 
-#include <hdf5.h>
 
 #include <algorithm>
 #include <cmath>
@@ -209,12 +209,6 @@ Result<RunComparison> compareRuns(std::vector<ComparedRun> runs, const Divergenc
     return comparison;
 }
 
-bool hdf5IsThreadSafe()
-{
-    hbool_t threadSafe = 0;
-    return H5is_library_threadsafe(&threadSafe) >= 0 && threadSafe;
-}
-
 Result<RunComparison> compareRunSources(const std::vector<const RunSource*>& sources,
                                         const std::vector<std::string>& labels, const ScanConfig& scanConfig,
                                         const DivergenceConfig& config)
@@ -223,14 +217,14 @@ Result<RunComparison> compareRunSources(const std::vector<const RunSource*>& sou
         return Error{"compareRunSources: one label per run"};
     std::vector<Result<ComparedRun>> loaded;
     loaded.reserve(sources.size());
-    if (hdf5IsThreadSafe() && sources.size() > 1) {
+    if (hdf5::isThreadSafe() && sources.size() > 1) {
         // Each thread reads its own source; no source is shared between threads.
         std::vector<std::future<Result<ComparedRun>>> scans;
         for (size_t i = 0; i < sources.size(); ++i)
             scans.push_back(std::async(std::launch::async, [&, i] {
                 // A thread-safe HDF5 keeps its error-printing setting per thread: errors are
                 // values here (Hdf5Handle's lastErrorMessage), never prints on stderr.
-                H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+                hdf5::silenceErrorPrinting();
                 return loadComparedRun(*sources[i], labels[i], scanConfig);
             }));
         for (auto& scan : scans)
@@ -247,10 +241,6 @@ Result<RunComparison> compareRunSources(const std::vector<const RunSource*>& sou
     }
     return compareRuns(std::move(runs), config);
 }
-
-} // namespace nanscope
-
-namespace nanscope {
 
 namespace {
 

@@ -8,6 +8,7 @@
 // value can be absent (an op input that is a constant, a gradient backward never reached), so it
 // is a std::optional<TensorStats>: empty means "no tensor", never "a tensor of zeros".
 
+#include "core/tensor/FloatLimits.h"
 #include "core/tensor/TensorStats.h"
 
 #include <cmath>
@@ -18,11 +19,6 @@
 #include <vector>
 
 namespace nanscope {
-
-// The largest finite float16 and bfloat16 numbers: a value whose max |x| passes one of them
-// overflows to Inf in that precision.
-inline constexpr double kFloat16Max = 65504.0;
-inline constexpr double kBFloat16Max = 3.3895313892515355e38;
 
 // How close a value comes to overflowing, as bits of headroom: log2(limit / max|x|), so 1 bit
 // left means a value half the largest number; 0 or less means it overflows there. And the value's

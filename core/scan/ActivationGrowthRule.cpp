@@ -20,10 +20,9 @@ namespace rf = runformat;
 
 // Buckets per module: enough to find an onset, few enough for a thousand modules.
 constexpr size_t kBuckets = 512;
-// Growth (decades over the module's early level) and headroom (decades below the float16
-// maximum) that make a warning: x100 and within x10 of overflowing.
+// Growth (decades over the module's early level) that, with a peak near the float16 limit
+// (nearFloat16Limit), makes a warning: x100 and within x10 of overflowing.
 constexpr double kGrowthDecades = 2.0;
-constexpr double kHeadroomDecades = 1.0;
 
 bool namedLikeAttention(std::string text)
 {
@@ -109,7 +108,7 @@ Status detectActivationGrowth(ScanContext& context)
         const double earlyLevel = medianOf(early);
         const double peak = s.raw[peakRow];
         const double headroom = overflowStep[c] >= 0 ? 0.0 : headroomDecades(peak, kFloat16Max);
-        if (!(s.log[peakRow] - earlyLevel >= kGrowthDecades) || headroom > kHeadroomDecades || peakRow < 4)
+        if (!(s.log[peakRow] - earlyLevel >= kGrowthDecades) || headroom > kNearFloat16Decades || peakRow < 4)
             continue;
         ScanConfig onsetConfig = context.config;
         onsetConfig.smoothingRows = 1;
@@ -154,7 +153,7 @@ Status detectActivationGrowth(ScanContext& context)
     e.growthDecadesPerStep = facts.decadesPerStep;
     e.headroomOf = facts.module;
     e.float16HeadroomDecades = facts.float16HeadroomDecades;
-    e.bfloat16HeadroomDecades = headroomDecades(facts.peak, kBfloat16Max);
+    e.bfloat16HeadroomDecades = headroomDecades(facts.peak, kBFloat16Max);
     applyDiagnosis(incident, diagnoseActivationGrowth(facts));
     context.report.incidents.push_back(std::move(incident));
     return Status::success();

@@ -434,7 +434,7 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
         if (precursor->source == "activations") {
             evidence.headroomOf = precursor->name;
             evidence.float16HeadroomDecades = headroomDecades(precursor->peak, kFloat16Max);
-            evidence.bfloat16HeadroomDecades = headroomDecades(precursor->peak, kBfloat16Max);
+            evidence.bfloat16HeadroomDecades = headroomDecades(precursor->peak, kBFloat16Max);
         }
     }
     evidence.nonfiniteOrigin = origin;
@@ -492,7 +492,7 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
         facts.precursor = precursor->name;
         facts.precursorSource = precursor->source;
         facts.precursorRiseDecades = precursor->riseDecades;
-        facts.float16Overflow = precursor->source == "activations" && precursor->peak * 10 >= kFloat16Max;
+        facts.float16Overflow = precursor->source == "activations" && nearFloat16Limit(precursor->peak);
     }
     if (const Incident* input = context.badInputNear(onsetStep, 1, 0); input && !bornInWeights)
         facts.input = BlamedInput{input->onsetStep, input->severity == Severity::Critical, input->evidence.note,

@@ -196,7 +196,7 @@ void ScanInputs::scalarsFromEvents(const std::vector<std::string>& kinds, const 
             continue;
         if (skippedFromEvents && kinds[i] == runformat::event::kSkippedStep)
             m_scalars.skipped[row] = 1.0;
-        if (scaleFromEvents && kinds[i] == "loss_scale_decrease")
+        if (scaleFromEvents && kinds[i] == rf::event::kLossScaleDecrease)
             decreased[row] = anyDecrease = true;
     }
     // A stand-in scale that halves at each decrease: enough to see a cascade (its floor is

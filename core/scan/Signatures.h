@@ -12,15 +12,14 @@
 #include "core/scan/ScanInputs.h"
 
 #include <cstddef>
+#include "core/tensor/FloatLimits.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace nanscope::scan {
-
-inline constexpr double kFloat16Max = 65504.0;
-inline constexpr double kBfloat16Max = 3.3895313892515355e38;
 
 // Per row: 1 where the series lies more than `sigmas` robust deviations (1.4826 MAD of log10)
 // above the median of the finite rows of the preceding `windowSteps` steps, else 0. The median
@@ -55,5 +54,10 @@ Result<std::optional<std::vector<std::string>>> nonfiniteParametersAt(const Scan
 // log10(limit / |peak|): decades left before a value overflows a format whose largest value is
 // `limit`; <= 0 when it already did.
 double headroomDecades(double peak, double limit);
+
+// A value within a decade (x10) of float16's largest: the one "close to overflowing" the
+// activation-growth rule warns on and a blow-up's diagnosis names as a float16 overflow.
+inline constexpr double kNearFloat16Decades = 1.0;
+inline bool nearFloat16Limit(double peak) { return headroomDecades(peak, kFloat16Max) <= kNearFloat16Decades; }
 
 } // namespace nanscope::scan

@@ -244,7 +244,7 @@ void addLossScaleHistory(const std::vector<ScaleChange>& changes, ScalarLog& log
                 + std::to_string(*change.hysteresis - 1) + ")";
         log.events.push_back({ change.step, runformat::event::kSkippedStep, skipped + basis });
         if (change.after < change.before)
-            log.events.push_back({ change.step, "loss_scale_decrease",
+            log.events.push_back({ change.step, runformat::event::kLossScaleDecrease,
                 "loss scale " + formatScale(change.before) + " -> " + formatScale(change.after) + basis });
     }
     for (const auto& [step, scale] : scaleBeforeStep)
@@ -286,7 +286,7 @@ void addMegatronSkips(const std::vector<MegatronInterval>& intervals, bool withS
                         + " (the log counts them, not which)" });
         }
         if (interval.nan > 0)
-            log.events.push_back({ interval.iteration, "nonfinite_loss",
+            log.events.push_back({ interval.iteration, runformat::event::kNonfiniteLoss,
                 std::to_string(interval.nan) + " iterations with a NaN or Inf loss in " + span });
     }
     if (widerThanOne)

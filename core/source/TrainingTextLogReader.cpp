@@ -1,5 +1,7 @@
 #include "core/source/TrainingTextLogReader.h"
 
+#include "core/run/RunFormat.h"
+
 #include "core/source/LossScaleSteps.h"
 #include "core/source/TextLogLines.h"
 
@@ -211,7 +213,7 @@ private:
         m_megatronIntervals.push_back(interval);
         if (const auto scale = fields.find("loss scale"); scale != fields.end()) {
             if (m_megatronScale && scale->second < *m_megatronScale)
-                m_log.events.push_back({ iteration, "loss_scale_decrease",
+                m_log.events.push_back({ iteration, runformat::event::kLossScaleDecrease,
                     "loss scale " + formatScale(*m_megatronScale) + " -> " + formatScale(scale->second)
                         + " (between iterations " + std::to_string(previous) + " and " + std::to_string(iteration)
                         + ")" });

@@ -155,6 +155,8 @@ class DistributedRecorder:
             os.path.basename(os.path.normpath(os.path.abspath(run_dir))), self.rank))
         self.recorder = Recorder(self.rank_dir, module, overwrite=overwrite, **options)
         self._local = LocalGradients([(name, p) for name, p in module.named_parameters()])
+        if self.agree_on_skip:
+            self.recorder.skip_agreement = self._any_rank_bad
         self._status = {"rank": self.rank, "world_size": self.world_size, "state": STATE_RUNNING,
                         "started_utc": _now(), "last_step": None}
         _write_json(self._status_path, self._status)
@@ -173,13 +175,15 @@ class DistributedRecorder:
         scalars[LOCAL_GRAD_NORM] = local_total
         applied = self.recorder.end_step(loss, lr=lr, loss_scale=loss_scale, **scalars)
         self._last_step = self._step
-        if self.agree_on_skip:
-            bad = torch.tensor([0.0 if applied else 1.0])
-            dist.all_reduce(bad, op=dist.ReduceOp.MAX, group=self.group)
-            if bad.item() > 0 and applied:
-                self.recorder.note("step skipped because another rank's step was not finite", step=self._last_step)
-                applied = False
         return applied
+
+    def _any_rank_bad(self, bad):
+        """One small all-reduce (MAX) of this rank's verdict. NCCL reduces only CUDA tensors."""
+        on_gpu = dist.get_backend(self.group) == "nccl"
+        device = torch.device("cuda", torch.cuda.current_device()) if on_gpu else torch.device("cpu")
+        flag = torch.tensor([1.0 if bad else 0.0], device=device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=self.group)
+        return flag.item() > 0
 
     def note(self, message, step=None):
         self.recorder.note(message, step=step)

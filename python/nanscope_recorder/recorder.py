@@ -182,6 +182,9 @@ class Recorder:
         # Extra /layers columns for this step, {name: [L] array}, set before end_step by a wrapper
         # (distributed.py: each rank's local gradient norms); the names are fixed at the first step.
         self.extra_layer_values = None
+        # Set by DistributedRecorder: called with this rank's verdict (True: not finite), returns
+        # whether any rank's step was bad, so that every replica skips the same steps.
+        self.skip_agreement = None
 
     # ---------------------------------------------------------------- the training loop's calls
 
@@ -244,6 +247,11 @@ class Recorder:
         total_param_norm = float(np.sqrt(np.sum(np.square(host["param_norm"], dtype=np.float64))))
         grad_nonfinite = self._nonfinite_counts(grad_norms)
         bad = not (math.isfinite(loss_value) and math.isfinite(total_grad_norm))
+        skipped_for_another_rank = False
+        if self.skip_agreement is not None:
+            any_rank_bad = bool(self.skip_agreement(bad))
+            skipped_for_another_rank = any_rank_bad and not bad
+            bad = bad or any_rank_bad
 
         if self._file is None:
             self._create_file(extra, host)
@@ -270,7 +278,9 @@ class Recorder:
                             % (self._last_loss_scale, extra["loss_scale"]))
             self._last_loss_scale = extra["loss_scale"]
         if bad:
-            self._on_nonfinite(step, loss_value, grad_nonfinite)
+            self._on_nonfinite(step, loss_value, grad_nonfinite,
+                               reason="another rank's loss or gradients were not finite at this step; every rank "
+                                      "skips it, so the replicas stay equal" if skipped_for_another_rank else None)
         else:
             self._skipped_streak = 0
             spike = self._spike_reason(loss_value, total_grad_norm)
@@ -467,9 +477,11 @@ class Recorder:
 
     # ---------------------------------------------------------------- failures
 
-    def _on_nonfinite(self, step, loss_value, grad_nonfinite):
+    def _on_nonfinite(self, step, loss_value, grad_nonfinite, reason=None):
         self._skipped_streak += 1
-        if not math.isfinite(loss_value):
+        if reason is not None:
+            pass  # the caller's reason (another rank's step was bad): this rank's values were finite
+        elif not math.isfinite(loss_value):
             self._event(step, "nonfinite_loss", "loss = %s" % loss_value)
             reason = "non-finite loss (%s)" % loss_value
         else:

@@ -136,6 +136,7 @@ class ScanOnModelFamilies(unittest.TestCase):
     def assert_floor(self, cls, index, what, floor=None):
         floor = floor if floor is not None else FLOORS.get((cls, index), FLOOR)
         share, n = self.share(cls, index)
+        self.assertGreater(n, 0, "%s: no generated run of this class was judged on %s" % (cls, what))
         if n:
             self.assertGreaterEqual(share, floor, "%s: %s right on %.0f%% of %d runs" % (cls, what, 100 * share, n))
 
