@@ -7,9 +7,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import textwrap
 import unittest
+
+from model_source_fixture import ModelSourceTestCase
 
 import torch
 
@@ -95,20 +96,9 @@ MODEL_SOURCE = textwrap.dedent('''
 BAD_SAMPLE = 5
 
 
-class ReplayLossInForward(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        with open(os.path.join(cls.tmp.name, "hf_style_models.py"), "w") as f:
-            f.write(MODEL_SOURCE)
-        sys.path.insert(0, cls.tmp.name)
-        import hf_style_models
-        cls.models = hf_style_models
-
-    @classmethod
-    def tearDownClass(cls):
-        sys.path.remove(cls.tmp.name)
-        cls.tmp.cleanup()
+class ReplayLossInForward(ModelSourceTestCase):
+    MODEL_SOURCE = MODEL_SOURCE
+    MODULE_NAME = "hf_style_models"
 
     def batch_for(self, model):
         """Inputs where one sample's logits are so far apart that the probability of its label

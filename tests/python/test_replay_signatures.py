@@ -7,9 +7,10 @@ import math
 import os
 import subprocess
 import sys
-import tempfile
 import textwrap
 import unittest
+
+from model_source_fixture import ModelSourceTestCase
 
 import torch
 
@@ -62,20 +63,9 @@ MODEL_SOURCE = textwrap.dedent('''
 FLOAT16_MAX = 65504.0
 
 
-class ReplaySignatures(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        with open(os.path.join(cls.tmp.name, "signature_models.py"), "w") as f:
-            f.write(MODEL_SOURCE)
-        sys.path.insert(0, cls.tmp.name)
-        import signature_models
-        cls.models = signature_models
-
-    @classmethod
-    def tearDownClass(cls):
-        sys.path.remove(cls.tmp.name)
-        cls.tmp.cleanup()
+class ReplaySignatures(ModelSourceTestCase):
+    MODEL_SOURCE = MODEL_SOURCE
+    MODULE_NAME = "signature_models"
 
     def replay(self, name, model, batch, extra=()):
         run = os.path.join(self.tmp.name, name)

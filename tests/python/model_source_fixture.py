@@ -1,0 +1,26 @@
+"""Replay tests need models whose source is a real file (TorchScript keeps each op's source
+line): a test case writes its MODEL_SOURCE into a temporary module and imports it once."""
+import importlib
+import os
+import sys
+import tempfile
+import unittest
+
+
+class ModelSourceTestCase(unittest.TestCase):
+    MODEL_SOURCE = ""
+    MODULE_NAME = ""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        with open(os.path.join(cls.tmp.name, cls.MODULE_NAME + ".py"), "w") as f:
+            f.write(cls.MODEL_SOURCE)
+        sys.path.insert(0, cls.tmp.name)
+        cls.models = importlib.import_module(cls.MODULE_NAME)
+
+    @classmethod
+    def tearDownClass(cls):
+        sys.path.remove(cls.tmp.name)
+        sys.modules.pop(cls.MODULE_NAME, None)
+        cls.tmp.cleanup()
