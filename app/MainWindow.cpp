@@ -201,7 +201,7 @@ void MainWindow::connectSession()
         emit layerShown(detail.layer);
         m_screenshot->arrived(Work::Layer);
     });
-    new RankControls(this, m_session, m_context); // the rank selector and heatmap of a multi-rank run
+    m_rankControls = new RankControls(this, m_session, m_context); // the rank selector and heatmap of a multi-rank run
     m_sessionThread->start();
 }
 
@@ -396,6 +396,7 @@ void MainWindow::showSnapshot(const RunSnapshot& snapshot)
 {
     m_overview->setScalars(snapshot.steps, snapshot.scalars, snapshot.skippedSteps);
     m_overview->setSeriesTables(snapshot.seriesTables);
+    m_overview->setStepAxes(snapshot.stepAxes);
     m_overview->setTimelineEvents(snapshot.timelineEvents);
     m_overview->setSourceSummary(QString::fromStdString(sourceSummary(snapshot.info)),
                                  QString::fromStdString(sourceDetails(snapshot.info)));
@@ -433,6 +434,7 @@ void MainWindow::showScan(const ScanReport& scan)
 {
     m_incidentModel->setReport(scan);
     m_overview->setIncidents(scan.incidents);
+    m_incidentTable->setColumnHidden(IncidentModel::Rank, !m_incidentModel->hasRanks());
     m_incidentTable->resizeColumnsToContents();
     m_incidentTable->setColumnWidth(IncidentModel::Layers, std::min(m_incidentTable->columnWidth(IncidentModel::Layers), 260));
     // The tree's icons come from the incidents, so that they agree with the list beside them.
@@ -478,6 +480,9 @@ void MainWindow::showIncident(int row)
     const Incident* incident = m_incidentModel->incidentAt(row);
     if (!incident)
         return;
+    // An incident of another rank is shown on that rank's run.
+    if (incident->rank)
+        m_rankControls->showRank(*incident->rank);
     const StepRange range = incidentViewRange(*incident, m_context->firstStep(), m_context->lastStep());
     m_overview->showStepRange(range.first, range.last);
     selectStep(incident->onsetStep);

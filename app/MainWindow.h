@@ -28,6 +28,7 @@ class BatchNormView;
 class CheckpointLoader;
 class CheckpointsView;
 class IncidentModel;
+class RankControls;
 class HeatmapView;
 class LayerDetailView;
 class LayerTreeModel;
@@ -70,6 +71,8 @@ public:
     void setReplayProgram(const QString& program);
     LayerTreeModel* layerModel() const { return m_layerModel; }
     IncidentModel* incidentModel() const { return m_incidentModel; }
+    QTableView* incidentTable() const { return m_incidentTable; }
+    RankControls* rankControls() const { return m_rankControls; }
     // Moves the plots to an incident and selects its first bad layer.
     void showIncident(int row);
     QSortFilterProxyModel* layerFilter() const { return m_layerFilter; }
@@ -159,6 +162,7 @@ private:
     QSortFilterProxyModel* m_layerFilter = nullptr;
     QTreeView* m_layerTree = nullptr;
     IncidentModel* m_incidentModel = nullptr;
+    RankControls* m_rankControls = nullptr;
     QTableView* m_incidentTable = nullptr;
     QLineEdit* m_filterEdit = nullptr;
     QMenu* m_recentMenu = nullptr;

@@ -62,6 +62,15 @@ void RankControls::showRanks(const QStringList& ranks, int shown)
         m_heatmap->clear();
 }
 
+void RankControls::showRank(int rank)
+{
+    const int row = m_selector->findData(rank);
+    if (row < 0 || row == m_selector->currentIndex())
+        return;
+    m_selector->setCurrentIndex(row);
+    emit rankRequested(rank);
+}
+
 void RankControls::requestRankOfRow(const QString& row)
 {
     const int rank = rankOfRowName(row.toStdString());

@@ -26,6 +26,8 @@ public:
 
     QComboBox* selector() const { return m_selector; }
     HeatmapView* heatmap() const { return m_heatmap; }
+    // Shows this rank's run, unless it is shown already (an incident found on another rank).
+    void showRank(int rank);
     QDockWidget* dock() const { return m_dock; }
 
 signals:

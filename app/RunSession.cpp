@@ -30,6 +30,20 @@ std::vector<double> toDouble(const std::vector<float>& values)
     return std::vector<double>(values.begin(), values.end());
 }
 
+// The wall-time and epoch axes, from the series the snapshot holds already (no second read).
+void updateStepAxes(RunSnapshot& snapshot)
+{
+    snapshot.stepAxes = chooseStepAxes([&](const std::string& name) {
+        std::vector<LoggedSeriesRef> found;
+        if (auto it = snapshot.scalars.find(name); it != snapshot.scalars.end())
+            found.push_back({rf::kScalars, snapshot.steps, it->second});
+        for (const SeriesTable& table : snapshot.seriesTables)
+            if (auto it = table.series.find(name); it != table.series.end())
+                found.push_back({table.name, table.steps, it->second});
+        return found;
+    });
+}
+
 } // namespace
 
 RunSession::RunSession(QObject* parent)
@@ -113,6 +127,7 @@ void RunSession::poll()
         return;
     m_snapshot = grownSnapshot(m_snapshot);
     updateSeriesTables(m_snapshot);
+    updateStepAxes(m_snapshot);
     updateTimelineEvents(m_snapshot);
     emit grew(m_snapshot);
     // The scan and the heatmap read every row: while a run grows every second, run them at most
@@ -159,6 +174,7 @@ RunSnapshot RunSession::buildSnapshot()
 void RunSession::addWholeRunSeries(RunSnapshot& snapshot) const
 {
     updateSeriesTables(snapshot);
+    updateStepAxes(snapshot);
     updateTimelineEvents(snapshot);
     // Skipped steps that only the events record (DeepSpeed's overflow lines).
     const TableInfo* events = snapshot.info.table(rf::kEvents);

@@ -3,6 +3,7 @@
 #include "core/scan/Incident.h"
 #include "core/run/LayerHeatmap.h"
 #include "core/run/RunSource.h"
+#include "core/run/StepAxis.h"
 #include "widgets/EventMarkers.h"
 #include "widgets/ViewData.h"
 
@@ -34,6 +35,8 @@ struct RunSnapshot
     // Series logged at a rate of their own (evaluation, epoch-level metrics), each table whole:
     // they are small, a row per evaluation.
     std::vector<SeriesTable> seriesTables;
+    // Wall time and epoch as other x axes, where logged.
+    StepAxes stepAxes;
     // What the training's defences did (rollbacks, buffers restored, incident captures), from
     // /events; eventRows: the /events rows they were read from.
     std::vector<TimelineEvent> timelineEvents;

@@ -1,6 +1,7 @@
 #include "CommandLine.h"
 #include "GuardedApplication.h"
 #include "MainWindow.h"
+#include "widgets/OverviewView.h"
 #include "core/torch/TorchTensorStats.h"
 
 #include <QApplication>
@@ -45,6 +46,8 @@ int main(int argc, char** argv)
     parser.addOption({"step", "Select step N in every view.", "N"});
     parser.addOption({"layer", "Select the layer (parameter name) NAME.", "NAME"});
     parser.addOption({"compare", "Overlay another run on RUN_DIR and list how they differ (repeatable).", "OTHER_RUN"});
+    parser.addOption({"x-axis", "Label the overview's step axis in step, wall-time or epoch, where the run logs it.",
+                      "AXIS", "step"});
     parser.process(app);
 
     nanscope::MainWindow window;
@@ -70,6 +73,15 @@ int main(int argc, char** argv)
         return 2;
     }
     window.setInitialSelection(step, parser.value("layer"));
+    const QMap<QString, nanscope::StepAxisKind> axes{{"step", nanscope::StepAxisKind::Step},
+                                                     {"wall-time", nanscope::StepAxisKind::WallTime},
+                                                     {"epoch", nanscope::StepAxisKind::Epoch}};
+    if (!axes.contains(parser.value("x-axis"))) {
+        QTextStream(stderr) << "nanscope: --x-axis must be step, wall-time or epoch (not '" << parser.value("x-axis")
+                            << "')\n";
+        return 2;
+    }
+    window.overview()->setStepAxisKind(axes.value(parser.value("x-axis")));
     for (const QString& other : parser.values("compare"))
         window.compareWith(other);
     const QString screenshot = parser.value("screenshot");

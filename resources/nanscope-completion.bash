@@ -22,7 +22,7 @@ _nanscope_options()
         import) echo "--checkpoints $common" ;;
         demo) echo "--only --force --quiet $common" ;;
         help) ;;
-        "") echo "--screenshot --view --step --layer --compare --help --version" ;;
+        "") echo "--screenshot --view --step --layer --compare --x-axis --help --version" ;;
     esac
 }
 
@@ -65,6 +65,7 @@ _nanscope()
         --dtype) _nanscope_words "float16 bfloat16 float32 float64"; return ;;
         --checkpoints) _nanscope_words "link copy none"; return ;;
         --view) _nanscope_words "overview layers heatmap bn checkpoints replay"; return ;;
+        --x-axis) _nanscope_words "step wall-time epoch"; return ;;
         --only) _nanscope_words "healthy sudden-blowup gradual-blowup division-by-zero batchnorm-poisoned"; return ;;
         --config | --checkpoint | --batch | -o | --output | --screenshot | --names-from | --compare) _nanscope_paths -f; return ;;
         --step | --layer | --set | --histogram | --norm-threshold) return ;; # free text: nothing to offer

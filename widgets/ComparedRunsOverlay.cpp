@@ -74,61 +74,18 @@ void ComparedRunsOverlay::show(const RunComparison& comparison)
     clear();
     if (comparison.runs.size() < 2)
         return;
+    m_comparison = comparison;
     m_visible.assign(comparison.runs.size(), true);
-    for (SeriesPlot* plot : m_overview->plots()) {
-        if (plot->isHidden())
-            continue;
-        QCustomPlot* custom = plot->plot();
-        const std::string series = seriesNameOf(plot);
-        QCPGraph* own = custom->graph(0);
-        m_plotStates.push_back({plot, own->name(), custom->legend->visible()});
-        bool drewAny = false;
-        bool valuesFound = false;
-        QCPRange values;
-        for (size_t run = 1; run < comparison.runs.size(); ++run) {
-            auto it = comparison.runs[run].series.find(series);
-            if (it == comparison.runs[run].series.end())
-                continue;
-            const bool logScale = plot->logScale();
-            QVector<double> x, y;
-            for (size_t i = 0; i < it->second.size(); ++i) {
-                const double v = it->second.values[i];
-                x << double(it->second.steps[i]);
-                // A gap where the value is not finite (or not drawable on a log axis), as the
-                // plot's own series shows it.
-                y << (std::isfinite(v) && !(logScale && v <= 0) ? v : std::nan(""));
-            }
-            QCPGraph* graph = custom->addGraph();
-            graph->setName(runName(comparison.runs[run], run));
-            graph->setPen(QPen(runColour(run), 1));
-            graph->setAdaptiveSampling(true);
-            graph->setData(x, y, true);
-            m_drawn.push_back({plot, run, graph});
-            drewAny = true;
-            bool found = false;
-            const QCPRange r = graph->getValueRange(found, logScale ? QCP::sdPositive : QCP::sdBoth);
-            if (found)
-                values = valuesFound ? QCPRange(std::min(values.lower, r.lower), std::max(values.upper, r.upper)) : r;
-            valuesFound = valuesFound || found;
+    for (SeriesPlot* plot : m_overview->plots())
+        if (!plot->isHidden())
+            drawOn(plot);
+    // A plot added later from the Series menu gets the compared runs too.
+    m_connections << connect(m_overview, &OverviewView::plotAdded, this, [this](SeriesPlot* plot) {
+        if (!plot->isHidden()) {
+            drawOn(plot);
+            applyVisibility();
         }
-        if (!drewAny)
-            continue;
-        // The legend names runs: the plot's own series is run A's.
-        own->setName(runName(comparison.runs[0], 0));
-        for (int g = 1; g < plot->ownGraphCount(); ++g) {
-            QCPGraph* ownGraph = custom->graph(g);
-            if (!ownGraph->visible() || ownGraph->dataCount() == 0 || ownGraph->lineStyle() == QCPGraph::lsNone)
-                ownGraph->removeFromLegend();
-        }
-        custom->legend->setVisible(true);
-        custom->legend->setBrush(QColor(255, 255, 255, 200));
-        custom->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
-        if (valuesFound)
-            includeValues(plot, values);
-        m_connections << connect(custom, &QCustomPlot::legendClick, this,
-                                 [this](QCPLegend*, QCPAbstractLegendItem* item, QMouseEvent*) { onLegendClick(item); });
-        custom->replot(QCustomPlot::rpQueuedReplot);
-    }
+    });
     // The shared step axis spans every run: a compared run may go on past the open one.
     if (m_drawn.empty())
         return;
@@ -140,6 +97,62 @@ void ComparedRunsOverlay::show(const RunComparison& comparison)
             steps = QCPRange(std::min(steps.lower, keys.lower), std::max(steps.upper, keys.upper));
     }
     m_overview->showStepRange(steps.lower, steps.upper);
+}
+
+void ComparedRunsOverlay::drawOn(SeriesPlot* plot)
+{
+    const RunComparison& comparison = m_comparison;
+    QCustomPlot* custom = plot->plot();
+    const std::string series = seriesNameOf(plot);
+    QCPGraph* own = custom->graph(0);
+    PlotState state{plot, own->name(), custom->legend->visible()};
+    bool drewAny = false;
+    bool valuesFound = false;
+    QCPRange values;
+    for (size_t run = 1; run < comparison.runs.size(); ++run) {
+        auto it = comparison.runs[run].series.find(series);
+        if (it == comparison.runs[run].series.end())
+            continue;
+        const bool logScale = plot->logScale();
+        QVector<double> x, y;
+        for (size_t i = 0; i < it->second.size(); ++i) {
+            const double v = it->second.values[i];
+            x << double(it->second.steps[i]);
+            // A gap where the value is not finite (or not drawable on a log axis), as the
+            // plot's own series shows it.
+            y << (std::isfinite(v) && !(logScale && v <= 0) ? v : std::nan(""));
+        }
+        QCPGraph* graph = custom->addGraph();
+        graph->setName(runName(comparison.runs[run], run));
+        graph->setPen(QPen(runColour(run), 1));
+        graph->setAdaptiveSampling(true);
+        graph->setData(x, y, true);
+        m_drawn.push_back({plot, run, graph});
+        drewAny = true;
+        bool found = false;
+        const QCPRange r = graph->getValueRange(found, logScale ? QCP::sdPositive : QCP::sdBoth);
+        if (found)
+            values = valuesFound ? QCPRange(std::min(values.lower, r.lower), std::max(values.upper, r.upper)) : r;
+        valuesFound = valuesFound || found;
+    }
+    m_plotStates.push_back(state);
+    if (!drewAny)
+        return;
+    // The legend names runs: the plot's own series is run A's.
+    own->setName(runName(comparison.runs[0], 0));
+    for (int g = 1; g < plot->ownGraphCount(); ++g) {
+        QCPGraph* ownGraph = custom->graph(g);
+        if (!ownGraph->visible() || ownGraph->dataCount() == 0 || ownGraph->lineStyle() == QCPGraph::lsNone)
+            ownGraph->removeFromLegend();
+    }
+    custom->legend->setVisible(true);
+    custom->legend->setBrush(QColor(255, 255, 255, 200));
+    custom->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+    if (valuesFound)
+        includeValues(plot, values);
+    m_connections << connect(custom, &QCustomPlot::legendClick, this,
+                             [this](QCPLegend*, QCPAbstractLegendItem* item, QMouseEvent*) { onLegendClick(item); });
+    custom->replot(QCustomPlot::rpQueuedReplot);
 }
 
 void ComparedRunsOverlay::clear()
@@ -164,6 +177,7 @@ void ComparedRunsOverlay::clear()
     }
     m_plotStates.clear();
     m_visible.clear();
+    m_comparison = RunComparison{};
 }
 
 bool ComparedRunsOverlay::runVisible(size_t run) const

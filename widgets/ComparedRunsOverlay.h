@@ -30,7 +30,8 @@ class ComparedRunsOverlay : public QObject
 public:
     explicit ComparedRunsOverlay(OverviewView* overview);
 
-    // Draws every run but the first on the plots whose series it logs. Replaces what was drawn.
+    // Draws every run but the first on the plots whose series it logs, and on plots added to the
+    // overview later. Replaces what was drawn.
     void show(const RunComparison& comparison);
     // Removes every compared graph and gives the plots their own legends back.
     void clear();
@@ -54,10 +55,13 @@ private:
         size_t run = 0;
         QCPGraph* graph = nullptr;
     };
+    // Draws the compared runs' series of this plot, and remembers the plot's own legend state.
+    void drawOn(SeriesPlot* plot);
     void onLegendClick(QCPAbstractLegendItem* item);
     void applyVisibility();
 
     OverviewView* m_overview = nullptr;
+    RunComparison m_comparison; // what show() was given, for plots added later
     std::vector<Drawn> m_drawn;
     std::vector<bool> m_visible;
     // The plots' own series names and legend states, restored by clear().

@@ -6,6 +6,8 @@
 #include <QPainter>
 #include <QPixmap>
 
+#include <algorithm>
+
 namespace nanscope {
 
 namespace {
@@ -49,6 +51,12 @@ const Incident* IncidentModel::incidentAt(int row) const
     return row >= 0 && row < int(m_report.incidents.size()) ? &m_report.incidents[size_t(row)] : nullptr;
 }
 
+bool IncidentModel::hasRanks() const
+{
+    return std::any_of(m_report.incidents.begin(), m_report.incidents.end(),
+                       [](const Incident& incident) { return incident.rank.has_value(); });
+}
+
 int IncidentModel::rowCount(const QModelIndex& parent) const
 {
     return parent.isValid() ? 0 : int(m_report.incidents.size());
@@ -73,6 +81,8 @@ QVariant IncidentModel::data(const QModelIndex& index, int role) const
         return incident->layers.empty() ? QString() : QString::fromStdString(incident->layers.front());
     case IncidentIndexRole:
         return index.row();
+    case RankRole:
+        return incident->rank ? *incident->rank : -1;
     case Qt::DecorationRole:
         return index.column() == Severity ? severityIcon(incident->severity) : QVariant();
     case Qt::ToolTipRole:
@@ -83,6 +93,7 @@ QVariant IncidentModel::data(const QModelIndex& index, int role) const
         case Kind: return QString(toString(incident->kind));
         case Pattern: return incident->pattern ? QString(toString(*incident->pattern)) : QString();
         case Onset: return qint64(incident->onsetStep);
+        case Rank: return incident->rank ? QVariant(*incident->rank) : QVariant();
         case Nonfinite: return incident->nonfiniteStep ? QVariant(qint64(*incident->nonfiniteStep)) : QVariant();
         case Layers: {
             QStringList names;
@@ -105,7 +116,7 @@ QVariant IncidentModel::headerData(int section, Qt::Orientation orientation, int
 {
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return QAbstractTableModel::headerData(section, orientation, role);
-    static const char* titles[] = {"severity", "kind", "pattern", "onset", "non-finite at", "layers (first bad first)", "cause"};
+    static const char* titles[] = {"severity", "kind", "pattern", "onset", "rank", "non-finite at", "layers (first bad first)", "cause"};
     return section >= 0 && section < ColumnCount ? tr(titles[section]) : QVariant();
 }
 

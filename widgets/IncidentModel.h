@@ -11,14 +11,18 @@ class IncidentModel : public QAbstractTableModel
 {
     Q_OBJECT
 public:
-    enum Column { Severity, Kind, Pattern, Onset, Nonfinite, Layers, Cause, ColumnCount };
-    enum Role { OnsetStepRole = Qt::UserRole + 1, EndStepRole, FirstLayerRole, IncidentIndexRole };
+    // Rank: where a multi-rank run's incident was found (empty for a single process; the window
+    // hides the column then).
+    enum Column { Severity, Kind, Pattern, Onset, Rank, Nonfinite, Layers, Cause, ColumnCount };
+    enum Role { OnsetStepRole = Qt::UserRole + 1, EndStepRole, FirstLayerRole, IncidentIndexRole, RankRole };
 
     explicit IncidentModel(QObject* parent = nullptr);
 
     void setReport(const ScanReport& report);
     const ScanReport& report() const { return m_report; }
     const Incident* incidentAt(int row) const;
+    // Whether any incident names a rank (a multi-rank run's scan).
+    bool hasRanks() const;
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;

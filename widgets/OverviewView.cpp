@@ -7,12 +7,14 @@
 
 #include <qcustomplot.h>
 
+#include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMenu>
 #include <QScrollArea>
 #include <QSlider>
 #include <QSplitter>
+#include <QStandardItemModel>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -102,6 +104,18 @@ OverviewView::OverviewView(QWidget* parent)
     m_smoothingValue = new QLabel("0.00", this);
     m_smoothingValue->setMinimumWidth(QFontMetrics(font()).horizontalAdvance("0.00") + 4);
     toolbar->addWidget(m_smoothingValue);
+    toolbar->addSpacing(16);
+    toolbar->addWidget(new QLabel(tr("X axis"), this));
+    m_axisChoice = new QComboBox(this);
+    m_axisChoice->setObjectName("overview.xAxis");
+    for (StepAxisKind kind : {StepAxisKind::Step, StepAxisKind::WallTime, StepAxisKind::Epoch}) {
+        QString name = QString::fromUtf8(stepAxisName(kind));
+        name[0] = name[0].toUpper();
+        m_axisChoice->addItem(name, int(kind));
+    }
+    connect(m_axisChoice, qOverload<int>(&QComboBox::activated), this,
+            [this](int index) { setStepAxisKind(StepAxisKind(m_axisChoice->itemData(index).toInt())); });
+    toolbar->addWidget(m_axisChoice);
     toolbar->addStretch(1);
     layout->addLayout(toolbar);
     connect(m_smoothingSlider, &QSlider::valueChanged, this,
@@ -121,6 +135,7 @@ OverviewView::OverviewView(QWidget* parent)
         plot->setLogScale(spec.logScale);
     }
     m_fixedPlotCount = m_plots.size();
+    updateAxisChoice();
 }
 
 SeriesPlot* OverviewView::createPlot(const QString& key, const QString& title)
@@ -128,6 +143,7 @@ SeriesPlot* OverviewView::createPlot(const QString& key, const QString& title)
     auto* plot = new SeriesPlot(title, m_splitter);
     plot->setObjectName(QString("overview.%1").arg(key));
     plot->setSmoothing(smoothing());
+    plot->setStepAxis(shownStepAxis());
     m_splitter->addWidget(plot);
     m_plots << plot;
     m_keys << key;
@@ -261,6 +277,7 @@ SeriesPlot* OverviewView::addSeriesPlot(const QString& key)
             added->setStepRange(range.lower, range.upper);
             break;
         }
+    emit plotAdded(added);
     return added;
 }
 
@@ -303,6 +320,66 @@ void OverviewView::populateSeriesMenu()
                 removeSeriesPlot(key);
         });
     }
+}
+
+void OverviewView::setStepAxes(const StepAxes& axes)
+{
+    m_wallTimeAxis = axes.wallTime ? std::make_shared<const StepAxis>(*axes.wallTime) : nullptr;
+    m_epochAxis = axes.epoch ? std::make_shared<const StepAxis>(*axes.epoch) : nullptr;
+    // The user's choice stays: a run that lacks its axis shows steps, the next run that logs it
+    // shows it again.
+    updateAxisChoice();
+    for (SeriesPlot* plot : std::as_const(m_plots))
+        plot->setStepAxis(shownStepAxis());
+}
+
+bool OverviewView::hasStepAxis(StepAxisKind kind) const
+{
+    return kind == StepAxisKind::Step || (kind == StepAxisKind::WallTime && m_wallTimeAxis)
+        || (kind == StepAxisKind::Epoch && m_epochAxis);
+}
+
+bool OverviewView::setStepAxisKind(StepAxisKind kind)
+{
+    m_stepAxisKind = kind;
+    updateAxisChoice();
+    for (SeriesPlot* plot : std::as_const(m_plots))
+        plot->setStepAxis(shownStepAxis());
+    return hasStepAxis(kind);
+}
+
+std::shared_ptr<const StepAxis> OverviewView::shownStepAxis() const
+{
+    switch (m_stepAxisKind) {
+    case StepAxisKind::WallTime:
+        return m_wallTimeAxis;
+    case StepAxisKind::Epoch:
+        return m_epochAxis;
+    case StepAxisKind::Step:
+        break;
+    }
+    return nullptr;
+}
+
+void OverviewView::updateAxisChoice()
+{
+    auto* model = qobject_cast<QStandardItemModel*>(m_axisChoice->model());
+    for (int i = 0; i < m_axisChoice->count(); ++i) {
+        const auto kind = StepAxisKind(m_axisChoice->itemData(i).toInt());
+        const bool logged = hasStepAxis(kind);
+        if (QStandardItem* item = model ? model->item(i) : nullptr) {
+            item->setEnabled(logged);
+            item->setToolTip(logged ? QString()
+                                    : tr("This run does not log %1 (a \"%2\" series)")
+                                          .arg(QString::fromUtf8(stepAxisName(kind)),
+                                               QString::fromUtf8(kind == StepAxisKind::WallTime ? runformat::kWallTime
+                                                                                               : runformat::kEpoch)));
+        }
+        if (kind == stepAxisKind())
+            m_axisChoice->setCurrentIndex(i);
+    }
+    m_axisChoice->setToolTip(tr("Label the step axis in steps, wall time since the first step, or epochs, "
+                                "where the run logs them; the plots stay aligned by step"));
 }
 
 void OverviewView::setSmoothing(double weight)
@@ -443,6 +520,7 @@ void OverviewView::clear()
     m_incidents.clear();
     m_checkpointSteps.clear();
     m_selectedStep.reset();
+    setStepAxes(StepAxes{});
     for (SeriesPlot* plot : std::as_const(m_plots))
         plot->clear();
     if (m_lossEvents)

@@ -2,16 +2,19 @@
 
 #include "EventMarkers.h"
 #include "ViewData.h"
+#include "core/run/StepAxis.h"
 #include "core/scan/Incident.h"
 
 #include <QWidget>
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+class QComboBox;
 class QLabel;
 class QSlider;
 class QSplitter;
@@ -70,6 +73,17 @@ public:
     SeriesPlot* addSeriesPlot(const QString& key);
     void removeSeriesPlot(const QString& key);
 
+    // The other x axes the run logs (wall time, epoch); the X axis box offers them. A run that
+    // lacks the axis shown goes back to steps.
+    void setStepAxes(const StepAxes& axes);
+    // Labels every plot's step axis in steps, wall time or epochs (the X axis box's choice). The
+    // choice is kept: false when the run shown does not log that quantity, which then shows
+    // steps until a run that logs it is shown.
+    bool setStepAxisKind(StepAxisKind kind);
+    // The axis shown: the one chosen, or steps while the run does not log it.
+    StepAxisKind stepAxisKind() const { return shownStepAxis() ? m_stepAxisKind : StepAxisKind::Step; }
+    bool hasStepAxis(StepAxisKind kind) const;
+
     // TensorBoard's EMA smoothing weight, 0..0.99, on every plot (the slider's value).
     void setSmoothing(double weight);
     double smoothing() const;
@@ -82,6 +96,8 @@ public:
 
 signals:
     void stepClicked(qint64 step);
+    // A plot was added from the Series menu (or addSeriesPlot), with its series and the incidents.
+    void plotAdded(SeriesPlot* plot);
 
 private:
     SeriesPlot* createPlot(const QString& key, const QString& title);
@@ -90,10 +106,13 @@ private:
     void showEvaluationLoss();
     void populateSeriesMenu();
     void linkRanges(SeriesPlot* source, double lower, double upper);
+    std::shared_ptr<const StepAxis> shownStepAxis() const;
+    void updateAxisChoice();
 
     QLabel* m_sourceSummary = nullptr;
     QToolButton* m_seriesButton = nullptr;
     QSlider* m_smoothingSlider = nullptr;
+    QComboBox* m_axisChoice = nullptr;
     QLabel* m_smoothingValue = nullptr;
     QSplitter* m_splitter = nullptr;
     QList<SeriesPlot*> m_plots;
@@ -105,6 +124,8 @@ private:
     std::map<std::string, std::vector<double>> m_scalars;
     std::vector<int64_t> m_skippedSteps;
     std::vector<SeriesTable> m_seriesTables;
+    std::shared_ptr<const StepAxis> m_wallTimeAxis, m_epochAxis;
+    StepAxisKind m_stepAxisKind = StepAxisKind::Step; // the user's choice
     // What every plot shows beside its series, for plots added after it arrived.
     std::vector<Incident> m_incidents;
     std::vector<int64_t> m_checkpointSteps;

@@ -1,6 +1,7 @@
 #include "SeriesPlot.h"
 
 #include "Smoothing.h"
+#include "StepAxisTicker.h"
 
 #include <qcustomplot.h>
 
@@ -505,7 +506,10 @@ void SeriesPlot::showReadoutAt(double step)
     if (i < 0 || size_t(i) >= m_data.size())
         return;
     const auto row = size_t(i);
-    QString text = QString("step %1   %2 = %3").arg(m_steps[row]).arg(m_values->name(), formatValue(m_data[row]));
+    QString text = QString("step %1").arg(m_steps[row]);
+    if (m_stepAxis)
+        text += QString(" (%1)").arg(QString::fromStdString(m_stepAxis->label(double(m_steps[row]))));
+    text += QString("   %1 = %2").arg(m_values->name(), formatValue(m_data[row]));
     if (m_smoothing > 0 && std::isfinite(m_data[row]))
         text += tr("  (smoothed %1)").arg(formatValue(m_smoothed[row]));
     // The overlay at its own nearest step, named when it is not the same step (eval every 100).
@@ -520,6 +524,16 @@ void SeriesPlot::showReadoutAt(double step)
     m_hoverLine->point1->setCoords(double(m_steps[row]), 0);
     m_hoverLine->point2->setCoords(double(m_steps[row]), 1);
     m_hoverLine->setVisible(true);
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void SeriesPlot::setStepAxis(std::shared_ptr<const StepAxis> axis)
+{
+    m_stepAxis = std::move(axis);
+    m_plot->xAxis->setTicker(m_stepAxis ? QSharedPointer<QCPAxisTicker>(new StepAxisTicker(m_stepAxis))
+                                        : QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+    if (m_hoverStep)
+        showReadoutAt(*m_hoverStep);
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 

@@ -3,6 +3,7 @@
 #include <QWidget>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -16,6 +17,8 @@ class QLabel;
 struct QCPRange;
 
 namespace nanscope {
+
+class StepAxis;
 
 // One step-indexed series on a QCustomPlot. Non-finite values are data, so they are drawn, never
 // dropped: NaN, +Inf and -Inf each get their own marker pinned to the plot edge. Skipped steps
@@ -57,6 +60,12 @@ public:
     double smoothing() const { return m_smoothing; }
     // The series as drawn: smoothed with the current weight (the raw values when it is 0).
     const std::vector<double>& smoothedValues() const { return m_smoothed; }
+
+    // Labels the step axis in another quantity (wall time, epoch), ticked at its round values;
+    // null goes back to steps. The plot keeps step coordinates, so zoom, bands and linked plots
+    // are unchanged; the readout names the value at the step too.
+    void setStepAxis(std::shared_ptr<const StepAxis> axis);
+    const StepAxis* stepAxis() const { return m_stepAxis.get(); }
 
     // Shows the values at the logged step nearest to `step` in the readout above the plot, with a
     // dotted line there (what hovering does; linked plots show the same step).
@@ -117,6 +126,7 @@ private:
     QCPGraph* m_checkpoints = nullptr;
     QCPItemStraightLine* m_stepCursor = nullptr;
     QCPItemStraightLine* m_hoverLine = nullptr;
+    std::shared_ptr<const StepAxis> m_stepAxis;
     std::vector<QCPItemRect*> m_bands;
     std::vector<QCPItemText*> m_bandLabels;
     std::vector<int64_t> m_steps;

@@ -20,7 +20,7 @@ namespace {
 // batch size, another dataset) and a "divergence" of them says nothing about health.
 bool isProgressCounter(const std::string& name)
 {
-    static const std::set<std::string> counters{"epoch", "skipped", "step", "global_step", "total_flos",
+    static const std::set<std::string> counters{runformat::kEpoch, runformat::kWallTime, "skipped", "step", "global_step", "total_flos",
                                                 "num_input_tokens_seen", "train_runtime", "eval_runtime",
                                                 "eval_samples_per_second", "eval_steps_per_second",
                                                 "train_samples_per_second", "train_steps_per_second"};

@@ -38,6 +38,12 @@ inline bool isSeriesTableName(const std::string& name)
     return name == kScalars || name == kEval || name.rfind(kSeriesTablePrefix, 0) == 0;
 }
 
+// Series that give the steps another axis, in any series table (the window can plot against
+// them, as TensorBoard and W&B do): `wall_time` is seconds since the Unix epoch when the step
+// ended, `epoch` the (possibly fractional) epoch the step belongs to.
+inline constexpr const char* kWallTime = "wall_time";
+inline constexpr const char* kEpoch = "epoch";
+
 // The kinds of /events rows, written by the Python recorder and the C++ Guard alike
 // (python/nanscope_recorder keeps the same strings; docs/run-format.md lists them).
 namespace event {

@@ -4,6 +4,7 @@
 #include "core/source/ScalarNames.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -126,6 +127,7 @@ Result<std::unique_ptr<MemoryRunSource>> RunSourceBuilder::build()
 
     // Every series of every log, by run-format name; the longest wins, the first log on a tie.
     std::map<std::string, Candidate> chosen;
+    std::map<std::string, std::map<int64_t, double>> wallTimes; // by run-format name, by step
     std::vector<LoggedEvent> events;
     size_t histogramTags = 0;
     for (size_t i = 0; i < m_logs.size(); ++i) {
@@ -139,6 +141,9 @@ Result<std::unique_ptr<MemoryRunSource>> RunSourceBuilder::build()
             source.format += (source.format.empty() ? "" : " + ") + log.format;
         size_t repeats = 0;
         for (const auto& [logged, points] : log.series) {
+            for (const ScalarPoint& p : points)
+                if (std::isfinite(p.wallTime))
+                    wallTimes[canonicalScalarName(logged)][p.step] = p.wallTime;
             Candidate c = ordered(logged, i, points, repeats);
             auto it = chosen.find(c.canonical);
             if (it == chosen.end() || c.steps.size() > it->second.steps.size())
@@ -168,6 +173,22 @@ Result<std::unique_ptr<MemoryRunSource>> RunSourceBuilder::build()
             loss.canonical = "loss";
             chosen["loss"] = std::move(loss);
         }
+    }
+    // When each training step was logged (TensorBoard stamps every event) becomes a wall_time
+    // series, so the window can plot against time as TensorBoard does. Any log of the training
+    // series may say it: the Trainer's trainer_state.json has no times, its event file has.
+    const char* training = chosen.count("loss") ? "loss" : chosen.count("grad_norm") ? "grad_norm" : nullptr;
+    if (training && !chosen.count(rf::kWallTime)) {
+        const Candidate& t = chosen[training];
+        const std::map<int64_t, double>& stamps = wallTimes[canonicalScalarName(t.logged)];
+        Candidate wall{rf::kWallTime, rf::kWallTime, t.logIndex, {}, {}};
+        for (int64_t step : t.steps)
+            if (auto it = stamps.find(step); it != stamps.end()) {
+                wall.steps.push_back(step);
+                wall.values.push_back(it->second);
+            }
+        if (wall.steps.size() >= 2)
+            chosen[rf::kWallTime] = std::move(wall);
     }
     for (const auto& [name, c] : chosen) {
         if (c.logged != name && isKnownScalarName(name))

@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -676,6 +677,7 @@ struct Guard::State
             schema.scalars.push_back("lr");
         schema.scalars.push_back("skipped");
         schema.scalars.push_back("param_norm");
+        schema.scalars.push_back(rf::kWallTime);
         for (const auto& [name, value] : scalars) {
             scalarNames.push_back(name);
             schema.scalars.push_back(name);
@@ -830,6 +832,9 @@ struct Guard::State
         scalarRow["grad_norm"] = gradNorm;
         scalarRow["param_norm"] = std::sqrt(paramSquared);
         scalarRow["skipped"] = apply ? 0.0 : 1.0;
+        // Lets the window plot against time, and shows pauses and slow steps.
+        scalarRow[rf::kWallTime] =
+            std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
         if (logLearningRate)
             scalarRow["lr"] = optimizer.param_groups().at(0).options().get_lr();
         check(writer->appendScalars(step, scalarRow));
@@ -876,7 +881,7 @@ struct Guard::State
 
     std::map<std::string, double> userScalars(const std::map<std::string, double>& given)
     {
-        static const std::set<std::string> reserved{"loss", "grad_norm", "param_norm", "skipped", "lr"};
+        static const std::set<std::string> reserved{"loss", "grad_norm", "param_norm", "skipped", "lr", rf::kWallTime};
         std::map<std::string, double> row;
         for (const auto& [name, value] : given) {
             if (reserved.count(name))

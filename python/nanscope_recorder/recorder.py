@@ -2,6 +2,7 @@
 import math
 import os
 import re
+import time
 import warnings
 
 import numpy as np
@@ -15,6 +16,8 @@ from .defences import (BatchRing, LastGoodState, SpikeDetector, UnsupportedOptim
 from .run_file import RunFile, log_path
 
 _BUFFER_NAMES = ("running_mean", "running_var", "num_batches_tracked")
+# The /scalars columns the recorder computes itself; `wall_time` is seconds since the Unix epoch.
+_COMPUTED_SCALARS = ("loss", "grad_norm", "param_norm", "skipped", "wall_time")
 STEP_FILE = re.compile(r"step_\d{8,}\.(pt|safetensors|form)(\.partial)?")
 
 
@@ -231,7 +234,7 @@ class Recorder:
             extra["lr"] = lr
         if loss_scale is not None:
             extra["loss_scale"] = loss_scale
-        reserved = {"loss", "grad_norm", "param_norm", "skipped"}.intersection(scalars)
+        reserved = set(_COMPUTED_SCALARS).intersection(scalars)
         if reserved:
             raise ValueError("end_step: %s is computed by the recorder; log your own value under another name"
                              % ", ".join(sorted(reserved)))
@@ -256,8 +259,9 @@ class Recorder:
         if self._file is None:
             self._create_file(extra, host)
             scalar_row = self._scalar_row(extra)
+        # Wall time lets nanscope plot against time as TensorBoard does, and shows pauses and slow steps.
         row = {"loss": loss_value, "grad_norm": total_grad_norm, "param_norm": total_param_norm,
-               "skipped": 1.0 if bad else 0.0}
+               "skipped": 1.0 if bad else 0.0, "wall_time": time.time()}
         row.update(scalar_row)
         run = self._file
         run.scalars.append(step, row)
@@ -632,7 +636,7 @@ class Recorder:
     # ---------------------------------------------------------------- run.h5
 
     def _create_file(self, extra, host):
-        self._scalar_names = ["loss", "grad_norm", "param_norm", "skipped"] + list(extra)
+        self._scalar_names = list(_COMPUTED_SCALARS) + list(extra)
         self._input_names = [name for name, _ in getattr(self, "_input_stats", [])]
         calls = host["activations"] if host else []
         fired = {index for index, _ in calls}
@@ -648,7 +652,7 @@ class Recorder:
             inputs=self._input_names)
 
     def _scalar_row(self, extra):
-        known = self._scalar_names[4:]
+        known = self._scalar_names[len(_COMPUTED_SCALARS):]
         missing = [name for name in known if name not in extra]
         if missing:
             raise ValueError("end_step: scalar(s) %s were logged from the first step on and must be given "

@@ -183,6 +183,22 @@ TEST(MainWindow, IncidentsAreListedAndSelectingOneMovesThePlots)
     EXPECT_TRUE(window.selectedLayer().startsWith("fc1")) << window.selectedLayer().toStdString();
 }
 
+// The Guard stamps every step with its wall time, so a run it wrote can be plotted against time;
+// the demo runs log no epoch, so that choice stays off.
+TEST(MainWindow, ARunThatLogsWallTimeCanBePlottedAgainstIt)
+{
+    MainWindow window;
+    ASSERT_TRUE(openAndWait(window, test::demoRun("healthy")));
+    OverviewView* overview = window.overview();
+    EXPECT_TRUE(overview->hasStepAxis(StepAxisKind::WallTime));
+    EXPECT_FALSE(overview->hasStepAxis(StepAxisKind::Epoch));
+    ASSERT_TRUE(overview->setStepAxisKind(StepAxisKind::WallTime));
+    QCustomPlot* loss = overview->plot("loss")->plot();
+    loss->replot();
+    ASSERT_FALSE(loss->xAxis->tickVectorLabels().isEmpty());
+    EXPECT_EQ(loss->xAxis->tickVectorLabels().front(), "0s") << "time since the first step";
+}
+
 TEST(MainWindow, CheckpointsAreMarkedOnTheTimeline)
 {
     MainWindow window;

@@ -2,6 +2,7 @@
 import os
 import sys
 import tempfile
+import time
 import unittest
 import warnings
 
@@ -34,7 +35,7 @@ class RecordedRun(unittest.TestCase):
         self.assertEqual(set(groups), {"scalars", "layers", "activations", "buffers", "inputs", "events"})
         self.assertEqual(groups["scalars"]["rows"], STEPS)
         self.assertEqual(set(groups["scalars"]["columns"]),
-                         {"loss", "grad_norm", "param_norm", "skipped", "lr"})
+                         {"loss", "grad_norm", "param_norm", "skipped", "lr", "wall_time"})
         self.assertEqual(groups["layers"]["names"], [n for n, _ in self.model.named_parameters()])
         self.assertEqual(set(groups["layers"]["columns"]), {"grad_norm", "param_norm", "grad_nonfinite"})
         self.assertEqual(groups["activations"]["names"], ["0", "1", "2", "3"])
@@ -201,6 +202,27 @@ class RecorderRules(unittest.TestCase):
             self.assertEqual(f["scalars/loss_scale"][:].tolist(), [1024.0, 1024.0, 512.0])
             events = list(zip(f["events/steps"][:].tolist(), fx.strings(f["events/kind"])))
             self.assertIn((2, "loss_scale_decrease"), events)
+
+    def test_every_step_is_stamped_with_its_wall_time(self):
+        # nanscope plots against wall time from this column, as TensorBoard does.
+        before = time.time()
+        model = fx.bn_mlp()
+        with Recorder(self.run_dir, model, checkpoint_every=0, overwrite=True) as rec:
+            for step in range(3):
+                x, y = fx.batch(step)
+                rec.begin_step(step, inputs=x, targets=y)
+                loss = F.cross_entropy(model(x), y)
+                model.zero_grad()
+                loss.backward()
+                rec.end_step(loss)
+            with self.assertRaises(ValueError):  # the recorder's own column, not the user's
+                rec.begin_step(3, inputs=x, targets=y)
+                rec.end_step(loss, wall_time=0.0)
+        with fx.open_run(self.run_dir) as f:
+            stamps = f["scalars/wall_time"][:].tolist()
+        self.assertEqual(len(stamps), 3)
+        self.assertTrue(all(before <= t <= time.time() for t in stamps), stamps)
+        self.assertEqual(stamps, sorted(stamps))
 
 
 if __name__ == "__main__":

@@ -133,5 +133,33 @@ TEST(RunSourceBuilder, ScanSeesAnEvaluationLossOfItsOwnRate)
     EXPECT_TRUE(evalNanNamed) << report->incidents.size() << " incidents";
 }
 
+
+// TensorBoard stamps every event with its wall time; the Trainer's trainer_state.json has none.
+// Read together, the training steps get their times from the event file.
+TEST(RunSourceBuilder, TheWallTimesOfAnyLogOfTheTrainingSeriesBecomeAWallTimeSeries)
+{
+    ScalarLog state = trainerLikeLog(20, 100);
+    ScalarLog events;
+    events.path = "/tmp/out/events.out.tfevents.1";
+    events.format = "TensorBoard event file";
+    for (int s = 1; s <= 20; ++s)
+        events.add("train/loss", s, 2.0 - s * 0.001, 1.7e9 + 3.0 * s);
+    auto run = build({state, events});
+    const TableInfo* scalars = run->table(runformat::kScalars);
+    ASSERT_NE(scalars, nullptr);
+    ASSERT_NE(std::find(scalars->datasets.begin(), scalars->datasets.end(), runformat::kWallTime),
+              scalars->datasets.end());
+    const auto times = run->readSeries(runformat::kScalars, runformat::kWallTime);
+    ASSERT_TRUE(times.ok());
+    ASSERT_EQ(times->size(), 20u);
+    EXPECT_DOUBLE_EQ(times->front(), 1.7e9 + 3.0);
+    EXPECT_DOUBLE_EQ(times->back(), 1.7e9 + 60.0);
+
+    // Without stamps there is no wall time, never a series of NaN.
+    auto unstamped = build({trainerLikeLog(20, 100)});
+    const TableInfo* plain = unstamped->table(runformat::kScalars);
+    EXPECT_EQ(std::find(plain->datasets.begin(), plain->datasets.end(), runformat::kWallTime), plain->datasets.end());
+}
+
 } // namespace
 } // namespace nanscope

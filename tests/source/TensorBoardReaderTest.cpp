@@ -2,6 +2,8 @@
 // all-NaN run, a NaN eval loss) and on an event file of TF2 tensors written here.
 // TensorBoardDamageTest.cpp: damaged copies.
 
+#include "core/run/StepAxis.h"
+#include "core/source/OpenRun.h"
 #include "core/source/TensorBoardReader.h"
 #include "LogFileTestSupport.h"
 #include "TfEventTestSupport.h"
@@ -193,4 +195,30 @@ TEST(TensorBoardReader, Tf2TensorsHistogramsAndSkippedKinds)
     for (const char* note : { "1 file_version record skipped", "1 image summary skipped", "1 text summary skipped",
              "1 hparams record skipped", "1 graph record skipped", "1 session log record skipped" })
         EXPECT_TRUE(hasNote(*log, note)) << note;
+}
+
+// The times and epochs these logs hold become x axes of the window: Lightning's event file has
+// both, the Trainer folder's times come from its event files (trainer_state.json has none).
+TEST(TensorBoardReader, RealLogsGiveWallTimeAndEpochAxes)
+{
+    NANSCOPE_REAL_LOG_OR_SKIP(lightning, kLightningFolder);
+    auto run = openRun(lightning);
+    ASSERT_TRUE(run.ok()) << run.error();
+    auto axes = readStepAxes(**run);
+    ASSERT_TRUE(axes.ok()) << axes.error();
+    ASSERT_TRUE(axes->wallTime);
+    ASSERT_TRUE(axes->epoch);
+    EXPECT_DOUBLE_EQ(axes->epoch->firstValue(), 0.0);
+    EXPECT_DOUBLE_EQ(axes->epoch->lastValue(), 29.0) << "30 epochs, logged once each";
+    EXPECT_GT(axes->wallTime->lastValue() - axes->wallTime->firstValue(), 1.0);
+    EXPECT_GT(axes->wallTime->firstValue(), 1770885861.0 - 60) << "the file was written then";
+
+    NANSCOPE_REAL_LOG_OR_SKIP(trainer, kHfFolder);
+    auto hf = openRun(trainer);
+    ASSERT_TRUE(hf.ok()) << hf.error();
+    auto hfAxes = readStepAxes(**hf);
+    ASSERT_TRUE(hfAxes.ok()) << hfAxes.error();
+    ASSERT_TRUE(hfAxes->wallTime) << "the event files stamp the training steps";
+    ASSERT_TRUE(hfAxes->epoch);
+    EXPECT_GT(hfAxes->epoch->lastValue(), hfAxes->epoch->firstValue());
 }

@@ -107,6 +107,42 @@ TEST(ComparedRunsOverlay, ASecondRunIsASecondColouredGraphWithALegendEntryThatHi
     EXPECT_EQ(overlay.graph(loss, 1), nullptr);
 }
 
+// A plot the user adds from the Series menu after comparing shows the compared runs as well, and
+// hiding a run hides it there too.
+TEST(ComparedRunsOverlay, APlotAddedLaterShowsTheComparedRunsToo)
+{
+    OverviewView view;
+    view.resize(1000, 900);
+    view.show();
+    RunComparison comparison = showTwoRuns(view);
+    const StepSeries seriesA = line(100, 0.5, 0.001), seriesB = line(150, 0.4, 0.002);
+    view.setSeriesTables({SeriesTable{"eval", seriesA.steps, {{"eval_accuracy", seriesA.values}}}});
+    comparison.runs[1].series["eval_accuracy"] = seriesB;
+    ComparedRunsOverlay overlay(&view);
+    overlay.show(comparison);
+    overlay.setRunVisible(1, false);
+
+    SeriesPlot* accuracy = view.addSeriesPlot("eval/eval_accuracy");
+    ASSERT_NE(accuracy, nullptr);
+    QCPGraph* accuracyB = overlay.graph(accuracy, 1);
+    ASSERT_NE(accuracyB, nullptr) << "the compared run is drawn on the new plot";
+    EXPECT_EQ(accuracyB->dataCount(), 150);
+    EXPECT_EQ(accuracyB->name(), "B: b");
+    EXPECT_FALSE(accuracyB->visible()) << "a run hidden before stays hidden on the new plot";
+    EXPECT_TRUE(accuracy->plot()->legend->visible());
+    clickLegendEntry(accuracy->plot(), accuracyB);
+    EXPECT_TRUE(overlay.runVisible(1));
+    EXPECT_TRUE(overlay.graph(view.plot("loss"), 1)->visible()) << "its legend toggles the run everywhere";
+
+    overlay.clear();
+    EXPECT_EQ(accuracy->plot()->graphCount(), accuracy->ownGraphCount());
+    // After clearing, a newly added plot gets nothing.
+    view.removeSeriesPlot("eval/eval_accuracy");
+    SeriesPlot* again = view.addSeriesPlot("eval/eval_accuracy");
+    ASSERT_NE(again, nullptr);
+    EXPECT_EQ(again->plot()->graphCount(), again->ownGraphCount());
+}
+
 TEST(ComparisonView, ListsEachRunsDivergenceAndIncidentsAndSelectsTheirSteps)
 {
     OverviewView overview;

@@ -4,11 +4,14 @@
 #include "widgets/OverviewView.h"
 #include "widgets/SeriesPlot.h"
 #include "widgets/Smoothing.h"
+#include "widgets/StepAxisTicker.h"
 
 #include <qcustomplot.h>
 
 #include <QApplication>
+#include <QComboBox>
 #include <QFile>
+#include <QStandardItemModel>
 #include <QTemporaryDir>
 
 #include <cmath>
@@ -181,6 +184,89 @@ TEST(OverviewView, HoveringOnePlotShowsEveryPlotsValueAtThatStep)
     view.setSmoothing(0.5);
     EXPECT_TRUE(view.plot("grad_norm")->readoutText().startsWith("step 41   grad norm = 42  (smoothed "))
         << view.plot("grad_norm")->readoutText().toStdString();
+}
+
+// The step axis labelled in epochs or wall time, where the run logs them: the plots stay aligned by
+// step, ticks sit where each epoch (or each round time) begins, and the readout names both.
+TEST(OverviewView, WallTimeAndEpochAreOtherXAxesWhereLogged)
+{
+    OverviewView view;
+    view.resize(900, 900);
+    showRun(view);
+    view.show();
+    auto* choice = view.findChild<QComboBox*>("overview.xAxis");
+    ASSERT_NE(choice, nullptr);
+    auto* items = qobject_cast<QStandardItemModel*>(choice->model());
+    ASSERT_NE(items, nullptr);
+    EXPECT_FALSE(items->item(1)->isEnabled()) << "no wall time logged yet";
+    EXPECT_FALSE(view.setStepAxisKind(StepAxisKind::Epoch)) << "no axes given yet";
+    EXPECT_EQ(view.stepAxisKind(), StepAxisKind::Step);
+
+    // The epoch logged every step (0.02 a step); the wall time 10 s a step with a 30-minute pause
+    // after step 60.
+    std::vector<int64_t> steps;
+    std::vector<double> epoch, wall;
+    for (int i = 0; i <= 100; ++i) {
+        steps.push_back(i);
+        epoch.push_back(i / 50.0);
+        wall.push_back(1.7e9 + 10.0 * i + (i > 60 ? 1800.0 : 0.0));
+    }
+    StepAxes axes;
+    axes.epoch = StepAxis::fromSeries(StepAxisKind::Epoch, steps, epoch);
+    axes.wallTime = StepAxis::fromSeries(StepAxisKind::WallTime, steps, wall);
+    view.setStepAxes(axes);
+    EXPECT_TRUE(items->item(1)->isEnabled());
+    EXPECT_TRUE(items->item(2)->isEnabled());
+    EXPECT_EQ(view.stepAxisKind(), StepAxisKind::Epoch) << "the choice made before is kept";
+    EXPECT_EQ(choice->currentText(), "Epoch");
+
+    QCustomPlot* loss = view.plot("loss")->plot();
+    loss->replot();
+    const QVector<double> ticks = loss->xAxis->tickVector();
+    const QVector<QString> labels = loss->xAxis->tickVectorLabels();
+    ASSERT_TRUE(labels.contains("epoch 1")) << labels.join(", ").toStdString();
+    EXPECT_DOUBLE_EQ(ticks[labels.indexOf("epoch 1")], 50.0) << "epoch 1 begins at step 50";
+    EXPECT_DOUBLE_EQ(loss->xAxis->range().upper, view.plot("grad_norm")->plot()->xAxis->range().upper)
+        << "the plots stay on one step axis";
+
+    // An added plot gets the axis too; the readout names the epoch at the step.
+    SeriesPlot* accuracy = view.addSeriesPlot("eval/eval_accuracy");
+    accuracy->plot()->replot();
+    EXPECT_TRUE(accuracy->plot()->xAxis->tickVectorLabels().contains("epoch 1"));
+    view.showReadoutAt(75);
+    EXPECT_EQ(view.plot("grad_norm")->readoutText().toStdString(), "step 75 (epoch 1.5)   grad norm = 76");
+
+    // Wall time: ticks at round times since the first step; the pause crowds them, never overprints.
+    choice->setCurrentIndex(1);
+    emit choice->activated(1);
+    EXPECT_EQ(view.stepAxisKind(), StepAxisKind::WallTime);
+    loss->replot();
+    const QVector<double> timeTicks = loss->xAxis->tickVector();
+    const QVector<QString> timeLabels = loss->xAxis->tickVectorLabels();
+    ASSERT_GE(timeTicks.size(), 3) << timeLabels.join(", ").toStdString();
+    for (int i = 1; i < timeTicks.size(); ++i)
+        EXPECT_GT(timeTicks[i] - timeTicks[i - 1], 3.0) << timeLabels.join(", ").toStdString();
+    for (const QString& label : timeLabels)
+        EXPECT_TRUE(label.contains('m') || label.endsWith('s')) << label.toStdString();
+    view.showReadoutAt(61);
+    EXPECT_EQ(view.plot("grad_norm")->readoutText().toStdString(), "step 61 (40m 10s)   grad norm = 62");
+
+    // A run without these series shows steps again; the choice comes back with a run that logs them.
+    view.setStepAxes(StepAxes{});
+    EXPECT_EQ(view.stepAxisKind(), StepAxisKind::Step);
+    EXPECT_EQ(choice->currentText(), "Step");
+    EXPECT_EQ(view.plot("loss")->stepAxis(), nullptr);
+    view.setStepAxes(axes);
+    EXPECT_EQ(view.stepAxisKind(), StepAxisKind::WallTime);
+}
+
+TEST(StepAxisTicker, PicksRoundSpacingsInTheAxisUnit)
+{
+    EXPECT_DOUBLE_EQ(StepAxisTicker::tickSpacing(StepAxisKind::Epoch, 30, 5), 10);
+    EXPECT_DOUBLE_EQ(StepAxisTicker::tickSpacing(StepAxisKind::Epoch, 0.9, 5), 0.2);
+    EXPECT_DOUBLE_EQ(StepAxisTicker::tickSpacing(StepAxisKind::WallTime, 3000, 5), 600) << "every 10 minutes";
+    EXPECT_DOUBLE_EQ(StepAxisTicker::tickSpacing(StepAxisKind::WallTime, 40000, 5), 10800) << "every 3 hours";
+    EXPECT_DOUBLE_EQ(StepAxisTicker::tickSpacing(StepAxisKind::WallTime, 20, 5), 5);
 }
 
 TEST(SeriesPlot, ExportsItsDataAsCsvWithTheSmoothedColumn)

@@ -1,0 +1,96 @@
+// A multi-rank run in the window: the incident table names each incident's rank, and choosing an
+// incident found on another rank shows that rank.
+
+#include "WindowTestSupport.h"
+
+#include "app/MainWindow.h"
+#include "app/RankControls.h"
+#include "core/run/RunFormat.h"
+#include "core/run/RunWriter.h"
+#include "widgets/IncidentModel.h"
+
+#include <QComboBox>
+#include <QFile>
+#include <QTableView>
+#include <QTemporaryDir>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+using namespace nanscope;
+namespace rf = nanscope::runformat;
+
+namespace {
+
+// A 3-rank DDP job of 60 steps; rank 1's own loss and local gradient go NaN at step 30 and the
+// all-reduced gradient norm of every rank with it.
+void writeJob(const QString& dir)
+{
+    QFile manifest(dir + "/" + rf::kRankManifestName);
+    ASSERT_TRUE(manifest.open(QIODevice::WriteOnly));
+    manifest.write(R"({"format": "training-run-ranks", "format_version": 1, "world_size": 3, "ranks": [
+        {"rank": 0, "directory": "rank_00000"}, {"rank": 1, "directory": "rank_00001"},
+        {"rank": 2, "directory": "rank_00002"}]})");
+    manifest.close();
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    for (int rank = 0; rank < 3; ++rank) {
+        RunSchema schema;
+        schema.scalars = {"loss", "grad_norm", rf::kLocalGradNorm};
+        auto writer = RunWriter::create((dir + "/" + QString::fromStdString(rf::rankDirName(rank))).toStdString(), schema);
+        ASSERT_TRUE(writer) << writer.error();
+        std::vector<int64_t> steps;
+        std::map<std::string, std::vector<double>> values;
+        for (int64_t step = 0; step < 60; ++step) {
+            steps.push_back(step);
+            const double wobble = 1.0 + 0.05 * std::sin(double(rank * 7 + step));
+            const bool poisoned = rank == 1 && step >= 30;
+            values["loss"].push_back(poisoned ? nan : wobble);
+            values["grad_norm"].push_back(step >= 30 ? nan : 0.4);
+            values[rf::kLocalGradNorm].push_back(poisoned ? nan : 0.5 * wobble);
+        }
+        ASSERT_TRUE((*writer)->appendSeries(rf::kScalars, steps, values));
+        ASSERT_TRUE((*writer)->close());
+    }
+}
+
+// Waits until the window's views show this rank's run.
+bool showsRank(MainWindow& window, int rank)
+{
+    const std::string shown = "rank " + std::to_string(rank) + " shown";
+    QElapsedTimer clock;
+    clock.start();
+    while (window.snapshot().info.source.format.find(shown) == std::string::npos && clock.elapsed() < 30000)
+        QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+    return window.snapshot().info.source.format.find(shown) != std::string::npos;
+}
+
+} // namespace
+
+TEST(RankWindow, IncidentsNameTheirRankAndChoosingOneShowsThatRank)
+{
+    QTemporaryDir dir;
+    writeJob(dir.path());
+    MainWindow window;
+    ASSERT_TRUE(test::openAndWait(window, dir.path()));
+    ASSERT_TRUE(test::waitForScan(window));
+    IncidentModel* model = window.incidentModel();
+    ASSERT_TRUE(model->hasRanks());
+    EXPECT_FALSE(window.incidentTable()->isColumnHidden(IncidentModel::Rank));
+
+    int otherRankRow = -1;
+    for (int row = 0; row < model->rowCount(); ++row)
+        if (model->index(row, 0).data(IncidentModel::RankRole).toInt() == 1)
+            otherRankRow = row;
+    ASSERT_GE(otherRankRow, 0) << "rank 1 went NaN first: an incident names it";
+    // The window opens on the first rank to go NaN (rank 1): show another one first.
+    QComboBox* selector = window.rankControls()->selector();
+    window.rankControls()->showRank(0);
+    ASSERT_TRUE(showsRank(window, 0)) << window.snapshot().info.source.format;
+    ASSERT_EQ(selector->currentData().toInt(), 0);
+
+    window.showIncident(otherRankRow);
+    EXPECT_EQ(selector->currentData().toInt(), 1);
+    EXPECT_TRUE(showsRank(window, 1)) << window.snapshot().info.source.format;
+}
