@@ -231,8 +231,8 @@ public:
         options.runName = m_scenario.name;
         options.attributes = {{"framework", std::string("libtorch ") + TORCH_VERSION + " (nanscope demo)"},
                               {"description", m_scenario.description}};
-        // A careful training loop keeps the evidence: the first few non-finite or exploding steps.
-        options.spikeFactor = 100.0;
+        // A careful training loop keeps the evidence: the first few non-finite or exploding steps
+        // (spikes by the recorders' rule, its defaults).
         options.incidentCaptures = 3;
         // Two scenarios show a loop that skips bad steps; the blow-ups show one that does not.
         options.skipNonfinite = skipNonfinite;

@@ -2,6 +2,7 @@
 
 #include "core/run/RunFormat.h"
 #include "core/run/RunWriter.h"
+#include "core/scan/OnlineSpikeDetector.h"
 #include "core/torch/TensorRange.h"
 #include "core/torch/TorchReductions.h"
 
@@ -365,7 +366,6 @@ bool rollbackKnows(torch::optim::Optimizer& optimizer)
 }
 
 constexpr const char* kKnownOptimizers = "Adam, AdamW, SGD, RMSprop, Adagrad";
-constexpr size_t kSpikeWindow = 50; // finite gradient norms the spike median is taken over
 
 void saveAtomically(const std::string& path, const std::function<void(const std::string&)>& save)
 {
@@ -432,7 +432,9 @@ struct Guard::State
     };
     std::vector<PendingEvent> pendingEvents; // written at the next flush (run.h5 exists from the first endStep)
     std::set<std::string> warned;
-    std::vector<double> recentGradNorms;
+    // The recorders' one spike rule (core/scan/OnlineSpikeDetector.h), on the loss and the
+    // gradient norm, as the Python recorder applies it; made in open(), with the options.
+    OnlineSpikeDetector lossSpikes, gradNormSpikes;
     int incidents = 0;
     int badStreak = 0;
     double lrScale = 1.0;
@@ -452,6 +454,9 @@ struct Guard::State
         directory = runDirectory;
         options = std::move(guardOptions);
         model = std::move(access);
+        const auto spikeWindow = size_t(std::max<int64_t>(options.spikeWindow, 1));
+        lossSpikes = OnlineSpikeDetector(options.spikeMads, spikeWindow);
+        gradNormSpikes = OnlineSpikeDetector(options.spikeMads, spikeWindow);
         std::error_code ec;
         if (fs::exists(logPath(), ec))
             throw GuardError(logPath() + " already exists; a run directory is written once (give the Guard a new one)");
@@ -777,13 +782,13 @@ struct Guard::State
         std::map<std::string, double> scalarRow = userScalars(scalars);
 
         // Incident capture, then the defences.
-        double median = 0;
-        if (!recentGradNorms.empty()) {
-            std::vector<double> sorted = recentGradNorms;
-            std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
-            median = sorted[sorted.size() / 2];
+        // Every detector sees every finite step (a spike of one does not hide the other's).
+        bool spike = false;
+        if (finite && options.spikeMads > 0) {
+            const bool lossSpike = lossSpikes.isSpike(lossValue);
+            const bool gradNormSpike = gradNormSpikes.isSpike(gradNorm);
+            spike = lossSpike || gradNormSpike;
         }
-        const bool spike = options.spikeFactor > 0 && median > 0 && gradNorm > options.spikeFactor * median;
         const bool incident = (!finite || spike) && (options.incidentCaptures < 0 || incidents < options.incidentCaptures);
         if (incident) {
             if (!checkpointSaved)
@@ -820,11 +825,6 @@ struct Guard::State
                 zeroGradients();
         } else {
             badStreak = 0;
-        }
-        if (std::isfinite(gradNorm)) {
-            recentGradNorms.push_back(gradNorm);
-            if (recentGradNorms.size() > kSpikeWindow)
-                recentGradNorms.erase(recentGradNorms.begin());
         }
 
         // The step's rows.

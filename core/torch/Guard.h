@@ -71,9 +71,12 @@ struct GuardOptions
     std::map<std::string, std::string> attributes; // more root attributes (description, ...); they win
 
     // ---- incident capture: the checkpoint before the step and its batch, for replay
-    // A step is an incident when its loss or gradients are not finite, or its gradient norm is
-    // above spikeFactor x the median of the last 50 finite ones (0: non-finite steps only).
-    double spikeFactor = 100.0;
+    // A step is an incident when its loss or gradients are not finite, or its loss or gradient
+    // norm is more than spikeMads median absolute deviations above the median of the last
+    // spikeWindow finite steps (0: non-finite steps only). The Python recorder's rule, with its
+    // defaults (core/scan/OnlineSpikeDetector.h).
+    double spikeMads = 20.0;
+    int64_t spikeWindow = 50;
     // Incidents saved at most (-1: every one): a run that never recovers would otherwise write a
     // checkpoint per step.
     int incidentCaptures = 3;
@@ -104,7 +107,7 @@ struct GuardStepResult
     double gradNorm = 0;
     bool finite = true;     // loss and every gradient finite
     bool applied = true;    // what endStep returned
-    bool spike = false;     // gradient norm above spikeFactor x the recent median
+    bool spike = false;     // loss or gradient norm a spike by the spikeMads rule
     bool rolledBack = false;
 };
 

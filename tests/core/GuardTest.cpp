@@ -33,15 +33,16 @@ struct Loop
             optimizer = std::make_unique<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(lr));
     }
 
-    // One step: a NaN in the batch when `poison`. Returns what endStep returned.
-    bool step(Guard& guard, int64_t step, bool poison = false)
+    // One step: a NaN in the batch when `poison`, the loss scaled by `lossScale` (a spike in the
+    // loss and every gradient). Returns what endStep returned.
+    bool step(Guard& guard, int64_t step, bool poison = false, double lossScale = 1.0)
     {
         auto x = torch::randn({16, 4});
         auto y = torch::randint(3, {16}, torch::kLong);
         if (poison)
             x[0][0] = std::nan("");
         guard.beginStep(step, x, y);
-        auto loss = torch::nn::functional::cross_entropy(guard.forward(*model, x), y);
+        auto loss = torch::nn::functional::cross_entropy(guard.forward(*model, x), y) * lossScale;
         optimizer->zero_grad();
         loss.backward();
         lastGradNorm = model[0]->as<torch::nn::Linear>()->weight.grad().norm().item<double>();
@@ -178,6 +179,32 @@ TEST(Guard, SkipsANonfiniteStepAndLeavesTheWeightsAlone)
     EXPECT_EQ((*skipped)[7], 0.0);
     EXPECT_TRUE((*reader)->info().checkpoints.count(6)) << "the incident's checkpoint";
     EXPECT_TRUE((*reader)->info().batches.count(6)) << "and its batch, for replay";
+}
+
+// The Guard judges spikes by the recorders' one rule (OnlineSpikeDetector, as the Python
+// recorder): a finite step far above the recent median is an incident whose checkpoint and batch
+// are kept, and it is applied (a spike is evidence, not a reason to skip).
+TEST(Guard, ASpikeByTheRecordersRuleIsCapturedAndApplied)
+{
+    test::ScratchDir dir;
+    Loop loop(/*adam=*/true, 0.01); // Adam's step is bounded by its lr: the spike does not wreck the weights
+    {
+        Guard guard(dir.path(), *loop.model);
+        for (int64_t step = 0; step < 30; ++step) {
+            ASSERT_TRUE(loop.step(guard, step));
+            EXPECT_FALSE(guard.lastStep().spike) << "step " << step << " is ordinary training";
+        }
+        EXPECT_TRUE(loop.step(guard, 30, false, /*lossScale=*/1e4));
+        EXPECT_TRUE(guard.lastStep().spike);
+        EXPECT_TRUE(guard.lastStep().finite);
+        EXPECT_TRUE(loop.step(guard, 31));
+        EXPECT_FALSE(guard.lastStep().spike);
+    }
+    auto reader = RunReader::open(dir.path());
+    ASSERT_TRUE(reader) << reader.error();
+    EXPECT_TRUE((*reader)->info().checkpoints.count(30)) << "the spike's checkpoint";
+    EXPECT_TRUE((*reader)->info().batches.count(30)) << "and its batch, for replay";
+    EXPECT_FALSE((*reader)->info().checkpoints.count(31));
 }
 
 TEST(Guard, RollsBackToTheLastGoodSnapshotAfterConsecutiveBadSteps)

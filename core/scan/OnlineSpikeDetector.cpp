@@ -1,0 +1,50 @@
+#include "core/scan/OnlineSpikeDetector.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace nanscope {
+
+namespace {
+
+// The median as numpy takes it: the mean of the two middle values of an even count.
+double medianOf(std::vector<double> values)
+{
+    const size_t n = values.size();
+    std::sort(values.begin(), values.end());
+    return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+} // namespace
+
+OnlineSpikeDetector::OnlineSpikeDetector(double mads, size_t window, size_t leastHistory)
+    : m_mads(mads)
+    , m_window(std::max<size_t>(window, 1))
+    , m_leastHistory(leastHistory)
+{
+}
+
+bool OnlineSpikeDetector::isSpike(double value)
+{
+    if (!std::isfinite(value))
+        return false;
+    bool spike = false;
+    if (m_values.size() >= m_leastHistory && !m_values.empty()) {
+        const double median = medianOf({m_values.begin(), m_values.end()});
+        std::vector<double> deviations;
+        deviations.reserve(m_values.size());
+        for (double v : m_values)
+            deviations.push_back(std::abs(v - median));
+        const double scale = std::max({medianOf(std::move(deviations)), 1e-3 * std::abs(median), 1e-12});
+        spike = value > median + m_mads * scale;
+    }
+    if (!spike) {
+        m_values.push_back(value);
+        if (m_values.size() > m_window)
+            m_values.pop_front();
+    }
+    return spike;
+}
+
+} // namespace nanscope
