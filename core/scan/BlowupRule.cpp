@@ -6,6 +6,7 @@
 
 #include "core/run/RunFormat.h"
 #include "core/scan/Onset.h"
+#include "core/scan/Recovery.h"
 #include "core/scan/Signatures.h"
 
 #include <algorithm>
@@ -18,12 +19,6 @@ namespace {
 
 namespace rf = runformat;
 
-// A loss this much (x1.6) above its level before an explosion, for good, means a destroyed model.
-constexpr double kDeadLossDecades = 0.2;
-// ... and at or above 0.75 of its level at the start of training (log10 0.75).
-constexpr double kLostTrainingDecades = -0.125;
-// A loss that falls this much (x1.12) over the rows after it is still being trained.
-constexpr double kStillLearningDecades = 0.05;
 // A module's output or a parameter's norm that rose this many decades (x100) steadily up to the
 // failure is where the blow-up began, even when the gradient norm shows nothing yet.
 constexpr double kPrecursorDecades = 2.0;
@@ -102,7 +97,11 @@ bool recoveredAfter(const ScanContext& context, const Burst& burst)
     if (after.size() * 2 < end - begin)
         return false;
     const double before = levelBefore(context, burst.firstRow);
-    return !std::isfinite(before) || medianOf(after) <= before + context.config.recoveryDecades;
+    if (!std::isfinite(before) || medianOf(after) <= before + context.config.recoveryDecades)
+        return true;
+    // The primary series stays high (Adam keeps the gradient norm up for a while), but the loss
+    // came back: the burst is over, the high level is what it left behind.
+    return judgeRecovery(context, burst.firstRow, burst.lastRow).outcome == JumpOutcome::Recovered;
 }
 
 // A NaN that comes at the end of a finite explosion is that explosion's failure, even when
@@ -137,6 +136,21 @@ std::optional<Failure> destroyedByExplosion(const ScanContext& context)
         size_t end = r;
         while (end < s.size() && (!s.finite[end] || s.log[end] - before >= config.jumpDecades))
             ++end;
+        // Judged on the loss where the loss jumped with it (Recovery.h): came back, a spike the
+        // spike rule reports, however long the gradient norm stays up; did not, a blow-up at the jump.
+        const JumpRecovery course = judgeRecovery(context, r, r);
+        if (course.outcome == JumpOutcome::Recovered) {
+            r = std::max(r, course.backRow);
+            continue;
+        }
+        if (course.outcome == JumpOutcome::NotRecovered) {
+            Failure failure;
+            failure.row = r;
+            failure.lastRow = std::min(end, s.size()) - 1;
+            failure.note = "the loss did not come back after the explosion at step " +
+                           std::to_string(context.scalars.steps[r]) + ": the update destroyed the weights";
+            return failure;
+        }
         auto lossMedian = [&](size_t from, size_t to) {
             std::vector<double> v;
             for (size_t k = from; k < to && k < loss.size(); ++k)
@@ -233,6 +247,14 @@ std::optional<Failure> finiteRise(const ScanContext& context)
         }
     if (failure.row >= n)
         failure.row = n - 1;
+    // A rise that began with a jump the loss came back from is a recovered spike whose gradient
+    // norm stays high (Adam-family optimizers), not a blow-up: the spike rule reports it.
+    for (size_t r = lookbackBegin; r < n; ++r)
+        if (s.finite[r] && s.log[r] >= halfway) {
+            if (judgeRecovery(context, r, r).outcome == JumpOutcome::Recovered)
+                return std::nullopt;
+            break;
+        }
     return failure;
 }
 

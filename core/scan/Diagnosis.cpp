@@ -540,6 +540,11 @@ void addSpikeAftermath(Diagnosis& d, const SpikeAftermathFacts& facts)
     if (facts.lossPlateauRatio && (*facts.lossPlateauRatio >= 1.5 || *facts.lossPlateauRatio <= 1 / 1.5))
         d.cause += " The loss settled x" + formatNumber(*facts.lossPlateauRatio, 2) +
                    " of its level before the spike: the model did not come back to where it was.";
+    if (facts.gradientLevelRatio)
+        d.cause += " The loss came back, but the gradient norm stayed x" + formatNumber(*facts.gradientLevelRatio, 2) +
+                   " above its level before: an adaptive optimizer (Adam, RMSprop, Adagrad) whose second-moment "
+                   "estimate the huge gradients inflated takes many steps to settle; a level left behind, not a "
+                   "blow-up.";
     if (!facts.deadAfter.empty())
         d.suggestion += " Dead ReLU after a spike: clip gradients (clip_grad_norm_), use a learning-rate warm-up "
                         "and check the schedule for one-step jumps, or use LeakyReLU/GELU; re-initialise or resume "

@@ -290,6 +290,7 @@ struct SpikeAftermathFacts
     int64_t spikeStep = 0;
     std::vector<std::string> deadAfter;  // gradient exactly zero from the spike on
     std::optional<double> lossPlateauRatio; // loss level after over before
+    std::optional<double> gradientLevelRatio; // grad norm once the loss came back over before (x10 and up)
 };
 // Appends to a spike's (or recovered burst's) diagnosis what it left behind.
 void addSpikeAftermath(Diagnosis& diagnosis, const SpikeAftermathFacts& facts);

@@ -176,6 +176,49 @@ TEST(SpikeAftermath, ALayerWhoseGradientIsExactlyZeroFromTheSpikeOnIsReportedDea
     EXPECT_NE(spike->suggestion.find("LeakyReLU"), std::string::npos) << spike->suggestion;
 }
 
+// Adam after one huge learning-rate step: the loss jumps x1e4 and decays back into its band over
+// ~30 rows, while the gradient norm stays x300 above its old level to the end. The loss came
+// back: a recovered spike that left a high gradient-norm level behind, not a blow-up.
+TEST(SpikeRecovery, TheLossComingBackMakesASpikeHoweverLongTheGradientNormStaysHigh)
+{
+    TrainingRun run(400);
+    for (size_t r = 200; r < 400; ++r) {
+        run.gradNorm[r] *= r == 200 ? 1e4 : 300;
+        run.loss[r] *= std::max(1.5, 1e4 * std::pow(10.0, -double(r - 200) / 8.0));
+    }
+    ScanInputs inputs = run.inputs();
+    ScanContext context(inputs, ScanConfig{});
+    ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+    ASSERT_TRUE(detectSpikes(context));
+    ASSERT_TRUE(detectSpikeAftermath(context));
+    EXPECT_FALSE(find(context, IncidentKind::Blowup));
+    const Incident* spike = find(context, IncidentKind::Spike);
+    ASSERT_TRUE(spike);
+    EXPECT_EQ(spike->onsetStep, 200);
+    EXPECT_EQ(spike->severity, Severity::Warning);
+    ASSERT_TRUE(spike->evidence.gradientLevelRatio);
+    EXPECT_GT(*spike->evidence.gradientLevelRatio, 100.0);
+    EXPECT_NE(spike->cause.find("left behind"), std::string::npos) << spike->cause;
+}
+
+// The same jump whose loss stays x50 above its level to the end: the training did not come back,
+// a critical blow-up at the jump, however the gradient norm behaves.
+TEST(SpikeRecovery, ALossThatDoesNotComeBackIsABlowupAtTheJump)
+{
+    TrainingRun run(400);
+    for (size_t r = 200; r < 400; ++r) {
+        run.gradNorm[r] *= r == 200 ? 1e4 : 300;
+        run.loss[r] *= std::max(50.0, 1e4 * std::pow(10.0, -double(r - 200) / 8.0));
+    }
+    ScanInputs inputs = run.inputs();
+    ScanContext context(inputs, ScanConfig{});
+    ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+    const Incident* blowup = find(context, IncidentKind::Blowup);
+    ASSERT_TRUE(blowup);
+    EXPECT_EQ(blowup->severity, Severity::Critical);
+    EXPECT_NEAR(double(blowup->onsetStep), 200.0, 1.0);
+}
+
 TEST(SpikeScore, IsTheShareOfStepsFarAboveTheRollingMedian)
 {
     TrainingRun run(2000);
