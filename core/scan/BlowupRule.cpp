@@ -385,26 +385,56 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
     // A batch with extreme values (a missing feature read as zeros) may be what met the 0/0; only
     // a batch holding NaN/Inf itself puts the origin in the data.
     const bool nanInput = blamedInput && blamedInput->severity == Severity::Critical;
-    const bool bornInWeights =
+    // Every parameter non-finite at the first bad row: which one went first cannot be read from
+    // this row. Logged rows apart, the NaN may even have come from a forward pass in between and
+    // spread through the updates: then where it was born is not known either.
+    const TableInfo* layerTable = context.inputs.table(rf::kLayers);
+    const bool everyParameter = origin == NonfiniteOrigin::Parameters && layerTable &&
+                                nanParameters.size() >= layerTable->names.size();
+    const bool spreadBetweenRows =
+        everyParameter && failureRow > 0 && steps[failureRow] - steps[failureRow - 1] > 1;
+    bool bornInWeights =
         origin == NonfiniteOrigin::Parameters && !nanInput && stableUntil(s, windowBegin, failureRow);
     std::optional<Precursor> precursor;
-    if (bornInWeights) {
-        sudden = true;
-        onsetRow = failureRow;
-        baseline = levelBefore(context, failureRow);
-    } else if (!blamedInput) {
+    if ((!bornInWeights || spreadBetweenRows) && !blamedInput) {
         // A module's output or a parameter's norm growing toward the failure long before the
         // gradient norm shows it (attention logits growing until float16 overflows).
         auto found = findPrecursor(context.inputs, config, steps[windowBegin], failureStep, kPrecursorDecades);
         if (!found)
             return Error{found.error()};
         const int64_t margin = std::max<int64_t>(2 * config.jumpSteps, 5);
-        if (*found && (*found)->onsetStep < steps[onsetRow] - margin) {
+        bool use = *found && (*found)->onsetStep < steps[onsetRow] - margin;
+        if (*found && !use) {
+            // A module output (or a parameter) that grew by orders of magnitude steadily up to the
+            // failure is how it failed, even when the primary series drifted earlier: use it when the
+            // primary showed no blow-up of its own (within a jump of its baseline where the growth
+            // began and right up to the failure: attention logits growing into the float16 limit).
+            const size_t growthRow = rowAtOrAfter(steps, (*found)->onsetStep);
+            std::vector<double> around, last;
+            for (size_t r = growthRow > 2 ? growthRow - 2 : 0; r <= growthRow + 2 && r < failureRow; ++r)
+                if (s.finite[r])
+                    around.push_back(s.log[r]);
+            for (size_t r = failureRow; r-- > growthRow && last.size() < 5;)
+                if (s.finite[r])
+                    last.push_back(s.log[r]);
+            use = growthRow < failureRow && std::isfinite(rise.baseline) && !around.empty() && !last.empty() &&
+                  medianOf(around) - rise.baseline < config.jumpDecades &&
+                  medianOf(last) - rise.baseline < config.jumpDecades;
+        }
+        if (use) {
             precursor = *found;
             sudden = false;
             onsetRow = rowAtOrAfter(steps, precursor->onsetStep);
             baseline = rise.baseline;
+            bornInWeights = false;
+            if (spreadBetweenRows)
+                origin.reset(); // the weights were non-finite by then, but the growth came first
         }
+    }
+    if (bornInWeights) {
+        sudden = true;
+        onsetRow = failureRow;
+        baseline = levelBefore(context, failureRow);
     }
     const int64_t onsetStep = precursor ? precursor->onsetStep : steps[onsetRow];
 
@@ -482,14 +512,35 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
             *onset.nonfiniteStep >= onsetStep)
             nonfiniteStep = onset.nonfiniteStep;
     }
-    if (bornInWeights) {
-        // The parameters the update made non-finite are the first bad layers.
+    if (everyParameter && !precursor) {
+        // Layers bad only from the failing row on were all bad at once: naming the first in forward
+        // order would name a layer that may have been fine. Only layers that rose earlier stay.
+        blame->erase(std::remove_if(blame->begin(), blame->end(),
+                                    [&](const RankedOnset& o) {
+                                        return o.first.onsetStep >= failureStep ||
+                                               (o.first.nonfinite && o.first.nonfiniteStep &&
+                                                *o.first.nonfiniteStep >= failureStep);
+                                    }),
+                     blame->end());
+    }
+    if (origin == NonfiniteOrigin::Parameters && !everyParameter && !nanInput && !precursor) {
+        // Some parameters non-finite, the others finite: the update wrote NaN into these first.
         std::vector<RankedOnset> weights;
         for (const auto& name : nanParameters)
             weights.push_back({LayerOnset{name, "layers/param_norm", failureStep, kInf, true, failureStep},
                                context.order.parameter(name)});
         fillLayers(incident, weights, config.maxLayersListed);
         nonfiniteStep = failureStep;
+    }
+    if (precursor) {
+        // The column that grew first is where the blow-up began.
+        const bool activation = precursor->source == "activations";
+        const int position = activation ? context.order.module(precursor->name) : context.order.parameter(precursor->name);
+        fillLayers(incident,
+                   {{LayerOnset{precursor->name, precursor->source,
+                                precursor->onsetStep, precursor->riseDecades, false, std::nullopt},
+                     position}},
+                   config.maxLayersListed);
     }
     fillLayers(incident, *blame, config.maxLayersListed);
     incident.nonfiniteStep = nonfiniteStep;
@@ -508,6 +559,7 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
     facts.baseline = evidence.baseline;
     facts.firstLayer = incident.layers.empty() ? std::string() : incident.layers.front();
     facts.bornInWeights = bornInWeights;
+    facts.firstLayerUndetermined = everyParameter && !precursor && incident.layers.empty();
     facts.nanParameters = nanParameters;
     facts.previousLoggedStep = failureRow > 0 ? std::optional<int64_t>(steps[failureRow - 1]) : std::nullopt;
     if (precursor) {

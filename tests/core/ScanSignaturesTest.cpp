@@ -121,6 +121,67 @@ TEST(Precursor, AttentionLogitsGrowingLongBeforeTheGradientNormMakeAGradualBlowu
     EXPECT_NE(blowup->suggestion.find("z-loss"), std::string::npos) << blowup->suggestion;
 }
 
+// Logged every 5 steps: by the first bad row every parameter is NaN (the updates in between spread
+// it), which alone would read as a NaN born in the weights. The attention logits drifted slowly for
+// a long time, then grew x10 every 30 steps from step 170 into the float16 limit: a gradual blow-up
+// from where that growth began (not where the drift crossed the noise), first in attn.scores.
+TEST(Precursor, GrowthIntoTheFloat16LimitWinsOverWeightsAlreadyNonfiniteAtASparseRow)
+{
+    TrainingRun run(100);
+    for (auto& step : run.steps)
+        step *= 5;
+    for (size_t r = 60; r < 100; ++r) // step 300 on
+        run.loss[r] = run.gradNorm[r] = NAN;
+    ScanInputs inputs = run.inputs();
+    inputs.addTable("activations", {"encoder", "attn.scores"}, run.steps,
+                    {{"max", run.table(2, [](int64_t step, size_t c) {
+                          if (step >= 300)
+                              return NAN;
+                          if (c == 0)
+                              return 2.f;
+                          const double drift = 2.0 + 2.0 * double(std::min<int64_t>(step, 170)) / 170.0;
+                          return float(step < 170 ? drift : drift * std::pow(10.0, double(step - 170) / 30.0));
+                      })}});
+    inputs.addTable("layers", {"encoder.weight", "attn.query.weight"}, run.steps,
+                    {{"grad_norm", run.table(2, [](int64_t step, size_t) { return step >= 300 ? NAN : 1.f; })},
+                     {"param_norm", run.table(2, [](int64_t step, size_t) { return step >= 300 ? NAN : 3.f; })}});
+    ScanContext context(inputs, ScanConfig{});
+    ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+    const Incident* blowup = find(context, IncidentKind::Blowup);
+    ASSERT_TRUE(blowup);
+    EXPECT_EQ(blowup->pattern, BlowupPattern::Gradual);
+    EXPECT_GE(blowup->onsetStep, 160);
+    EXPECT_LE(blowup->onsetStep, 185);
+    ASSERT_FALSE(blowup->layers.empty());
+    EXPECT_EQ(blowup->layers.front(), "attn.scores");
+    EXPECT_NE(blowup->evidence.nonfiniteOrigin, NonfiniteOrigin::Parameters) << "the growth came first";
+}
+
+// Logged every 5 steps, stable, then every parameter NaN at the first bad row: which layer went
+// first cannot be read, so none is named (the forward-order first would be a guess), and the text
+// says so and points at replaying the checkpoint before.
+TEST(NonfiniteOrigin, EveryParameterNonfiniteAtASparseFirstBadRowNamesNoLayer)
+{
+    TrainingRun run(100);
+    for (auto& step : run.steps)
+        step *= 5;
+    for (size_t r = 60; r < 100; ++r)
+        run.loss[r] = run.gradNorm[r] = NAN;
+    ScanInputs inputs = run.inputs();
+    inputs.addTable("layers", {"fc.weight", "aux.weight", "head.weight"}, run.steps,
+                    {{"grad_norm", run.table(3, [](int64_t step, size_t) { return step >= 300 ? NAN : 1.f; })},
+                     {"param_norm", run.table(3, [](int64_t step, size_t) { return step >= 300 ? NAN : 3.f; })}});
+    ScanContext context(inputs, ScanConfig{});
+    ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+    const Incident* blowup = find(context, IncidentKind::Blowup);
+    ASSERT_TRUE(blowup);
+    EXPECT_EQ(blowup->onsetStep, 300);
+    EXPECT_TRUE(blowup->layers.empty()) << blowup->layers.front();
+    EXPECT_NE(blowup->cause.find("cannot be read from the logs"), std::string::npos) << blowup->cause;
+    EXPECT_NE(blowup->suggestion.find("replay the checkpoint before step 300"), std::string::npos)
+        << blowup->suggestion;
+}
+
 TEST(ActivationGrowthRule, ARangeGrowingTowardTheFloat16LimitIsAWarningBeforeItOverflows)
 {
     TrainingRun run(300);
