@@ -523,8 +523,9 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
                                     }),
                      blame->end());
     }
-    if (origin == NonfiniteOrigin::Parameters && !everyParameter && !nanInput && !precursor) {
-        // Some parameters non-finite, the others finite: the update wrote NaN into these first.
+    if (origin == NonfiniteOrigin::Parameters && !everyParameter && !nanInput && !precursor && sudden) {
+        // A sudden NaN with some parameters non-finite, the others finite: the update wrote NaN into
+        // these first (a gradual blow-up keeps the layers that rose first).
         std::vector<RankedOnset> weights;
         for (const auto& name : nanParameters)
             weights.push_back({LayerOnset{name, "layers/param_norm", failureStep, kInf, true, failureStep},
