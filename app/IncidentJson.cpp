@@ -46,6 +46,7 @@ QJsonObject toJson(const Incident& incident)
                                                                 : QJsonValue(QJsonValue::Null)},
                          {"dead_after", deadAfter},
                          {"loss_plateau_ratio", jsonNumber(e.lossPlateauRatio)},
+                         {"grad_norm_level_ratio", jsonNumber(e.gradientLevelRatio)},
                          {"epsilon_dominated_share", jsonNumber(e.epsilonDominatedShare)}};
     QJsonObject object{
         {"kind", toString(incident.kind)},

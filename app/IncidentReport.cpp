@@ -11,6 +11,7 @@
 #include "core/torch/Replay.h"
 #include "core/run/RunFormat.h"
 #include "core/source/OpenRun.h"
+#include "core/source/RunScan.h"
 #include "core/tensor/BatchNormHealth.h"
 #include "widgets/OverviewView.h"
 #include "widgets/SeriesPlot.h"
@@ -197,7 +198,7 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
     c.runName = text(c.info.runName);
     c.directory = QFileInfo(runDirectory).absoluteFilePath();
     c.generated = QDateTime::currentDateTimeUtc().toString(Qt::ISODate);
-    auto scanned = scanRun(reader, ScanConfig{}, [&](double f, const std::string& w) { return reportProgress(progress, f * 0.4, w); });
+    auto scanned = scanRunWithFacts(reader, ScanConfig{}, [&](double f, const std::string& w) { return reportProgress(progress, f * 0.4, w); });
     if (!scanned)
         return Error{scanned.error()};
     c.scan = std::move(*scanned);

@@ -3,6 +3,7 @@
 #include "core/scan/IncidentDetector.h"
 #include "core/scan/RankScan.h"
 #include "core/source/OpenRun.h"
+#include "core/source/RunScan.h"
 #include "core/run/LayerNames.h"
 #include "core/run/RunFormat.h"
 
@@ -373,7 +374,7 @@ void RunSession::requestScan()
     // A multi-rank run: every rank's incidents and the ranks' together (each names its rank).
     auto report = m_reader->rankSet()
                       ? scanAllRanks(*m_reader->rankSet(), progressCallback(tr("Scanning every rank")))
-                      : scanRun(*m_reader, ScanConfig{}, progressCallback(tr("Scanning for incidents")));
+                      : scanRunWithFacts(*m_reader, ScanConfig{}, progressCallback(tr("Scanning for incidents")));
     emit progress(100, QString());
     if (report)
         emit scanned(*report);

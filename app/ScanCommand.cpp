@@ -6,7 +6,7 @@
 #include "core/scan/IncidentDetector.h"
 #include "core/scan/RankScan.h"
 #include "core/source/OpenRun.h"
-#include "core/source/OptimizerScanFacts.h"
+#include "core/source/RunScan.h"
 #include "core/scan/ScanInputs.h"
 #include "core/scan/ScanConfig.h"
 
@@ -218,8 +218,6 @@ int runScan(const QStringList& arguments)
         return fail(error);
     // A multi-rank run is scanned whole unless --rank picks one rank.
     std::optional<RankScanReport> ranks;
-    // Optimizer states (checkpoint-N/optimizer.pt) are read here and handed to the scan as facts.
-    std::vector<std::string> factNotes;
     Result<ScanReport> report = Error{"not scanned"};
     if (const RankSet* set = (*reader)->rankSet(); set && !parser.isSet("rank")) {
         auto scanned = scanRanks(*set, config);
@@ -228,12 +226,12 @@ int runScan(const QStringList& arguments)
         ranks = std::move(*scanned);
         report = ranks->report;
     } else {
-        const scan::ScanFacts facts = optimizerScanFacts((*reader)->info().directory, factNotes);
-        report = scanRun(**reader, config, {}, facts);
+        // With the optimizer states (checkpoint-N/optimizer.pt) read beside it, as the window and
+        // the report scan it.
+        report = scanRunWithFacts(**reader, config);
     }
     if (!report)
         return fail(fromStd(report.error()));
-    report->notes.insert(report->notes.end(), factNotes.begin(), factNotes.end());
 
     if (parser.isSet("json")) {
         QJsonArray incidents;

@@ -6,6 +6,7 @@
 
 #include "core/run/RunFormat.h"
 #include "core/scan/Onset.h"
+#include "core/scan/Recovery.h"
 #include "core/scan/Signatures.h"
 
 #include <algorithm>
@@ -18,12 +19,6 @@ namespace {
 
 namespace rf = runformat;
 
-// A loss this much (x1.6) above its level before an explosion, for good, means a destroyed model.
-constexpr double kDeadLossDecades = 0.2;
-// ... and at or above 0.75 of its level at the start of training (log10 0.75).
-constexpr double kLostTrainingDecades = -0.125;
-// A loss that falls this much (x1.12) over the rows after it is still being trained.
-constexpr double kStillLearningDecades = 0.05;
 // A module's output or a parameter's norm that rose this many decades (x100) steadily up to the
 // failure is where the blow-up began, even when the gradient norm shows nothing yet.
 constexpr double kPrecursorDecades = 2.0;
@@ -102,7 +97,11 @@ bool recoveredAfter(const ScanContext& context, const Burst& burst)
     if (after.size() * 2 < end - begin)
         return false;
     const double before = levelBefore(context, burst.firstRow);
-    return !std::isfinite(before) || medianOf(after) <= before + context.config.recoveryDecades;
+    if (!std::isfinite(before) || medianOf(after) <= before + context.config.recoveryDecades)
+        return true;
+    // The primary series stays high (Adam keeps the gradient norm up for a while), but the loss
+    // came back: the burst is over, the high level is what it left behind.
+    return judgeRecovery(context, burst.firstRow, burst.lastRow).outcome == JumpOutcome::Recovered;
 }
 
 // A NaN that comes at the end of a finite explosion is that explosion's failure, even when
@@ -137,6 +136,21 @@ std::optional<Failure> destroyedByExplosion(const ScanContext& context)
         size_t end = r;
         while (end < s.size() && (!s.finite[end] || s.log[end] - before >= config.jumpDecades))
             ++end;
+        // Judged on the loss where the loss jumped with it (Recovery.h): came back, a spike the
+        // spike rule reports, however long the gradient norm stays up; did not, a blow-up at the jump.
+        const JumpRecovery course = judgeRecovery(context, r, r);
+        if (course.outcome == JumpOutcome::Recovered) {
+            r = std::max(r, course.backRow);
+            continue;
+        }
+        if (course.outcome == JumpOutcome::NotRecovered) {
+            Failure failure;
+            failure.row = r;
+            failure.lastRow = std::min(end, s.size()) - 1;
+            failure.note = "the loss did not come back after the explosion at step " +
+                           std::to_string(context.scalars.steps[r]) + ": the update destroyed the weights";
+            return failure;
+        }
         auto lossMedian = [&](size_t from, size_t to) {
             std::vector<double> v;
             for (size_t k = from; k < to && k < loss.size(); ++k)
@@ -233,6 +247,14 @@ std::optional<Failure> finiteRise(const ScanContext& context)
         }
     if (failure.row >= n)
         failure.row = n - 1;
+    // A rise that began with a jump the loss came back from is a recovered spike whose gradient
+    // norm stays high (Adam-family optimizers), not a blow-up: the spike rule reports it.
+    for (size_t r = lookbackBegin; r < n; ++r)
+        if (s.finite[r] && s.log[r] >= halfway) {
+            if (judgeRecovery(context, r, r).outcome == JumpOutcome::Recovered)
+                return std::nullopt;
+            break;
+        }
     return failure;
 }
 
@@ -363,26 +385,56 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
     // A batch with extreme values (a missing feature read as zeros) may be what met the 0/0; only
     // a batch holding NaN/Inf itself puts the origin in the data.
     const bool nanInput = blamedInput && blamedInput->severity == Severity::Critical;
-    const bool bornInWeights =
+    // Every parameter non-finite at the first bad row: which one went first cannot be read from
+    // this row. Logged rows apart, the NaN may even have come from a forward pass in between and
+    // spread through the updates: then where it was born is not known either.
+    const TableInfo* layerTable = context.inputs.table(rf::kLayers);
+    const bool everyParameter = origin == NonfiniteOrigin::Parameters && layerTable &&
+                                nanParameters.size() >= layerTable->names.size();
+    const bool spreadBetweenRows =
+        everyParameter && failureRow > 0 && steps[failureRow] - steps[failureRow - 1] > 1;
+    bool bornInWeights =
         origin == NonfiniteOrigin::Parameters && !nanInput && stableUntil(s, windowBegin, failureRow);
     std::optional<Precursor> precursor;
-    if (bornInWeights) {
-        sudden = true;
-        onsetRow = failureRow;
-        baseline = levelBefore(context, failureRow);
-    } else if (!blamedInput) {
+    if ((!bornInWeights || spreadBetweenRows) && !blamedInput) {
         // A module's output or a parameter's norm growing toward the failure long before the
         // gradient norm shows it (attention logits growing until float16 overflows).
         auto found = findPrecursor(context.inputs, config, steps[windowBegin], failureStep, kPrecursorDecades);
         if (!found)
             return Error{found.error()};
         const int64_t margin = std::max<int64_t>(2 * config.jumpSteps, 5);
-        if (*found && (*found)->onsetStep < steps[onsetRow] - margin) {
+        bool use = *found && (*found)->onsetStep < steps[onsetRow] - margin;
+        if (*found && !use) {
+            // A module output (or a parameter) that grew by orders of magnitude steadily up to the
+            // failure is how it failed, even when the primary series drifted earlier: use it when the
+            // primary showed no blow-up of its own (within a jump of its baseline where the growth
+            // began and right up to the failure: attention logits growing into the float16 limit).
+            const size_t growthRow = rowAtOrAfter(steps, (*found)->onsetStep);
+            std::vector<double> around, last;
+            for (size_t r = growthRow > 2 ? growthRow - 2 : 0; r <= growthRow + 2 && r < failureRow; ++r)
+                if (s.finite[r])
+                    around.push_back(s.log[r]);
+            for (size_t r = failureRow; r-- > growthRow && last.size() < 5;)
+                if (s.finite[r])
+                    last.push_back(s.log[r]);
+            use = growthRow < failureRow && std::isfinite(rise.baseline) && !around.empty() && !last.empty() &&
+                  medianOf(around) - rise.baseline < config.jumpDecades &&
+                  medianOf(last) - rise.baseline < config.jumpDecades;
+        }
+        if (use) {
             precursor = *found;
             sudden = false;
             onsetRow = rowAtOrAfter(steps, precursor->onsetStep);
             baseline = rise.baseline;
+            bornInWeights = false;
+            if (spreadBetweenRows)
+                origin.reset(); // the weights were non-finite by then, but the growth came first
         }
+    }
+    if (bornInWeights) {
+        sudden = true;
+        onsetRow = failureRow;
+        baseline = levelBefore(context, failureRow);
     }
     const int64_t onsetStep = precursor ? precursor->onsetStep : steps[onsetRow];
 
@@ -460,14 +512,36 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
             *onset.nonfiniteStep >= onsetStep)
             nonfiniteStep = onset.nonfiniteStep;
     }
-    if (bornInWeights) {
-        // The parameters the update made non-finite are the first bad layers.
+    if (everyParameter && !precursor) {
+        // Layers bad only from the failing row on were all bad at once: naming the first in forward
+        // order would name a layer that may have been fine. Only layers that rose earlier stay.
+        blame->erase(std::remove_if(blame->begin(), blame->end(),
+                                    [&](const RankedOnset& o) {
+                                        return o.first.onsetStep >= failureStep ||
+                                               (o.first.nonfinite && o.first.nonfiniteStep &&
+                                                *o.first.nonfiniteStep >= failureStep);
+                                    }),
+                     blame->end());
+    }
+    if (origin == NonfiniteOrigin::Parameters && !everyParameter && !nanInput && !precursor && sudden) {
+        // A sudden NaN with some parameters non-finite, the others finite: the update wrote NaN into
+        // these first (a gradual blow-up keeps the layers that rose first).
         std::vector<RankedOnset> weights;
         for (const auto& name : nanParameters)
             weights.push_back({LayerOnset{name, "layers/param_norm", failureStep, kInf, true, failureStep},
                                context.order.parameter(name)});
         fillLayers(incident, weights, config.maxLayersListed);
         nonfiniteStep = failureStep;
+    }
+    if (precursor) {
+        // The column that grew first is where the blow-up began.
+        const bool activation = precursor->source == "activations";
+        const int position = activation ? context.order.module(precursor->name) : context.order.parameter(precursor->name);
+        fillLayers(incident,
+                   {{LayerOnset{precursor->name, precursor->source,
+                                precursor->onsetStep, precursor->riseDecades, false, std::nullopt},
+                     position}},
+                   config.maxLayersListed);
     }
     fillLayers(incident, *blame, config.maxLayersListed);
     incident.nonfiniteStep = nonfiniteStep;
@@ -486,6 +560,7 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
     facts.baseline = evidence.baseline;
     facts.firstLayer = incident.layers.empty() ? std::string() : incident.layers.front();
     facts.bornInWeights = bornInWeights;
+    facts.firstLayerUndetermined = everyParameter && !precursor && incident.layers.empty();
     facts.nanParameters = nanParameters;
     facts.previousLoggedStep = failureRow > 0 ? std::optional<int64_t>(steps[failureRow - 1]) : std::nullopt;
     if (precursor) {

@@ -104,7 +104,29 @@ Diagnosis diagnoseBufferCorruption(const BufferFacts& facts)
 Diagnosis diagnoseNanFromUpdate(const BlowupFacts& facts);
 Diagnosis diagnoseGrowthPrecursor(const BlowupFacts& facts);
 
+Diagnosis diagnoseBlowupCause(const BlowupFacts& facts);
+
 Diagnosis diagnoseBlowup(const BlowupFacts& facts)
+{
+    Diagnosis d = diagnoseBlowupCause(facts);
+    if (facts.firstLayerUndetermined && facts.nonfiniteStep) {
+        const std::string at = std::to_string(*facts.nonfiniteStep);
+        const bool apart = facts.previousLoggedStep && *facts.previousLoggedStep < *facts.nonfiniteStep - 1;
+        d.cause += " The first bad layer cannot be read from the logs: every parameter is already non-finite at "
+                   "step " + at +
+                   (apart ? ", the first bad logged row (the one before is step " +
+                                std::to_string(*facts.previousLoggedStep) +
+                                "), so the NaN had steps to spread through the updates in between"
+                          : std::string(", all in the same update")) +
+                   ".";
+        d.suggestion += " To find the layer, replay the checkpoint before step " + at +
+                        " with its batches (nanscope replay / triage), or log the per-layer tables every step "
+                        "around it (the nanscope recorder logs the first non-finite step whatever its interval).";
+    }
+    return d;
+}
+
+Diagnosis diagnoseBlowupCause(const BlowupFacts& facts)
 {
     if (facts.bornInWeights && !facts.input)
         return diagnoseNanFromUpdate(facts);
@@ -471,12 +493,16 @@ Diagnosis diagnoseNanFromUpdate(const BlowupFacts& facts)
 {
     Diagnosis d;
     const std::string at = std::to_string(facts.onsetStep);
+    const bool apart = facts.previousLoggedStep && *facts.previousLoggedStep < facts.onsetStep - 1;
     d.cause = "NaN born in the parameters: at step " + at + " the weights of " + joinNames(facts.nanParameters, 4) +
               " are already non-finite, while the loss and gradient norm " +
               (facts.previousLoggedStep ? "of step " + std::to_string(*facts.previousLoggedStep) + " were"
                                         : std::string("before were")) +
-              " finite and stable: the optimizer update before step " + at +
-              " wrote them, not the forward pass (division 0/0 or by ~0 in the step: Adam with eps=0 and a zero "
+              " finite and stable: " +
+              (apart ? "an optimizer update between those steps most likely wrote them, though a NaN from a forward "
+                       "pass at an unlogged step spreads the same way,"
+                     : "the optimizer update before step " + at + " wrote them, not the forward pass") +
+              " (division 0/0 or by ~0 in the step: Adam with eps=0 and a zero "
               "gradient, a gradient normalised by its own norm, a custom update rule).";
     d.suggestion = "Check the optimizer step for divisions that can meet a zero gradient (an exactly-zero gradient "
                    "appears when a feature is missing from a batch or a unit is dead); keep Adam's eps > 0 (1e-8, "
@@ -540,6 +566,11 @@ void addSpikeAftermath(Diagnosis& d, const SpikeAftermathFacts& facts)
     if (facts.lossPlateauRatio && (*facts.lossPlateauRatio >= 1.5 || *facts.lossPlateauRatio <= 1 / 1.5))
         d.cause += " The loss settled x" + formatNumber(*facts.lossPlateauRatio, 2) +
                    " of its level before the spike: the model did not come back to where it was.";
+    if (facts.gradientLevelRatio)
+        d.cause += " The loss came back, but the gradient norm stayed x" + formatNumber(*facts.gradientLevelRatio, 2) +
+                   " above its level before: an adaptive optimizer (Adam, RMSprop, Adagrad) whose second-moment "
+                   "estimate the huge gradients inflated takes many steps to settle; a level left behind, not a "
+                   "blow-up.";
     if (!facts.deadAfter.empty())
         d.suggestion += " Dead ReLU after a spike: clip gradients (clip_grad_norm_), use a learning-rate warm-up "
                         "and check the schedule for one-step jumps, or use LeakyReLU/GELU; re-initialise or resume "

@@ -93,6 +93,9 @@ struct BlowupFacts
     bool bornInWeights = false;
     std::vector<std::string> nanParameters;     // non-finite at the failing step
     std::optional<int64_t> previousLoggedStep;  // the last logged step before it
+    // Every parameter was already non-finite at the first bad row and no layer rose before it: the
+    // logs cannot tell which layer went bad first (no layer is named).
+    bool firstLayerUndetermined = false;
     // A module output (source "activations") or parameter norm ("layers/param_norm") that grew
     // steadily toward the failure before the gradient norm showed it; empty when none.
     std::string precursor;
@@ -290,6 +293,7 @@ struct SpikeAftermathFacts
     int64_t spikeStep = 0;
     std::vector<std::string> deadAfter;  // gradient exactly zero from the spike on
     std::optional<double> lossPlateauRatio; // loss level after over before
+    std::optional<double> gradientLevelRatio; // grad norm once the loss came back over before (x10 and up)
 };
 // Appends to a spike's (or recovered burst's) diagnosis what it left behind.
 void addSpikeAftermath(Diagnosis& diagnosis, const SpikeAftermathFacts& facts);

@@ -108,6 +108,8 @@ std::vector<std::string> signatureFacts(const IncidentEvidence& e)
     }
     if (e.lossPlateauRatio)
         facts.push_back(formatted("loss plateau after/before x%.3g", *e.lossPlateauRatio));
+    if (e.gradientLevelRatio)
+        facts.push_back(formatted("grad norm stays x%.3g above its level before", *e.gradientLevelRatio));
     if (e.epsilonDominatedShare)
         facts.push_back(formatted("%.3g%% of elements eps-dominated", 100.0 * *e.epsilonDominatedShare));
     return facts;

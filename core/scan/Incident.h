@@ -86,6 +86,9 @@ struct IncidentEvidence
     // spike on (non-zero before), and the loss level after it over the level before.
     std::vector<std::string> deadAfter;
     std::optional<double> lossPlateauRatio;
+    // The gradient norm once the loss came back over its level before the spike, when x10 or more
+    // (Adam-family optimizers keep it up for a while after a huge update): left behind, not a blow-up.
+    std::optional<double> gradientLevelRatio;
     // Adam epsilon domination: share of elements with sqrt(v_hat) <= eps (over the parameters listed).
     std::optional<double> epsilonDominatedShare;
 };

@@ -102,10 +102,40 @@ std::optional<Precursor> columnPrecursor(const LayerColumn& column, const ScanCo
     const double slope = theilSenSlope(x, y);
     if (!(slope > 0))
         return std::nullopt;
+    // The noise band can be crossed by a slow drift long before the steady growth: the onset is
+    // the knee of a flat-then-straight fit (log scale) at or after it, where the growth began.
+    size_t knee = rise.onsetRow;
+    {
+        const size_t lo = rise.onsetRow > 20 ? rise.onsetRow - 20 : 0;
+        double bestError = kInf;
+        for (size_t k = rise.onsetRow; k + 4 <= n; ++k) {
+            double level = 0;
+            for (size_t r = lo; r < k; ++r)
+                level += finite.log[r];
+            level = k > lo ? level / double(k - lo) : finite.log[k];
+            double error = 0, sxy = 0, sxx = 0;
+            for (size_t r = lo; r < k; ++r)
+                error += (finite.log[r] - level) * (finite.log[r] - level);
+            for (size_t r = k; r < n; ++r) {
+                const double dx = double(finite.steps[r] - finite.steps[k]);
+                sxy += dx * (finite.log[r] - level);
+                sxx += dx * dx;
+            }
+            const double b = sxx > 0 ? sxy / sxx : 0;
+            for (size_t r = k; r < n; ++r) {
+                const double e = finite.log[r] - level - b * double(finite.steps[r] - finite.steps[k]);
+                error += e * e;
+            }
+            if (error < bestError) {
+                bestError = error;
+                knee = k;
+            }
+        }
+    }
     Precursor p;
     p.name = column.name;
     p.source = column.source;
-    p.onsetStep = finite.steps[rise.onsetRow];
+    p.onsetStep = finite.steps[knee];
     p.baseline = std::pow(10.0, rise.baseline);
     p.peak = std::pow(10.0, peak);
     p.riseDecades = riseDecades;

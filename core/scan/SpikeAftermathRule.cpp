@@ -6,6 +6,7 @@
 #include "core/scan/ScanRules.h"
 
 #include "core/run/RunFormat.h"
+#include "core/scan/Recovery.h"
 
 #include <algorithm>
 #include <cmath>
@@ -111,6 +112,11 @@ Status detectSpikeAftermath(ScanContext& context)
         if (!dead)
             return Error{dead.error()};
         facts.deadAfter = std::move(*dead);
+        const size_t spikeRow = rowAtOrAfter(context.scalars.steps, incident->onsetStep);
+        const JumpRecovery course = judgeRecovery(context, spikeRow, rowAtOrAfter(context.scalars.steps, end));
+        if (course.outcome == JumpOutcome::Recovered)
+            facts.gradientLevelRatio = gradientLevelLeftBehind(context, spikeRow, course.backRow);
+        incident->evidence.gradientLevelRatio = facts.gradientLevelRatio;
         incident->evidence.deadAfter = facts.deadAfter;
         incident->evidence.lossPlateauRatio = facts.lossPlateauRatio;
         Diagnosis diagnosis{incident->cause, incident->suggestion};

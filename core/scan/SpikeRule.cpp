@@ -2,6 +2,8 @@
 // one unusual batch. Not inside a blow-up or a recovered non-finite burst, not during warm-up.
 #include "core/scan/ScanRules.h"
 
+#include "core/scan/Recovery.h"
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -58,8 +60,10 @@ void findSpikes(const ScanContext& context, const LogSeries& s, const std::strin
                 for (size_t k = r + 1; k < s.size() && after.size() < 10 && k <= r + size_t(config.recoveryRows); ++k)
                     if (s.finite[k])
                         after.push_back(s.log[k]);
+                // ... or the loss came back, however long the gradient norm stays up (Recovery.h).
                 const bool recovered =
-                    !after.empty() && medianOf(after) <= median + std::max(0.5 * config.spikeDecades, 3 * noise);
+                    (!after.empty() && medianOf(after) <= median + std::max(0.5 * config.spikeDecades, 3 * noise)) ||
+                    judgeRecovery(context, r, r).outcome == JumpOutcome::Recovered;
                 const bool endOfLog = r + 1 + size_t(std::min<int64_t>(config.recoveryRows, 10)) > s.size();
                 if (recovered || endOfLog)
                     spikes.push_back({r, excess, recovered, name, std::pow(10.0, median), s.raw[r]});

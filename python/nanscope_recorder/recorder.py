@@ -66,8 +66,9 @@ class Recorder:
 
     - /scalars: loss, grad_norm, param_norm, skipped, and lr, loss_scale and any keyword scalars
       passed to end_step (the names given at the first end_step are the table's columns);
-    - /layers: per parameter gradient norm, parameter norm and count of non-finite gradient values;
-    - /buffers: running statistics of every BatchNorm-like layer (every step);
+    - /layers: per parameter gradient norm, parameter norm and count of non-finite gradient values,
+      every ``layers_every`` steps (default 1: every step);
+    - /buffers: running statistics of every BatchNorm-like layer (with /layers);
     - /inputs: value ranges of the inputs and targets given to begin_step;
     - /activations: value ranges of each selected module's output, on the first step and every
       ``activations_every`` steps (forward hooks, attached only for those steps);
@@ -113,17 +114,20 @@ class Recorder:
                  amp_dtype="none", run_name=None, warn_after_skipped=3, activation_filter=None,
                  restore_buffers_on_skip=False, overwrite=False, optimizer=None, rollback_after=0,
                  rollback_lr_factor=0.5, snapshot_every=50, allow_unguarded=False, batch_ring=8,
-                 spike_mads=20.0, spike_window=50, ring_device=None):
+                 spike_mads=20.0, spike_window=50, ring_device=None, layers_every=1):
         """activation_filter: callable(name, module) -> bool choosing the modules whose outputs
         are logged; default: every leaf module. restore_buffers_on_skip: on a skipped step, put
         BatchNorm running statistics back to their values before that step's forward (off by
         default: the recorder observes and does not change training). The other defences and
-        incident capture: see the class docstring."""
+        incident capture: see the class docstring. layers_every: write the per-layer tables (/layers,
+        /buffers) every N steps; the first step of a run of non-finite steps is written whatever N,
+        so that its row shows the first bad parameter before the NaN spreads."""
         self.run_dir = run_dir
         self.model = model
         self.loss_name = loss_name
         self.checkpoint_every = int(checkpoint_every or 0)
         self.activations_every = int(activations_every or 0)
+        self.layers_every = max(1, int(layers_every or 1))
         self.warn_after_skipped = warn_after_skipped
         self.restore_buffers_on_skip = restore_buffers_on_skip
         self.rollback_after = int(rollback_after or 0)
@@ -265,10 +269,11 @@ class Recorder:
         row.update(scalar_row)
         run = self._file
         run.scalars.append(step, row)
-        if run.layers is not None:
+        layer_tables = self._layer_tables_due(step, bad)
+        if run.layers is not None and layer_tables:
             run.layers.append(step, dict({"grad_norm": grad_norms, "param_norm": host["param_norm"],
                                           "grad_nonfinite": grad_nonfinite}, **(self.extra_layer_values or {})))
-        if run.buffers is not None:
+        if run.buffers is not None and layer_tables:
             b = host["buffers"]
             run.buffers.append(step, {name: b[:, i] for i, name in enumerate(
                 ("running_mean_min", "running_mean_max", "running_var_min", "running_var_max", "nonfinite"))})
@@ -389,6 +394,11 @@ class Recorder:
             if calls else []
         self._calls = None
         return host
+
+    def _layer_tables_due(self, step, bad):
+        """Every layers_every steps, and the first bad step of a streak whatever the interval: by the
+        next row on the interval the NaN has spread through the updates to every parameter."""
+        return step % self.layers_every == 0 or (bad and self._skipped_streak == 0)
 
     def _nonfinite_counts(self, grad_norms):
         counts = np.zeros(len(self._params), dtype=np.float32)

@@ -121,6 +121,67 @@ TEST(Precursor, AttentionLogitsGrowingLongBeforeTheGradientNormMakeAGradualBlowu
     EXPECT_NE(blowup->suggestion.find("z-loss"), std::string::npos) << blowup->suggestion;
 }
 
+// Logged every 5 steps: by the first bad row every parameter is NaN (the updates in between spread
+// it), which alone would read as a NaN born in the weights. The attention logits drifted slowly for
+// a long time, then grew x10 every 30 steps from step 170 into the float16 limit: a gradual blow-up
+// from where that growth began (not where the drift crossed the noise), first in attn.scores.
+TEST(Precursor, GrowthIntoTheFloat16LimitWinsOverWeightsAlreadyNonfiniteAtASparseRow)
+{
+    TrainingRun run(100);
+    for (auto& step : run.steps)
+        step *= 5;
+    for (size_t r = 60; r < 100; ++r) // step 300 on
+        run.loss[r] = run.gradNorm[r] = NAN;
+    ScanInputs inputs = run.inputs();
+    inputs.addTable("activations", {"encoder", "attn.scores"}, run.steps,
+                    {{"max", run.table(2, [](int64_t step, size_t c) {
+                          if (step >= 300)
+                              return NAN;
+                          if (c == 0)
+                              return 2.f;
+                          const double drift = 2.0 + 2.0 * double(std::min<int64_t>(step, 170)) / 170.0;
+                          return float(step < 170 ? drift : drift * std::pow(10.0, double(step - 170) / 30.0));
+                      })}});
+    inputs.addTable("layers", {"encoder.weight", "attn.query.weight"}, run.steps,
+                    {{"grad_norm", run.table(2, [](int64_t step, size_t) { return step >= 300 ? NAN : 1.f; })},
+                     {"param_norm", run.table(2, [](int64_t step, size_t) { return step >= 300 ? NAN : 3.f; })}});
+    ScanContext context(inputs, ScanConfig{});
+    ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+    const Incident* blowup = find(context, IncidentKind::Blowup);
+    ASSERT_TRUE(blowup);
+    EXPECT_EQ(blowup->pattern, BlowupPattern::Gradual);
+    EXPECT_GE(blowup->onsetStep, 160);
+    EXPECT_LE(blowup->onsetStep, 185);
+    ASSERT_FALSE(blowup->layers.empty());
+    EXPECT_EQ(blowup->layers.front(), "attn.scores");
+    EXPECT_NE(blowup->evidence.nonfiniteOrigin, NonfiniteOrigin::Parameters) << "the growth came first";
+}
+
+// Logged every 5 steps, stable, then every parameter NaN at the first bad row: which layer went
+// first cannot be read, so none is named (the forward-order first would be a guess), and the text
+// says so and points at replaying the checkpoint before.
+TEST(NonfiniteOrigin, EveryParameterNonfiniteAtASparseFirstBadRowNamesNoLayer)
+{
+    TrainingRun run(100);
+    for (auto& step : run.steps)
+        step *= 5;
+    for (size_t r = 60; r < 100; ++r)
+        run.loss[r] = run.gradNorm[r] = NAN;
+    ScanInputs inputs = run.inputs();
+    inputs.addTable("layers", {"fc.weight", "aux.weight", "head.weight"}, run.steps,
+                    {{"grad_norm", run.table(3, [](int64_t step, size_t) { return step >= 300 ? NAN : 1.f; })},
+                     {"param_norm", run.table(3, [](int64_t step, size_t) { return step >= 300 ? NAN : 3.f; })}});
+    ScanContext context(inputs, ScanConfig{});
+    ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+    const Incident* blowup = find(context, IncidentKind::Blowup);
+    ASSERT_TRUE(blowup);
+    EXPECT_EQ(blowup->onsetStep, 300);
+    EXPECT_TRUE(blowup->layers.empty()) << blowup->layers.front();
+    EXPECT_NE(blowup->cause.find("cannot be read from the logs"), std::string::npos) << blowup->cause;
+    EXPECT_NE(blowup->suggestion.find("replay the checkpoint before step 300"), std::string::npos)
+        << blowup->suggestion;
+}
+
 TEST(ActivationGrowthRule, ARangeGrowingTowardTheFloat16LimitIsAWarningBeforeItOverflows)
 {
     TrainingRun run(300);
@@ -174,6 +235,49 @@ TEST(SpikeAftermath, ALayerWhoseGradientIsExactlyZeroFromTheSpikeOnIsReportedDea
     EXPECT_GT(*spike->evidence.lossPlateauRatio, 1.5);
     EXPECT_LT(*spike->evidence.lossPlateauRatio, 3.5);
     EXPECT_NE(spike->suggestion.find("LeakyReLU"), std::string::npos) << spike->suggestion;
+}
+
+// Adam after one huge learning-rate step: the loss jumps x1e4 and decays back into its band over
+// ~30 rows, while the gradient norm stays x300 above its old level to the end. The loss came
+// back: a recovered spike that left a high gradient-norm level behind, not a blow-up.
+TEST(SpikeRecovery, TheLossComingBackMakesASpikeHoweverLongTheGradientNormStaysHigh)
+{
+    TrainingRun run(400);
+    for (size_t r = 200; r < 400; ++r) {
+        run.gradNorm[r] *= r == 200 ? 1e4 : 300;
+        run.loss[r] *= std::max(1.5, 1e4 * std::pow(10.0, -double(r - 200) / 8.0));
+    }
+    ScanInputs inputs = run.inputs();
+    ScanContext context(inputs, ScanConfig{});
+    ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+    ASSERT_TRUE(detectSpikes(context));
+    ASSERT_TRUE(detectSpikeAftermath(context));
+    EXPECT_FALSE(find(context, IncidentKind::Blowup));
+    const Incident* spike = find(context, IncidentKind::Spike);
+    ASSERT_TRUE(spike);
+    EXPECT_EQ(spike->onsetStep, 200);
+    EXPECT_EQ(spike->severity, Severity::Warning);
+    ASSERT_TRUE(spike->evidence.gradientLevelRatio);
+    EXPECT_GT(*spike->evidence.gradientLevelRatio, 100.0);
+    EXPECT_NE(spike->cause.find("left behind"), std::string::npos) << spike->cause;
+}
+
+// The same jump whose loss stays x50 above its level to the end: the training did not come back,
+// a critical blow-up at the jump, however the gradient norm behaves.
+TEST(SpikeRecovery, ALossThatDoesNotComeBackIsABlowupAtTheJump)
+{
+    TrainingRun run(400);
+    for (size_t r = 200; r < 400; ++r) {
+        run.gradNorm[r] *= r == 200 ? 1e4 : 300;
+        run.loss[r] *= std::max(50.0, 1e4 * std::pow(10.0, -double(r - 200) / 8.0));
+    }
+    ScanInputs inputs = run.inputs();
+    ScanContext context(inputs, ScanConfig{});
+    ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+    const Incident* blowup = find(context, IncidentKind::Blowup);
+    ASSERT_TRUE(blowup);
+    EXPECT_EQ(blowup->severity, Severity::Critical);
+    EXPECT_NEAR(double(blowup->onsetStep), 200.0, 1.0);
 }
 
 TEST(SpikeScore, IsTheShareOfStepsFarAboveTheRollingMedian)

@@ -18,14 +18,14 @@ import family_runs  # noqa: E402
 
 BINARY = os.environ.get("NANSCOPE_BINARY")
 # The floor a class must reach over all its runs (tuned and held out together): three in four, except
-# where the scan is not there yet. Measured on 2026-12-01 (docs/scan.md, "Quality by model family"):
-# attention-logit growth 5/12 pattern, 4/12 onset and first layer; the NaN from the optimizer update
-# 12/12 pattern and onset but 4/12 first layer; one huge LR step 3/12 recovered spikes; gradual
-# onsets 8/12. Those floors sit just below what was measured, so that a regression fails; raise
-# them as the scan improves.
+# where measured otherwise. Measured on 2026-12-01 (docs/scan.md, "Quality by model family"):
+# attention-logit growth 12/12 pattern, onset and first layer; the NaN from the optimizer update
+# 12/12 pattern and onset but 6/12 first layer (the other six name none: every parameter was already
+# non-finite at the first logged bad row); one huge LR step 10/12 right; gradual onsets 8/12. The
+# floors sit just below what was measured, so that a regression fails; raise them as the scan improves.
 FLOOR = 0.75
-FLOORS = {("attn_growth", 0): 0.3, ("attn_growth", 1): 0.25, ("attn_growth", 2): 0.25,
-          ("param_nan", 2): 0.25, ("lr_spike", 0): 0.2, ("gradual", 1): 0.6}
+FLOORS = {("attn_growth", 0): 0.9, ("attn_growth", 1): 0.9, ("attn_growth", 2): 0.9,
+          ("param_nan", 2): 0.45, ("lr_spike", 0): 0.8, ("gradual", 1): 0.6}
 
 
 def _generate(args):
