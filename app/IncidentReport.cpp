@@ -29,6 +29,7 @@
 #include <QSaveFile>
 #include <QTextDocument>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -37,6 +38,17 @@ namespace nanscope {
 namespace {
 
 namespace rf = runformat;
+
+bool hasRanks(const ScanReport& scan)
+{
+    return std::any_of(scan.incidents.begin(), scan.incidents.end(),
+                       [](const Incident& incident) { return incident.rank.has_value(); });
+}
+
+QString rankText(const Incident& incident)
+{
+    return incident.rank ? QString::number(*incident.rank) : QString("-");
+}
 
 struct Plot
 {
@@ -198,10 +210,11 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
     c.runName = text(c.info.runName);
     c.directory = QFileInfo(runDirectory).absoluteFilePath();
     c.generated = QDateTime::currentDateTimeUtc().toString(Qt::ISODate);
-    auto scanned = scanRunWithFacts(reader, ScanConfig{}, [&](double f, const std::string& w) { return reportProgress(progress, f * 0.4, w); });
+    // A multi-rank run: every rank's incidents, each naming its rank.
+    auto scanned = scanWholeRun(reader, ScanConfig{}, [&](double f, const std::string& w) { return reportProgress(progress, f * 0.4, w); });
     if (!scanned)
         return Error{scanned.error()};
-    c.scan = std::move(*scanned);
+    c.scan = std::move(scanned->report);
     const auto& steps = reader.steps(rf::kScalars);
     c.steps = qint64(steps.size());
     c.firstStep = steps.empty() ? 0 : steps.front();
@@ -384,14 +397,18 @@ QString toMarkdown(const ReportContent& c)
               .arg(c.scan.incidents.size()).arg(c.critical.size());
     if (const std::string summary = sourceSummary(c.info); !summary.empty())
         md += "> " + text(summary) + "\n\n";
-    md += "## Timeline\n\n| severity | kind | pattern | onset | non-finite at | layers |\n|---|---|---|---|---|---|\n";
+    // A multi-rank run's incidents name the rank they were found on.
+    const bool ranks = hasRanks(c.scan);
+    md += QString("## Timeline\n\n| severity | kind | pattern | onset |%1 non-finite at | layers |\n|---|---|---|---|%2---|---|\n")
+              .arg(ranks ? " rank |" : "", ranks ? "---|" : "");
     for (const Incident& i : c.scan.incidents) {
         QStringList layers;
         for (size_t k = 0; k < i.layers.size() && k < 4; ++k)
             layers << QString("`%1`").arg(text(i.layers[k]));
-        md += QString("| %1 | %2 | %3 | %4 | %5 | %6 |\n")
+        md += QString("| %1 | %2 | %3 | %4 |%5 %6 | %7 |\n")
                   .arg(toString(i.severity), toString(i.kind), i.pattern ? toString(*i.pattern) : "")
                   .arg(i.onsetStep)
+                  .arg(ranks ? QString(" %1 |").arg(rankText(i)) : QString())
                   .arg(i.nonfiniteStep ? QString::number(*i.nonfiniteStep) : QString("-"))
                   .arg(layers.join(", "));
     }
@@ -446,14 +463,18 @@ QString toHtml(const ReportContent& c, ImageSource imageSource, int imageWidth)
         h += "<p style='background:#eef3fb;padding:6px'>" + esc(text(summary)) + "</p>";
     h += "<h2>Timeline</h2>";
     h += QString("<p><img src='%1' width='%3'><br><i>%2</i></p>").arg(imageSource(c.plots[0]), esc(c.plots[0].caption)).arg(imageWidth);
-    h += "<table><tr><th>severity</th><th>kind</th><th>pattern</th><th>onset</th><th>non-finite at</th><th>layers</th></tr>";
+    const bool ranks = hasRanks(c.scan);
+    h += QString("<table><tr><th>severity</th><th>kind</th><th>pattern</th><th>onset</th>%1<th>non-finite at</th>"
+                 "<th>layers</th></tr>")
+             .arg(ranks ? "<th>rank</th>" : "");
     for (const Incident& i : c.scan.incidents) {
         QStringList layers;
         for (size_t k = 0; k < i.layers.size() && k < 4; ++k)
             layers << esc(text(i.layers[k]));
-        h += QString("<tr><td class='%1'>%1</td><td>%2</td><td>%3</td><td>%4</td><td>%5</td><td>%6</td></tr>")
+        h += QString("<tr><td class='%1'>%1</td><td>%2</td><td>%3</td><td>%4</td>%5<td>%6</td><td>%7</td></tr>")
                  .arg(toString(i.severity), toString(i.kind), i.pattern ? toString(*i.pattern) : "")
                  .arg(i.onsetStep)
+                 .arg(ranks ? QString("<td>%1</td>").arg(rankText(i)) : QString())
                  .arg(i.nonfiniteStep ? QString::number(*i.nonfiniteStep) : QString("-"))
                  .arg(layers.join(", "));
     }

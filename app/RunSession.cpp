@@ -18,14 +18,6 @@ namespace rf = runformat;
 
 namespace {
 
-Result<ScanReport> scanAllRanks(const RankSet& ranks, const ProgressCallback& progress)
-{
-    auto scanned = scanRanks(ranks, ScanConfig{}, progress);
-    if (!scanned)
-        return Error{scanned.error()};
-    return std::move(scanned->report);
-}
-
 std::vector<double> toDouble(const std::vector<float>& values)
 {
     return std::vector<double>(values.begin(), values.end());
@@ -372,12 +364,12 @@ void RunSession::requestScan()
         return;
     m_cancelled = false;
     // A multi-rank run: every rank's incidents and the ranks' together (each names its rank).
-    auto report = m_reader->rankSet()
-                      ? scanAllRanks(*m_reader->rankSet(), progressCallback(tr("Scanning every rank")))
-                      : scanRunWithFacts(*m_reader, ScanConfig{}, progressCallback(tr("Scanning for incidents")));
+    auto report = scanWholeRun(*m_reader, ScanConfig{},
+                               progressCallback(m_reader->rankSet() ? tr("Scanning every rank")
+                                                                    : tr("Scanning for incidents")));
     emit progress(100, QString());
     if (report)
-        emit scanned(*report);
+        emit scanned(report->report);
     else
         emit scanFailed(QString::fromStdString(report.error()));
 }

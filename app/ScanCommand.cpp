@@ -216,19 +216,17 @@ int runScan(const QStringList& arguments)
         return fail(fromStd(reader.error()));
     if (QString error; !selectRank(parser, **reader, error))
         return fail(error);
-    // A multi-rank run is scanned whole unless --rank picks one rank.
+    // A multi-rank run is scanned whole unless --rank picks one rank; either way as the window and
+    // the report scan it (with the optimizer states read beside the run).
     std::optional<RankScanReport> ranks;
     Result<ScanReport> report = Error{"not scanned"};
-    if (const RankSet* set = (*reader)->rankSet(); set && !parser.isSet("rank")) {
-        auto scanned = scanRanks(*set, config);
-        if (!scanned)
-            return fail(fromStd(scanned.error()));
-        ranks = std::move(*scanned);
-        report = ranks->report;
-    } else {
-        // With the optimizer states (checkpoint-N/optimizer.pt) read beside it, as the window and
-        // the report scan it.
+    if (parser.isSet("rank")) {
         report = scanRunWithFacts(**reader, config);
+    } else if (auto whole = scanWholeRun(**reader, config); whole) {
+        report = std::move(whole->report);
+        ranks = std::move(whole->ranks);
+    } else {
+        report = Error{whole.error()};
     }
     if (!report)
         return fail(fromStd(report.error()));

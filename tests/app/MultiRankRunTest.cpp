@@ -1,6 +1,7 @@
-// A multi-rank run in the window: the incident table names each incident's rank, and choosing an
-// incident found on another rank shows that rank.
+// A multi-rank run in the window and the report: the incident table names each incident's rank,
+// choosing an incident found on another rank shows that rank, and the report covers every rank.
 
+#include "AppTestSupport.h"
 #include "WindowTestSupport.h"
 
 #include "app/MainWindow.h"
@@ -10,6 +11,7 @@
 #include "widgets/IncidentModel.h"
 
 #include <QComboBox>
+#include <QDir>
 #include <QFile>
 #include <QTableView>
 #include <QTemporaryDir>
@@ -93,4 +95,23 @@ TEST(RankWindow, IncidentsNameTheirRankAndChoosingOneShowsThatRank)
     window.showIncident(otherRankRow);
     EXPECT_EQ(selector->currentData().toInt(), 1);
     EXPECT_TRUE(showsRank(window, 1)) << window.snapshot().info.source.format;
+}
+
+// The report scans the whole job as `nanscope scan` does, not only the rank shown first, and its
+// timeline names the rank of each incident.
+TEST(RankReport, CoversEveryRankAndNamesEachIncidentsRank)
+{
+    QTemporaryDir job, out;
+    writeJob(job.path());
+    const QString report = QDir(out.path()).filePath("report.md");
+    const auto result = test::runNanscope({"report", job.path(), "-o", report, "--no-replay"});
+    ASSERT_EQ(result.exitCode, 0) << result.err.toStdString();
+    QFile file(report);
+    ASSERT_TRUE(file.open(QIODevice::ReadOnly));
+    const QString text = QString::fromUtf8(file.readAll());
+    EXPECT_TRUE(text.contains("| onset | rank | non-finite at |")) << text.toStdString();
+    EXPECT_TRUE(text.contains("| rank_nonfinite | ")) << "the rank rules ran: " << text.toStdString();
+    const auto scan = test::runNanscope({"scan", job.path()});
+    EXPECT_EQ(scan.exitCode, 1) << "a critical incident fails CI: " << scan.err.toStdString();
+    EXPECT_TRUE(scan.out.contains("rank 1")) << scan.out.toStdString();
 }
