@@ -75,9 +75,14 @@ JumpRecovery judgeRecovery(const ScanContext& context, size_t firstRow, size_t l
             back = r;
     }
     if (!back) {
+        // Enough of the log after the jump to say it did not come back: recovery_rows rows, or, where
+        // the loss is logged every few steps, as many steps as that (and at least kBackRows rows):
+        // 15 rows logged every 10 steps are 150 steps of a loss that stayed up, not too few to tell.
         const size_t rowsAfter = loss.size() - std::min(loss.size(), lastRow + 1);
-        result.outcome = rowsAfter >= size_t(std::max<int64_t>(kBackRows, config.recoveryRows)) ? JumpOutcome::NotRecovered
-                                                                                               : JumpOutcome::LogEnded;
+        const auto wantedRows = size_t(std::max<int64_t>(int64_t(kBackRows), config.recoveryRows));
+        const int64_t stepsAfter = rowsAfter > 0 ? context.scalars.steps[loss.size() - 1] - context.scalars.steps[lastRow] : 0;
+        const bool enough = rowsAfter >= wantedRows || (rowsAfter >= kBackRows && stepsAfter >= config.recoveryRows);
+        result.outcome = enough ? JumpOutcome::NotRecovered : JumpOutcome::LogEnded;
         return result;
     }
     std::vector<double> stay, x;

@@ -130,8 +130,11 @@ Status detectSpikes(ScanContext& context)
     size_t i = 0;
     while (i < spikes.size()) {
         size_t j = i + 1;
+        // One burst: spikes within burst_gap_steps, or on logged rows next to each other (a loss logged
+        // every 10 steps that stays up is one event, not one per row).
         while (j < spikes.size() &&
-               scalars.steps[spikes[j].row] - scalars.steps[spikes[j - 1].row] <= context.config.burstGapSteps)
+               (scalars.steps[spikes[j].row] - scalars.steps[spikes[j - 1].row] <= context.config.burstGapSteps ||
+                spikes[j].row <= spikes[j - 1].row + 1))
             ++j;
         Incident incident = spikeIncident(context, spikes, i, j);
         if (++blamed <= kSpikesBlamed) {

@@ -280,6 +280,60 @@ TEST(SpikeRecovery, ALossThatDoesNotComeBackIsABlowupAtTheJump)
     EXPECT_NEAR(double(blowup->onsetStep), 200.0, 1.0);
 }
 
+// Logged every 10 steps: the training of TrainingRun, one row in ten.
+TrainingRun everyTenthStep(const TrainingRun& run)
+{
+    TrainingRun sparse(0);
+    for (size_t r = 0; r < run.steps.size(); r += 10) {
+        sparse.steps.push_back(run.steps[r]);
+        sparse.loss.push_back(run.loss[r]);
+        sparse.gradNorm.push_back(run.gradNorm[r]);
+    }
+    return sparse;
+}
+
+// With sparse logging the log after a jump has few rows but many steps: a loss that stayed x50 up
+// for 14 rows logged every 10 steps (140 steps) did not come back; that is a blow-up at the jump,
+// not "too early to tell" followed by a warning per row.
+TEST(SpikeRecovery, ALossThatStaysUpForManyStepsOfASparseLogIsABlowup)
+{
+    TrainingRun run(400);
+    for (size_t r = 250; r < 400; ++r) {
+        run.gradNorm[r] *= r == 250 ? 1e4 : 300;
+        run.loss[r] *= 50;
+    }
+    ScanInputs inputs = everyTenthStep(run).inputs();
+    ScanContext context(inputs, ScanConfig{});
+    ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+    ASSERT_TRUE(detectSpikes(context));
+    const Incident* blowup = find(context, IncidentKind::Blowup);
+    ASSERT_TRUE(blowup);
+    EXPECT_EQ(blowup->severity, Severity::Critical);
+    EXPECT_EQ(blowup->onsetStep, 250);
+    EXPECT_FALSE(find(context, IncidentKind::Spike));
+}
+
+// Spikes on logged rows next to each other are one event, whatever the logging interval.
+TEST(SpikeRule, SpikesOnConsecutiveRowsOfASparseLogAreOneIncident)
+{
+    TrainingRun run(600);
+    for (size_t r = 300; r < 330; ++r)
+        run.gradNorm[r] *= 1e3; // three logged rows: 300, 310, 320
+    ScanInputs inputs = everyTenthStep(run).inputs();
+    ScanContext context(inputs, ScanConfig{});
+    ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+    ASSERT_TRUE(detectSpikes(context));
+    std::vector<const Incident*> spikes;
+    for (const auto& incident : context.report.incidents)
+        if (incident.kind == IncidentKind::Spike)
+            spikes.push_back(&incident);
+    ASSERT_EQ(spikes.size(), 1u);
+    EXPECT_EQ(spikes[0]->onsetStep, 300);
+    ASSERT_TRUE(spikes[0]->evidence.count);
+    EXPECT_EQ(*spikes[0]->evidence.count, 3);
+    EXPECT_EQ(spikes[0]->evidence.windowEndStep, 320);
+}
+
 TEST(SpikeScore, IsTheShareOfStepsFarAboveTheRollingMedian)
 {
     TrainingRun run(2000);
