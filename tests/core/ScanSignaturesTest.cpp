@@ -43,6 +43,18 @@ struct TrainingRun
     std::vector<double> loss, gradNorm;
 };
 
+// One huge learning-rate step at row `at` under an Adam-family optimizer: the gradient norm jumps
+// x1e4 and stays x300 up; the loss jumps x1e4 and decays a decade every `lossDecayRows` rows down
+// to `lossFloor` x its level (0 rows: straight to the floor).
+void hugeStepUnderAdam(TrainingRun& run, size_t at, double lossDecayRows, double lossFloor)
+{
+    for (size_t r = at; r < run.steps.size(); ++r) {
+        run.gradNorm[r] *= r == at ? 1e4 : 300;
+        run.loss[r] *= lossDecayRows > 0 ? std::max(lossFloor, 1e4 * std::pow(10.0, -double(r - at) / lossDecayRows))
+                                         : lossFloor;
+    }
+}
+
 const Incident* find(const ScanContext& context, IncidentKind kind)
 {
     for (const auto& incident : context.report.incidents)
@@ -243,10 +255,7 @@ TEST(SpikeAftermath, ALayerWhoseGradientIsExactlyZeroFromTheSpikeOnIsReportedDea
 TEST(SpikeRecovery, TheLossComingBackMakesASpikeHoweverLongTheGradientNormStaysHigh)
 {
     TrainingRun run(400);
-    for (size_t r = 200; r < 400; ++r) {
-        run.gradNorm[r] *= r == 200 ? 1e4 : 300;
-        run.loss[r] *= std::max(1.5, 1e4 * std::pow(10.0, -double(r - 200) / 8.0));
-    }
+    hugeStepUnderAdam(run, 200, /*lossDecayRows=*/8, /*lossFloor=*/1.5);
     ScanInputs inputs = run.inputs();
     ScanContext context(inputs, ScanConfig{});
     ASSERT_TRUE(detectNonfiniteAndBlowup(context));
@@ -267,10 +276,7 @@ TEST(SpikeRecovery, TheLossComingBackMakesASpikeHoweverLongTheGradientNormStaysH
 TEST(SpikeRecovery, ALossThatDoesNotComeBackIsABlowupAtTheJump)
 {
     TrainingRun run(400);
-    for (size_t r = 200; r < 400; ++r) {
-        run.gradNorm[r] *= r == 200 ? 1e4 : 300;
-        run.loss[r] *= std::max(50.0, 1e4 * std::pow(10.0, -double(r - 200) / 8.0));
-    }
+    hugeStepUnderAdam(run, 200, /*lossDecayRows=*/8, /*lossFloor=*/50);
     ScanInputs inputs = run.inputs();
     ScanContext context(inputs, ScanConfig{});
     ASSERT_TRUE(detectNonfiniteAndBlowup(context));
@@ -298,10 +304,7 @@ TrainingRun everyTenthStep(const TrainingRun& run)
 TEST(SpikeRecovery, ALossThatStaysUpForManyStepsOfASparseLogIsABlowup)
 {
     TrainingRun run(400);
-    for (size_t r = 250; r < 400; ++r) {
-        run.gradNorm[r] *= r == 250 ? 1e4 : 300;
-        run.loss[r] *= 50;
-    }
+    hugeStepUnderAdam(run, 250, /*lossDecayRows=*/0, /*lossFloor=*/50);
     ScanInputs inputs = everyTenthStep(run).inputs();
     ScanContext context(inputs, ScanConfig{});
     ASSERT_TRUE(detectNonfiniteAndBlowup(context));
