@@ -29,7 +29,6 @@
 #include <QSaveFile>
 #include <QTextDocument>
 
-#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -38,12 +37,6 @@ namespace nanscope {
 namespace {
 
 namespace rf = runformat;
-
-bool hasRanks(const ScanReport& scan)
-{
-    return std::any_of(scan.incidents.begin(), scan.incidents.end(),
-                       [](const Incident& incident) { return incident.rank.has_value(); });
-}
 
 QString rankText(const Incident& incident)
 {
@@ -398,7 +391,7 @@ QString toMarkdown(const ReportContent& c)
     if (const std::string summary = sourceSummary(c.info); !summary.empty())
         md += "> " + text(summary) + "\n\n";
     // A multi-rank run's incidents name the rank they were found on.
-    const bool ranks = hasRanks(c.scan);
+    const bool ranks = c.scan.namesRanks();
     md += QString("## Timeline\n\n| severity | kind | pattern | onset |%1 non-finite at | layers |\n|---|---|---|---|%2---|---|\n")
               .arg(ranks ? " rank |" : "", ranks ? "---|" : "");
     for (const Incident& i : c.scan.incidents) {
@@ -463,7 +456,7 @@ QString toHtml(const ReportContent& c, ImageSource imageSource, int imageWidth)
         h += "<p style='background:#eef3fb;padding:6px'>" + esc(text(summary)) + "</p>";
     h += "<h2>Timeline</h2>";
     h += QString("<p><img src='%1' width='%3'><br><i>%2</i></p>").arg(imageSource(c.plots[0]), esc(c.plots[0].caption)).arg(imageWidth);
-    const bool ranks = hasRanks(c.scan);
+    const bool ranks = c.scan.namesRanks();
     h += QString("<table><tr><th>severity</th><th>kind</th><th>pattern</th><th>onset</th>%1<th>non-finite at</th>"
                  "<th>layers</th></tr>")
              .arg(ranks ? "<th>rank</th>" : "");

@@ -4,6 +4,7 @@
 
 #include "core/run/RankSet.h"
 #include "core/run/RunFormat.h"
+#include "core/run/StepAxis.h"
 #include "core/source/OpenRun.h"
 
 #include <QJsonArray>
@@ -58,6 +59,16 @@ int runInfo(const QStringList& arguments)
         return fail(error);
     const RunInfo& info = (*reader)->info();
     const RankSet* ranks = (*reader)->rankSet();
+    // Wall time and epoch, where logged: the window's other x axes.
+    auto axes = readStepAxes(**reader);
+    if (!axes)
+        return fail(fromStd(axes.error()));
+    auto axisJson = [](const StepAxis* axis) -> QJsonValue {
+        if (!axis)
+            return QJsonValue::Null;
+        return QJsonObject{{"first_step", axis->firstStep()}, {"last_step", axis->lastStep()},
+                           {"first", axis->firstValue()}, {"last", axis->lastValue()}};
+    };
 
     auto steps = [](const std::map<int64_t, std::string>& files) {
         QJsonArray array;
@@ -120,7 +131,9 @@ int runInfo(const QStringList& arguments)
                                                                {"why", fromStd(info.whyNotReplayable(step))}});
                               return array;
                           }()},
-                         {"batches", steps(info.batches)}};
+                         {"batches", steps(info.batches)},
+                         {"x_axes", QJsonObject{{"wall_time", axisJson(axes->axis(StepAxisKind::WallTime))},
+                                                {"epoch", axisJson(axes->axis(StepAxisKind::Epoch))}}}};
         if (ranks)
             root["ranks"] = ranksJson(*ranks);
         out() << QJsonDocument(root).toJson(QJsonDocument::Indented);
@@ -169,6 +182,18 @@ int runInfo(const QStringList& arguments)
         if (info.batches.count(step))
             if (const std::string why = info.whyNotReplayable(step); !why.empty())
                 out() << "not replayable: step " << step << ": " << fromStd(why) << "\n";
+    QStringList axisLines;
+    if (const StepAxis* wall = axes->axis(StepAxisKind::WallTime))
+        axisLines << QString("wall time (%1 from step %2 to %3)")
+                         .arg(fromStd(formatElapsed(wall->lastValue() - wall->firstValue())))
+                         .arg(wall->firstStep())
+                         .arg(wall->lastStep());
+    if (const StepAxis* epoch = axes->axis(StepAxisKind::Epoch))
+        axisLines << QString("%1 to %2").arg(fromStd(epoch->format(epoch->firstValue())),
+                                             fromStd(epoch->format(epoch->lastValue())));
+    out() << "x axes      " << (axisLines.isEmpty() ? QString("step only") : "step, " + axisLines.join(", ")) << "\n";
+    for (const std::string& note : axes->notes)
+        out() << "            " << fromStd(note) << "\n";
     auto section = [](const char* title, const std::vector<std::string>& lines) {
         if (lines.empty())
             return;

@@ -6,8 +6,6 @@
 #include <QPainter>
 #include <QPixmap>
 
-#include <algorithm>
-
 namespace nanscope {
 
 namespace {
@@ -49,12 +47,6 @@ void IncidentModel::setReport(const ScanReport& report)
 const Incident* IncidentModel::incidentAt(int row) const
 {
     return row >= 0 && row < int(m_report.incidents.size()) ? &m_report.incidents[size_t(row)] : nullptr;
-}
-
-bool IncidentModel::hasRanks() const
-{
-    return std::any_of(m_report.incidents.begin(), m_report.incidents.end(),
-                       [](const Incident& incident) { return incident.rank.has_value(); });
 }
 
 int IncidentModel::rowCount(const QModelIndex& parent) const

@@ -22,7 +22,7 @@ public:
     const ScanReport& report() const { return m_report; }
     const Incident* incidentAt(int row) const;
     // Whether any incident names a rank (a multi-rank run's scan).
-    bool hasRanks() const;
+    bool hasRanks() const { return m_report.namesRanks(); }
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;

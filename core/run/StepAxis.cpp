@@ -83,13 +83,16 @@ std::string StepAxis::format(double value) const
 {
     if (m_kind == StepAxisKind::WallTime)
         return formatElapsed(value - m_values.front());
-    char text[48];
-    const double rounded = std::round(value);
-    if (std::abs(value - rounded) < 1e-9)
-        std::snprintf(text, sizeof text, "epoch %.0f", rounded);
-    else
-        std::snprintf(text, sizeof text, "epoch %.3g", value);
-    return text;
+    // Whole epochs as "epoch 2", parts with up to two decimals ("epoch 2.25", "epoch 1000.5"),
+    // never in exponent form.
+    char digits[48];
+    std::snprintf(digits, sizeof digits, "%.2f", value);
+    std::string text = digits;
+    while (text.back() == '0')
+        text.pop_back();
+    if (text.back() == '.')
+        text.pop_back();
+    return "epoch " + text;
 }
 
 std::string formatElapsed(double seconds)

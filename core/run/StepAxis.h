@@ -43,7 +43,8 @@ public:
     double lastValue() const { return m_values.back(); }
 
     // How the value at `step` reads on an axis tick and in a readout: the time since the first
-    // logged row ("1h 05m", "12m 30s", "2d 03h") or the epoch ("epoch 2", "epoch 2.35").
+    // logged row ("1h 05m", "12m 30s", "2d 03h") or the epoch ("epoch 2", "epoch 2.35", at most
+    // two decimals).
     std::string label(double step) const { return format(valueAt(step)); }
     // The same for a value of the quantity (seconds since the Unix epoch, an epoch).
     std::string format(double value) const;

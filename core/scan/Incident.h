@@ -125,6 +125,15 @@ struct ScanReport
                 return true;
         return false;
     }
+    // A multi-rank run's scan: its incidents name the rank they were found on (the incident table
+    // and the report show a rank column then).
+    bool namesRanks() const
+    {
+        for (const auto& incident : incidents)
+            if (incident.rank)
+                return true;
+        return false;
+    }
 };
 
 // The last step an incident covers: its first non-finite step, else the end of its evidence window.

@@ -1,22 +1,16 @@
 #include "core/scan/OnlineSpikeDetector.h"
 
+#include "core/scan/RobustStats.h"
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 namespace nanscope {
 
-namespace {
-
-// The median as numpy takes it: the mean of the two middle values of an even count.
-double medianOf(std::vector<double> values)
-{
-    const size_t n = values.size();
-    std::sort(values.begin(), values.end());
-    return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
-} // namespace
+// The scan's median (an even count averages the two middle values, as numpy's does, which the
+// Python recorder uses): the history holds finite values only.
+using scan::medianOf;
 
 OnlineSpikeDetector::OnlineSpikeDetector(double mads, size_t window, size_t leastHistory)
     : m_mads(mads)

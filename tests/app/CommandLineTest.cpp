@@ -135,3 +135,22 @@ TEST(CommandLine, ReplayNamesAStepFileThatIsNotARegularFile)
     EXPECT_EQ(result.exitCode, 2);
     EXPECT_TRUE(result.err.contains("checkpoints/step_00000180.pt is there but is not a regular file")) << result.err.toStdString();
 }
+
+// `info` says which other x axes the window can offer: the Guard stamps every step with its wall
+// time; the demo runs log no epoch.
+TEST(InfoCommand, NamesTheOtherXAxesTheRunLogs)
+{
+    const auto text = runNanscope({"info", demoRun("healthy")});
+    ASSERT_EQ(text.exitCode, 0) << text.err.toStdString();
+    EXPECT_TRUE(text.out.contains("x axes      step, wall time (")) << text.out.toStdString();
+    EXPECT_FALSE(text.out.contains("epoch ")) << text.out.toStdString();
+
+    const auto json = runNanscope({"info", demoRun("healthy"), "--json"});
+    ASSERT_EQ(json.exitCode, 0) << json.err.toStdString();
+    const QJsonObject axes = QJsonDocument::fromJson(json.out.toUtf8()).object().value("x_axes").toObject();
+    const QJsonObject wall = axes.value("wall_time").toObject();
+    EXPECT_EQ(wall.value("first_step").toInt(), 0);
+    EXPECT_GE(wall.value("last").toDouble(), wall.value("first").toDouble());
+    EXPECT_GT(wall.value("first").toDouble(), 1.7e9) << "seconds since the Unix epoch";
+    EXPECT_TRUE(axes.value("epoch").isNull());
+}

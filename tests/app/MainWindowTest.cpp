@@ -36,10 +36,10 @@ using namespace nanscope;
 using test::openAndWait;
 
 namespace {
-// A run being written by another process, `rows` rows 20 ms apart; true once its first row is flushed.
-bool startLiveWriter(QProcess& writer, const QString& run, int rows = 400)
+// A run being written by another process, 400 rows 20 ms apart; true once its first row is flushed.
+bool startLiveWriter(QProcess& writer, const QString& run)
 {
-    writer.start(NANSCOPE_TEST_WRITER, {run, QString::number(rows), "20"});
+    writer.start(NANSCOPE_TEST_WRITER, {run, "400", "20"});
     return writer.waitForReadyRead(30000);
 }
 } // namespace
@@ -247,9 +247,7 @@ TEST(MainWindow, LiveFollowShowsCheckpointsAndBatchesSavedMeanwhile)
     QTemporaryDir dir;
     const QString run = dir.filePath("live");
     QProcess writer;
-    // Long enough that the run still grows while the files below appear, also in the slow
-    // sanitizer build (the writer is killed at the end, so a pass does not wait for it).
-    ASSERT_TRUE(startLiveWriter(writer, run, 3000));
+    ASSERT_TRUE(startLiveWriter(writer, run));
     MainWindow window;
     ASSERT_TRUE(openAndWait(window, run));
     EXPECT_TRUE(window.snapshot().info.checkpoints.empty());

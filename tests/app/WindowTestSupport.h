@@ -6,14 +6,21 @@
 #include <QElapsedTimer>
 #include <QSignalSpy>
 
+#include <gtest/gtest.h>
+
 namespace nanscope::test {
 
-// Opens a run in the window and waits for it; true when it loaded.
-inline bool openAndWait(MainWindow& window, const QString& dir)
+// Opens a run in the window and waits for it; success when it loaded, else a failure that says
+// why (the window's error panel, or that nothing came back), so an intermittent failure is legible.
+inline ::testing::AssertionResult openAndWait(MainWindow& window, const QString& dir)
 {
     QSignalSpy loaded(&window, &MainWindow::runLoaded);
     window.openRun(dir);
-    return loaded.wait(30000) && loaded.first().first().toBool();
+    if (!loaded.wait(30000))
+        return ::testing::AssertionFailure() << dir.toStdString() << ": the window did not load it within 30 s";
+    if (!loaded.first().first().toBool())
+        return ::testing::AssertionFailure() << dir.toStdString() << ": " << window.errorText().toStdString();
+    return ::testing::AssertionSuccess();
 }
 
 // Waits until the open run's scan has arrived. (A spy made after the open can miss the signal:

@@ -57,6 +57,9 @@ TEST(StepAxis, AnEpochCountedPerRowHasItsBoundariesAtTheFirstRowOfEachEpoch)
     EXPECT_DOUBLE_EQ(axis->stepAt(3), 150.0);
     EXPECT_EQ(axis->label(120), "epoch 2");
     EXPECT_EQ(axis->format(2.25), "epoch 2.25");
+    EXPECT_EQ(axis->format(1000.5), "epoch 1000.5") << "never an exponent";
+    EXPECT_EQ(axis->format(1.0 / 3.0), "epoch 0.33");
+    EXPECT_EQ(axis->format(0.3 + 0.6), "epoch 0.9") << "no float noise in a label";
 }
 
 TEST(StepAxis, RefusesSeriesThatCannotBeAnAxisAndSaysWhy)
