@@ -45,6 +45,8 @@
 #include <QToolButton>
 #include <QTreeView>
 
+#include <utility>
+
 // Resources compiled into a static library must be registered by hand; outside any namespace.
 static void initResources()
 {
@@ -443,6 +445,7 @@ void MainWindow::showScan(const ScanReport& scan)
     updateStatus();
     emit layersJudged();
     emit incidentsFound(int(scan.incidents.size()));
+    chooseIncidentAfterRankSwitch();
     m_screenshot->arrived(Work::Scan);
 }
 
@@ -480,9 +483,14 @@ void MainWindow::showIncident(int row)
     const Incident* incident = m_incidentModel->incidentAt(row);
     if (!incident)
         return;
-    // An incident of another rank is shown on that rank's run.
-    if (incident->rank)
+    // An incident of another rank is shown on that rank's run: the views start over on it, so
+    // the incident is chosen again once that run and the scan have arrived (showScan).
+    if (incident->rank && *incident->rank != m_rankControls->shownRank()) {
+        m_incidentAfterRankSwitch = *incident;
+        statusBar()->showMessage(tr("Showing rank %1 for this incident\u2026").arg(*incident->rank), 10000);
         m_rankControls->showRank(*incident->rank);
+        return;
+    }
     const StepRange range = incidentViewRange(*incident, m_context->firstStep(), m_context->lastStep());
     m_overview->showStepRange(range.first, range.last);
     selectStep(incident->onsetStep);
@@ -494,6 +502,23 @@ void MainWindow::showIncident(int row)
         }
     }
     statusBar()->showMessage(QString::fromStdString(incident->cause), 10000);
+}
+
+void MainWindow::chooseIncidentAfterRankSwitch()
+{
+    if (!m_incidentAfterRankSwitch)
+        return;
+    const Incident wanted = *std::exchange(m_incidentAfterRankSwitch, std::nullopt);
+    if (wanted.rank != std::optional<int>(m_rankControls->shownRank()))
+        return; // the switch failed, or the user went elsewhere meanwhile
+    for (int row = 0; row < m_incidentModel->rowCount(); ++row) {
+        const Incident* incident = m_incidentModel->incidentAt(row);
+        if (incident && incident->rank == wanted.rank && incident->onsetStep == wanted.onsetStep
+            && incident->kind == wanted.kind) {
+            m_incidentTable->setCurrentIndex(m_incidentModel->index(row, 0)); // shows it
+            return;
+        }
+    }
 }
 
 QString MainWindow::statusText() const

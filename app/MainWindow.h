@@ -6,6 +6,8 @@
 #include <QMainWindow>
 #include <QPointer>
 
+#include <optional>
+
 class QLabel;
 class QLineEdit;
 class QMenu;
@@ -129,6 +131,7 @@ private:
     void showSnapshot(const RunSnapshot& snapshot);
     void showSavedFiles(const RunSnapshot& snapshot);
     void showScan(const ScanReport& scan);
+    void chooseIncidentAfterRankSwitch();
     void showStep(qint64 step);
     void showLayer(const QString& layer);
     void showLayerTree();
@@ -173,6 +176,8 @@ private:
     QLabel* m_statusRun = nullptr;
 
     QString m_loadingDirectory; // the run asked for, until it has loaded or failed
+    // An incident chosen on another rank, until that rank's run and the scan have arrived.
+    std::optional<Incident> m_incidentAfterRankSwitch;
     qint64 m_initialStep = -1;
     QString m_initialLayer;
     QString m_replayProgram;

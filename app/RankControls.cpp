@@ -51,6 +51,7 @@ RankControls::RankControls(QMainWindow* window, RunSession* session, RunContext*
 
 void RankControls::showRanks(const QStringList& ranks, int shown)
 {
+    m_shownRank = shown;
     m_selector->clear();
     for (const QString& row : ranks)
         m_selector->addItem(row, rankOfRowName(row.toStdString()));

@@ -28,6 +28,9 @@ public:
     HeatmapView* heatmap() const { return m_heatmap; }
     // Shows this rank's run, unless it is shown already (an incident found on another rank).
     void showRank(int rank);
+    // The rank whose run the views show now (-1: a single process). Behind the selector while a
+    // switch is on its way: the selector moves at once, this once the session has switched.
+    int shownRank() const { return m_shownRank; }
     QDockWidget* dock() const { return m_dock; }
 
 signals:
@@ -42,6 +45,7 @@ private:
     QComboBox* m_selector = nullptr;
     QDockWidget* m_dock = nullptr;
     HeatmapView* m_heatmap = nullptr;
+    int m_shownRank = -1;
 };
 
 } // namespace nanscope

@@ -67,6 +67,7 @@ void RunSession::open(const QString& directory)
     m_cancelled = false;
     m_directory = directory;
     m_reader.reset();
+    m_wholeRunScan.reset();
     if (m_recomputeTimer)
         m_recomputeTimer->stop();
     emit progress(0, tr("Opening %1").arg(directory));
@@ -109,6 +110,7 @@ void RunSession::close()
     if (m_recomputeTimer)
         m_recomputeTimer->stop();
     m_reader.reset();
+    m_wholeRunScan.reset();
 }
 
 void RunSession::poll()
@@ -368,8 +370,10 @@ void RunSession::requestScan()
                                progressCallback(m_reader->rankSet() ? tr("Scanning every rank")
                                                                     : tr("Scanning for incidents")));
     emit progress(100, QString());
-    if (report)
+    if (report) {
+        m_wholeRunScan = report->report;
         emit scanned(report->report);
+    }
     else
         emit scanFailed(QString::fromStdString(report.error()));
 }

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 class QTimer;
@@ -107,6 +108,9 @@ private:
     std::atomic<bool> m_cancelled{false};
     int m_heatmapBins = 1200;
     HeatmapQuantity m_lastHeatmapQuantity = HeatmapQuantity::GradNormLog10;
+    // The last scan of the whole run. It covers every rank, so a rank switch shows it again
+    // rather than scanning every rank once more.
+    std::optional<ScanReport> m_wholeRunScan;
 };
 
 } // namespace nanscope

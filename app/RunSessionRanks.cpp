@@ -42,7 +42,10 @@ void RunSession::selectRank(int rank)
     m_snapshot = buildSnapshot();
     emit loaded(m_snapshot);
     announceRanks();
-    requestScan();
+    if (m_wholeRunScan)
+        emit scanned(*m_wholeRunScan);
+    else
+        requestScan();
     if (!m_snapshot.layers.empty())
         requestHeatmap(int(m_lastHeatmapQuantity));
 }

@@ -86,15 +86,25 @@ TEST(RankWindow, IncidentsNameTheirRankAndChoosingOneShowsThatRank)
         if (model->index(row, 0).data(IncidentModel::RankRole).toInt() == 1)
             otherRankRow = row;
     ASSERT_GE(otherRankRow, 0) << "rank 1 went NaN first: an incident names it";
+    const int64_t onset = model->incidentAt(otherRankRow)->onsetStep;
     // The window opens on the first rank to go NaN (rank 1): show another one first.
     QComboBox* selector = window.rankControls()->selector();
     window.rankControls()->showRank(0);
     ASSERT_TRUE(showsRank(window, 0)) << window.snapshot().info.source.format;
+    ASSERT_TRUE(test::waitForScan(window)) << "the views start over on rank 0's run, the incidents with them";
     ASSERT_EQ(selector->currentData().toInt(), 0);
 
-    window.showIncident(otherRankRow);
-    EXPECT_EQ(selector->currentData().toInt(), 1);
+    window.incidentTable()->setCurrentIndex(model->index(otherRankRow, 0));
+    EXPECT_EQ(selector->currentData().toInt(), 1) << "the selector follows the click at once";
     EXPECT_TRUE(showsRank(window, 1)) << window.snapshot().info.source.format;
+    // Once rank 1's run is up, the incident is chosen there: its row, and its onset step selected.
+    QElapsedTimer clock;
+    clock.start();
+    while (window.context()->selectedStep() != onset && clock.elapsed() < 30000)
+        QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+    EXPECT_EQ(window.context()->selectedStep(), onset);
+    EXPECT_EQ(window.incidentTable()->currentIndex().row(), otherRankRow);
+    EXPECT_EQ(model->incidentAt(otherRankRow)->rank, std::optional<int>(1));
 }
 
 // The report scans the whole job as `nanscope scan` does, not only the rank shown first, and its
