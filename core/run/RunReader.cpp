@@ -5,10 +5,12 @@
 #include "core/run/RunFormat.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <thread>
 
 namespace fs = std::filesystem;
 
@@ -28,6 +30,27 @@ namespace {
 // Enough rereads for a reader racing a live writer's flush; few enough that a damaged file
 // fails in well under a second.
 constexpr unsigned kSwmrMetadataReadAttempts = 4;
+
+// HDF5's own rereads follow each other within microseconds; a writer slowed down (a busy machine,
+// a sanitizer build) can take longer than that to finish a flush. An open or read of a run still
+// being written that fails is tried again this many times in all, after pauses that grow from
+// kLivePause (50 + 100 + 200 ms): long enough for a flush, short enough that a file whose writer
+// was killed mid-flush still fails in well under a second.
+constexpr int kLiveAttempts = 4;
+constexpr std::chrono::milliseconds kLivePause{50};
+
+// Runs `read` (an HDF5 call returning a negative status on failure) and, on a live file, again
+// after a pause while it fails.
+template <class Read>
+auto retriedWhileLive(bool live, Read read)
+{
+    auto status = read();
+    for (int attempt = 1; status < 0 && live && attempt < kLiveAttempts; ++attempt) {
+        std::this_thread::sleep_for(kLivePause * (1 << (attempt - 1)));
+        status = read();
+    }
+    return status;
+}
 
 std::string describeRank(int rank)
 {
@@ -236,17 +259,23 @@ Result<std::unique_ptr<RunReader>> RunReader::open(const std::string& runDirecto
 
 Result<std::unique_ptr<RunReader>> RunReader::openInThisProcess(const std::string& runDirectory)
 {
-    std::unique_ptr<RunReader> reader(new RunReader());
-    Status status;
-    try {
-        status = reader->load(runDirectory);
-    } catch (const std::exception& e) {
-        // A size check missed something: the run is refused, the process survives.
-        return Error{runDirectory + ": cannot be read (" + e.what() + ")"};
+    for (int attempt = 1;; ++attempt) {
+        std::unique_ptr<RunReader> reader(new RunReader());
+        Status status;
+        try {
+            status = reader->load(runDirectory);
+        } catch (const std::exception& e) {
+            // A size check missed something: the run is refused, the process survives.
+            return Error{runDirectory + ": cannot be read (" + e.what() + ")"};
+        }
+        if (status)
+            return reader;
+        // A run still being written, read while its writer flushes: try again (see kLiveAttempts).
+        if (!reader->m_info.openedForSwmr || attempt == kLiveAttempts)
+            return Error{status.error()};
+        reader.reset(); // closes the file before the next try
+        std::this_thread::sleep_for(kLivePause * (1 << (attempt - 1)));
     }
-    if (!status)
-        return Error{status.error()};
-    return reader;
 }
 
 const std::vector<int64_t>& RunReader::steps(const std::string& table) const
@@ -509,7 +538,9 @@ Result<std::vector<double>> RunReader::readSeriesRows(const std::string& table, 
     hdf5::Handle fileSpace = hdf5::space(H5Dget_space(hid_t(*id)));
     H5Sselect_hyperslab(fileSpace.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr);
     hdf5::Handle memSpace = hdf5::space(H5Screate_simple(1, &count, nullptr));
-    if (H5Dread(hid_t(*id), H5T_NATIVE_DOUBLE, memSpace.get(), fileSpace.get(), H5P_DEFAULT, values.data()) < 0)
+    if (retriedWhileLive(m_info.openedForSwmr, [&] {
+            return H5Dread(hid_t(*id), H5T_NATIVE_DOUBLE, memSpace.get(), fileSpace.get(), H5P_DEFAULT, values.data());
+        }) < 0)
         return readFailure(table, dataset, rowBegin, rowBegin + rowCount);
     return values;
 }
@@ -531,7 +562,9 @@ Result<std::vector<float>> RunReader::readColumn(const std::string& table, const
     H5Sselect_hyperslab(fileSpace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr);
     hsize_t memCount = count[0];
     hdf5::Handle memSpace = hdf5::space(H5Screate_simple(1, &memCount, nullptr));
-    if (H5Dread(hid_t(*id), H5T_NATIVE_FLOAT, memSpace.get(), fileSpace.get(), H5P_DEFAULT, values.data()) < 0)
+    if (retriedWhileLive(m_info.openedForSwmr, [&] {
+            return H5Dread(hid_t(*id), H5T_NATIVE_FLOAT, memSpace.get(), fileSpace.get(), H5P_DEFAULT, values.data());
+        }) < 0)
         return readFailure(table, dataset, 0, info->rows);
     return values;
 }
@@ -560,7 +593,9 @@ Result<std::vector<float>> RunReader::readBlock(const std::string& table, const 
     hdf5::Handle fileSpace = hdf5::space(H5Dget_space(hid_t(*id)));
     H5Sselect_hyperslab(fileSpace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr);
     hdf5::Handle memSpace = hdf5::space(H5Screate_simple(2, count, nullptr));
-    if (H5Dread(hid_t(*id), H5T_NATIVE_FLOAT, memSpace.get(), fileSpace.get(), H5P_DEFAULT, values.data()) < 0)
+    if (retriedWhileLive(m_info.openedForSwmr, [&] {
+            return H5Dread(hid_t(*id), H5T_NATIVE_FLOAT, memSpace.get(), fileSpace.get(), H5P_DEFAULT, values.data());
+        }) < 0)
         return readFailure(table, dataset, rowBegin, rowBegin + rowCount);
     return values;
 }
