@@ -179,6 +179,29 @@ Diagnosis diagnoseBlowupCause(const BlowupFacts& facts)
     return d;
 }
 
+Diagnosis diagnoseDivergence(const DivergenceFacts& facts)
+{
+    Diagnosis d;
+    const std::string onset = std::to_string(facts.onsetStep);
+    d.cause = "The training loss diverged without NaN: from its best level (" + formatNumber(facts.bestLevel, 3) +
+              " around step " + std::to_string(facts.bestStep) + ") it climbed from step " + onset + " to " +
+              formatNumber(facts.endLevel, 3) + " (x" + formatNumber(facts.endLevel / facts.bestLevel, 2) +
+              ") and is still there at step " + std::to_string(facts.endStep) + ".";
+    if (facts.learningRateRise) {
+        d.cause += " The learning rate rose x" + formatNumber(*facts.learningRateRise, 2) +
+                   " meanwhile: too high for this point of training.";
+        d.suggestion = "Lower the learning rate (or its schedule's peak) and resume from a checkpoint before step " +
+                       onset + "; clipping gradients does not stop a climb the step size itself causes.";
+    } else {
+        d.cause += " A learning rate too high for this point of training, or data that changed from there on.";
+        d.suggestion = "Resume from a checkpoint before step " + onset +
+                       " with a lower learning rate; if the learning rate did not change, compare the batches "
+                       "before and after that step (a new data shard, a curriculum stage, corrupted records)." +
+                       facts.batchNote;
+    }
+    return d;
+}
+
 Diagnosis diagnoseNonfiniteBurst(const NonfiniteBurstFacts& facts)
 {
     Diagnosis d;

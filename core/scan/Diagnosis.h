@@ -105,6 +105,19 @@ struct BlowupFacts
 };
 Diagnosis diagnoseBlowup(const BlowupFacts& facts);
 
+// A finite loss that climbed from its best level and stayed up, without NaN (DivergenceRule).
+struct DivergenceFacts
+{
+    int64_t onsetStep = 0;
+    int64_t bestStep = 0;
+    double bestLevel = 0;
+    double endLevel = 0;
+    int64_t endStep = 0;
+    std::optional<double> learningRateRise; // lr at the end / lr at the onset, when it rose
+    std::string batchNote;
+};
+Diagnosis diagnoseDivergence(const DivergenceFacts& facts);
+
 // A finite loss this many times its recent median at a non-finite gradient step: one extreme batch.
 inline constexpr double kExtremeBatchLossJump = 10.0;
 

@@ -38,7 +38,8 @@ struct RuleStep
 // 7. vanishing           reads blowupOnsetStep; streams /layers and reports progress 0.3 to 1
 // 8. damaged values      shares nothing
 // then activation growth (reads blowupOnsetStep: a blow-up explains it), spike aftermath (reads the
-// Spike/NonfiniteLoss incidents and blowupOnsetStep) and Adam epsilon (the caller's facts); last,
+// Spike/NonfiniteLoss incidents and blowupOnsetStep), divergence (reads blowupOnsetRow: a blow-up
+// explains a climb) and Adam epsilon (the caller's facts); last,
 // the spike score of the primary series goes into every incident's evidence.
 constexpr RuleStep kRules[] = {
     {detectBadInputs, -1, nullptr},
@@ -53,6 +54,7 @@ constexpr RuleStep kRules[] = {
     {detectDamagedValues, -1, nullptr},
     {detectActivationGrowth, -1, nullptr},
     {detectSpikeAftermath, -1, nullptr},
+    {detectDivergence, -1, nullptr},
     {detectAdamEpsilon, -1, nullptr},
 };
 

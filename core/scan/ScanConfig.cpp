@@ -22,6 +22,10 @@ const std::vector<SettingField>& fields()
     static const std::vector<SettingField> all{
         {{"blowup_decades", "terminal rise (decades) of grad norm or loss that counts as a blow-up without NaN"},
          &ScanConfig::blowupDecades},
+        {{"divergence_ratio", "a finite loss this many times its best level, held to the end after a climb, has diverged"},
+         &ScanConfig::divergenceRatio},
+        {{"divergence_min_rows", "positive loss rows a log needs before a divergence is judged"},
+         &ScanConfig::divergenceMinRows},
         {{"jump_decades", "rise (decades) within jump_steps of the onset that makes a blow-up sudden"},
          &ScanConfig::jumpDecades},
         {{"jump_steps", "steps after the onset within which a sudden blow-up has made its jump"}, &ScanConfig::jumpSteps},

@@ -16,6 +16,11 @@ struct ScanConfig
     // Blow-up: a terminal rise of the gradient norm (or loss) of this many decades without NaN
     // also counts as a blow-up.
     double blowupDecades = 3.0;
+    // Divergence: a finite loss whose end level is this many times its best level (on a running
+    // median), held over the last rows and reached by a climb, not a jump; on logs of at least
+    // divergenceMinRows positive rows. 0 switches the rule off.
+    double divergenceRatio = 3.0;
+    int64_t divergenceMinRows = 20;
     // Sudden vs gradual: a rise of at least jumpDecades within jumpSteps steps of the onset.
     double jumpDecades = 1.0;
     int64_t jumpSteps = 3;

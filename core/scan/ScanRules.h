@@ -39,6 +39,9 @@ Status detectActivationGrowth(ScanContext& context);
 // What recovered spikes and bursts left behind: dead parameters, a changed loss plateau (adds to
 // their incidents); streams /layers/grad_norm after the largest spikes.
 Status detectSpikeAftermath(ScanContext& context);
+// A finite loss that climbed away from its best level and stayed up, in a run with no blow-up
+// (Blowup, gradual): the slow divergence before, or instead of, a NaN.
+Status detectDivergence(ScanContext& context);
 // Adam's eps dominating a large share of elements, from optimizer states the caller read (AdamEpsilon).
 Status detectAdamEpsilon(ScanContext& context);
 
