@@ -24,6 +24,15 @@
 namespace nanscope {
 
 namespace {
+// A plot's key as an incident's evidence names the series ("grad_norm" -> "scalars/grad_norm").
+QString evidenceSeriesOf(const QString& key)
+{
+    return QString::fromStdString(runformat::kScalars) + "/" + key;
+}
+} // namespace
+
+
+namespace {
 struct PlotSpec
 {
     const char* scalar;
@@ -267,7 +276,7 @@ SeriesPlot* OverviewView::addSeriesPlot(const QString& key)
     SeriesPlot* added = createPlot(key, seriesTitle(key));
     showAddedSeries(added, key);
     // It joins the others as they are: their steps in view, the selected step, the incidents.
-    markIncidents(*added, m_incidents, false, false);
+    markIncidents(*added, m_incidents, false, evidenceSeriesOf(key));
     added->setCheckpointSteps(m_checkpointSteps);
     if (m_selectedStep)
         added->setSelectedStep(*m_selectedStep);
@@ -460,7 +469,7 @@ void OverviewView::resetZoom()
         showStepRange(steps->lower, steps->upper);
 }
 
-void markIncidents(SeriesPlot& plot, const std::vector<Incident>& incidents, bool labels, bool trend)
+void markIncidents(SeriesPlot& plot, const std::vector<Incident>& incidents, bool labels, const QString& shownSeries)
 {
     plot.clearBands();
     for (const Incident& incident : incidents) {
@@ -484,7 +493,8 @@ void markIncidents(SeriesPlot& plot, const std::vector<Incident>& incidents, boo
         }
         plot.addBand(from, to, colour, labels ? label : QString());
         // The fitted trend: baseline times 10^(rate x steps since onset).
-        if (trend && incident.pattern == BlowupPattern::Gradual && incident.evidence.growthDecadesPerStep &&
+        const bool measuredHere = !shownSeries.isEmpty() && QString::fromStdString(incident.evidence.series) == shownSeries;
+        if (measuredHere && incident.pattern == BlowupPattern::Gradual && incident.evidence.growthDecadesPerStep &&
             incident.evidence.baseline && *incident.evidence.baseline > 0) {
             std::vector<double> x, y;
             for (int i = 0; i <= 50; ++i) {
@@ -501,7 +511,7 @@ void OverviewView::setIncidents(const std::vector<Incident>& incidents)
 {
     m_incidents = incidents;
     for (auto* p : std::as_const(m_plots))
-        markIncidents(*p, incidents, p == m_plots.front(), p == plot("grad_norm"));
+        markIncidents(*p, incidents, p == m_plots.front(), evidenceSeriesOf(m_keys[m_plots.indexOf(p)]));
 }
 
 void OverviewView::linkRanges(SeriesPlot* source, double lower, double upper)

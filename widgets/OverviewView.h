@@ -25,8 +25,10 @@ namespace nanscope {
 class SeriesPlot;
 
 // Draws incidents on one plot: a sudden blow-up as a sharp band at its onset, a gradual one as a
-// shaded region from onset to failure; `trend` adds the fitted growth line (grad-norm plots).
-void markIncidents(SeriesPlot& plot, const std::vector<Incident>& incidents, bool labels, bool trend);
+// shaded region from onset to failure. `shownSeries` is what the plot shows, in the evidence's
+// terms ("scalars/grad_norm"): a gradual blow-up measured on it also gets its fitted growth line
+// (a growth measured on the loss or on a module's activations is in other units than the grad norm).
+void markIncidents(SeriesPlot& plot, const std::vector<Incident>& incidents, bool labels, const QString& shownSeries);
 
 // The stacked scalar plots on one shared step axis: zooming or panning one moves them all, and
 // hovering one shows every plot's value at that step. Loss, grad norm, learning rate and loss

@@ -450,6 +450,11 @@ void SeriesPlot::setTrendLine(const std::vector<double>& steps, const std::vecto
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
+int SeriesPlot::trendPointCount() const
+{
+    return m_trend->dataCount();
+}
+
 void SeriesPlot::rescale(bool fitSteps)
 {
     bool found = false;

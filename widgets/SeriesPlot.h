@@ -45,6 +45,8 @@ public:
     // Steps with a saved checkpoint, as small flags along the foot of the plot.
     void setCheckpointSteps(const std::vector<int64_t>& steps);
     int checkpointCount() const { return m_checkpointCount; }
+    // Points of the fitted trend line; 0 when none is drawn.
+    int trendPointCount() const;
     void setLogScale(bool logScale);
     bool logScale() const { return m_logScale; }
     void setSelectedStep(int64_t step);

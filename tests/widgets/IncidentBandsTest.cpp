@@ -1,0 +1,62 @@
+// Incidents on the overview's plots: a gradual blow-up's fitted growth line is drawn on the plot of
+// the series it was measured on, never in another series' units.
+
+#include "widgets/OverviewView.h"
+#include "widgets/SeriesPlot.h"
+
+#include <gtest/gtest.h>
+
+using namespace nanscope;
+
+namespace {
+
+Incident gradualBlowupMeasuredOn(const std::string& series)
+{
+    Incident incident;
+    incident.kind = IncidentKind::Blowup;
+    incident.severity = Severity::Critical;
+    incident.pattern = BlowupPattern::Gradual;
+    incident.onsetStep = 50;
+    incident.evidence.series = series;
+    incident.evidence.windowBeginStep = 50;
+    incident.evidence.windowEndStep = 100;
+    incident.evidence.baseline = 0.1;
+    incident.evidence.growthDecadesPerStep = 0.01;
+    return incident;
+}
+
+void showRun(OverviewView& view)
+{
+    std::vector<int64_t> steps;
+    std::vector<double> loss, grad;
+    for (int i = 0; i <= 100; ++i) {
+        steps.push_back(i);
+        loss.push_back(i < 50 ? 0.1 : 0.1 * std::pow(10.0, 0.01 * (i - 50)));
+        grad.push_back(1.0);
+    }
+    view.setScalars(steps, {{"loss", loss}, {"grad_norm", grad}}, {});
+}
+
+} // namespace
+
+TEST(OverviewView, AGradualBlowupsTrendIsDrawnOnTheSeriesItWasMeasuredOn)
+{
+    OverviewView view;
+    showRun(view);
+    SeriesPlot* loss = view.plot("loss");
+    SeriesPlot* grad = view.plot("grad_norm");
+    ASSERT_TRUE(loss && grad);
+
+    view.setIncidents({gradualBlowupMeasuredOn("scalars/loss")}); // a divergence of the loss
+    EXPECT_GT(loss->trendPointCount(), 0);
+    EXPECT_EQ(grad->trendPointCount(), 0) << "a loss level drawn on the gradient norm's axis";
+
+    view.setIncidents({gradualBlowupMeasuredOn("scalars/grad_norm")});
+    EXPECT_EQ(loss->trendPointCount(), 0);
+    EXPECT_GT(grad->trendPointCount(), 0);
+
+    // Measured on a module's activations, which no overview plot shows: the band, but no line.
+    view.setIncidents({gradualBlowupMeasuredOn("activations/attn.scores")});
+    EXPECT_EQ(loss->trendPointCount(), 0);
+    EXPECT_EQ(grad->trendPointCount(), 0);
+}
