@@ -152,6 +152,10 @@ Status detectDivergence(ScanContext& context)
         facts.learningRateRise = lr[endScalarRow] / lr[onsetScalarRow];
     facts.batchNote = context.batchNote(onsetStep);
     applyDiagnosis(incident, diagnoseDivergence(facts));
+    // The layers that rose with it, against their own level before the climb; a failed read only
+    // costs the incident its layer names.
+    if (auto layers = blameLayers(context.inputs, context.order, config, steps[rows.row[bestRow]], onsetStep, endStep))
+        fillLayers(incident, *layers, config.maxLayersListed);
     context.report.incidents.push_back(std::move(incident));
     return Status::success();
 }

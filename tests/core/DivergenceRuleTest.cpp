@@ -139,3 +139,18 @@ TEST(DivergenceRule, ARatioOfZeroSwitchesItOff)
     config.divergenceRatio = 0;
     EXPECT_TRUE(divergences(inputs, config).empty());
 }
+
+TEST(DivergenceRule, NamesTheLayersThatRoseWithTheLoss)
+{
+    const LossRun run(500, 250, 0.9, 150);
+    ScanInputs inputs = run.inputs();
+    std::vector<float> gradNorms; // [step, layer]: a.weight flat, b.weight x100 over the climb
+    for (int64_t step = 0; step < 500; ++step) {
+        gradNorms.push_back(1.0f);
+        gradNorms.push_back(step < 250 ? 1.0f : float(std::pow(10.0, 2.0 * std::min(1.0, double(step - 250) / 150.0))));
+    }
+    inputs.addTable("layers", {"a.weight", "b.weight"}, run.steps, {{"grad_norm", gradNorms}});
+    const auto found = divergences(inputs);
+    ASSERT_EQ(found.size(), 1u);
+    EXPECT_EQ(found.front().layers, std::vector<std::string>{"b.weight"});
+}
