@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <sstream>
 
 namespace nanscope::scan {
@@ -262,14 +263,20 @@ Diagnosis diagnoseNonfiniteBurst(const NonfiniteBurstFacts& facts)
     return d;
 }
 
+// How a recovered spike reads, until its aftermath shows a trace (addSpikeAftermath).
+constexpr const char* kAbsorbedReading = ": one unusual batch, or an outlier the optimiser absorbed.";
+constexpr const char* kTraceReading =
+    ", but not without a trace: one huge update moved the weights (a learning rate that jumped for a step, "
+    "or a batch far outside the data).";
+
 Diagnosis diagnoseSpike(const SpikeFacts& facts)
 {
     Diagnosis d;
     const std::string step = std::to_string(facts.onsetStep);
     d.cause = "An isolated jump (x" + formatNumber(facts.jumpRatio, 2) + " the running median) in " + facts.series +
               " at step " + step +
-              (facts.recovered ? " that recovered: one unusual batch, or an outlier the optimiser absorbed."
-                               : "; the log ends before it could recover.");
+              (facts.recovered ? std::string(" that recovered") + kAbsorbedReading
+                               : std::string("; the log ends before it could recover."));
     d.suggestion = "Inspect the batch of step " + step +
                    "; gradient clipping keeps such batches from moving the weights far." + facts.batchNote;
     return d;
@@ -582,11 +589,17 @@ Diagnosis diagnoseActivationGrowth(const ActivationGrowthFacts& facts)
 
 void addSpikeAftermath(Diagnosis& d, const SpikeAftermathFacts& facts)
 {
+    const bool plateauMoved =
+        facts.lossPlateauRatio && (*facts.lossPlateauRatio >= 1.5 || *facts.lossPlateauRatio <= 1 / 1.5);
+    // What it left behind says it was no outlier the optimiser absorbed.
+    if (!facts.deadAfter.empty() || plateauMoved)
+        if (const size_t at = d.cause.find(kAbsorbedReading); at != std::string::npos)
+            d.cause.replace(at, std::strlen(kAbsorbedReading), kTraceReading);
     if (!facts.deadAfter.empty())
         d.cause += " It left " + joinNames(facts.deadAfter, 4) +
                    " dead: their gradient is exactly zero on every step from it on (non-zero before), the "
                    "signature of ReLU units pushed below zero for every input by one huge update.";
-    if (facts.lossPlateauRatio && (*facts.lossPlateauRatio >= 1.5 || *facts.lossPlateauRatio <= 1 / 1.5))
+    if (plateauMoved)
         d.cause += " The loss settled x" + formatNumber(*facts.lossPlateauRatio, 2) +
                    " of its level before the spike: the model did not come back to where it was.";
     if (facts.gradientLevelRatio)
