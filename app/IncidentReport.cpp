@@ -84,8 +84,8 @@ struct ReportContent
     QString libtorch = QString::fromStdString(libtorchVersion());
 };
 
-// `series`: what the plot shows, in the evidence's terms ("scalars/loss").
-QImage renderPlot(const QString& title, const QString& series, const std::vector<int64_t>& steps,
+// `dataset`: the /scalars dataset the plot shows ("loss").
+QImage renderPlot(const QString& title, const std::string& dataset, const std::vector<int64_t>& steps,
                   const std::vector<double>& values, const std::vector<Incident>& incidents, bool logScale,
                   double from, double to)
 {
@@ -93,7 +93,7 @@ QImage renderPlot(const QString& title, const QString& series, const std::vector
     plot.resize(1000, 320);
     plot.setLogScale(logScale);
     plot.setSeries(steps, values);
-    markIncidents(plot, incidents, true, series);
+    markIncidents(plot, incidents, true, QString::fromStdString(rf::scalarSeries(dataset)));
     if (to > from)
         plot.setStepRange(from, to);
     return plot.plot()->toPixmap(1000, 300).toImage();
@@ -238,7 +238,7 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
     const std::vector<double> loss = series("loss");
     const bool haveGrad = !gradNorm.empty();
     c.plots.push_back({"timeline.png", QObject::tr("Incident timeline on the %1").arg(haveGrad ? "gradient norm" : "loss"),
-                       renderPlot(haveGrad ? "grad norm" : "loss", haveGrad ? "scalars/grad_norm" : "scalars/loss", steps,
+                       renderPlot(haveGrad ? "grad norm" : "loss", haveGrad ? "grad_norm" : "loss", steps,
                                   haveGrad ? gradNorm : loss, c.scan.incidents, true, 0, 0)});
 
     if (!options.compareWith.isEmpty()) {
@@ -266,10 +266,10 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
         const StepRange range = incidentViewRange(incident, c.firstStep, c.lastStep);
         section.plotIndex = int(c.plots.size());
         // An incident measured on the loss (a divergence) is drawn on the loss, with its trend.
-        const bool onLoss = !haveGrad || (incident.evidence.series == "scalars/loss" && !loss.empty());
+        const bool onLoss = !haveGrad || (incident.evidence.series == rf::scalarSeries("loss") && !loss.empty());
         c.plots.push_back({QString("incident%1.png").arg(c.critical.size() + 1),
                            QObject::tr("%1 at step %2").arg(toString(incident.kind)).arg(incident.onsetStep),
-                           renderPlot(onLoss ? "loss" : "grad norm", onLoss ? "scalars/loss" : "scalars/grad_norm", steps,
+                           renderPlot(onLoss ? "loss" : "grad norm", onLoss ? "loss" : "grad_norm", steps,
                                       onLoss ? loss : gradNorm, {incident}, true, range.first, range.last)});
         // Replay the incident's own step when it was saved: the onset, else the first NaN.
         std::vector<int64_t> candidates{incident.onsetStep};

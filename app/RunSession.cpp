@@ -373,9 +373,9 @@ void RunSession::requestScan()
     if (report) {
         m_wholeRunScan = report->report;
         emit scanned(report->report);
-    }
-    else
+    } else {
         emit scanFailed(QString::fromStdString(report.error()));
+    }
 }
 
 } // namespace nanscope

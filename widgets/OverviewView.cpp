@@ -24,10 +24,10 @@
 namespace nanscope {
 
 namespace {
-// A plot's key as an incident's evidence names the series ("grad_norm" -> "scalars/grad_norm").
+// A plot's key ("grad_norm") as an incident's evidence names the series it shows.
 QString evidenceSeriesOf(const QString& key)
 {
-    return QString::fromStdString(runformat::kScalars) + "/" + key;
+    return QString::fromStdString(runformat::scalarSeries(key.toStdString()));
 }
 } // namespace
 

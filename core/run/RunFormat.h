@@ -15,6 +15,11 @@ inline constexpr int kFormatVersion = 1;
 inline constexpr const char* kNativeSourceFormat = "nanscope run (run.h5)";
 
 inline constexpr const char* kScalars = "scalars";
+// A dataset of /scalars as an incident's evidence names its series ("loss" -> "scalars/loss").
+inline std::string scalarSeries(const std::string& dataset)
+{
+    return std::string(kScalars) + "/" + dataset;
+}
 inline constexpr const char* kLayers = "layers";
 inline constexpr const char* kActivations = "activations";
 inline constexpr const char* kBuffers = "buffers";

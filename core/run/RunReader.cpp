@@ -39,6 +39,12 @@ constexpr unsigned kSwmrMetadataReadAttempts = 4;
 constexpr int kLiveAttempts = 4;
 constexpr std::chrono::milliseconds kLivePause{50};
 
+// The pause after failed attempt number `attempt` (1, 2, ...): 50, 100, 200 ms.
+void pauseAfterFailedAttempt(int attempt)
+{
+    std::this_thread::sleep_for(kLivePause * (1 << (attempt - 1)));
+}
+
 // Runs `read` (an HDF5 call returning a negative status on failure) and, on a live file, again
 // after a pause while it fails.
 template <class Read>
@@ -46,7 +52,7 @@ auto retriedWhileLive(bool live, Read read)
 {
     auto status = read();
     for (int attempt = 1; status < 0 && live && attempt < kLiveAttempts; ++attempt) {
-        std::this_thread::sleep_for(kLivePause * (1 << (attempt - 1)));
+        pauseAfterFailedAttempt(attempt);
         status = read();
     }
     return status;
@@ -274,7 +280,7 @@ Result<std::unique_ptr<RunReader>> RunReader::openInThisProcess(const std::strin
         if (!reader->m_info.openedForSwmr || attempt == kLiveAttempts)
             return Error{status.error()};
         reader.reset(); // closes the file before the next try
-        std::this_thread::sleep_for(kLivePause * (1 << (attempt - 1)));
+        pauseAfterFailedAttempt(attempt);
     }
 }
 

@@ -577,12 +577,8 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
     // Non-finite from the first logged value: there is no growth to see, so no pattern to name.
     if (facts.nanInFirstSteps)
         incident.pattern.reset();
-    if (!scalars.lr.empty()) {
-        const double lrOnset = scalars.lr[std::max(windowBegin, onsetRow > 50 ? onsetRow - 50 : size_t(0))];
-        const double lrEnd = scalars.lr[std::min(lastRow, scalars.lr.size() - 1)];
-        if (std::isfinite(lrOnset) && std::isfinite(lrEnd) && lrOnset > 0 && lrEnd > 1.5 * lrOnset)
-            facts.learningRateRise = lrEnd / lrOnset;
-    }
+    facts.learningRateRise =
+        scalars.learningRateRise(std::max(windowBegin, onsetRow > 50 ? onsetRow - 50 : size_t(0)), lastRow);
     facts.fp16 = context.inputs.fp16();
     facts.batchNote = context.batchNote(onsetStep);
     applyDiagnosis(incident, diagnoseBlowup(facts));

@@ -4,6 +4,9 @@
 // x3-x100 climb that precedes them, or that a run ends in without ever reaching them.
 #include "core/scan/ScanRules.h"
 
+#include "core/run/RunFormat.h"
+#include "core/scan/Onset.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -21,36 +24,27 @@ constexpr double kHeldShare = 0.8;
 // faster is a jump to a new level, which the spike and blow-up rules judge.
 constexpr double kGradualWindows = 1.5;
 
-struct LossRows
+// The loss's positive finite rows as a series of their own (a running median must not see the
+// others), with the scalar-table row each came from.
+struct PositiveLoss
 {
-    std::vector<size_t> row; // rows of the scalar table
-    std::vector<double> log; // log10 of the loss there
+    LogSeries series;
+    std::vector<size_t> scalarRow;
 };
 
-LossRows positiveFiniteRows(const LogSeries& loss)
+PositiveLoss positiveFiniteRows(const LogSeries& loss)
 {
-    LossRows rows;
+    PositiveLoss positive;
+    std::vector<int64_t> steps;
+    std::vector<double> values;
     for (size_t r = 0; r < loss.size(); ++r)
         if (loss.finite[r] && loss.raw[r] > 0) {
-            rows.row.push_back(r);
-            rows.log.push_back(loss.log[r]);
+            positive.scalarRow.push_back(r);
+            steps.push_back(loss.steps[r]);
+            values.push_back(loss.raw[r]);
         }
-    return rows;
-}
-
-// Centred running median of `values` over `width` rows.
-std::vector<double> runningMedian(const std::vector<double>& values, size_t width)
-{
-    std::vector<double> smoothed(values.size());
-    std::vector<double> scratch;
-    const size_t half = width / 2;
-    for (size_t i = 0; i < values.size(); ++i) {
-        const size_t begin = i > half ? i - half : 0;
-        const size_t end = std::min(values.size(), i + half + 1);
-        scratch.assign(values.begin() + long(begin), values.begin() + long(end));
-        smoothed[i] = medianInPlace(scratch);
-    }
-    return smoothed;
+    positive.series = makeLogSeries(steps, values);
+    return positive;
 }
 
 } // namespace
@@ -61,13 +55,12 @@ Status detectDivergence(ScanContext& context)
     if (context.blowupOnsetRow || !(config.divergenceRatio > 1))
         return Status::success(); // a blow-up explains the climb, or the rule is switched off
     const LogSeries& loss = context.scalars.loss;
-    const LossRows rows = positiveFiniteRows(loss);
-    const size_t n = rows.row.size();
+    const PositiveLoss positive = positiveFiniteRows(loss);
+    const LogSeries& s = positive.series;
+    const size_t n = s.size();
     if (n < size_t(std::max<int64_t>(config.divergenceMinRows, 10)))
         return Status::success();
-    size_t finiteRows = 0;
-    for (size_t r = 0; r < loss.size(); ++r)
-        finiteRows += loss.finite[r];
+    const auto finiteRows = size_t(std::count(loss.finite.begin(), loss.finite.end(), uint8_t(1)));
     if (double(finiteRows - n) > kMostNonPositiveShare * double(finiteRows))
         return Status::success();
 
@@ -75,17 +68,16 @@ Status detectDivergence(ScanContext& context)
     // still falling from its initial value is no baseline), on a running median a few percent of
     // the log wide so that batch noise cannot make a best or a climb.
     const size_t width = std::max<size_t>(5, n / 20);
-    const std::vector<double> smoothed = runningMedian(rows.log, width);
+    const std::vector<double> smooth = smoothed(s, 0, n, int64_t(width / 2));
     size_t start = n / 10;
-    const int64_t warmupEnd = loss.steps[rows.row.front()] + config.warmupSteps;
-    while (start < n && loss.steps[rows.row[start]] < warmupEnd)
+    while (start < n && s.steps[start] < s.steps.front() + config.warmupSteps)
         ++start;
     if (start + width >= n)
         return Status::success();
-    const size_t bestRow = size_t(std::min_element(smoothed.begin() + long(start), smoothed.end() - long(width)) -
-                                  smoothed.begin());
-    const double best = smoothed[bestRow];
-    std::vector<double> last(rows.log.end() - long(width), rows.log.end());
+    const size_t bestRow =
+        size_t(std::min_element(smooth.begin() + long(start), smooth.end() - long(width)) - smooth.begin());
+    const double best = smooth[bestRow];
+    const std::vector<double> last(s.log.end() - long(width), s.log.end());
     const double endLevel = medianOf(last);
     const double rise = endLevel - best;
     const double needed = std::log10(config.divergenceRatio);
@@ -100,28 +92,23 @@ Status detectDivergence(ScanContext& context)
     // smoothed loss went from 10% to 90% of the rise over several windows, not in one jump.
     size_t onset = bestRow;
     for (size_t i = bestRow; i < n; ++i)
-        if (smoothed[i] <= best + config.minOnsetDecades)
+        if (smooth[i] <= best + config.minOnsetDecades)
             onset = i;
     size_t tenth = n, ninetieth = n;
     for (size_t i = onset; i < n; ++i) {
-        if (tenth == n && smoothed[i] >= best + 0.1 * rise)
+        if (tenth == n && smooth[i] >= best + 0.1 * rise)
             tenth = i;
-        if (ninetieth == n && smoothed[i] >= best + 0.9 * rise)
+        if (ninetieth == n && smooth[i] >= best + 0.9 * rise)
             ninetieth = i;
     }
     if (tenth == n || ninetieth == n || double(ninetieth - tenth) < kGradualWindows * double(width))
         return Status::success();
 
-    const std::vector<int64_t>& steps = context.scalars.steps;
-    const int64_t onsetStep = steps[rows.row[onset]];
-    const int64_t endStep = steps[rows.row.back()];
-    std::vector<double> x, y;
-    double peak = 0;
-    for (size_t i = onset; i < n; ++i) {
-        x.push_back(double(steps[rows.row[i]]));
-        y.push_back(rows.log[i]);
-        peak = std::max(peak, loss.raw[rows.row[i]]);
-    }
+    const int64_t onsetStep = s.steps[onset];
+    const int64_t endStep = s.steps.back();
+    const std::vector<double> x(s.steps.begin() + long(onset), s.steps.end());
+    const std::vector<double> y(s.log.begin() + long(onset), s.log.end());
+    const double peak = *std::max_element(s.raw.begin() + long(onset), s.raw.end());
 
     Incident incident;
     incident.kind = IncidentKind::Blowup;
@@ -130,7 +117,7 @@ Status detectDivergence(ScanContext& context)
     incident.severity = rise >= config.jumpDecades ? Severity::Critical : Severity::Warning;
     incident.onsetStep = onsetStep;
     auto& e = incident.evidence;
-    e.series = "scalars/loss";
+    e.series = runformat::scalarSeries("loss");
     e.windowBeginStep = onsetStep;
     e.windowEndStep = endStep;
     e.baseline = std::pow(10.0, best);
@@ -141,20 +128,16 @@ Status detectDivergence(ScanContext& context)
 
     DivergenceFacts facts;
     facts.onsetStep = onsetStep;
-    facts.bestStep = steps[rows.row[bestRow]];
+    facts.bestStep = s.steps[bestRow];
     facts.bestLevel = std::pow(10.0, best);
     facts.endLevel = std::pow(10.0, endLevel);
     facts.endStep = endStep;
-    const std::vector<double>& lr = context.scalars.lr;
-    const size_t onsetScalarRow = rows.row[onset], endScalarRow = rows.row.back();
-    if (endScalarRow < lr.size() && std::isfinite(lr[onsetScalarRow]) && std::isfinite(lr[endScalarRow]) &&
-        lr[onsetScalarRow] > 0 && lr[endScalarRow] > 1.5 * lr[onsetScalarRow])
-        facts.learningRateRise = lr[endScalarRow] / lr[onsetScalarRow];
+    facts.learningRateRise = context.scalars.learningRateRise(positive.scalarRow[onset], positive.scalarRow.back());
     facts.batchNote = context.batchNote(onsetStep);
     applyDiagnosis(incident, diagnoseDivergence(facts));
     // The layers that rose with it, against their own level before the climb; a failed read only
     // costs the incident its layer names.
-    if (auto layers = blameLayers(context.inputs, context.order, config, steps[rows.row[bestRow]], onsetStep, endStep))
+    if (auto layers = blameLayers(context.inputs, context.order, config, facts.bestStep, onsetStep, endStep))
         fillLayers(incident, *layers, config.maxLayersListed);
     context.report.incidents.push_back(std::move(incident));
     return Status::success();

@@ -287,4 +287,15 @@ Result<std::vector<LayerColumn>> ScanInputs::readWindow(const char* table, const
     return columns;
 }
 
+std::optional<double> RunScalars::learningRateRise(size_t fromRow, size_t toRow) const
+{
+    if (lr.empty())
+        return std::nullopt;
+    const double from = lr[std::min(fromRow, lr.size() - 1)];
+    const double to = lr[std::min(toRow, lr.size() - 1)];
+    if (std::isfinite(from) && std::isfinite(to) && from > 0 && to > 1.5 * from)
+        return to / from;
+    return std::nullopt;
+}
+
 } // namespace nanscope::scan

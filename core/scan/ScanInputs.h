@@ -40,6 +40,9 @@ struct RunScalars
     const LogSeries& primary() const { return gradNorm.empty() ? loss : gradNorm; }
     bool rowNonfinite(size_t row) const { return !loss.finite[row] || (!gradNorm.empty() && !gradNorm.finite[row]); }
     bool skippedAt(size_t row) const { return row < skipped.size() && skipped[row] > 0.5; }
+    // lr at `toRow` over lr at `fromRow` when the logged learning rate rose more than x1.5 between
+    // them (a ramp or schedule the cause text names); nothing when it did not, or is not logged.
+    std::optional<double> learningRateRise(size_t fromRow, size_t toRow) const;
 };
 
 // One layer's column of an [n, L] table over a window of steps.
