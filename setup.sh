@@ -2,6 +2,7 @@
 # One entry point for a fresh Debian 12 machine (root, or a user with sudo):
 #   ./setup.sh gui    install what is missing, build, write the demo runs, open the GUI on one
 #   ./setup.sh test   install what is missing, build, write the demo runs, run every test
+#   ./setup.sh bench  the same set-up, and build the benchmarks too (bench/; not built by gui or test)
 #   ./setup.sh asan   the same tests in a Debug build with ASan and UBSan (build-asan; tests/sanitizers)
 #   ./setup.sh fuzz [SECONDS]   build the libFuzzer harnesses with clang (build-fuzz) and run each
 #                     for SECONDS (default 60), printing executions and any crash input (fuzz/)
@@ -11,15 +12,15 @@ cd "$(dirname "$0")"
 
 mode=${1:-gui}
 case "$mode" in
-  gui|test|build|asan|fuzz) ;;
-  -h|--help) sed -n 2,8p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-  *) echo "usage: ./setup.sh gui|test|build|asan|fuzz [SECONDS]" >&2; exit 2 ;;
+  gui|test|build|bench|asan|fuzz) ;;
+  -h|--help) sed -n 2,9p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "usage: ./setup.sh gui|test|build|bench|asan|fuzz [SECONDS]" >&2; exit 2 ;;
 esac
 
 packages=(build-essential cmake ninja-build ccache pkg-config
           qt6-base-dev qt6-svg-dev libqcustomplot-dev libhdf5-dev libtorch-dev zlib1g-dev
           libgtest-dev libgmock-dev python3 python3-torch python3-h5py python3-numpy
-          poppler-utils fonts-dejavu-core libprotobuf-dev protobuf-compiler)
+          poppler-utils fonts-dejavu-core libprotobuf-dev protobuf-compiler python3-venv python3-torchvision)
 # libFuzzer for clang 14 is in libclang-rt-14-dev (libclang_rt.fuzzer-x86_64.a).
 if [ "$mode" = fuzz ]; then packages+=(clang libclang-rt-14-dev); fi
 missing=()
@@ -50,9 +51,10 @@ esac
 
 build_dir=${NANSCOPE_BUILD_DIR:-build}
 jobs=${NANSCOPE_JOBS:-$(nproc)}
-# The benchmarks are for people measuring, not for the test run: `test` skips building them.
-bench=ON
-[ "$mode" = test ] && bench=OFF
+# The benchmarks are for people measuring: only `bench` builds them (gui and test do not wait for
+# them on a fresh machine).
+bench=OFF
+[ "$mode" = bench ] && bench=ON
 if [ ! -f "$build_dir/build.ninja" ]; then
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNANSCOPE_BUILD_BENCH=$bench
 elif [ "$(sed -n 's/^NANSCOPE_BUILD_BENCH:BOOL=//p' "$build_dir/CMakeCache.txt")" != "$bench" ]; then
@@ -64,6 +66,10 @@ cmake --build "$build_dir" -j "$jobs"
 demo_dir=${NANSCOPE_DEMO_DIR:-$build_dir/demo-runs}
 case "$mode" in
   build) ;;
+  bench)
+    echo "== benchmarks built in $build_dir/bench (the README's Benchmarks section says how to run them):"
+    ls "$build_dir/bench"
+    ;;
   gui)
     "$build_dir/bin/nanscope" demo "$demo_dir"
     run="$demo_dir/sudden-blowup"

@@ -11,6 +11,7 @@
 #include <QJsonObject>
 
 #include <cmath>
+#include <memory>
 
 namespace nanscope {
 
@@ -61,14 +62,22 @@ void CheckpointLoader::runChild(const QStringList& args,
 {
     // `stats FILE` names the file it read (the weights, or the optimizer.pt); a diff, the checkpoint.
     const QString file = args.value(0) == "stats" ? args.value(1) : m_file;
-    m_child->start(args, [file, done](const ChildOutcome& outcome) {
-        if (outcome.kind == ChildOutcome::Kind::Crashed)
-            done({}, tr("reading %1 crashed").arg(file));
-        else if (!outcome.succeeded())
-            done({}, outcome.message);
-        else
-            done(QJsonDocument::fromJson(outcome.standardOutput).object(), QString());
-    });
+    // A checkpoint's statistics of thousands of tensors are parsed off the GUI thread.
+    auto root = std::make_shared<QJsonObject>();
+    m_child->start(
+        args,
+        [file, done, root](const ChildOutcome& outcome) {
+            if (outcome.kind == ChildOutcome::Kind::Crashed)
+                done({}, tr("reading %1 crashed").arg(file));
+            else if (!outcome.succeeded())
+                done({}, outcome.message);
+            else
+                done(*root, QString());
+        },
+        [root](const ChildOutcome& outcome) {
+            if (outcome.succeeded())
+                *root = QJsonDocument::fromJson(outcome.standardOutput).object();
+        });
 }
 
 void CheckpointLoader::runStats()

@@ -2,7 +2,11 @@
 
 #include <QCoreApplication>
 #include <QFileInfo>
+#include <QFutureWatcher>
 #include <QProcess>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include <memory>
 
 namespace nanscope {
 
@@ -75,23 +79,57 @@ ChildProgram::~ChildProgram()
 
 bool ChildProgram::isRunning() const
 {
-    return m_process && m_process->state() != QProcess::NotRunning;
+    return m_pending;
 }
 
-void ChildProgram::start(const QStringList& arguments, Done done)
+void ChildProgram::release(QProcess* process)
+{
+    process->disconnect();
+    // Unparented, so that the ChildProgram's own end does not delete it while it runs (~QProcess
+    // would block until the child has gone).
+    process->setParent(nullptr);
+    if (process->state() == QProcess::NotRunning) {
+        process->deleteLater();
+        return;
+    }
+    QObject::connect(process, &QProcess::finished, process, &QObject::deleteLater);
+    QObject::connect(process, &QProcess::errorOccurred, process, [process](QProcess::ProcessError error) {
+        if (error == QProcess::FailedToStart)
+            process->deleteLater();
+    });
+    process->kill();
+}
+
+void ChildProgram::start(const QStringList& arguments, Done done, Decode decode)
 {
     cancel();
     auto* process = new QProcess(this);
     m_process = process;
+    m_pending = true;
+    const quint64 request = ++m_request;
     const QString program = m_program;
     // Both signals can fire for one process (a crash reports errorOccurred, then finished): only
     // the first one that is still the current request reports.
-    auto report = [this, process, done](const ChildOutcome& outcome) {
-        if (process != m_process)
+    auto report = [this, process, request, done, decode](const ChildOutcome& outcome) {
+        if (process != m_process || request != m_request)
             return;
         m_process = nullptr;
-        process->deleteLater();
-        done(outcome);
+        release(process);
+        if (!decode) {
+            m_pending = false;
+            done(outcome);
+            return;
+        }
+        auto decoded = std::make_shared<ChildOutcome>(outcome);
+        auto* watcher = new QFutureWatcher<void>(this);
+        connect(watcher, &QFutureWatcher<void>::finished, this, [this, watcher, request, decoded, done] {
+            watcher->deleteLater();
+            if (request != m_request)
+                return; // replaced or cancelled while it was decoded
+            m_pending = false;
+            done(*decoded);
+        });
+        watcher->setFuture(QtConcurrent::run([decoded, decode] { decode(*decoded); }));
     };
     connect(process, &QProcess::finished, this, [process, program, report](int, QProcess::ExitStatus) {
         report(outcomeOf(*process, program, true));
@@ -105,14 +143,13 @@ void ChildProgram::start(const QStringList& arguments, Done done)
 
 void ChildProgram::cancel()
 {
+    ++m_request; // a decode still running for the old request no longer reports
+    m_pending = false;
     if (!m_process)
         return;
     QProcess* process = m_process;
     m_process = nullptr; // its signals no longer report
-    process->disconnect(this);
-    process->kill();
-    process->waitForFinished(2000);
-    process->deleteLater();
+    release(process);
 }
 
 ChildOutcome ChildProgram::runAndWait(const QString& program, const QStringList& arguments, int timeoutMs)

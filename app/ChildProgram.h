@@ -8,6 +8,8 @@
 
 #include <functional>
 
+#include <QtGlobal>
+
 class QProcess;
 
 namespace nanscope {
@@ -37,6 +39,10 @@ class ChildProgram : public QObject
     Q_OBJECT
 public:
     using Done = std::function<void(const ChildOutcome&)>;
+    // Runs on a worker thread once the child has ended, before `done` runs on this object's
+    // thread: where a large answer (a replay's or a checkpoint's JSON) is parsed, so that the GUI
+    // thread never does it. It may fill what `done` captured; it must not touch widgets.
+    using Decode = std::function<void(const ChildOutcome&)>;
 
     explicit ChildProgram(QObject* parent = nullptr);
     ~ChildProgram() override;
@@ -45,17 +51,25 @@ public:
     void setProgram(const QString& program) { m_program = program; }
     QString program() const { return m_program; }
 
-    void start(const QStringList& arguments, Done done);
-    // Kills the running request; its callback is not called.
+    void start(const QStringList& arguments, Done done, Decode decode = {});
+    // Kills the running request without waiting for it to end (a killed child is reaped when it
+    // has gone); its callbacks are not called.
     void cancel();
+    // True from start() until `done` has run or the request was replaced or cancelled.
     bool isRunning() const;
 
     // The same outcomes, blocking: for headless commands that already run off the GUI thread.
     static ChildOutcome runAndWait(const QString& program, const QStringList& arguments, int timeoutMs);
 
 private:
+    // Ends a killed or finished process without blocking: it deletes itself once it has ended.
+    static void release(QProcess* process);
+
     QString m_program;
     QPointer<QProcess> m_process;
+    // The current request; a decode that finishes for an older one is dropped.
+    quint64 m_request = 0;
+    bool m_pending = false;
 };
 
 // The nanscope executable that child processes run: $NANSCOPE_PROGRAM when set (tests, and

@@ -1,6 +1,8 @@
 #include "CliSupport.h"
 
 #include "core/run/RankSet.h"
+#include "core/scan/RankScan.h"
+#include "core/source/MultiRankRun.h"
 
 #include <QCoreApplication>
 
@@ -85,6 +87,39 @@ bool selectRank(const QCommandLineParser& parser, RunSource& run, QString& error
         error = fromStd(s.error());
         return false;
     }
+    return true;
+}
+
+bool resolveRankFolder(const QCommandLineParser& parser, QString& runDir, std::optional<int64_t> step,
+                       QString& error)
+{
+    const bool multiRank = isMultiRankRun(runDir.toStdString());
+    if (!multiRank && !parser.isSet("rank"))
+        return true;
+    if (!multiRank) {
+        error = "--rank " + parser.value("rank") + ": " + runDir + " is a single-process run, not a multi-rank run";
+        return false;
+    }
+    auto ranks = openMultiRankRun(runDir.toStdString());
+    if (!ranks) {
+        error = fromStd(ranks.error());
+        return false;
+    }
+    if (parser.isSet("rank")) {
+        if (!selectRank(parser, **ranks, error))
+            return false;
+    } else {
+        std::string why;
+        const int rank = scan::rankToExplain(**ranks, step, &why);
+        if (Status s = (*ranks)->selectRank(rank); !s) {
+            error = fromStd(s.error());
+            return false;
+        }
+        err() << "nanscope: " << runDir << " is a multi-rank run: reading rank " << rank << " (" << fromStd(why)
+              << "; --rank N chooses another)\n";
+        err().flush();
+    }
+    runDir = fromStd((*ranks)->info().directory);
     return true;
 }
 

@@ -7,6 +7,8 @@
 #include <QString>
 #include <QTextStream>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 namespace nanscope {
@@ -45,6 +47,13 @@ QCommandLineOption rankOption();
 // Shows the parser's --rank of `run` when given. False, with `error` set, when --rank is not a
 // number, the run has no ranks, or it has no readable run of that rank.
 bool selectRank(const QCommandLineParser& parser, RunSource& run, QString& error);
+
+// The folder that holds one rank's checkpoints and batches, for the commands that read them
+// (replay, triage): `runDir` itself for a single-process run; for a multi-rank run's top folder,
+// the folder of the parser's --rank, else of the rank that explains `step` (core/scan/RankScan.h:
+// rankToExplain), said on stderr. False, with `error` set, when --rank is wrong.
+bool resolveRankFolder(const QCommandLineParser& parser, QString& runDir, std::optional<int64_t> step,
+                       QString& error);
 
 // The parser's help with the usage line naming the command as typed ("nanscope replay") rather
 // than the executable's path.

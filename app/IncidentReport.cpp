@@ -1,4 +1,6 @@
 #include "IncidentReport.h"
+
+#include "core/run/RankSet.h"
 #include "JsonNumbers.h"
 
 #include "CompareJson.h"
@@ -159,7 +161,9 @@ QString replaySummary(const IncidentSection& s)
         return QObject::tr("Replay of step %1 failed: %2").arg(s.replayStep).arg(s.replay.error);
     QString out = QObject::tr("Replay of step %1 (%2, %3): ").arg(s.replayStep).arg(s.replay.mode, s.replay.dtype);
     const ReplayResult& r = s.replay.result;
-    if (!r.firstNonfinite)
+    if (forwardVerdict(r) == ForwardVerdict::NonfiniteLossUnseen)
+        out += QObject::tr(kNonfiniteLossUnseenText);
+    else if (!r.firstNonfinite)
         out += QObject::tr("the forward pass is finite (loss %1).").arg(r.loss, 0, 'g', 5);
     else
         // One multi-argument arg(): a second pass would read a '%2' inside the code as a placeholder.
@@ -254,7 +258,20 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
         }
     }
 
-    const std::vector<int64_t> replayable = c.info.replayableSteps();
+    // A multi-rank run keeps its checkpoints and batches per rank: each incident is replayed on
+    // the rank it was found on (or the one asked for), from that rank's folder.
+    const RankSet* ranks = reader.rankSet();
+    const auto rankOf = [&](const Incident& incident) {
+        if (!ranks)
+            return -1;
+        return options.rank >= 0 ? options.rank : incident.rank.value_or(ranks->selectedRank());
+    };
+    const auto replayableOn = [&](int rank) {
+        if (rank < 0)
+            return c.info.replayableSteps();
+        const RankMember* member = ranks->member(rank);
+        return member && member->run ? member->run->info().replayableSteps() : std::vector<int64_t>{};
+    };
     int done = 0;
     for (const Incident& incident : c.scan.incidents) {
         if (incident.severity != Severity::Critical)
@@ -275,6 +292,11 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
         std::vector<int64_t> candidates{incident.onsetStep};
         if (incident.nonfiniteStep)
             candidates.push_back(*incident.nonfiniteStep);
+        const int rank = rankOf(incident);
+        const std::vector<int64_t> replayable = replayableOn(rank);
+        QStringList onRank;
+        if (rank >= 0)
+            onRank << "--rank" << QString::number(rank);
         for (int64_t step : candidates)
             if (options.replay && std::count(replayable.begin(), replayable.end(), step)) {
                 section.replayed = true;
@@ -283,14 +305,15 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
                 // becomes a line of the report instead of the report's end.
                 const ChildOutcome outcome = ChildProgram::runAndWait(
                     options.program.isEmpty() ? nanscopeProgram() : options.program,
-                    {"replay", runDirectory, "--step", QString::number(step), "--json", "--bisect"}, 600000);
+                    QStringList{"replay", runDirectory, "--step", QString::number(step), "--json", "--bisect"} + onRank,
+                    600000);
                 section.replay = replayReportFrom(outcome, step);
                 // Is it the batch, the state or both? For the first critical incident only.
                 if (c.critical.empty()) {
                     section.triaged = true;
                     section.triage = triageReportFrom(
                         ChildProgram::runAndWait(options.program.isEmpty() ? nanscopeProgram() : options.program,
-                                                 {"triage", runDirectory, "--step", QString::number(step), "--json"},
+                                                 QStringList{"triage", runDirectory, "--step", QString::number(step), "--json"} + onRank,
                                                  1800000),
                         step);
                 }

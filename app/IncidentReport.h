@@ -17,6 +17,9 @@ struct IncidentReportOptions
     // Other runs to compare the report's run with: a section with where they diverge and how
     // their incidents differ (docs/compare.md).
     QStringList compareWith;
+    // A multi-rank run: replay and triage on this rank's saved steps (-1: each incident's own
+    // rank, the rank it was found on).
+    int rank = -1;
 };
 
 // Writes the incident report of a run: a run summary, an incident timeline, and for each

@@ -1,5 +1,7 @@
 #include "MainWindow.h"
 
+#include "HelpMenu.h"
+
 #include "CheckpointLoader.h"
 #include "ChildProgram.h"
 #include "ComparedRuns.h"
@@ -36,6 +38,9 @@
 #include <QMimeData>
 #include <QProgressBar>
 #include <QSettings>
+
+#include <algorithm>
+#include <memory>
 #include <QSortFilterProxyModel>
 #include <QStackedWidget>
 #include <QStatusBar>
@@ -126,7 +131,9 @@ void MainWindow::buildTabs()
     m_placeholder->setText(tr("<h2>nanscope</h2><p>Open a run with <b>File \u25B8 Open Run\u2026</b> "
                               "(Ctrl+O), or drop its folder here.</p><p>A run is a nanscope run directory, a Hugging "
                               "Face Trainer output folder, a Lightning log folder, TensorBoard event files, a "
-                              "DeepSpeed or Megatron log, or a folder of checkpoints.</p>"));
+                              "DeepSpeed or Megatron log, or a folder of checkpoints.</p><p>New to nanscope? "
+                              "<b>Help ▸ Open a Demo Run</b> opens a run that blows up, and <b>Help ▸ "
+                              "User Guide</b> (F1) says what each view shows.</p>"));
     m_placeholder->setAlignment(Qt::AlignCenter);
     m_errorLabel->setWordWrap(true);
     m_errorLabel->setAlignment(Qt::AlignCenter);
@@ -171,6 +178,10 @@ void MainWindow::connectSession()
     connect(m_session, &RunSession::grew, this, [this](const RunSnapshot& snapshot) {
         m_grewSinceOpen = true;
         m_context->updateRun(snapshot);
+    });
+    connect(m_session, &RunSession::followingEnded, this, [this] {
+        m_grewSinceOpen = false;
+        updateStatus();
     });
     connect(m_session, &RunSession::progress, this, &MainWindow::onProgress);
     connect(m_session, &RunSession::scanned, m_context, &RunContext::setScan);
@@ -261,16 +272,22 @@ void MainWindow::connectViewRequests()
             return;
         m_replay->setRunning(true);
         statusBar()->showMessage(tr("Triaging step %1 in a child process…").arg(step));
-        m_triageChild->start({"triage", snapshot().directory, "--step", QString::number(step), "--json"},
-                             [this, step](const ChildOutcome& outcome) {
-                                 const TriageReport triage = triageReportFrom(outcome, step);
+        // Its JSON holds up to seven replays: parsed off the GUI thread.
+        auto decoded = std::make_shared<TriageReport>();
+        QStringList arguments{"triage", snapshot().directory, "--step", QString::number(step), "--json"};
+        if (m_rankControls->shownRank() >= 0) // a multi-rank run: the rank shown
+            arguments << "--rank" << QString::number(m_rankControls->shownRank());
+        m_triageChild->start(arguments,
+                             [this, step, decoded](const ChildOutcome&) {
+                                 const TriageReport& triage = *decoded;
                                  m_replay->setRunning(false);
                                  m_replay->setTriage(triage);
                                  statusBar()->showMessage(triage.error.isEmpty() ? tr("Triaged step %1").arg(step)
                                                                                  : tr("Triage of step %1 failed").arg(step),
                                                           5000);
                                  emit triageFinished(triage.error.isEmpty());
-                             });
+                             },
+                             [decoded, step](const ChildOutcome& outcome) { *decoded = triageReportFrom(outcome, step); });
     });
     connect(m_replay, &ReplayView::cancelRequested, this, [this] {
         m_replayProcess->cancel();
@@ -316,6 +333,7 @@ void MainWindow::openRun(const QString& path)
     const QString directory = given.isFile() && given.fileName() == runformat::kLogFileName ? given.absolutePath() : path;
     // The run on screen goes now: nothing of it may stay beside the one being opened.
     m_context->close();
+    showIncidentTableOrNone(false); // the next run's scan decides
     m_loadingDirectory = directory;
     m_grewSinceOpen = false;
     m_scanError.clear();
@@ -432,10 +450,17 @@ void MainWindow::showSavedFiles(const RunSnapshot& snapshot)
     m_replay->chooseStepNear(replayStep >= 0 ? replayStep : near);
 }
 
+void MainWindow::showIncidentTableOrNone(bool none)
+{
+    if (auto* pages = qobject_cast<QStackedWidget*>(m_incidentTable->parentWidget()))
+        pages->setCurrentIndex(none ? 1 : 0);
+}
+
 void MainWindow::showScan(const ScanReport& scan)
 {
     m_incidentModel->setReport(scan);
     m_overview->setIncidents(scan.incidents);
+    showIncidentTableOrNone(scan.incidents.empty());
     m_incidentTable->setColumnHidden(IncidentModel::Rank, !m_incidentModel->hasRanks());
     m_incidentTable->resizeColumnsToContents();
     m_incidentTable->setColumnWidth(IncidentModel::Layers, std::min(m_incidentTable->columnWidth(IncidentModel::Layers), 260));
@@ -534,8 +559,13 @@ void MainWindow::updateStatus()
         bad += h == LayerHealth::Bad;
     const int incidents = m_incidentModel->rowCount();
     const qint64 lastStep = run.steps.empty() ? -1 : run.steps.back();
-    const QString steps = run.steps.empty() ? tr("no training scalars")
-                                            : tr("%1 steps (last %2)").arg(run.steps.size()).arg(lastStep);
+    // Logged rows and the steps they span: a log that writes every 43rd step is not "43 steps".
+    const QString steps = run.steps.empty()      ? tr("no training scalars")
+                          : run.steps.size() == 1 ? tr("1 logged step (%1)").arg(lastStep)
+                                                  : tr("%1 logged steps (%2–%3)")
+                                                        .arg(run.steps.size())
+                                                        .arg(run.steps.front())
+                                                        .arg(lastStep);
     m_statusRun->setText(tr("%1  \u2014  %2, %3 layers (%4 in critical incidents), "
                             "%5 checkpoints, %6 batches, %7%8")
                              .arg(run.directory)
@@ -571,12 +601,16 @@ void MainWindow::runReplay(const ReplayRequest& request)
     m_screenshot->expect(Work::Replay);
     m_replay->setRunning(true);
     statusBar()->showMessage(tr("Replaying step %1 in a child process…").arg(request.step));
-    m_replayProcess->start(snapshot().directory, request);
+    m_replayProcess->start(snapshot().directory, request, m_rankControls->shownRank());
 }
 
 QStringList MainWindow::recentRuns() const
 {
-    return QSettings().value("recentRuns").toStringList();
+    // A folder deleted since (a temporary run, an unplugged disk) is not offered.
+    QStringList runs = QSettings().value("recentRuns").toStringList();
+    runs.erase(std::remove_if(runs.begin(), runs.end(), [](const QString& run) { return !QFileInfo::exists(run); }),
+               runs.end());
+    return runs;
 }
 
 void MainWindow::rememberRun(const QString& directory)
@@ -705,6 +739,10 @@ void MainWindow::buildMenus()
         m_filterEdit->setFocus();
         m_filterEdit->selectAll();
     });
+    viewMenu->addSeparator();
+    // A dock closed with its title bar's button comes back from here.
+    addDockEntries(this, viewMenu->addMenu(tr("&Docks")));
+    addHelpMenu(this, [this](const QString& run) { openRun(run); });
 }
 
 void MainWindow::onProgress(int percent, const QString& what)

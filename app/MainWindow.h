@@ -131,6 +131,8 @@ private:
     void showSnapshot(const RunSnapshot& snapshot);
     void showSavedFiles(const RunSnapshot& snapshot);
     void showScan(const ScanReport& scan);
+    // The incident dock: the table, or "no incidents" after a scan that found none.
+    void showIncidentTableOrNone(bool none);
     void chooseIncidentAfterRankSwitch();
     void showStep(qint64 step);
     void showLayer(const QString& layer);

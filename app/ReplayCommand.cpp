@@ -115,15 +115,6 @@ int runReplay(const QStringList& arguments)
     if (parser.positionalArguments().size() != 1)
         return fail("replay takes one RUN_DIR\n" + helpText(parser));
     QString runDir = parser.positionalArguments().first();
-    if (parser.isSet("rank")) {
-        // One rank's run directory holds its checkpoints and batches.
-        auto run = openRun(runDir.toStdString());
-        if (!run)
-            return fail(fromStd(run.error()));
-        if (QString error; !selectRank(parser, **run, error))
-            return fail(error);
-        runDir = fromStd((*run)->info().directory);
-    }
     const bool explicitFiles = parser.isSet("checkpoint") && parser.isSet("batch");
     if (!parser.isSet("step") && !explicitFiles)
         return fail("replay needs --step N (or both --checkpoint and --batch)");
@@ -131,6 +122,10 @@ int runReplay(const QStringList& arguments)
     const qint64 step = parser.value("step").toLongLong(&stepOk);
     if (parser.isSet("step") && !stepOk)
         return fail("--step takes a number, not '" + parser.value("step") + "'");
+    // One rank's run directory holds its checkpoints and batches.
+    if (QString error; !resolveRankFolder(parser, runDir, parser.isSet("step") ? std::optional<int64_t>(step) : std::nullopt,
+                                          error))
+        return fail(error);
 
     ReplayOptions options;
     const auto checkpoints = listSteppedFiles(QDir(runDir).filePath("checkpoints").toStdString());
@@ -230,7 +225,8 @@ int runReplay(const QStringList& arguments)
         out() << QString("%1 %2 %3 %4 %5 %6 %7%8%9\n")
                      .arg(op.index, 4)
                      .arg(fromStd(op.op), -22)
-                     .arg(fromStd(op.module.empty() ? "(root)" : op.module), -14)
+                     .arg(fromStd(op.module.empty() ? "(root)" : op.module) +
+                              (op.iteration >= 0 ? QString(" [%1]").arg(op.iteration) : QString()), -14)
                      .arg(fromStd(op.source), -22)
                      .arg(bits(op.headroom.float16Bits), 9)
                      .arg(bits(op.headroom.dynamicRangeBits), 10)
@@ -238,13 +234,16 @@ int runReplay(const QStringList& arguments)
     }
     if (r.firstNonfinite) {
         const auto& op = *r.firstNonfinite;
-        out() << QString("\nFirst non-finite value: op #%1 %2 in module '%3' at %4\n")
-                     .arg(op.index).arg(fromStd(op.op), fromStd(op.module), fromStd(op.source));
+        out() << QString("\nFirst non-finite value: op #%1 %2 in module '%3' at %4%5\n")
+                     .arg(op.index).arg(fromStd(op.op), fromStd(op.module), fromStd(op.source),
+                          op.iteration >= 0 ? QString(" (loop iteration %1)").arg(op.iteration) : QString());
         if (!op.code.empty())
             out() << QString("  code   : %1\n").arg(fromStd(op.code));
         for (size_t i = 0; i < op.inputs.size(); ++i)
             out() << QString("  input %1: %2\n").arg(i).arg(range(op.inputs[i]));
         out() << QString("  output : %1\n").arg(range(op.output));
+    } else if (forwardVerdict(r) == ForwardVerdict::NonfiniteLossUnseen) {
+        out() << "\n" << kNonfiniteLossUnseenText << "\n";
     } else {
         out() << "\nThe forward pass is finite.\n";
     }

@@ -71,6 +71,10 @@ QJsonObject replayOpToJson(const ReplayOp& op, bool withInputs)
             inputs.append(replayValueToJson(s));
         o["inputs"] = inputs;
     }
+    if (op.iteration >= 0)
+        o["iteration"] = op.iteration;
+    if (!op.fromData)
+        o["from_data"] = false;
     if (op.grad)
         o["grad"] = replayValueToJson(op.grad);
     if (!op.gradFunction.empty())
@@ -168,6 +172,8 @@ ReplayOp replayOpFromJson(const QJsonObject& o)
     op.source = o["source"].toString().toStdString();
     op.code = o["code"].toString().toStdString();
     op.gradFunction = o["grad_fn"].toString().toStdString();
+    op.iteration = o.contains("iteration") ? o["iteration"].toInt() : -1;
+    op.fromData = o["from_data"].toBool(true);
     op.output = replayValueFromJson(o["output"]);
     op.grad = replayValueFromJson(o["grad"]);
     for (const auto& input : o["inputs"].toArray())

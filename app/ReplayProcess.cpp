@@ -1,5 +1,7 @@
 #include "ReplayProcess.h"
 
+#include <memory>
+
 #include "ReplayJson.h"
 
 #include <QCoreApplication>
@@ -40,9 +42,11 @@ void ReplayProcess::cancel()
     m_child->cancel();
 }
 
-void ReplayProcess::start(const QString& runDirectory, const ReplayRequest& request)
+void ReplayProcess::start(const QString& runDirectory, const ReplayRequest& request, int rank)
 {
     QStringList args{"replay", runDirectory, "--step", QString::number(request.step), "--json", "--dtype", request.dtype};
+    if (rank >= 0) // a multi-rank run: the rank shown holds the checkpoints and batches meant
+        args << "--rank" << QString::number(rank);
     if (!request.layerPrefix.isEmpty())
         args << "--layer" << request.layerPrefix;
     if (request.eval)
@@ -50,7 +54,11 @@ void ReplayProcess::start(const QString& runDirectory, const ReplayRequest& requ
     if (request.bisect)
         args << "--bisect";
     const qint64 step = request.step;
-    m_child->start(args, [this, step](const ChildOutcome& outcome) { emit finished(replayReportFrom(outcome, step)); });
+    // The replay's JSON (an op table of thousands of rows) is parsed off the GUI thread.
+    auto report = std::make_shared<ReplayReport>();
+    m_child->start(
+        args, [this, report](const ChildOutcome&) { emit finished(*report); },
+        [report, step](const ChildOutcome& outcome) { *report = replayReportFrom(outcome, step); });
     emit started();
 }
 

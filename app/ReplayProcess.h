@@ -20,7 +20,7 @@ public:
     explicit ReplayProcess(QObject* parent = nullptr);
     ~ReplayProcess() override;
 
-    void start(const QString& runDirectory, const ReplayRequest& request);
+    void start(const QString& runDirectory, const ReplayRequest& request, int rank = -1);
     void cancel();
     bool isRunning() const;
 

@@ -17,6 +17,8 @@ int runReport(const QStringList& arguments)
     parser.addOption({"no-replay", "Do not replay saved steps."});
     parser.addOption({"compare", "Add a section comparing RUN with OTHER_RUN: where they diverge, how their "
                                  "incidents differ, an overlay plot (repeatable).", "OTHER_RUN"});
+    parser.addOption({"rank", "In a multi-rank run, replay and triage on rank N's saved steps (default: each "
+                              "incident on the rank it was found on).", "N"});
     int code = 0;
     if (!parse(parser, arguments, code))
         return code;
@@ -25,6 +27,12 @@ int runReport(const QStringList& arguments)
     IncidentReportOptions options;
     options.replay = !parser.isSet("no-replay");
     options.compareWith = parser.values("compare");
+    if (parser.isSet("rank")) {
+        bool ok = false;
+        options.rank = parser.value("rank").toInt(&ok);
+        if (!ok || options.rank < 0)
+            return fail("--rank takes a rank number, not '" + parser.value("rank") + "'");
+    }
     Status status = writeIncidentReport(parser.positionalArguments().first(), parser.value("output"), options);
     if (!status)
         return fail(fromStd(status.error()));

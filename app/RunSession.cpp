@@ -6,6 +6,7 @@
 #include "core/source/RunScan.h"
 #include "core/run/LayerNames.h"
 #include "core/run/RunFormat.h"
+#include "core/run/RunReader.h"
 
 #include <QTimer>
 
@@ -66,6 +67,8 @@ void RunSession::open(const QString& directory)
 {
     m_cancelled = false;
     m_directory = directory;
+    m_following = false;
+    m_failedPolls = 0;
     m_reader.reset();
     m_wholeRunScan.reset();
     if (m_recomputeTimer)
@@ -118,12 +121,28 @@ void RunSession::poll()
     if (!m_reader)
         return;
     auto refreshed = m_reader->refresh();
-    if (!refreshed || !*refreshed)
+    if (!refreshed)
+        return; // raced the writer's flush: the next poll reads again
+    if (*refreshed) {
+        m_lastGrowth = std::chrono::steady_clock::now();
+        m_following = true;
+    } else if (m_failedPolls == 0) {
+        checkWriterGone();
         return;
-    m_snapshot = grownSnapshot(m_snapshot);
-    updateSeriesTables(m_snapshot);
-    updateStepAxes(m_snapshot);
-    updateTimelineEvents(m_snapshot);
+    }
+    // A read of rows the writer is still flushing can fail ("address of object past end of
+    // allocation"): that poll is dropped whole and tried again, and only a failure that persists
+    // for kFailedPollsBeforeReporting polls reaches the window.
+    RunSnapshot next = grownSnapshot(m_snapshot);
+    updateSeriesTables(next);
+    updateStepAxes(next);
+    updateTimelineEvents(next);
+    const bool failed = !next.error.isEmpty() || next.warnings.size() > m_snapshot.warnings.size();
+    if (failed && ++m_failedPolls < kFailedPollsBeforeReporting)
+        return;
+    m_failedPolls = 0;
+    next.warnings.removeDuplicates();
+    m_snapshot = std::move(next);
     emit grew(m_snapshot);
     // The scan and the heatmap read every row: while a run grows every second, run them at most
     // once per kRecomputeAfterGrowthMs, so a click on the session thread never waits behind a
@@ -141,6 +160,19 @@ void RunSession::poll()
     }
     if (!m_recomputeTimer->isActive())
         m_recomputeTimer->start();
+}
+
+void RunSession::checkWriterGone()
+{
+    if (!m_following)
+        return;
+    const RunInfo& info = m_reader->info();
+    const bool closed = info.openedForSwmr && !isMarkedOpenForWriting(info.logPath);
+    const bool quiet = std::chrono::steady_clock::now() - m_lastGrowth > std::chrono::milliseconds(kQuietWriterMs);
+    if (!closed && !quiet)
+        return;
+    m_following = false;
+    emit followingEnded();
 }
 
 RunSnapshot RunSession::buildSnapshot()

@@ -12,6 +12,7 @@
 #include <QString>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
@@ -83,6 +84,9 @@ signals:
     // process) and the rank shown.
     void ranksFound(const QStringList& ranks, int shown);
     void rankHeatmapReady(const nanscope::LayerHeatmap& heatmap);
+    // Live follow ended: the writer closed the run (a finished training), or wrote nothing for
+    // kQuietWriterMs (a writer killed or stopped). Growth afterwards starts following again.
+    void followingEnded();
 
 private:
     RunSnapshot buildSnapshot();
@@ -105,6 +109,15 @@ private:
     QTimer* m_pollTimer = nullptr;
     QTimer* m_recomputeTimer = nullptr; // the scan and heatmap after growth, throttled
     static constexpr int kRecomputeAfterGrowthMs = 3000;
+    // A read that races the writer's flush fails now and then; it is retried on the next polls
+    // and reported only when it fails this many polls in a row.
+    static constexpr int kFailedPollsBeforeReporting = 5;
+    static constexpr int kQuietWriterMs = 30000;
+    int m_failedPolls = 0;
+    bool m_following = false;
+    std::chrono::steady_clock::time_point m_lastGrowth;
+    // Ends live follow when the writer has gone (see followingEnded).
+    void checkWriterGone();
     std::atomic<bool> m_cancelled{false};
     int m_heatmapBins = 1200;
     HeatmapQuantity m_lastHeatmapQuantity = HeatmapQuantity::GradNormLog10;

@@ -103,12 +103,13 @@ int runTriage(const QStringList& arguments)
     parser.addPositionalArgument("RUN_DIR", "The run directory.");
     parser.addOption({"step", "The incident's step: its batch must be saved.", "N"});
     parser.addOption({"json", "Print JSON instead of text."});
+    parser.addOption(rankOption());
     int code = 0;
     if (!parse(parser, arguments, code))
         return code;
     if (parser.positionalArguments().size() != 1)
         return fail("triage takes one RUN_DIR\n" + helpText(parser));
-    const QString runDir = parser.positionalArguments().first();
+    QString runDir = parser.positionalArguments().first();
     if (!parser.isSet("step"))
         return fail("triage needs --step N");
     bool stepOk = true;
@@ -117,6 +118,9 @@ int runTriage(const QStringList& arguments)
         return fail("--step takes a number, not '" + parser.value("step") + "'");
     if (!QFileInfo(runDir).isDir())
         return fail(runDir + ": not a run directory");
+    // One rank's run directory holds its checkpoints and batches.
+    if (QString error; !resolveRankFolder(parser, runDir, step, error))
+        return fail(error);
 
     const auto checkpoints = listSteppedFiles(QDir(runDir).filePath("checkpoints").toStdString());
     const auto batches = listSteppedFiles(QDir(runDir).filePath("batches").toStdString());

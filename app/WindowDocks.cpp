@@ -3,6 +3,8 @@
 #include "widgets/LayerTreeModel.h"
 
 #include <QDockWidget>
+#include <QLabel>
+#include <QStackedWidget>
 #include <QHeaderView>
 #include <QLineEdit>
 #include <QMainWindow>
@@ -50,9 +52,17 @@ QTableView* addIncidentDock(QMainWindow* window, QAbstractItemModel* incidents)
     table->verticalHeader()->hide();
     table->horizontalHeader()->setStretchLastSection(true);
     table->setWordWrap(false);
+    // A scan that found nothing says so, as `nanscope scan` does, instead of an empty table.
+    auto* pages = new QStackedWidget(window);
+    pages->setObjectName("incidentPages");
+    pages->addWidget(table);
+    auto* none = new QLabel(QObject::tr("No incidents: the run looks healthy."), pages);
+    none->setObjectName("noIncidents");
+    none->setAlignment(Qt::AlignCenter);
+    pages->addWidget(none);
     auto* dock = new QDockWidget(QObject::tr("Incidents"), window);
     dock->setObjectName("IncidentsDock");
-    dock->setWidget(table);
+    dock->setWidget(pages);
     window->addDockWidget(Qt::BottomDockWidgetArea, dock);
     window->resizeDocks({dock}, {170}, Qt::Vertical);
     return table;

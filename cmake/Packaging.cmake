@@ -22,7 +22,7 @@ stats, diff, replay, report) for servers and CI. Replay re-runs a saved batch
 through its checkpoint with LibTorch and names the first op that produced a
 non-finite value.
 
-The PyTorch recorder that writes runs is in /usr/share/nanscope/python.")
+The PyTorch recorder that writes runs is in /usr/share/nanscope/python, on the system Python's path (import nanscope_recorder).")
 if(NANSCOPE_PACKAGE_HOMEPAGE)
   set(CPACK_PACKAGE_HOMEPAGE_URL "${NANSCOPE_PACKAGE_HOMEPAGE}")
 endif()

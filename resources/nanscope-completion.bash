@@ -17,8 +17,8 @@ _nanscope_options()
         diff) echo "--json $common" ;;
         compare) echo "--json $common" ;;
         replay) echo "--step --checkpoint --batch --layer --bisect --dtype --device --eval --json --rank $common" ;;
-        triage) echo "--step --json $common" ;;
-        report) echo "-o --output --no-replay --compare $common" ;;
+        triage) echo "--step --json --rank $common" ;;
+        report) echo "-o --output --no-replay --compare --rank $common" ;;
         import) echo "--checkpoints $common" ;;
         demo) echo "--only --force --quiet $common" ;;
         help) ;;

@@ -202,6 +202,8 @@ QString ReplayView::summaryText() const
         for (size_t i = 0; i < c.inputs.size(); ++i)
             html += tr("<br>&nbsp;&nbsp;input %1: %2").arg(i).arg(rangeText(c.inputs[i]));
         html += tr("<br>&nbsp;&nbsp;output: %1").arg(rangeText(c.output));
+    } else if (forwardVerdict(result) == ForwardVerdict::NonfiniteLossUnseen) {
+        html += tr(kNonfiniteLossUnseenText);
     } else {
         html += tr("The forward pass is finite.");
     }

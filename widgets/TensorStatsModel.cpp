@@ -93,7 +93,8 @@ QVariant TensorStatsModel::data(const QModelIndex& index, int role) const
     case Max: return number(orNan(t.max));
     case Mean: return number(orNan(t.mean));
     case Std: return number(orNan(t.std));
-    case Norm: return number(t.norm);
+    // The norm is over the finite elements: with none (an all-NaN tensor) there is no norm, not 0.
+    case Norm: return t.min ? number(t.norm) : number(std::nan(""));
     case NaN: return qint64(t.nan);
     case Inf: return qint64(t.inf());
     case Update:

@@ -1,5 +1,7 @@
 #include "core/replay/ReplaySignatures.h"
 
+#include <limits>
+
 #include "core/scan/Diagnosis.h"
 
 namespace nanscope {
@@ -27,6 +29,19 @@ bool attentionLogitsGrown(const SoftmaxSignature& softmax, size_t inputDims)
            *softmax.entropy < kAttentionEntropyShare * softmax.uniformEntropy;
 }
 
+// A mask fill: a value exactly at a float type's largest finite magnitude is what
+// masked_fill(scores, mask, finfo.min) writes, never what arithmetic on data lands on.
+bool isMaskFill(double absmax)
+{
+    return absmax == double(std::numeric_limits<float>::max()) || absmax == kFloat16Max || absmax == kBFloat16Max;
+}
+
+// The ops whose values say something about the data: not masks, not constants.
+bool isAboutTheData(const ReplayOp& op)
+{
+    return op.fromData && !(op.output && isMaskFill(op.output->absmax));
+}
+
 std::vector<ReplayFinding> judgeReplaySignatures(const std::vector<ReplayOp>& ops, const std::optional<ReplayOp>& lossOp)
 {
     std::vector<ReplayFinding> findings;
@@ -35,7 +50,7 @@ std::vector<ReplayFinding> judgeReplaySignatures(const std::vector<ReplayOp>& op
     size_t grownCalls = 0;
     for (const ReplayOp& op : ops) {
         const size_t dims = op.output ? op.output->shape.size() : 0; // a softmax keeps its input's shape
-        if (!op.softmax || !attentionLogitsGrown(*op.softmax, dims))
+        if (!op.softmax || !op.fromData || isMaskFill(op.softmax->inputAbsmax) || !attentionLogitsGrown(*op.softmax, dims))
             continue;
         ++grownCalls;
         if (!worstSoftmax || op.softmax->inputAbsmax > worstSoftmax->softmax->inputAbsmax)
@@ -64,7 +79,7 @@ std::vector<ReplayFinding> judgeReplaySignatures(const std::vector<ReplayOp>& op
     const ReplayOp* firstLow = nullptr;
     size_t lowOps = 0;
     for (const ReplayOp& op : ops)
-        if (lowFloat16Headroom(op.headroom)) {
+        if (isAboutTheData(op) && lowFloat16Headroom(op.headroom)) {
             ++lowOps;
             if (!firstLow)
                 firstLow = &op;

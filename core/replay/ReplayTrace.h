@@ -66,6 +66,10 @@ struct ReplayOp
     std::string module; // "norm", "body.0"; "" for the root module
     std::string source; // "model.py:42" (user's code), or "<torchscript>:N" without a file name
     std::string code;   // that source line's text, trimmed: "return (x - mean) / std"
+    int iteration = -1; // for an op inside a loop body: which run of it (0, 1, ...); -1 elsewhere
+    // False for a value computed from constants and weights alone, never from the batch (a causal
+    // mask of finfo.min, a position table): precision findings are about the data, not masks.
+    bool fromData = true;
     std::vector<std::optional<TensorStats>> inputs; // tensor inputs, in argument order
     std::optional<TensorStats> output;              // the first tensor output
     std::optional<TensorStats> grad;                // gradient of that output, after backward
@@ -173,6 +177,22 @@ struct ReplayResult
     std::vector<std::string> notes; // what the replay had to assume or could not do
     double instrumentedMs = 0;      // instrumented forward + loss + backward + statistics
 };
+
+// What a replay's forward pass found, as every view says it: an op made the first non-finite
+// value; or none did, though the loss is not finite (a part of the forward the replay could not
+// see: never "the forward pass is finite" next to a NaN loss); or the forward is finite.
+enum class ForwardVerdict { NonfiniteOp, NonfiniteLossUnseen, Finite };
+inline ForwardVerdict forwardVerdict(const ReplayResult& r)
+{
+    if (r.firstNonfinite)
+        return ForwardVerdict::NonfiniteOp;
+    if (r.lossConvention != LossConvention::None && !std::isfinite(r.loss))
+        return ForwardVerdict::NonfiniteLossUnseen;
+    return ForwardVerdict::Finite;
+}
+inline const char* kNonfiniteLossUnseenText =
+    "The loss is not finite, but no op the replay saw produced a non-finite value: the loss came "
+    "from outside the ops it captured.";
 
 // True when the value is there and holds a NaN or an Inf; an absent value (a constant input, no
 // gradient) holds none.

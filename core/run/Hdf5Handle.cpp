@@ -45,4 +45,11 @@ Handle variableStringType()
     return t;
 }
 
+std::string libraryVersion()
+{
+    unsigned major = 0, minor = 0, release = 0;
+    H5get_libversion(&major, &minor, &release);
+    return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release);
+}
+
 } // namespace nanscope::hdf5

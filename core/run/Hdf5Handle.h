@@ -67,6 +67,9 @@ bool isThreadSafe();
 // The innermost message of HDF5's current error stack ("" when none), cleared afterwards.
 std::string lastErrorMessage();
 
+// "1.10.8": the libhdf5 this process runs (for About boxes and bug reports).
+std::string libraryVersion();
+
 // A variable-length UTF-8 string type, owned by the caller.
 Handle variableStringType();
 

@@ -5,11 +5,35 @@
 #include <cstring>
 #include <thread>
 
+#include <fstream>
+#include <new>
+
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 namespace nanscope {
+
+namespace {
+
+constexpr int kChildReadFailed = 3;
+constexpr int kChildOutOfMemory = 4;
+
+// The child's address space: what it inherited plus the headroom. Virtual size, not resident: the
+// parent may have reserved much it never touched (thread stacks, LibTorch's mappings).
+void capAddressSpace()
+{
+    std::ifstream statm("/proc/self/statm");
+    uint64_t pages = 0;
+    if (!(statm >> pages))
+        return;
+    const uint64_t limit = pages * uint64_t(sysconf(_SC_PAGESIZE)) + kProbeMemoryHeadroom;
+    rlimit cap{rlim_t(limit), rlim_t(limit)};
+    setrlimit(RLIMIT_AS, &cap);
+}
+
+} // namespace
 
 Status probeInChildProcess(const std::string& file, const std::function<bool()>& readEverything, int timeoutMs)
 {
@@ -27,13 +51,16 @@ Status probeInChildProcess(const std::string& file, const std::function<bool()>&
     if (child == 0) {
         // The child only reads and leaves with _exit: no atexit handlers, no flushing of the
         // parent's buffers, no destructors of objects it does not own.
-        bool ok = false;
+        capAddressSpace();
+        int code = kChildReadFailed;
         try {
-            ok = readEverything();
+            code = readEverything() ? 0 : kChildReadFailed;
+        } catch (const std::bad_alloc&) {
+            code = kChildOutOfMemory;
         } catch (...) {
-            ok = false;
+            code = kChildReadFailed;
         }
-        _exit(ok ? 0 : 3);
+        _exit(code);
     }
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
     int status = 0;
@@ -54,6 +81,9 @@ Status probeInChildProcess(const std::string& file, const std::function<bool()>&
     if (WIFSIGNALED(status))
         return Error{file + ": reading it crashed the HDF5 library (" + strsignal(WTERMSIG(status)) +
                      "); the file is corrupted (damaged HDF5 metadata or string storage)"};
+    if (WIFEXITED(status) && WEXITSTATUS(status) == kChildOutOfMemory)
+        return Error{file + ": reading it needed more than " + std::to_string(kProbeMemoryHeadroom >> 20) +
+                     " MiB; the file is corrupted (a damaged size field in its HDF5 metadata or string storage)"};
     return Status::success();
 }
 

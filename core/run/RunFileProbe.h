@@ -2,6 +2,7 @@
 
 #include "core/Result.h"
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -13,8 +14,16 @@ namespace nanscope {
 // that crash or hang into an error naming the file, instead of the end of the program.
 //
 // `readEverything` returns true when it read the file, false when it failed cleanly (the caller
-// then repeats the read in this process to get its message). Returns an error only for a crash
-// (a signal) or a child still running after `timeoutMs`, which is then killed.
+// then repeats the read in this process to get its message). The child's address space is capped
+// at kProbeMemoryHeadroom above the parent's: a read that would allocate more (libhdf5 believing a
+// damaged size field) fails there, by std::bad_alloc or a failed allocation inside libhdf5, and
+// `readEverything` reports that by throwing std::bad_alloc. Returns an error for a crash (a
+// signal), for a child that ran out of its memory, and for a child still running after `timeoutMs`,
+// which is then killed. The caps are a last line of defence: the readers' own size checks refuse
+// the damage found so far before anything allocates, so no outcome depends on which limit a given
+// machine reaches first.
+constexpr uint64_t kProbeMemoryHeadroom = uint64_t(1) << 30;
+
 Status probeInChildProcess(const std::string& file, const std::function<bool()>& readEverything, int timeoutMs);
 
 } // namespace nanscope

@@ -3,6 +3,7 @@
 #include "core/run/Hdf5Handle.h"
 #include "core/run/RunFileProbe.h"
 #include "core/run/RunFormat.h"
+#include "core/run/StringHeapCheck.h"
 
 #include <algorithm>
 #include <chrono>
@@ -137,7 +138,8 @@ bool isHdf5Signature(const std::string& path)
 Status checkDeclaredRows(hid_t dset, hsize_t declared, hsize_t rowElements, uint64_t fileSize,
                          const std::string& where, const char* unit);
 
-Result<std::vector<std::string>> readStringDataset(hid_t dset, const std::string& where, uint64_t fileSize)
+Result<std::vector<std::string>> readStringDataset(hid_t dset, const std::string& where, const std::string& filePath,
+                                                   uint64_t fileSize)
 {
     hdf5::Handle fileType = hdf5::type(H5Dget_type(dset));
     if (H5Tget_class(fileType.get()) != H5T_STRING)
@@ -154,6 +156,8 @@ Result<std::vector<std::string>> readStringDataset(hid_t dset, const std::string
     if (n == 0)
         return out;
     if (H5Tis_variable_str(fileType.get()) > 0) {
+        if (Status bounded = hdf5::checkStringHeapReferences(dset, n, filePath, where); !bounded)
+            return Error{bounded.error()};
         hdf5::Handle memType = hdf5::type(H5Tcopy(fileType.get()));
         std::vector<char*> raw(n, nullptr);
         if (H5Dread(dset, memType.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()) < 0)
@@ -211,6 +215,19 @@ uint64_t fileSizeOf(const std::string& path)
 
 } // namespace
 
+bool isMarkedOpenForWriting(const std::string& logPath)
+{
+    // HDF5 file format specification, superblock versions 2 and 3: signature (8 bytes), version,
+    // size of offsets, size of lengths, then the file consistency flags; bit 0: opened for write
+    // access, bit 2: opened for SWMR writing. The library clears them when the writer closes.
+    std::ifstream in(logPath, std::ios::binary);
+    unsigned char head[12] = {};
+    in.read(reinterpret_cast<char*>(head), sizeof head);
+    if (in.gcount() != std::streamsize(sizeof head) || (head[8] != 2 && head[8] != 3))
+        return false;
+    return (head[11] & 0x05) != 0;
+}
+
 std::map<int64_t, std::string> listSteppedFiles(const std::string& directory)
 {
     std::map<int64_t, std::string> files;
@@ -249,12 +266,22 @@ Result<std::unique_ptr<RunReader>> RunReader::open(const std::string& runDirecto
     const Status probed = probeInChildProcess(
         logPath,
         [&] {
+            // Runs in the probe's child, whose memory is capped: an allocation libhdf5 could not
+            // make there is reported as such (RunFileProbe.h).
+            const auto outOfMemory = [](const std::string& error) {
+                return error.find("memory allocation failed") != std::string::npos ||
+                       error.find("unable to allocate") != std::string::npos;
+            };
             auto reader = openInThisProcess(runDirectory);
-            if (!reader)
+            if (!reader) {
+                if (outOfMemory(reader.error()))
+                    throw std::bad_alloc();
                 return false;
+            }
             if ((*reader)->table(rf::kEvents))
                 for (const auto& dataset : (*reader)->table(rf::kEvents)->datasets)
-                    (void)(*reader)->readStrings(rf::kEvents, dataset);
+                    if (auto strings = (*reader)->readStrings(rf::kEvents, dataset); !strings && outOfMemory(strings.error()))
+                        throw std::bad_alloc();
             return true;
         },
         kProbeTimeoutMs);
@@ -424,7 +451,7 @@ Status RunReader::loadTable(const std::string& name)
         if (std::find(links.begin(), links.end(), labels) == links.end())
             continue;
         hdf5::Handle dset = hdf5::dataset(H5Dopen2(group.get(), labels, H5P_DEFAULT));
-        auto strings = readStringDataset(dset.get(), "/" + name + "/" + labels, fileSize);
+        auto strings = readStringDataset(dset.get(), "/" + name + "/" + labels, m_info.logPath, fileSize);
         if (!strings)
             return Error{strings.error()};
         (std::string(labels) == rf::kNames ? table.names : table.kinds) = std::move(*strings);
@@ -456,6 +483,12 @@ Status RunReader::loadTable(const std::string& name)
         if (isStringColumn) {
             if (cls != H5T_STRING || rank != 1)
                 return Error{where + " must be a 1-D string dataset"};
+            // Checked at open, so that a run whose event texts would make libhdf5 allocate more
+            // than the file holds is refused before anything reads them (StringHeapCheck.h).
+            if (H5Tis_variable_str(type.get()) > 0)
+                if (Status bounded = hdf5::checkStringHeapReferences(dset.get(), dims[0], m_info.logPath, where);
+                    !bounded)
+                    return bounded;
             table.datasets.push_back(link);
         } else if (link == rf::kSteps) {
             if (cls != H5T_INTEGER || rank != 1)
@@ -627,7 +660,7 @@ Result<std::vector<std::string>> RunReader::readStrings(const std::string& table
     auto id = checkedDataset(table, dataset, 1);
     if (!id)
         return Error{id.error()};
-    auto strings = readStringDataset(hid_t(*id), m_info.logPath + ": /" + table + "/" + dataset,
+    auto strings = readStringDataset(hid_t(*id), m_info.logPath + ": /" + table + "/" + dataset, m_info.logPath,
                                      fileSizeOf(m_info.logPath));
     if (strings && int64_t(strings->size()) > m_info.table(table)->rows)
         strings->resize(size_t(m_info.table(table)->rows));

@@ -415,10 +415,13 @@ Diagnosis diagnoseReplayLossInLowPrecision(const LossPrecisionFacts& facts)
 Diagnosis diagnoseReplayFloat16Headroom(const Float16HeadroomFacts& facts)
 {
     Diagnosis d;
+    // Negative headroom is a value already past float16's range: say "beyond", never "within".
+    const std::string where = facts.bits >= 0 ? formatNumber(facts.bits, 2) + " bits of headroom"
+                                              : formatNumber(-facts.bits, 2) + " bits beyond it: Inf in float16";
     d.cause = std::to_string(facts.ops) + " op(s) come within " + formatNumber(facts.thresholdBits, 2) +
-              " bits of float16's largest value (65504); the first, " + replayOpText(facts.first) +
-              ", reaches |x| = " + formatNumber(facts.absmax) + " (" + formatNumber(facts.bits, 2) +
-              " bits of headroom). In float16 these values overflow to Inf after little more growth.";
+              " bits of float16's largest value (65504) or go past it; the first, " + replayOpText(facts.first) +
+              ", reaches |x| = " + formatNumber(facts.absmax) + " (" + where + ")." +
+              (facts.bits >= 0 ? " In float16 these values overflow to Inf after little more growth." : "");
     d.suggestion = "Train these ops in bfloat16 or float32, or keep their values small: normalise before them, scale down "
                    "(attention by 1/sqrt(d)), lower the learning rate; with a loss scaler, watch its scale fall.";
     return d;

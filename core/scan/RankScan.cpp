@@ -258,4 +258,43 @@ Result<RankScanReport> scanRanks(const RankSet& ranks, const ScanConfig& config,
     return Result<RankScanReport>(std::move(result));
 }
 
+namespace scan {
+
+int rankToExplain(const RankSet& ranks, std::optional<int64_t> step, std::string* why)
+{
+    const auto series = loadRankSeries(ranks);
+    const NonfiniteLeaders found = findNonfiniteLeaders(series);
+    const auto saved = [&](int rank) {
+        const RankMember* member = ranks.member(rank);
+        if (!member || !member->run || !step)
+            return false;
+        const RunInfo& info = member->run->info();
+        return info.checkpoints.count(*step) && info.batches.count(*step);
+    };
+    const auto say = [&](const std::string& text) {
+        if (why)
+            *why = text;
+    };
+    if (step) {
+        for (const RankSeries* leader : found.leaders)
+            if (saved(leader->rank)) {
+                say("the first rank to go non-finite, with step " + std::to_string(*step) + " saved");
+                return leader->rank;
+            }
+        for (const RankMember& member : ranks.members())
+            if (saved(member.rank)) {
+                say("the lowest rank that saved step " + std::to_string(*step));
+                return member.rank;
+            }
+    }
+    if (!found.leaders.empty()) {
+        say("the first rank to go non-finite");
+        return found.leaders.front()->rank;
+    }
+    say("the rank shown first");
+    return ranks.selectedRank();
+}
+
+} // namespace scan
+
 } // namespace nanscope

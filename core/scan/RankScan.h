@@ -90,6 +90,12 @@ struct NonfiniteLeaders
 };
 NonfiniteLeaders findNonfiniteLeaders(const std::vector<RankSeries>& series);
 
+// The rank whose folder explains the run (replay, triage, the report, the window's first view):
+// for a step, the first rank to go non-finite that saved both the checkpoint and the batch of that
+// step, else the lowest rank that did; without a step, the first rank to go non-finite, else the
+// rank shown. `why` says which rule chose it ("the first rank to go non-finite", ...).
+int rankToExplain(const RankSet& ranks, std::optional<int64_t> step, std::string* why = nullptr);
+
 struct RankScanContext
 {
     const RankSet& ranks;

@@ -2,12 +2,14 @@
 
 #include "core/run/RunFormat.h"
 #include "core/run/RunReader.h"
+#include "core/run/ChildProcessCall.h"
 #include "core/source/CheckpointSeries.h"
 #include "core/source/MetricsCsvReader.h"
 #include "core/source/MultiRankRun.h"
 #include "core/source/RunSourceBuilder.h"
 #include "core/source/TensorBoardReader.h"
 #include "core/source/TrainerStateReader.h"
+#include "core/source/StepTextLogReader.h"
 #include "core/source/TrainingTextLogReader.h"
 
 #include <algorithm>
@@ -102,6 +104,8 @@ void addFile(FoundLogs& found, const fs::path& path, uintmax_t& trainerStateSize
             found.notes.push_back(path.string() + ": a checkpoint with no step in its name, left out");
     } else if (isTextLogName(path) && looksLikeTrainingTextLog(path.string())) {
         found.textLogs.push_back(path.string());
+    } else if (isTextLogName(path) && looksLikeStepTextLog(path.string())) {
+        found.stepLogs.push_back(path.string());
     }
 }
 
@@ -160,8 +164,9 @@ FoundLogs findLogs(const std::string& pathText)
     if (fs::is_regular_file(path, ec)) {
         if (hasName(path, runformat::kLogFileName))
             found.runFile = path.string();
-        else if (isTextLogName(path) && !looksLikeTrainingTextLog(path.string()))
-            found.notes.push_back(path.string() + ": no DeepSpeed or Megatron training lines in its first lines");
+        else if (isTextLogName(path) && !looksLikeTrainingTextLog(path.string()) && !looksLikeStepTextLog(path.string()))
+            found.notes.push_back(path.string() + ": no training lines in its first lines (DeepSpeed, Megatron, or "
+                                                  "step lines such as \"step 12 | loss 3.2\")");
         else
             addFile(found, path, trainerStateSize);
         if (found.empty() && isTextLogName(path))
@@ -226,6 +231,93 @@ uint64_t bytesOnDisk(const std::string& path)
     return total;
 }
 
+void writeTables(ByteWriter& out, const std::map<std::string, std::vector<float>>& tables)
+{
+    out.number<uint64_t>(tables.size());
+    for (const auto& [name, values] : tables) {
+        out.text(name);
+        out.numbers(values);
+    }
+}
+
+std::map<std::string, std::vector<float>> readTables(ByteReader& in)
+{
+    std::map<std::string, std::vector<float>> tables;
+    const uint64_t count = in.number<uint64_t>();
+    for (uint64_t i = 0; i < count; ++i) {
+        std::string name = in.text();
+        tables[std::move(name)] = in.numbers<float>();
+    }
+    return tables;
+}
+
+std::string encodeSeries(const CheckpointSeries& series)
+{
+    ByteWriter out;
+    out.numbers(series.steps);
+    out.texts(series.parameters);
+    out.number<uint64_t>(series.parameterShapes.size());
+    for (const auto& shape : series.parameterShapes)
+        out.numbers(shape);
+    out.number<uint8_t>(series.parametersInModelOrder ? 1 : 0);
+    writeTables(out, series.layerDatasets);
+    out.numbers(series.updateSteps);
+    out.numbers(series.updateBaseSteps);
+    writeTables(out, series.updateDatasets);
+    out.texts(series.buffers);
+    writeTables(out, series.bufferDatasets);
+    out.texts(series.warnings);
+    out.texts(series.notes);
+    return out.take();
+}
+
+CheckpointSeries decodeSeries(const std::string& bytes)
+{
+    ByteReader in(bytes);
+    CheckpointSeries series;
+    series.steps = in.numbers<int64_t>();
+    series.parameters = in.texts();
+    const uint64_t shapes = in.number<uint64_t>();
+    for (uint64_t i = 0; i < shapes && i <= bytes.size(); ++i)
+        series.parameterShapes.push_back(in.numbers<int64_t>());
+    series.parametersInModelOrder = in.number<uint8_t>() != 0;
+    series.layerDatasets = readTables(in);
+    series.updateSteps = in.numbers<int64_t>();
+    series.updateBaseSteps = in.numbers<int64_t>();
+    series.updateDatasets = readTables(in);
+    series.buffers = in.texts();
+    series.bufferDatasets = readTables(in);
+    series.warnings = in.texts();
+    series.notes = in.texts();
+    return series;
+}
+
+// The checkpoints are unpickled in a child process (ChildProcessCall.h): a damaged or hostile
+// checkpoint must not take down the window that opens the folder. The child's progress comes back.
+Result<CheckpointSeries> readCheckpointSeriesInChild(const std::map<int64_t, std::string>& checkpoints,
+                                                     const ProgressCallback& progress)
+{
+    const std::string what = checkpoints.size() == 1 ? checkpoints.begin()->second
+                                                     : "one of the " + std::to_string(checkpoints.size()) +
+                                                           " checkpoints (" + checkpoints.begin()->second + ", ...)";
+    auto answer = computeInChildProcess(
+        what,
+        [&](const ProgressCallback& childProgress) -> Result<std::string> {
+            auto series = readCheckpointSeries(checkpoints, childProgress);
+            if (!series)
+                return Error{series.error()};
+            return encodeSeries(*series);
+        },
+        progress);
+    if (!answer)
+        return Error{answer.error()};
+    try {
+        return decodeSeries(*answer);
+    } catch (const std::exception& e) {
+        return Error{what + ": the checkpoint reader's answer is damaged (" + e.what() + ")"};
+    }
+}
+
 // Per-layer series across the checkpoints: parameter norms and NaN/Inf counts (/layers), the update
 // between consecutive checkpoints (/updates), BatchNorm buffers (/buffers).
 Status addCheckpointSeries(RunSourceBuilder& builder, const std::map<int64_t, std::string>& checkpoints,
@@ -241,7 +333,7 @@ Status addCheckpointSeries(RunSourceBuilder& builder, const std::map<int64_t, st
                         " MiB); the checkpoints pane reads any one of them");
         return Status::success();
     }
-    auto series = readCheckpointSeries(checkpoints, progress);
+    auto series = readCheckpointSeriesInChild(checkpoints, progress);
     if (!series) {
         if (series.error().find("cancelled") != std::string::npos)
             return Error{series.error()};
@@ -320,17 +412,21 @@ Result<std::unique_ptr<RunSource>> openRun(const std::string& path, const Progre
     }
     for (const std::string& log : found.textLogs)
         take(readTrainingTextLog(log));
+    for (const std::string& log : found.stepLogs)
+        take(readStepTextLog(log));
     builder.addCheckpoints(found.checkpoints);
     if (!found.checkpointSources.empty())
         if (Status s = addCheckpointSeries(builder, found.checkpointSources, progress); !s)
             return Error{s.error()};
     for (std::string& note : found.notes)
         builder.addNote(std::move(note));
+    // Nothing readable: the first reader's error (before the errors become warnings below, which
+    // moved them away and left an empty message: "nanscope: " and nothing else).
+    if (builder.empty())
+        return Error{errors.empty() ? path + ": nothing readable" : errors.front()};
     // A log that could not be read is a warning when others could: the run is shown from them.
     for (std::string& error : errors)
         builder.addWarning(std::move(error));
-    if (builder.empty())
-        return Error{errors.empty() ? path + ": nothing readable" : errors.front()};
     auto run = builder.build();
     if (!run)
         return Error{run.error()};

@@ -24,6 +24,7 @@ struct FoundLogs
     std::vector<std::string> metricsCsv;  // Lightning CSVLogger files, the latest version first
     std::vector<std::string> eventFiles;  // TensorBoard event files of one run, oldest first
     std::vector<std::string> textLogs;    // DeepSpeed / Megatron logs
+    std::vector<std::string> stepLogs;    // training scripts' stdout: step lines (StepTextLogReader)
     std::map<int64_t, std::string> checkpoints; // weights files by step, for the checkpoints pane
     // What the per-layer series read, by step: a checkpoint-N/ folder (shards, adapters and all)
     // or a checkpoint file.
@@ -33,7 +34,7 @@ struct FoundLogs
     bool empty() const
     {
         return runFile.empty() && trainerState.empty() && metricsCsv.empty() && eventFiles.empty() &&
-               textLogs.empty() && checkpoints.empty() && checkpointSources.empty();
+               textLogs.empty() && stepLogs.empty() && checkpoints.empty() && checkpointSources.empty();
     }
 };
 

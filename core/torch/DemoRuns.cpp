@@ -233,7 +233,7 @@ public:
                               {"description", m_scenario.description}};
         // A careful training loop keeps the evidence: the first few non-finite or exploding steps
         // (spikes by the recorders' rule, its defaults).
-        options.incidentCaptures = 3;
+        options.spikeCaptures = 3;
         // Two scenarios show a loop that skips bad steps; the blow-ups show one that does not.
         options.skipNonfinite = skipNonfinite;
         Guard guard(m_directory, m_model, options);

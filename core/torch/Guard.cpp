@@ -435,7 +435,7 @@ struct Guard::State
     // The recorders' one spike rule (core/scan/OnlineSpikeDetector.h), on the loss and the
     // gradient norm, as the Python recorder applies it; made in open(), with the options.
     OnlineSpikeDetector lossSpikes, gradNormSpikes;
-    int incidents = 0;
+    CapturePolicy capturePolicy;
     int badStreak = 0;
     double lrScale = 1.0;
     GuardStepResult result;
@@ -457,6 +457,7 @@ struct Guard::State
         const auto spikeWindow = size_t(std::max<int64_t>(options.spikeWindow, 1));
         lossSpikes = OnlineSpikeDetector(options.spikeMads, spikeWindow);
         gradNormSpikes = OnlineSpikeDetector(options.spikeMads, spikeWindow);
+        capturePolicy = CapturePolicy(CaptureBudget{options.spikeCaptures, options.laterNonfiniteCaptures});
         std::error_code ec;
         if (fs::exists(logPath(), ec))
             throw GuardError(logPath() + " already exists; a run directory is written once (give the Guard a new one)");
@@ -512,13 +513,15 @@ struct Guard::State
         std::vector<torch::Tensor*> live;
         torch::NoGradGuard noGrad;
         if (preForwardBuffers && !bufferSnapshot.empty()) {
-            size_t i = 0;
+            // Every live value is copied before the first write: buffers that share storage
+            // (one registered under two names) would otherwise be put back with a written value.
             for (auto& layer : model->norms)
                 for (auto& b : layer.buffers) {
                     current.push_back(b.tensor.clone());
-                    b.tensor.copy_(bufferSnapshot[i++]);
                     live.push_back(&b.tensor);
                 }
+            for (size_t i = 0; i < live.size(); ++i)
+                live[i]->copy_(bufferSnapshot[i]);
         }
         // The form first (docs/run-format.md, core/run/CheckpointForm): a checkpoint found without
         // its form would be tried as TorchScript, and a C++ module's archive cannot replay.
@@ -536,11 +539,12 @@ struct Guard::State
         try {
             saveAtomically(path, [&](const std::string& partial) { model->save(partial); });
         } catch (...) {
-            for (size_t i = 0; i < live.size(); ++i)
+            for (size_t i = live.size(); i-- > 0;)
                 live[i]->copy_(current[i]);
             throw;
         }
-        for (size_t i = 0; i < live.size(); ++i)
+        // In reverse: where two names share storage, the first copy (the untouched value) is written last.
+        for (size_t i = live.size(); i-- > 0;)
             live[i]->copy_(current[i]);
         if (noteCheckpointKind && std::string(model->checkpointKind()) != "TorchScript") {
             event(step, rf::event::kNote,
@@ -789,13 +793,15 @@ struct Guard::State
             const bool gradNormSpike = gradNormSpikes.isSpike(gradNorm);
             spike = lossSpike || gradNormSpike;
         }
-        const bool incident = (!finite || spike) && (options.incidentCaptures < 0 || incidents < options.incidentCaptures);
-        if (incident) {
+        const CapturePolicy::Capture capture = capturePolicy.decide(finite, spike);
+        if (capture != CapturePolicy::Capture::None) {
             if (!checkpointSaved)
                 saveCheckpoint(/*preForwardBuffers=*/true);
             if (!batchSaved)
                 saveBatch();
-            ++incidents;
+            event(step, rf::event::kIncidentCapture,
+                  CapturePolicy::describe(capture) + " at step " + std::to_string(step) + ": checkpoint " +
+                      std::to_string(step) + " (the weights its forward ran on) and batch " + std::to_string(step));
         }
         if (!std::isfinite(lossValue))
             event(step, rf::event::kNonfiniteLoss, "loss = " + std::to_string(lossValue));

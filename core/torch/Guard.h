@@ -27,6 +27,8 @@
 // the run file or the call and what is wrong: a loss that is not a single value, steps that do not
 // increase, an optimizer the rollback does not know, run.h5 that cannot be written.
 
+#include "core/record/CapturePolicy.h"
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -73,13 +75,15 @@ struct GuardOptions
     // ---- incident capture: the checkpoint before the step and its batch, for replay
     // A step is an incident when its loss or gradients are not finite, or its loss or gradient
     // norm is more than spikeMads median absolute deviations above the median of the last
-    // spikeWindow finite steps (0: non-finite steps only). The Python recorder's rule, with its
-    // defaults (core/scan/OnlineSpikeDetector.h).
-    double spikeMads = 20.0;
-    int64_t spikeWindow = 50;
-    // Incidents saved at most (-1: every one): a run that never recovers would otherwise write a
-    // checkpoint per step.
-    int incidentCaptures = 3;
+    // spikeWindow finite steps (0: non-finite steps only). Which incidents are captured is the
+    // one policy of both recorders (core/record/CapturePolicy.h): the first non-finite step of a
+    // run always; spikes and later non-finite steps up to their budgets (-1: every one). The
+    // defaults are the table python/nanscope_recorder/capture_policy.json, which the Python
+    // recorder reads too.
+    double spikeMads = defaultSpikeMads();
+    int64_t spikeWindow = defaultSpikeWindow();
+    int spikeCaptures = CaptureBudget::defaults().spikeCaptures;
+    int laterNonfiniteCaptures = CaptureBudget::defaults().laterNonfiniteCaptures;
 
     // ---- defences (off by default except skip)
     // endStep returns false for a step whose loss or gradients are not finite, with its gradients

@@ -20,6 +20,7 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <regex>
 #include <set>
 #include <fstream>
 #include <map>
@@ -42,8 +43,50 @@ std::optional<TensorStats> statsOf(const torch::Tensor& tensor)
     return torchutil::tensorStats(tensor);
 }
 
-std::string modulePathOf(const Node* node)
+// The module paths PyTorch's named_modules() gives the model ("layer1.0.conv1", "h.0.attn").
+std::set<std::string> modulePathsOf(const torch::jit::Module& model)
 {
+    std::set<std::string> paths;
+    for (const auto& m : model.named_modules())
+        paths.insert(m.name);
+    return paths;
+}
+
+// The path, among the model's own (`paths`), of the module `name` called from the module at
+// `parent`. A module called from a container's loop (`for block in self.h:`) is named by its index
+// alone in the call stack ("0"): its path runs through the container ("h.0"), which is never
+// called itself. Found by looking one or two containers deep.
+std::string childPath(const std::set<std::string>& paths, const std::string& parent, const std::string& name)
+{
+    const std::string prefix = parent.empty() ? "" : parent + ".";
+    if (paths.count(prefix + name))
+        return prefix + name;
+    for (int depth = 0; depth < 2; ++depth) {
+        std::string found;
+        for (auto it = paths.lower_bound(prefix); it != paths.end() && it->compare(0, prefix.size(), prefix) == 0; ++it) {
+            const std::string rest = it->substr(prefix.size());
+            const size_t dots = size_t(std::count(rest.begin(), rest.end(), '.'));
+            if (dots == size_t(depth + 1) && rest.size() > name.size() &&
+                rest.compare(rest.size() - name.size() - 1, std::string::npos, "." + name) == 0) {
+                if (!found.empty())
+                    return prefix + name; // ambiguous: keep what the call stack says
+                found = *it;
+            }
+        }
+        if (!found.empty())
+            return found;
+    }
+    return prefix + name;
+}
+
+// The module an op ran in, as PyTorch names it. The call stack of an inlined op lists the module
+// instances it was called through; methods a module calls on itself ("SELF": self._conv_forward)
+// add no level. An op inside an `if` or a loop that carries no call stack of its own belongs to
+// the module of the block's owner.
+std::string modulePathOf(const Node* node, const std::set<std::string>& paths)
+{
+    while (!node->callstack() && node->owningBlock() && node->owningBlock()->owningNode())
+        node = node->owningBlock()->owningNode();
     auto callstack = node->callstack();
     if (!callstack)
         return "";
@@ -52,16 +95,50 @@ std::string modulePathOf(const Node* node)
         const auto& info = std::get<2>(entry);
         if (!info)
             continue;
-        const std::string name = info->instance_name();
-        if (name.empty() || name == "self")
+        std::string name = info->instance_name();
+        if (name.empty() || name == "self" || name == "SELF")
             continue;
-        path += (path.empty() ? "" : ".") + name;
+        path = childPath(paths, path, name);
     }
     return path;
 }
 
+// A traced op's "source" is the Python stack of the trace, innermost frame first, one frame a
+// line: "/home/me/model.py(42): forward". The file and line of the innermost frame, when it is one.
+std::optional<std::pair<std::string, int>> tracedFrameOf(const Node* node)
+{
+    torch::jit::SourceRange range = node->sourceRange();
+    if (auto generated = range.findSourceRangeThatGenerated())
+        range = *generated; // the archive's code -> the range it was made from: the trace's frames
+    const auto source = range.source();
+    if (!source || range.start() >= source->size())
+        return std::nullopt;
+    const std::string line = source->get_line(source->lineno_for_offset(range.start())).str();
+    static const std::regex frame(R"(^\s*(.+)\((\d+)\): \S+\s*$)");
+    std::smatch match;
+    if (!std::regex_match(line, match, frame))
+        return std::nullopt;
+    try {
+        return std::make_pair(match[1].str(), std::stoi(match[2].str()));
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
+// Line `number` (from 1) of `file`, or "" when it cannot be read.
+std::string lineOfFile(const std::string& file, int number)
+{
+    std::ifstream in(file);
+    std::string line;
+    for (int i = 0; i < number && std::getline(in, line); ++i) {
+    }
+    return in ? line : std::string();
+}
+
 std::string sourceOf(const Node* node)
 {
+    if (auto traced = tracedFrameOf(node))
+        return traced->first + ":" + std::to_string(traced->second);
     torch::jit::SourceRange range = node->sourceRange();
     if (auto generated = range.findSourceRangeThatGenerated())
         range = *generated;
@@ -85,6 +162,10 @@ std::string codeOf(const Node* node)
     if (!source || range.start() >= source->size())
         return "";
     std::string line = source->get_line(source->lineno_for_offset(range.start())).str();
+    // A trace keeps no source text, only where each op was called: the line is read from that
+    // file where it still exists (else no code is shown rather than the frame's own text).
+    if (auto traced = tracedFrameOf(node))
+        line = lineOfFile(traced->first, traced->second);
     const auto first = line.find_first_not_of(" \t\r\n");
     const auto last = line.find_last_not_of(" \t\r\n");
     if (first == std::string::npos)
@@ -243,6 +324,128 @@ bool isOp(const Node* node)
 {
     const auto kind = node->kind();
     return !kind.is_prim() || kind == c10::prim::PythonOp;
+}
+
+// ---- the probes: how every op the forward runs is seen, inside `if` and loop blocks too
+//
+// A graph output can only be a value of the graph's top level, so ops inside a prim::If (a loss
+// under `if labels is not None:`) or a prim::Loop were never seen. Instead, after every op of
+// every block, the replay inserts a call to nanscope::probe(id, inputs, outputs), which records
+// the op's tensors as it runs, once per execution: each loop iteration is a record of its own.
+
+struct ProbeRecord
+{
+    int64_t id = 0; // the probed node
+    std::vector<torch::Tensor> inputs, outputs;
+};
+
+thread_local std::vector<ProbeRecord>* t_probeRecords = nullptr;
+
+const torch::jit::RegisterOperators kProbeOperator({torch::jit::Operator(
+    "nanscope::probe(int id, Tensor[] inputs, Tensor[] outputs) -> ()",
+    [](torch::jit::Stack& stack) {
+        auto outputs = torch::jit::pop(stack).toTensorVector();
+        auto inputs = torch::jit::pop(stack).toTensorVector();
+        const int64_t id = torch::jit::pop(stack).toInt();
+        if (t_probeRecords)
+            t_probeRecords->push_back({id, std::move(inputs), std::move(outputs)});
+    },
+    c10::AliasAnalysisKind::CONSERVATIVE)});
+
+// Collects the records of the probes while it lives (one replay at a time per thread).
+class ProbeRecording
+{
+public:
+    ProbeRecording() { t_probeRecords = &m_records; }
+    ~ProbeRecording() { t_probeRecords = nullptr; }
+    std::vector<ProbeRecord>& records() { return m_records; }
+
+private:
+    std::vector<ProbeRecord> m_records;
+};
+
+bool isTensorValue(const Value* v)
+{
+    return v->type()->cast<c10::TensorType>() != nullptr;
+}
+
+void collectOps(torch::jit::Block* block, std::vector<Node*>& out)
+{
+    for (Node* node : block->nodes()) {
+        if (isOp(node) && std::any_of(node->outputs().begin(), node->outputs().end(), isTensorValue))
+            out.push_back(node);
+        for (torch::jit::Block* sub : node->blocks())
+            collectOps(sub, out);
+    }
+}
+
+// Inserts a probe after every op of every block; returns the probed nodes, by probe id.
+std::vector<Node*> insertProbes(torch::jit::Graph& graph)
+{
+    std::vector<Node*> ops;
+    collectOps(graph.block(), ops);
+    static const c10::Symbol probe = c10::Symbol::fromQualString("nanscope::probe");
+    for (size_t id = 0; id < ops.size(); ++id) {
+        Node* node = ops[id];
+        torch::jit::WithInsertPoint after(node->next());
+        std::vector<Value*> inputs, outputs;
+        for (Value* v : node->inputs())
+            if (isTensorValue(v))
+                inputs.push_back(v);
+        for (Value* v : node->outputs())
+            if (isTensorValue(v))
+                outputs.push_back(v);
+        Value* idValue = graph.insertConstant(int64_t(id));
+        Value* inputList = graph.insertNode(graph.createList(c10::TensorType::get(), inputs))->output();
+        Value* outputList = graph.insertNode(graph.createList(c10::TensorType::get(), outputs))->output();
+        graph.insertNode(graph.create(probe, {idValue, inputList, outputList}, 0));
+    }
+    return ops;
+}
+
+// The values computed from the batch (the graph's inputs after `self`), in every block: an op's
+// outputs are when any of its inputs is, or any value its blocks return. Ops on constants and
+// weights alone (an attention mask of finfo.min, a position table) are not.
+// Tensors, or containers of them: what carries data. A size read off the batch (x.shape[1])
+// does not: a mask built to that size holds no value of the batch.
+bool carriesTensors(const c10::TypePtr& type)
+{
+    if (type->cast<c10::TensorType>())
+        return true;
+    for (const auto& contained : type->containedTypes())
+        if (carriesTensors(contained))
+            return true;
+    return false;
+}
+
+void markDataValues(torch::jit::Block* block, std::set<const Value*>& data)
+{
+    for (Node* node : block->nodes()) {
+        bool fromData = std::any_of(node->inputs().begin(), node->inputs().end(), [&](const Value* v) {
+            return data.count(v) > 0 && carriesTensors(v->type());
+        });
+        for (torch::jit::Block* sub : node->blocks()) {
+            if (fromData)
+                for (Value* v : sub->inputs())
+                    data.insert(v);
+            markDataValues(sub, data);
+            fromData = fromData || std::any_of(sub->outputs().begin(), sub->outputs().end(),
+                                               [&](const Value* v) { return data.count(v) > 0; });
+        }
+        if (fromData)
+            for (Value* v : node->outputs())
+                data.insert(v);
+    }
+}
+
+// True for an op inside a loop's body (its records are numbered by iteration).
+bool insideLoop(const Node* node)
+{
+    for (const torch::jit::Block* block = node->owningBlock(); block && block->owningNode();
+         block = block->owningNode()->owningBlock())
+        if (block->owningNode()->kind() == c10::prim::Loop)
+            return true;
+    return false;
 }
 
 bool isLogSoftmax(const Node* node);
@@ -449,6 +652,7 @@ public:
             return Error{intact.error()};
         try {
             m_module = torch::jit::load(m_options.checkpoint, m_device);
+            m_modulePaths = modulePathsOf(m_module);
         } catch (const c10::Error& e) {
             return Error{m_options.checkpoint + ": not a TorchScript archive that can replay (" +
                          causeLine(e.what_without_backtrace()) + "); a state_dict gives tensor statistics only"};
@@ -543,24 +747,14 @@ private:
         const size_t originalOutputs = graph->outputs().size();
         m_returnType = graph->outputs()[0]->type();
 
-        // Every tensor produced at the top level of the graph becomes an extra graph output.
-        std::vector<std::pair<Node*, Value*>> captured;
-        std::map<const Value*, size_t> capturedIndex;
-        for (Node* node : graph->nodes()) {
-            if (node->kind() == c10::prim::Constant)
-                continue;
-            for (Value* output : node->outputs()) {
-                if (!output->type()->cast<c10::TensorType>())
-                    continue;
-                capturedIndex[output] = captured.size();
-                captured.emplace_back(node, output);
-                graph->registerOutput(output);
-            }
-        }
+        std::set<const Value*> dataValues(graph->inputs().begin() + 1, graph->inputs().end());
+        markDataValues(graph->block(), dataValues);
+        // Every op of every block is probed (see insertProbes): its tensors are recorded as it runs.
+        const std::vector<Node*> probedOps = insertProbes(*graph);
 
         // The plain interpreter: no profiling or fusion, so every op runs as written.
         // Without this, the executor would build differentiable subgraphs (symbolic autodiff)
-        // whose backward ignores the extra outputs; eager autograd sees every value.
+        // whose backward ignores the recorded values; eager autograd sees every value.
         torch::jit::getProfilingMode() = false;
         torch::jit::getExecutorMode() = false;
         torch::jit::setGraphExecutorOptimize(false);
@@ -571,6 +765,7 @@ private:
             return inputs;
         for (const auto& input : m_forwardInputs)
             stack.emplace_back(input);
+        ProbeRecording recording;
         try {
             executor.run(stack);
         } catch (const c10::Error& e) {
@@ -581,11 +776,9 @@ private:
         } catch (const std::exception& e) {
             return Error{forwardFailure(causeLine(e.what()))};
         }
-        if (stack.size() != originalOutputs + captured.size())
+        if (stack.size() != originalOutputs)
             return Error{"internal: the instrumented forward returned " + std::to_string(stack.size()) + " values"};
-        std::vector<torch::Tensor> values;
-        for (size_t i = 0; i < captured.size(); ++i)
-            values.push_back(stack[originalOutputs + i].toTensor());
+        std::vector<ProbeRecord> records = std::move(recording.records());
         const c10::IValue returned = stack[0];
 
         // Which loss to back-propagate from. A loss forward returned wins: the model computed it
@@ -622,51 +815,48 @@ private:
             }
         }
 
-        // Graph inputs (the batch) are tensors too: they are what the first ops read.
-        std::map<const Value*, torch::Tensor> inputValues;
-        for (size_t i = 1; i < graph->inputs().size(); ++i)
-            inputValues[graph->inputs()[i]] = m_forwardInputs[i - 1];
-        auto tensorFor = [&](const Value* v) -> torch::Tensor {
-            if (auto it = capturedIndex.find(v); it != capturedIndex.end())
-                return values[it->second];
-            if (auto it = inputValues.find(v); it != inputValues.end())
-                return it->second;
-            return {};
-        };
+        for (auto& record : records)
+            for (auto& v : record.outputs)
+                if (v.defined() && v.requires_grad() && !v.is_leaf())
+                    v.retain_grad();
 
-        for (auto& v : values)
-            if (v.requires_grad() && !v.is_leaf())
-                v.retain_grad();
-
-        // Statistics once per value: an op's input is usually the previous op's output.
-        std::map<const Value*, std::optional<TensorStats>> statsCache;
-        auto statsFor = [&](const Value* v) -> const std::optional<TensorStats>& {
-            auto it = statsCache.find(v);
+        // Statistics once per tensor: an op's input is usually the previous op's output.
+        std::map<const c10::TensorImpl*, std::optional<TensorStats>> statsCache;
+        auto statsFor = [&](const torch::Tensor& t) -> std::optional<TensorStats> {
+            if (!t.defined())
+                return std::nullopt;
+            auto it = statsCache.find(t.unsafeGetTensorImpl());
             if (it == statsCache.end())
-                it = statsCache.emplace(v, statsOf(tensorFor(v))).first;
+                it = statsCache.emplace(t.unsafeGetTensorImpl(), statsOf(t)).first;
             return it->second;
         };
 
         std::vector<ReplayOp> allOps;
         std::vector<const Node*> opNodes;
-        std::set<const Node*> seen;
-        for (const auto& [node, value] : captured) {
-            if (!isOp(node) || !seen.insert(node).second)
+        std::vector<const ProbeRecord*> opRecords;
+        std::map<int64_t, int> executions; // probe id -> times run so far
+        for (const ProbeRecord& record : records) {
+            if (record.id < 0 || size_t(record.id) >= probedOps.size() || record.outputs.empty())
                 continue;
+            const Node* node = probedOps[size_t(record.id)];
+            const int iteration = executions[record.id]++;
             ReplayOp op;
             op.index = int(allOps.size());
             op.op = node->kind().toQualString();
-            op.module = modulePathOf(node);
+            op.module = modulePathOf(node, m_modulePaths);
             op.source = sourceOf(node);
             op.code = codeOf(node);
-            op.output = statsFor(value);
+            if (insideLoop(node))
+                op.iteration = iteration;
+            op.fromData = std::any_of(node->outputs().begin(), node->outputs().end(),
+                                      [&](const Value* v) { return dataValues.count(v) > 0; });
+            const torch::Tensor& outputValue = record.outputs.front();
+            op.output = statsFor(outputValue);
             op.headroom = precisionHeadroomOf(op.output);
-            const torch::Tensor& outputValue = values[capturedIndex[value]];
             if (auto fn = outputValue.grad_fn())
                 op.gradFunction = fn->name();
-            for (const Value* input : node->inputs())
-                if (input->type()->cast<c10::TensorType>())
-                    op.inputs.push_back(statsFor(input));
+            for (const torch::Tensor& input : record.inputs)
+                op.inputs.push_back(statsFor(input));
             if (isSoftmax(node) && !op.inputs.empty() && op.inputs.front() && outputValue.dim() > 0) {
                 SoftmaxSignature softmax;
                 softmax.inputAbsmax = op.inputs.front()->absmax;
@@ -677,6 +867,7 @@ private:
             }
             allOps.push_back(std::move(op));
             opNodes.push_back(node);
+            opRecords.push_back(&record);
             m_opValues.push_back(outputValue);
         }
         auto opIndexOf = [&](const torch::Tensor& tensor) {
@@ -717,7 +908,8 @@ private:
                     const Node* node = opNodes[i];
                     if (!isSoftmax(node) && node->kind() != c10::aten::cross_entropy_loss)
                         continue;
-                    const torch::Tensor logits = tensorFor(node->input(0));
+                    const torch::Tensor logits =
+                        opRecords[i]->inputs.empty() ? torch::Tensor() : opRecords[i]->inputs.front();
                     if (!logits.defined() || !logits.is_floating_point())
                         continue;
                     result.logits = logZOf(logits, classDimOf(node, logits), "the input of " + allOps[i].op + " (op #" +
@@ -769,8 +961,8 @@ private:
                 for (size_t i = allOps.size(); i-- > 0;) {
                     if (!allOps[i].grad || hasNonfinite(allOps[i].grad))
                         continue;
-                    const bool madeNonfinite = std::any_of(opNodes[i]->inputs().begin(), opNodes[i]->inputs().end(), [&](const Value* v) {
-                        const torch::Tensor t = tensorFor(v);
+                    const auto& inputs = opRecords[i]->inputs;
+                    const bool madeNonfinite = std::any_of(inputs.begin(), inputs.end(), [&](const torch::Tensor& t) {
                         return t.defined() && t.requires_grad() && t.grad().defined() && !torch::isfinite(t.grad()).all().item<bool>();
                     });
                     if (madeNonfinite) {
@@ -906,6 +1098,7 @@ private:
     torch::Device m_device = torch::kCPU;
     c10::ScalarType m_dtype = torch::kFloat;
     std::vector<torch::Tensor> m_opValues;
+    std::set<std::string> m_modulePaths; // named_modules() of the checkpoint
     std::vector<torch::Tensor> m_forwardInputs; // the batch's inputs, and its targets when forward takes them
     bool m_targetsInForward = false;
     c10::TypePtr m_returnType;                   // of forward, for reading a loss out of what it returns

@@ -1,4 +1,6 @@
 """Checkpoints and batches as the run directory contract names them (step_%08d.pt)."""
+import copy
+import dataclasses
 import os
 import warnings
 
@@ -54,6 +56,44 @@ def _trace_inputs(inputs):
                      "as forward's positional arguments" % type(inputs).__name__)
 
 
+def _flat_tensors(output):
+    """forward's output as tensors only, in its own order: a dict's or a dataclass's tensor
+    entries (Hugging Face's ModelOutput puts the loss first when there is one), a tuple's or a
+    list's, a tensor alone; None and other values are left out."""
+    if isinstance(output, torch.Tensor):
+        return (output,)
+    if dataclasses.is_dataclass(output) and not isinstance(output, type):
+        output = {f.name: getattr(output, f.name) for f in dataclasses.fields(output)}
+    if isinstance(output, dict):
+        output = list(output.values())
+    if isinstance(output, (list, tuple)):
+        return tuple(t for value in output for t in _flat_tensors(value))
+    return ()
+
+
+def _needs_flattening(output):
+    return not (isinstance(output, torch.Tensor) or
+                (isinstance(output, tuple) and all(isinstance(t, torch.Tensor) for t in output)))
+
+
+def _with_flat_output(model):
+    """A view of `model` that shares every parameter, buffer and submodule with it (a shallow copy:
+    the same tensors, names and module tree) and whose forward returns _flat_tensors of the model's
+    forward: what a trace can record when forward returns a dataclass or a dict holding non-tensors."""
+    view = copy.copy(model)
+    forward = type(model).forward
+
+    def flat_forward(*args):
+        output = forward(view, *args)
+        tensors = _flat_tensors(output)
+        if not tensors:
+            raise ValueError("forward returned no tensor (a %s): nothing to trace" % type(output).__name__)
+        return tensors
+
+    object.__setattr__(view, "forward", flat_forward)
+    return view
+
+
 def _signature(args):
     return tuple((tuple(t.shape), t.dtype, t.device) for t in args)
 
@@ -81,6 +121,7 @@ class Checkpointer:
         self.script_error = None  # why the model did not script; None while untried or scripted
         self.traced = None
         self.trace_error = None  # why the latest trace failed
+        self.trace_note = None  # how the latest trace was made, when not plainly
         self._traced_signature = None
         self.kind = None  # the form of the latest checkpoint saved: SCRIPTED, TRACED or STATE_DICT
 
@@ -116,7 +157,15 @@ class Checkpointer:
         try:
             with warnings.catch_warnings(), torch.no_grad():
                 warnings.simplefilter("ignore")
-                traced = torch.jit.trace(self.model, args, check_trace=False)
+                # strict=False: a dict or list output is recorded as it is. A dataclass output
+                # (Hugging Face's ModelOutput) or one holding non-tensors cannot be: the model
+                # is traced through a view that returns only its tensors (_with_flat_output).
+                try:
+                    traced = torch.jit.trace(self.model, args, check_trace=False, strict=False)
+                    self.trace_note = None
+                except Exception:  # noqa: BLE001 - an output the tracer cannot take
+                    traced = torch.jit.trace(_with_flat_output(self.model), args, check_trace=False, strict=False)
+                    self.trace_note = "traced with its output flattened to tensors"
             if set(self.model.state_dict()) != set(traced.state_dict()):
                 raise RuntimeError("the traced model's state names differ from the model's")
             self.traced, self._traced_signature, self.trace_error = traced, signature, None
@@ -167,29 +216,47 @@ class Checkpointer:
         return path
 
     def _save_module(self, step, module, overrides, path):
-        self._write_form(step, SCRIPTED if module is self.scripted else TRACED)
+        """Saves `module` (scripted or traced: it shares its tensors with the live model) holding
+        `overrides` in place of the live values, and puts every value it changed back, bit for bit.
+
+        Every tensor a write touches is copied before the first write: a tied weight (GPT-2's
+        lm_head.weight is wte.weight) or a view of another parameter appears under several names
+        of the state_dict, and a copy taken after the first of them was written would restore the
+        old value into the live model."""
+        # A trace made through the flattening view says so on the form's second line.
+        self._write_form(step, SCRIPTED if module is self.scripted else TRACED,
+                         None if module is self.scripted else self.trace_note)
         live = self.model.state_dict(keep_vars=True)
         target = module.state_dict(keep_vars=True)
-        restore = []
         with torch.no_grad():
+            writes = []
             for name, dst in target.items():
-                src = overrides.get(name, live[name])
-                if dst.data_ptr() == src.data_ptr() and name not in overrides:
+                src = overrides.get(name, live.get(name))
+                if src is None or (name not in overrides and _same_values_in_place(dst, src)):
                     continue
-                if name in overrides and dst.data_ptr() == live[name].data_ptr():
-                    restore.append((dst, dst.clone()))  # shared with the live model: put it back after
-                dst.copy_(src)
-            module.train(self.model.training)
+                writes.append((dst, src))
+            backups = [(dst, dst.detach().clone()) for dst, _ in writes]
             try:
+                for dst, src in writes:
+                    dst.copy_(src)
+                module.train(self.model.training)
                 _save_atomically(module.save, path)
             finally:
-                for dst, original in restore:
+                # In reverse: where two names share storage, the first backup (the untouched
+                # value) is the last written.
+                for dst, original in reversed(backups):
                     dst.copy_(original)
 
     def _write_form(self, step, kind, why=None):
         self.kind = kind
         text = kind + "\n" + ("%s\n" % why if why else "")
         _save_atomically(lambda p: _write_text(p, text), os.path.join(self.directory, form_file_name(step)))
+
+
+def _same_values_in_place(a, b):
+    """True when `a` and `b` are the same memory (the same tensor, or views with equal layout)."""
+    return (a is b) or (a.device == b.device and a.data_ptr() == b.data_ptr() and a.shape == b.shape
+                        and a.stride() == b.stride() and a.dtype == b.dtype)
 
 
 def _cpu(value):

@@ -11,6 +11,7 @@ from torch.nn.modules.batchnorm import _NormBase
 
 from . import stats
 from .checkpoints import Checkpointer, save_batch, step_file_name
+from .capture import DEFAULTS as CAPTURE_DEFAULTS, FIRST_NONFINITE, CapturePolicy
 from .defences import (BatchRing, LastGoodState, SpikeDetector, UnsupportedOptimizer, check_optimizer,
                        model_state)
 from .run_file import RunFile, log_path
@@ -98,10 +99,13 @@ class Recorder:
     batches and a copy of the model's state from before them in memory. When a step's loss or
     gradients are not finite, or its loss or gradient norm is a spike (more than ``spike_mads``
     median absolute deviations above the median of the last ``spike_window`` steps; None turns
-    spike capture off), it writes those batches to batches/, the state before them to
-    checkpoints/ (and checkpoint N) and an ``incident_capture`` event, at most once every K
-    steps: replay and triage then have the steps leading to the incident without every batch
-    being saved. The ring holds up to 2K-1 batches and two copies of the weights, on the
+    spike capture off), it writes checkpoint N and batch N, those batches to batches/, the state
+    before them to checkpoints/ and an ``incident_capture`` event: replay and triage then have the
+    steps leading to the incident without every batch being saved. Which incidents are captured
+    is the policy both recorders share (capture.py, defaults in capture_policy.json): the run's
+    first non-finite step always; spikes up to ``spike_captures`` and later non-finite steps up to
+    ``later_nonfinite_captures`` (-1: every one); the ring's batches at most once every K steps
+    but for the first non-finite step. The ring holds up to 2K-1 batches and two copies of the weights, on the
     tensors' own device unless ``ring_device="cpu"`` (for a model that fills the GPU).
 
     A forward hook of the recorder that fails (a module output it cannot measure) is a warning
@@ -114,7 +118,8 @@ class Recorder:
                  amp_dtype="none", run_name=None, warn_after_skipped=3, activation_filter=None,
                  restore_buffers_on_skip=False, overwrite=False, optimizer=None, rollback_after=0,
                  rollback_lr_factor=0.5, snapshot_every=50, allow_unguarded=False, batch_ring=8,
-                 spike_mads=20.0, spike_window=50, ring_device=None, layers_every=1):
+                 spike_mads=CAPTURE_DEFAULTS["spike_mads"], spike_window=CAPTURE_DEFAULTS["spike_window"],
+                 ring_device=None, layers_every=1, spike_captures=None, later_nonfinite_captures=None):
         """activation_filter: callable(name, module) -> bool choosing the modules whose outputs
         are logged; default: every leaf module. restore_buffers_on_skip: on a skipped step, put
         BatchNorm running statistics back to their values before that step's forward (off by
@@ -140,6 +145,7 @@ class Recorder:
         self._spikes = ({name: SpikeDetector(spike_mads, spike_window) for name in ("loss", "grad_norm")}
                         if self._ring is not None and spike_mads else {})
         self._last_capture = None
+        self._captures = CapturePolicy(spike_captures, later_nonfinite_captures)
         self._attributes = {
             "run_name": run_name or os.path.basename(os.path.normpath(os.path.abspath(run_dir))),
             "framework": "pytorch %s" % torch.__version__,
@@ -293,8 +299,9 @@ class Recorder:
         else:
             self._skipped_streak = 0
             spike = self._spike_reason(loss_value, total_grad_norm)
-            if spike:
-                self._capture_incident(step, spike)
+            capture = self._captures.decide(finite=True, spike=True) if spike else None
+            if capture is not None:
+                self._capture_incident(step, spike, capture)
         self._flush_events()
         run.flush()
 
@@ -505,11 +512,9 @@ class Recorder:
             else:
                 reason = "the gradient norm overflowed, though every gradient value is finite"
         self._event(step, "skipped_step", reason)
-        if not self._checkpoint_saved:
-            self._save_checkpoint(step, overrides=self._snapshot_overrides())
-        path = save_batch(self._batch_dir, step, self._inputs, self._targets, self.loss_name)
-        self._event(step, "batch_saved", os.path.relpath(path, self.run_dir))
-        self._capture_incident(step, reason)
+        capture = self._captures.decide(finite=False, spike=False)
+        if capture is not None:
+            self._capture_incident(step, reason, capture)
         if self.warn_after_skipped and self._skipped_streak == self.warn_after_skipped:
             warnings.warn("nanscope: %d consecutive steps skipped (up to step %d, %s); see %s"
                           % (self._skipped_streak, step, reason, self.run_dir), RuntimeWarning, stacklevel=3)
@@ -530,6 +535,9 @@ class Recorder:
                         % checkpointer.script_error)
             else:
                 note = "checkpoints are state_dicts, without replay: %s" % checkpointer.why_not_replayable()
+                # Said at training time, once: a note in run.h5 alone is read only after the incident.
+                warnings.warn("nanscope: the checkpoints of this run cannot be replayed (%s): %s"
+                              % (self.run_dir, checkpointer.why_not_replayable()), RuntimeWarning, stacklevel=4)
             self._event(self._step, "note", note)  # the current step: an anchor's step is in the past
         if event:
             self._event(step, "checkpoint", "%s (%s)" % (os.path.relpath(path, self.run_dir), checkpointer.kind))
@@ -592,31 +600,41 @@ class Recorder:
                                % (name, value, detector.mads))
         return "; ".join(reasons) or None
 
-    def _capture_incident(self, step, reason):
-        """Writes the ring's batches and the state before them (at most once every ring size steps)."""
-        ring = self._ring
-        if ring is None or (self._last_capture is not None and step - self._last_capture < ring.size):
-            return
-        captured = ring.capture(step)
-        if captured is None:
-            return
-        self._last_capture = step
-        if not self._checkpoint_saved:  # a spike: checkpoint N as step N's forward found it
+    def _capture_incident(self, step, reason, capture):
+        """Writes checkpoint N (as step N's forward found it) and batch N, and, from the ring, the
+        batches before step N and the state before them (the ring at most once every ring size
+        steps, except for the run's first non-finite step, which is always captured whole); then
+        an incident_capture event saying what was written. Which steps come here is the capture
+        policy's call (capture.py)."""
+        if not self._checkpoint_saved:
             self._save_checkpoint(step, overrides=self._snapshot_overrides())
-        anchor_step, anchor_state, batches = captured
         written = []
-        for batch_step, inputs, targets in batches:
-            if not os.path.exists(os.path.join(self._batch_dir, step_file_name(batch_step))):
-                save_batch(self._batch_dir, batch_step, inputs, targets, self.loss_name)
-                written.append(batch_step)
-        checkpoint = "checkpoint %d was already saved" % anchor_step
-        if not os.path.exists(os.path.join(self._checkpoint_dir, step_file_name(anchor_step))):
-            anchor_inputs = next((x for s, x, _ in batches if s == anchor_step), None)
-            self._save_checkpoint(anchor_step, anchor_state, inputs=anchor_inputs, event=False)
-            checkpoint = "checkpoint %d (%s) written" % (anchor_step, self._checkpointer.kind)
-        steps = [s for s, _, _ in batches]
-        self._event(step, "incident_capture", "%s at step %d: batches %d..%d (%d written) and %s"
-                    % (reason, step, steps[0], steps[-1], len(written), checkpoint))
+        if not os.path.exists(os.path.join(self._batch_dir, step_file_name(step))):
+            path = save_batch(self._batch_dir, step, self._inputs, self._targets, self.loss_name)
+            self._event(step, "batch_saved", os.path.relpath(path, self.run_dir))
+            written.append(step)
+        ring = self._ring
+        captured = None
+        if ring is not None and (capture == FIRST_NONFINITE or self._last_capture is None
+                                 or step - self._last_capture >= ring.size):
+            captured = ring.capture(step)
+        self._last_capture = step
+        detail = "checkpoint %d and batch %d" % (step, step)
+        if captured is not None:
+            anchor_step, anchor_state, batches = captured
+            for batch_step, inputs, targets in batches:
+                if not os.path.exists(os.path.join(self._batch_dir, step_file_name(batch_step))):
+                    save_batch(self._batch_dir, batch_step, inputs, targets, self.loss_name)
+                    written.append(batch_step)
+            checkpoint = "checkpoint %d was already saved" % anchor_step
+            if not os.path.exists(os.path.join(self._checkpoint_dir, step_file_name(anchor_step))):
+                anchor_inputs = next((x for s, x, _ in batches if s == anchor_step), None)
+                self._save_checkpoint(anchor_step, anchor_state, inputs=anchor_inputs, event=False)
+                checkpoint = "checkpoint %d (%s) written" % (anchor_step, self._checkpointer.kind)
+            steps = [s for s, _, _ in batches]
+            detail = "batches %d..%d (%d written) and %s" % (steps[0], steps[-1], len(written), checkpoint)
+        self._event(step, "incident_capture", "%s at step %d (%s): %s"
+                    % (CapturePolicy.describe(capture), step, reason, detail))
 
     # ---------------------------------------------------------------- normalisation buffers
 

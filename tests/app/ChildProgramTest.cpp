@@ -3,11 +3,19 @@
 
 #include <QCoreApplication>
 #include <QElapsedTimer>
+#include <QFile>
+#include <QFileInfo>
 #include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QThread>
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <optional>
+
+#include <signal.h>
+#include <sys/types.h>
 
 using namespace nanscope;
 
@@ -89,4 +97,69 @@ TEST(ChildProgram, CheckpointLoaderReportsAChildThatCannotStart)
     const QString error = loaded.at(0).at(2).toString();
     EXPECT_TRUE(error.contains("cannot start")) << error.toStdString();
     EXPECT_TRUE(error.contains("nanscope-missing")) << error.toStdString();
+}
+
+// Issue 23: cancel() waited up to 2 s on the GUI thread for the killed child, on every "latest
+// request wins". It now returns at once; the killed child is reaped from the event loop, and no
+// zombie or orphan is left behind.
+TEST(ChildProgram, CancelDoesNotWaitAndTheKilledChildIsReaped)
+{
+    QTemporaryDir dir;
+    const QString pidFile = dir.filePath("pid");
+    ChildProgram child;
+    child.setProgram("/bin/sh");
+    int replies = 0;
+    child.start({"-c", QString("echo $$ > '%1'; exec sleep 30").arg(pidFile)}, [&](const ChildOutcome&) { ++replies; });
+    QElapsedTimer clock;
+    clock.start();
+    while (!QFileInfo(pidFile).size() && clock.elapsed() < 10000)
+        QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+    QFile file(pidFile);
+    ASSERT_TRUE(file.open(QIODevice::ReadOnly));
+    const pid_t pid = pid_t(file.readAll().trimmed().toLongLong());
+    ASSERT_GT(pid, 0);
+    child.cancel();
+    EXPECT_FALSE(child.isRunning());
+    // Reaped: waitpid by QProcess, after which the pid no longer exists (not even as a zombie).
+    clock.restart();
+    while (::kill(pid, 0) == 0 && clock.elapsed() < 10000)
+        QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+    EXPECT_NE(::kill(pid, 0), 0) << "the cancelled child is still there";
+    EXPECT_EQ(replies, 0) << "a cancelled request never reports";
+}
+
+// Large answers are decoded off the GUI thread, and a decode that finishes after its request was
+// replaced never reports.
+TEST(ChildProgram, DecodeRunsOffTheGuiThreadAndOnlyForTheCurrentRequest)
+{
+    ChildProgram child;
+    child.setProgram("/bin/sh");
+    QThread* decodedOn = nullptr;
+    std::atomic<int> decodes{0};
+    int firstReplies = 0;
+    std::optional<ChildOutcome> second;
+    child.start({"-c", "echo first"}, [&](const ChildOutcome&) { ++firstReplies; },
+                [&](const ChildOutcome&) {
+                    QThread::msleep(300); // still decoding when the second request starts
+                    ++decodes;
+                });
+    QElapsedTimer clock;
+    clock.start();
+    while (decodes == 0 && child.isRunning() && clock.elapsed() < 200)
+        QCoreApplication::processEvents(QEventLoop::AllEvents, 10);
+    child.start({"-c", "echo second"}, [&](const ChildOutcome& outcome) { second = outcome; },
+                [&](const ChildOutcome&) {
+                    decodedOn = QThread::currentThread();
+                    ++decodes;
+                });
+    clock.restart();
+    while (!second && clock.elapsed() < 10000)
+        QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+    ASSERT_TRUE(second);
+    EXPECT_EQ(second->standardOutput.trimmed(), QByteArray("second"));
+    EXPECT_NE(decodedOn, nullptr);
+    EXPECT_NE(decodedOn, QCoreApplication::instance()->thread()) << "decoded on the GUI thread";
+    QThread::msleep(400);
+    QCoreApplication::processEvents(QEventLoop::AllEvents, 50);
+    EXPECT_EQ(firstReplies, 0) << "a replaced request never reports, even after its decode";
 }

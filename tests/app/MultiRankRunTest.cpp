@@ -125,3 +125,44 @@ TEST(RankReport, CoversEveryRankAndNamesEachIncidentsRank)
     EXPECT_EQ(scan.exitCode, 1) << "a critical incident fails CI: " << scan.err.toStdString();
     EXPECT_TRUE(scan.out.contains("rank 1")) << scan.out.toStdString();
 }
+
+namespace {
+
+// The job above, with rank 1's step 30 saved (a checkpoint and a batch that replay: the
+// division-by-zero demo's step 180, copied under step 30), as a recorder on that rank would.
+void writeJobWithRankOneSaved(const QString& dir)
+{
+    writeJob(dir);
+    const QString rank1 = dir + "/" + QString::fromStdString(rf::rankDirName(1));
+    const QString demo = test::demoRun("division-by-zero");
+    ASSERT_TRUE(QDir(rank1).mkpath("checkpoints") && QDir(rank1).mkpath("batches"));
+    ASSERT_TRUE(QFile::copy(demo + "/checkpoints/step_00000180.pt", rank1 + "/checkpoints/step_00000030.pt"));
+    ASSERT_TRUE(QFile::copy(demo + "/batches/step_00000180.pt", rank1 + "/batches/step_00000030.pt"));
+    if (QFile::exists(demo + "/checkpoints/step_00000180.form"))
+        ASSERT_TRUE(QFile::copy(demo + "/checkpoints/step_00000180.form", rank1 + "/checkpoints/step_00000030.form"));
+}
+
+} // namespace
+
+// Issue 24: `nanscope replay JOB --step 30` on the job's top folder said "has no checkpoint for step
+// 30": the checkpoints are in the rank's folder. It now reads the rank that went non-finite first.
+TEST(MultiRankRun, ReplayOnTheJobFolderGoesToTheRankThatSavedTheStep)
+{
+    QTemporaryDir dir;
+    writeJobWithRankOneSaved(dir.path());
+    const auto replay = test::runNanscope({"replay", dir.path(), "--step", "30", "--json"}, 300000);
+    EXPECT_EQ(replay.exitCode, 0) << replay.err.toStdString();
+    EXPECT_TRUE(replay.err.contains("reading rank 1")) << replay.err.toStdString();
+    EXPECT_TRUE(replay.out.contains("\"step\"")) << replay.out.left(400).toStdString();
+
+    const auto onRank0 = test::runNanscope({"replay", dir.path(), "--step", "30", "--rank", "0"});
+    EXPECT_NE(onRank0.exitCode, 0) << "rank 0 saved no step 30";
+    EXPECT_TRUE(onRank0.err.contains("rank_00000")) << onRank0.err.toStdString();
+
+    const auto triage = test::runNanscope({"triage", dir.path(), "--step", "30", "--json"}, 600000);
+    EXPECT_TRUE(triage.err.contains("reading rank 1")) << triage.err.toStdString();
+    EXPECT_FALSE(triage.err.contains("has no saved batch")) << triage.err.toStdString();
+    const auto triageRank2 = test::runNanscope({"triage", dir.path(), "--step", "30", "--rank", "2"});
+    EXPECT_NE(triageRank2.exitCode, 0);
+    EXPECT_TRUE(triageRank2.err.contains("rank_00002")) << triageRank2.err.toStdString();
+}

@@ -376,3 +376,96 @@ TEST(Guard, ACppModuleCheckpointIsReadByTheCheckpointReader)
     EXPECT_NE((*reader)->info().whyNotReplayable(0).find("torch::jit::Module"), std::string::npos)
         << (*reader)->info().whyNotReplayable(0);
 }
+
+namespace {
+
+// The bytes of every parameter and buffer of `model`: equal bits, NaN payloads included.
+std::vector<torch::Tensor> stateBits(const torch::nn::Module& model)
+{
+    std::vector<torch::Tensor> out;
+    for (const auto& p : model.named_parameters(true))
+        out.push_back(p.value().detach().contiguous().reshape({-1}).view(torch::kByte).clone());
+    for (const auto& b : model.named_buffers(true))
+        out.push_back(b.value().detach().contiguous().reshape({-1}).view(torch::kByte).clone());
+    return out;
+}
+
+// The same 40 steps with and without a Guard, on the same batches, with dropout drawing from the
+// global generator: spikes at steps 22, 25 and 31 (the loss scaled up in both loops alike) and a
+// NaN in step 28's batch. Under the Guard every step is checkpointed every 3 steps, its activations
+// measured, and every incident captured (checkpoint, batch, pre-forward BatchNorm buffers).
+std::vector<std::vector<torch::Tensor>> trainAlike(bool adam, const std::string* runDirectory)
+{
+    torch::manual_seed(7);
+    std::vector<std::pair<torch::Tensor, torch::Tensor>> batches;
+    for (int i = 0; i < 40; ++i)
+        batches.emplace_back(torch::randn({16, 4}), torch::randint(3, {16}, torch::kLong));
+    batches[28].first[3][1] = std::nan("");
+    torch::manual_seed(0);
+    auto model = torch::nn::Sequential(torch::nn::Linear(4, 8), torch::nn::BatchNorm1d(8), torch::nn::ReLU(),
+                                       torch::nn::Dropout(0.2), torch::nn::Linear(8, 3));
+    std::unique_ptr<torch::optim::Optimizer> optimizer;
+    if (adam)
+        optimizer = std::make_unique<torch::optim::Adam>(model->parameters(), torch::optim::AdamOptions(0.01));
+    else
+        optimizer = std::make_unique<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+    std::unique_ptr<Guard> guard;
+    if (runDirectory) {
+        GuardOptions options;
+        options.checkpointEvery = 3;
+        options.activationsEvery = 1;
+        options.spikeCaptures = -1;
+        options.laterNonfiniteCaptures = -1;
+        options.saveBatchWithCheckpoint = true;
+        guard = std::make_unique<Guard>(*runDirectory, *model, options);
+    }
+    torch::manual_seed(1); // the dropout masks
+    std::vector<std::vector<torch::Tensor>> after;
+    for (int64_t step = 0; step < 40; ++step) {
+        const auto& [x, y] = batches[size_t(step)];
+        const double scale = (step == 22 || step == 25 || step == 31) ? 1000.0 : 1.0;
+        if (guard)
+            guard->beginStep(step, x, y);
+        auto out = guard ? guard->forward(*model, x) : model->forward(x);
+        auto loss = torch::nn::functional::cross_entropy(out, y) * scale;
+        optimizer->zero_grad();
+        loss.backward();
+        bool apply = true;
+        if (guard) {
+            apply = guard->endStep(loss, *optimizer);
+        } else {
+            apply = std::isfinite(loss.item<double>());
+            for (const auto& p : model->parameters())
+                apply = apply && torch::isfinite(p.grad()).all().item<bool>();
+        }
+        if (apply)
+            optimizer->step();
+        after.push_back(stateBits(*model));
+    }
+    return after;
+}
+
+} // namespace
+
+// Issue 24: recording never changes training. Every parameter and buffer is the same bits after
+// every step with the Guard (its checkpoints, captures and buffer snapshots) as without it.
+TEST(Guard, NeverChangesTheNumbersOfTheTrainingItGuards)
+{
+    for (const bool adam : {false, true}) {
+        test::ScratchDir dir;
+        const std::string run = dir.path();
+        const auto plain = trainAlike(adam, nullptr);
+        const auto guarded = trainAlike(adam, &run);
+        ASSERT_EQ(plain.size(), guarded.size());
+        for (size_t step = 0; step < plain.size(); ++step) {
+            ASSERT_EQ(plain[step].size(), guarded[step].size());
+            for (size_t i = 0; i < plain[step].size(); ++i)
+                ASSERT_TRUE(torch::equal(plain[step][i], guarded[step][i]))
+                    << (adam ? "Adam" : "SGD") << ", step " << step << ": tensor " << i << " differs under the Guard";
+        }
+        const auto events = eventsOf(run);
+        const std::vector<int64_t> checkpoints = stepsOfKind(events, rf::event::kCheckpoint);
+        EXPECT_GE(checkpoints.size(), 14u);
+        EXPECT_TRUE(std::count(checkpoints.begin(), checkpoints.end(), 28)) << "the non-finite step was captured";
+    }
+}

@@ -16,6 +16,7 @@
 #include <future>
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -200,10 +201,10 @@ TEST(HostileRunFile, FlippedMetadataByteDoesNotHangOpen)
     for (const std::streamoff offset : {27, 58, 139, 141, 161, 249, 276, 298, 341}) {
         test::ScratchDir dir;
         const std::string path = copyWithFlippedByte(original, dir, offset);
-        const auto start = std::chrono::steady_clock::now();
+        // Before the fix each of these opens took 20 s and more of metadata rereads; now HDF5
+        // rereads a bad checksum at most kSwmrMetadataReadAttempts times. A hang fails at ctest's
+        // timeout: no bound here depends on the machine's speed.
         auto reader = RunReader::open(dir.path());
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        EXPECT_LT(seconds, 5.0) << "opening with byte " << offset << " flipped took " << seconds << " s";
         if (!reader) {
             EXPECT_MENTIONS(reader.error(), path);
             EXPECT_MENTIONS(reader.error(), "corrupt");
@@ -294,10 +295,7 @@ TEST(HostileRunFile, DamagedStringStorageIsAnErrorNotACrash)
     for (const std::streamoff offset : {2075, 2200, 2400, 2600, 2700, 2750}) {
         test::ScratchDir dir;
         const std::string path = copyWithFlippedByte(original, dir, offset);
-        const auto start = std::chrono::steady_clock::now();
         auto reader = RunReader::open(dir.path()); // before the probe: this test process died here
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        EXPECT_LT(seconds, RunReader::kProbeTimeoutMs / 1000.0 + 2) << "byte " << offset;
         if (!reader) {
             EXPECT_MENTIONS(reader.error(), path);
             contained += reader.error().find("HDF5 library") != std::string::npos ||
@@ -372,7 +370,10 @@ TEST(HostileRunFile, DamagedChunksFailTheirChecksumInsteadOfBeingPlotted)
 }
 
 // The run.h5 inputs the fuzzer found (fuzz/findings): each crashed libhdf5, hung it, or ran it out
-// of memory inside nanscope's process. Each is now an error naming the file, within the probe's time.
+// of memory inside nanscope's process. Each is now an error naming the file. The outcome does not
+// depend on which comes first on a given machine, the probe's timeout or the read: the file that
+// ran out of memory is refused by a size check before anything allocates (the next test), and the
+// others crash or loop inside libhdf5 on every machine.
 TEST(HostileRunFile, FuzzFindingsAreErrorsNotCrashes)
 {
 #if defined(__SANITIZE_ADDRESS__)
@@ -385,12 +386,67 @@ TEST(HostileRunFile, FuzzFindingsAreErrorsNotCrashes)
         ++seen;
         test::ScratchDir dir;
         fs::copy_file(entry.path(), dir / "run.h5");
-        const auto start = std::chrono::steady_clock::now();
         auto reader = RunReader::open(dir.path());
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        EXPECT_LT(seconds, RunReader::kProbeTimeoutMs / 1000.0 + 3) << entry.path().filename();
         ASSERT_FALSE(reader) << entry.path().filename() << " opened";
         EXPECT_MENTIONS(reader.error(), dir / "run.h5");
     }
     EXPECT_GE(seen, 4) << "the findings were not found next to the sources";
+}
+
+// fuzz/findings/run_reader-oom-reading-tables.h5: 11 kB whose /events/kind string points at a
+// string heap 4 GiB into the file. libhdf5 allocated (and touched) 4 GiB before checking the
+// reference against the file: nanscope took 4.3 GB to read three event kinds, or the probe's
+// timeout fired first on a slower machine. Now the reference is checked against the file before
+// libhdf5 reads it, in this process, without the probe.
+TEST(HostileRunFile, StringHeapLargerThanTheFileIsRefusedBeforeAllocating)
+{
+    const fs::path finding = fs::path(NANSCOPE_SOURCE_DIR) / "fuzz" / "findings" / "run_reader-oom-reading-tables.h5";
+    ASSERT_TRUE(fs::exists(finding));
+    test::ScratchDir dir;
+    fs::copy_file(finding, dir / "run.h5");
+    rusage before{};
+    getrusage(RUSAGE_SELF, &before);
+    auto reader = RunReader::openInThisProcess(dir.path());
+    rusage after{};
+    getrusage(RUSAGE_SELF, &after);
+    ASSERT_FALSE(reader) << "a string heap 4 GiB into a file of 11 kB";
+    EXPECT_MENTIONS(reader.error(), dir / "run.h5");
+    EXPECT_MENTIONS(reader.error(), "/events/kind");
+    EXPECT_MENTIONS(reader.error(), "string heap");
+    EXPECT_MENTIONS(reader.error(), "corrupted");
+    // ru_maxrss is in KiB: the peak may not grow by more than a small read's worth.
+    EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 300L * 1024) << "KiB of new peak memory";
+    // The probe's child says the same, and the window's open (through the probe) too.
+    auto probed = RunReader::open(dir.path());
+    ASSERT_FALSE(probed);
+    EXPECT_MENTIONS(probed.error(), "/events/kind");
+}
+
+// A healthy run's strings pass the same check: names and every event text read back, over several
+// chunks of the event table and with texts of every length.
+TEST(HostileRunFile, StringHeapCheckPassesEveryStringOfAHealthyRun)
+{
+    test::ScratchDir dir;
+    RunSchema schema;
+    schema.scalars = {"loss"};
+    schema.layers = {"encoder.layers.0.weight", "b"};
+    auto writer = RunWriter::create(dir.path(), schema);
+    ASSERT_TRUE(writer) << writer.error();
+    constexpr int kEvents = 3000;
+    for (int i = 0; i < kEvents; ++i) {
+        (*writer)->appendScalars(i, {{"loss", 1.0}});
+        ASSERT_TRUE((*writer)->appendEvent(i, i % 7 ? "note" : "", std::string(size_t(i % 300), 'x')));
+    }
+    ASSERT_TRUE((*writer)->close());
+    auto reader = RunReader::openInThisProcess(dir.path());
+    ASSERT_TRUE(reader) << reader.error();
+    auto messages = (*reader)->readStrings("events", "message");
+    ASSERT_TRUE(messages) << messages.error();
+    ASSERT_EQ(messages->size(), size_t(kEvents));
+    EXPECT_EQ((*messages)[299], std::string(299, 'x'));
+    auto kinds = (*reader)->readStrings("events", "kind");
+    ASSERT_TRUE(kinds) << kinds.error();
+    EXPECT_EQ((*kinds)[0], "");
+    EXPECT_EQ((*kinds)[1], "note");
+    EXPECT_EQ((*reader)->info().table("layers")->names.front(), "encoder.layers.0.weight");
 }

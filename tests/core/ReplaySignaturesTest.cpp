@@ -1,6 +1,7 @@
 // The judgement over replay signatures (issue 14): precision headroom and dynamic range from the
 // kernel's statistics, the attention-logit and float16-headroom thresholds, a loss in low precision.
 #include "core/replay/ReplaySignatures.h"
+#include "core/scan/Diagnosis.h"
 
 #include <gtest/gtest.h>
 
@@ -104,4 +105,20 @@ TEST(ReplaySignatures, ALossOpReadingFloat16IsALossInLowPrecision)
 
     loss.inputs = {statsOf({1.f, 2.f})};
     EXPECT_TRUE(judgeReplaySignatures({}, loss).empty());
+}
+
+// Issue 27: an op 15 bits past float16's largest value read "come within 4 bits of it".
+TEST(ReplaySignatures, AValuePastFloat16IsSaidToBeBeyondIt)
+{
+    nanscope::scan::Float16HeadroomFacts facts;
+    facts.first = {3, "aten::matmul", "attn"};
+    facts.absmax = 65504.0 * 32768.0;
+    facts.bits = -15;
+    facts.thresholdBits = 4;
+    const std::string text = nanscope::scan::diagnoseReplayFloat16Headroom(facts).cause;
+    EXPECT_NE(text.find("15 bits beyond it"), std::string::npos) << text;
+    EXPECT_EQ(text.find("-15"), std::string::npos) << text;
+    facts.bits = 2.5;
+    const std::string near = nanscope::scan::diagnoseReplayFloat16Headroom(facts).cause;
+    EXPECT_NE(near.find("2.5 bits of headroom"), std::string::npos) << near;
 }

@@ -89,6 +89,8 @@ for path in ./usr/bin/nanscope \
             ./usr/share/bash-completion/completions/nanscope \
             ./usr/share/nanscope/python/nanscope_recorder/__init__.py \
             ./usr/share/nanscope/python/nanscope_recorder/recorder.py \
+            ./usr/share/nanscope/python/nanscope_recorder/capture_policy.json \
+            ./usr/lib/python3/dist-packages/nanscope-recorder.pth \
             ./usr/share/doc/nanscope/run-format.md; do
   grep -qxF "$path" <<<"$paths" || fail "the package lacks $path"
 done

@@ -4,6 +4,7 @@ import os
 import sys
 import tempfile
 import unittest
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -85,7 +86,13 @@ class StateDictFallback(unittest.TestCase):
             model = fx.Untraceable()
             with self.assertRaises(Exception):
                 torch.jit.script(model)
-            applied, _ = fx.train(run_dir, model, 6, nan_at=4, checkpoint_every=2)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                applied, _ = fx.train(run_dir, model, 6, nan_at=4, checkpoint_every=2)
+            # Said at training time, once, with the reason and the fix (issue 24).
+            said = [str(w.message) for w in caught if "cannot be replayed" in str(w.message)]
+            self.assertEqual(len(said), 1, [str(w.message) for w in caught])
+            self.assertIn("torch.jit.script", said[0])
             self.assertEqual([s for s, ok in applied.items() if not ok], [4])
             state = torch.load(checkpoint(run_dir, 4))
             self.assertEqual(set(state), set(model.state_dict()))

@@ -1,0 +1,35 @@
+#pragma once
+
+// The test suite's own home: every GUI test binary moves HOME and the XDG folders into the build
+// tree before Qt starts, and turns on Qt's test mode for QStandardPaths and QSettings, so that no
+// test reads or writes a person's settings, recent runs or documents (ctest gives the same
+// environment to the Python tests and the child programs, tests/CMakeLists.txt).
+
+#include <QByteArray>
+#include <QDir>
+#include <QFile>
+#include <QStandardPaths>
+
+namespace nanscope::test {
+
+inline QString suiteHome() { return QStringLiteral(NANSCOPE_TEST_HOME); }
+
+inline void useSuiteHome()
+{
+    const QByteArray home = QByteArrayLiteral(NANSCOPE_TEST_HOME);
+    for (const char* sub : {"", "/config", "/data", "/cache", "/state"})
+        QDir().mkpath(QString::fromUtf8(home + sub));
+    qputenv("HOME", home);
+    qputenv("XDG_CONFIG_HOME", home + "/config");
+    qputenv("XDG_DATA_HOME", home + "/data");
+    qputenv("XDG_CACHE_HOME", home + "/cache");
+    qputenv("XDG_STATE_HOME", home + "/state");
+    // Qt insists on a runtime folder of the user's own with mode 0700.
+    const QString runtime = QString::fromUtf8(home + "/runtime");
+    QDir().mkpath(runtime);
+    QFile::setPermissions(runtime, QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
+    qputenv("XDG_RUNTIME_DIR", runtime.toUtf8());
+    QStandardPaths::setTestModeEnabled(true);
+}
+
+} // namespace nanscope::test
