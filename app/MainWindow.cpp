@@ -331,11 +331,17 @@ void MainWindow::openRun(const QString& path)
     // itself: its folder may hold other runs' logs.
     const QFileInfo given(path);
     const QString directory = given.isFile() && given.fileName() == runformat::kLogFileName ? given.absolutePath() : path;
+    // Compared runs belong to the run they were compared with: opening another run closes them
+    // (a reload of the same run compares them with it again).
+    const QString shown = m_context->hasRun() ? snapshot().directory : QString();
+    if (!shown.isEmpty() && QFileInfo(shown).absoluteFilePath() != QFileInfo(directory).absoluteFilePath())
+        m_comparedRuns->closeRuns();
     // The run on screen goes now: nothing of it may stay beside the one being opened.
     m_context->close();
     showIncidentTableOrNone(false); // the next run's scan decides
     m_loadingDirectory = directory;
     m_grewSinceOpen = false;
+    m_replayStepDefaulted = false;
     m_scanError.clear();
     m_statusRun->setText(tr("Loading %1\u2026").arg(directory));
     emit openRequested(directory);
@@ -461,6 +467,13 @@ void MainWindow::showScan(const ScanReport& scan)
     m_incidentModel->setReport(scan);
     m_overview->setIncidents(scan.incidents);
     showIncidentTableOrNone(scan.incidents.empty());
+    // The replay pane starts at the worst incident's step (its first NaN, else its onset), once
+    // per run: not at the first saved step, and not over a step the user picked since.
+    if (!m_replayStepDefaulted && !scan.incidents.empty()) {
+        const Incident& worst = scan.incidents.front();
+        m_replay->chooseStepNear(worst.nonfiniteStep.value_or(worst.onsetStep));
+        m_replayStepDefaulted = true;
+    }
     m_incidentTable->setColumnHidden(IncidentModel::Rank, !m_incidentModel->hasRanks());
     m_incidentTable->resizeColumnsToContents();
     m_incidentTable->setColumnWidth(IncidentModel::Layers, std::min(m_incidentTable->columnWidth(IncidentModel::Layers), 260));

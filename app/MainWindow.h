@@ -176,6 +176,7 @@ private:
     QProgressBar* m_progress = nullptr;
     QToolButton* m_cancel = nullptr;
     QLabel* m_statusRun = nullptr;
+    bool m_replayStepDefaulted = false; // the replay pane was set to the worst incident's step
 
     QString m_loadingDirectory; // the run asked for, until it has loaded or failed
     // An incident chosen on another rank, until that rank's run and the scan have arrived.

@@ -11,7 +11,9 @@
 #include <QFileInfo>
 #include <QJsonDocument>
 
+#include <algorithm>
 #include <cmath>
+#include <set>
 #include <iterator>
 
 namespace nanscope::cli {
@@ -27,7 +29,41 @@ struct PlannedReplay
     int64_t checkpointStep = -1;
     int64_t batchStep = -1;
     QString missing; // why it cannot run, when a file is not there
+    bool wasIncident = false; // a neighbour batch whose own step was an incident
 };
+
+// The steps of the run that were incidents in training: a non-finite loss or gradient norm, a
+// skipped step, or one the recorder captured (a spike). Their batches are no neighbours that
+// prove anything about the state. Empty when run.h5 cannot be read (then every batch counts).
+std::set<int64_t> incidentStepsOf(const QString& runDirectory)
+{
+    std::set<int64_t> steps;
+    auto reader = RunReader::open(runDirectory.toStdString());
+    if (!reader)
+        return steps;
+    const RunSource& run = **reader;
+    const auto& rows = run.steps(runformat::kScalars);
+    const TableInfo* scalars = run.info().table(runformat::kScalars);
+    for (const char* name : {"loss", "grad_norm", "skipped"}) {
+        if (!scalars || !std::count(scalars->datasets.begin(), scalars->datasets.end(), name))
+            continue;
+        auto values = run.readSeries(runformat::kScalars, name);
+        if (!values)
+            continue;
+        for (size_t i = 0; i < values->size() && i < rows.size(); ++i)
+            if (std::string(name) == "skipped" ? (*values)[i] > 0.5 : !std::isfinite((*values)[i]))
+                steps.insert(rows[i]);
+    }
+    if (const TableInfo* events = run.info().table(runformat::kEvents); events && events->rows > 0) {
+        const auto& eventSteps = run.steps(runformat::kEvents);
+        if (auto kinds = run.readStrings(runformat::kEvents, "kind"))
+            for (size_t i = 0; i < kinds->size() && i < eventSteps.size(); ++i)
+                if ((*kinds)[i] == runformat::event::kIncidentCapture || (*kinds)[i] == runformat::event::kSkippedStep ||
+                    (*kinds)[i] == runformat::event::kNonfiniteLoss)
+                    steps.insert(eventSteps[i]);
+    }
+    return steps;
+}
 
 // The run's typical training loss: the median of its finite losses before `step`. A blow-up that
 // is still finite (a loss of 1e8) only shows against it. Empty when the run logs no loss.
@@ -55,6 +91,7 @@ TriageReplay triageReplayFrom(const PlannedReplay& plan, const ReplayReport& rep
     r.role = plan.role;
     r.checkpointStep = plan.checkpointStep;
     r.batchStep = plan.batchStep;
+    r.wasIncident = plan.wasIncident;
     if (!plan.missing.isEmpty()) {
         r.error = plan.missing.toStdString();
         return r;
@@ -148,17 +185,36 @@ int runTriage(const QStringList& arguments)
         plan.push_back({TriageRole::EarlierCheckpoint, -1, step, QString("no checkpoint before %1").arg(checkpointStep)});
     else
         plan.push_back({TriageRole::EarlierCheckpoint, std::prev(paired)->first, step, {}});
-    std::vector<int64_t> neighbours;
+    // Neighbours: the nearest saved batches of healthy steps, up to kNeighboursEachSide on each
+    // side. A nearer batch of a step that was itself an incident is replayed and shown, marked,
+    // but proves nothing about the state (judgeTriage does not count it).
+    const std::set<int64_t> incidentSteps = incidentStepsOf(runDir);
+    std::vector<std::pair<int64_t, bool>> neighbours; // step, was an incident
     {
-        auto before = batch;
-        for (int i = 0; i < kNeighboursEachSide && before != batches.begin(); ++i)
-            neighbours.insert(neighbours.begin(), (--before)->first);
-        auto after = std::next(batch);
-        for (int i = 0; i < kNeighboursEachSide && after != batches.end(); ++i, ++after)
-            neighbours.push_back(after->first);
+        int healthy = 0, marked = 0;
+        for (auto before = batch; healthy < kNeighboursEachSide && before != batches.begin();) {
+            const int64_t s = (--before)->first;
+            const bool incident = incidentSteps.count(s) > 0;
+            if (incident && marked >= kNeighboursEachSide)
+                continue;
+            neighbours.insert(neighbours.begin(), {s, incident});
+            (incident ? marked : healthy) += 1;
+        }
+        healthy = 0;
+        marked = 0;
+        for (auto after = std::next(batch); healthy < kNeighboursEachSide && after != batches.end(); ++after) {
+            const bool incident = incidentSteps.count(after->first) > 0;
+            if (incident && marked >= kNeighboursEachSide)
+                continue;
+            neighbours.push_back({after->first, incident});
+            (incident ? marked : healthy) += 1;
+        }
     }
-    for (int64_t neighbour : neighbours)
-        plan.push_back({TriageRole::NeighbourBatch, checkpointStep, neighbour, {}});
+    for (const auto& [neighbour, incident] : neighbours) {
+        PlannedReplay p{TriageRole::NeighbourBatch, checkpointStep, neighbour, {}};
+        p.wasIncident = incident;
+        plan.push_back(p);
+    }
     if (neighbours.empty())
         plan.push_back({TriageRole::NeighbourBatch, checkpointStep, -1, QString("no other saved batch")});
 
@@ -201,7 +257,8 @@ int runTriage(const QStringList& arguments)
                      .arg(fromStd(triageRoleName(r.role)), -20)
                      .arg(stepText(r.checkpointStep), 10)
                      .arg(stepText(r.batchStep), 6)
-                     .arg(fromStd(triageResultText(r, triage.evidence.typicalLoss)), -40)
+                     .arg(fromStd(triageResultText(r, triage.evidence.typicalLoss)) +
+                              (r.wasIncident ? QString(" (an incident step: not counted)") : QString()), -40)
                      .arg(lossText(r));
     out() << "\nLabel: " << fromStd(triageLabelName(triage.verdict.label)) << "\n"
           << fromStd(triage.verdict.why) << "\n";

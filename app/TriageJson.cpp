@@ -33,7 +33,8 @@ QJsonObject triageToJson(const TriageReport& triage)
                                    {"bad_module", text(r.badModule)},
                                    {"loss", r.ran ? jsonNumber(r.loss) : QJsonValue()},
                                    {"blew_up", triageReplayBlewUp(r, e.typicalLoss)},
-                                   {"result", text(triageResultText(r, e.typicalLoss))}});
+                                   {"result", text(triageResultText(r, e.typicalLoss))},
+                                   {"was_incident", r.wasIncident}});
     }
     QJsonArray details;
     for (const std::string& d : triage.verdict.details)
@@ -76,6 +77,7 @@ TriageReport parseTriageJson(const QByteArray& json)
         r.badOp = o["bad_op"].toString().toStdString();
         r.badModule = o["bad_module"].toString().toStdString();
         r.loss = jsonNumberOrNan(o["loss"]);
+        r.wasIncident = o["was_incident"].toBool();
         triage.evidence.replays.push_back(r);
         triage.checkpoints << o["checkpoint"].toString();
         triage.batches << o["batch"].toString();

@@ -171,8 +171,12 @@ void ComparedRunsOverlay::clear()
         custom->graph(0)->setVisible(true);
         state.plot->setSeriesName(state.seriesName);
         // A plot emptied meanwhile (its run closed) keeps the legend it was given then.
-        if (custom->graph(0)->dataCount() > 0)
+        if (custom->graph(0)->dataCount() > 0) {
             custom->legend->setVisible(state.legendVisible);
+            // The ranges were stretched to the compared runs (a 1e30 loss flattens the rest):
+            // back to the open run's own.
+            state.plot->resetZoom();
+        }
         custom->replot(QCustomPlot::rpQueuedReplot);
     }
     m_plotStates.clear();

@@ -117,6 +117,11 @@ void LayerDetailView::clear()
 {
     m_detail = LayerDetail();
     m_title->setText(tr("Select a layer in the tree or the heatmap."));
+    // The range bands are graphs of their own: left behind, the previous run's activation range
+    // stayed on screen under a run that logs none (a Trainer or Lightning log).
+    QCustomPlot* activation = m_activation->plot();
+    while (activation->graphCount() > m_activation->ownGraphCount())
+        activation->removeGraph(activation->graphCount() - 1);
     for (SeriesPlot* plot : {m_gradient, m_activation, m_nonfinite})
         plot->clear();
 }

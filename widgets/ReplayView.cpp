@@ -92,9 +92,18 @@ ReplayView::ReplayView(QWidget* parent)
                           "Double-clicking a layer in the tree replays its module."));
 
     connect(m_run, &QPushButton::clicked, this, [this] { emit replayRequested(request()); });
+    // A cancelled triage leaves no "Triaging step N..." above later results.
+    connect(m_cancel, &QPushButton::clicked, this, [this] {
+        if (m_triageRunning) {
+            m_triageRunning = false;
+            m_triageText->clear();
+            m_triageText->hide();
+        }
+    });
     connect(m_triageButton, &QPushButton::clicked, this, [this] {
         m_triageText->setText(tr("Triaging step %1: up to seven replays, each in its own process…").arg(request().step));
         m_triageText->show();
+        m_triageRunning = true;
         emit triageRequested(request().step);
     });
     // Enter in the layer field replays, as the Replay button does.
@@ -140,6 +149,13 @@ void ReplayView::setLayerPrefix(const QString& prefix)
 
 void ReplayView::setRunning(bool running)
 {
+    // While new work runs, the table and summary of the last replay are not current: greyed out
+    // and said so, never shown as if they were the answer being computed.
+    m_table->setEnabled(!running);
+    if (running && m_report.result.step >= 0)
+        m_summary->setText(tr("<i>Running… the ops below are of the previous replay (step %1).</i>").arg(m_report.result.step));
+    else if (!running && m_report.result.step >= 0)
+        m_summary->setText(summaryText());
     m_run->setEnabled(!running && m_step->count() > 0);
     m_triageButton->setEnabled(!running && m_step->count() > 0);
     m_cancel->setVisible(running);
@@ -239,6 +255,7 @@ QString ReplayView::summaryText() const
 
 void ReplayView::setTriage(const TriageReport& triage)
 {
+    m_triageRunning = false;
     m_triage = triage;
     m_triageText->setText(triageText());
     m_triageText->setVisible(!m_triageText->text().isEmpty());
@@ -275,6 +292,7 @@ QString ReplayView::triageText() const
 void ReplayView::clear()
 {
     m_triage = TriageReport();
+    m_triageRunning = false;
     m_triageText->clear();
     m_triageText->hide();
     m_report = ReplayReport();

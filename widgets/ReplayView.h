@@ -67,6 +67,7 @@ private:
     ReplayOpModel* m_model = nullptr;
     ReplayReport m_report;
     TriageReport m_triage;
+    bool m_triageRunning = false; // "Triaging step N..." is on screen
 };
 
 } // namespace nanscope

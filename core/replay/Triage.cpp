@@ -139,7 +139,8 @@ TriageVerdict judgeTriage(const TriageEvidence& evidence)
     const TriageReplay* incident = nullptr;
     const TriageReplay* again = nullptr;
     const TriageReplay* earlier = nullptr;
-    std::vector<const TriageReplay*> neighbours; // those that ran
+    std::vector<const TriageReplay*> neighbours; // those that ran, of healthy steps
+    std::vector<const TriageReplay*> incidentNeighbours; // those that ran, of steps that were incidents
     bool neighboursMissing = true;
     for (const TriageReplay& r : evidence.replays) {
         switch (r.role) {
@@ -153,7 +154,9 @@ TriageVerdict judgeTriage(const TriageEvidence& evidence)
             earlier = &r;
             break;
         case TriageRole::NeighbourBatch:
-            if (r.ran) {
+            if (r.ran && r.wasIncident)
+                incidentNeighbours.push_back(&r);
+            else if (r.ran) {
                 neighbours.push_back(&r);
                 neighboursMissing = false;
             }
@@ -214,9 +217,17 @@ TriageVerdict judgeTriage(const TriageEvidence& evidence)
         verdict.details.push_back(earlier && !earlier->error.empty()
                                       ? "Batch " + step + " on an earlier checkpoint: not run (" + earlier->error + ")."
                                       : "There is no checkpoint before " + checkpoint + ": whether the batch alone does it is not known.");
+    if (!incidentNeighbours.empty())
+        verdict.details.push_back("Batches " + steps(incidentNeighbours) +
+                                  " were incidents of their own in training: replayed, but not counted as evidence "
+                                  "about the state.");
     if (neighboursMissing)
-        verdict.details.push_back("No other saved batch could be replayed on checkpoint " + checkpoint +
-                                  ": whether the state alone does it is not known.");
+        verdict.details.push_back(incidentNeighbours.empty()
+                                      ? "No other saved batch could be replayed on checkpoint " + checkpoint +
+                                            ": whether the state alone does it is not known."
+                                      : "No batch of a healthy step was saved near step " + step +
+                                            ": whether the state alone does it is not known (only other "
+                                            "incidents' batches were at hand).");
 
     if (stateAlone) {
         verdict.label = TriageLabel::State;

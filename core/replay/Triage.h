@@ -10,7 +10,9 @@
 //   incident            batch N on checkpoint C
 //   incident, again     the same once more: is the replay deterministic?
 //   earlier checkpoint  batch N on the checkpoint before C: does the batch alone do it?
-//   neighbour batch     the saved batches nearest N (up to 2 before, 2 after) on C: does the state alone do it?
+//   neighbour batch     the saved batches nearest N (up to 2 before, 2 after) on C whose own steps were
+//                       healthy: does the state alone do it? (A batch of another incident proves nothing
+//                       about the state: it is shown, marked, and not counted.)
 
 #include <cstdint>
 #include <optional>
@@ -41,6 +43,9 @@ struct TriageReplay
     std::string badOp;     // "aten::div"
     std::string badModule; // "norm"; "" for the root module
     double loss = 0;       // may be NaN or Inf
+    // A neighbour batch whose own training step was itself an incident (non-finite, skipped, or
+    // captured as a spike): shown, but no evidence about the state, so judgeTriage does not count it.
+    bool wasIncident = false;
 };
 
 enum class TriageLabel {

@@ -124,12 +124,14 @@ std::vector<Result<ScanReport>> scanEachRank(const RankSet& ranks, const ScanCon
 
 // One incident found on several ranks at the same step (a NaN the all-reduce spread everywhere)
 // is listed once, for the first of them, naming the others.
+// One incident per kind and steps: in a data-parallel job the same blow-up reaches every rank
+// through the all-reduce, and each rank's scan words it for its own inputs, so the texts differ
+// while the event is one. The first of `rankIncidents` (the leader's, else the lowest rank's) is kept.
 void addMerged(std::vector<Incident>& merged, std::vector<Incident> rankIncidents)
 {
-    std::map<std::tuple<int, int64_t, int64_t, std::string>, std::pair<size_t, std::vector<int>>> seen;
+    std::map<std::tuple<int, int64_t, int64_t>, std::pair<size_t, std::vector<int>>> seen;
     for (Incident& incident : rankIncidents) {
-        const auto key = std::make_tuple(int(incident.kind), incident.onsetStep, incident.nonfiniteStep.value_or(-1),
-                                         incident.cause);
+        const auto key = std::make_tuple(int(incident.kind), incident.onsetStep, incident.nonfiniteStep.value_or(-1));
         auto it = seen.find(key);
         if (it != seen.end()) {
             it->second.second.push_back(*incident.rank);
@@ -217,9 +219,16 @@ Result<RankScanReport> scanRanks(const RankSet& ranks, const ScanConfig& config,
         }
         result.ranks.push_back(std::move(summary));
     }
-    // Each rank's own incidents in rank order, so that the merged one names the lowest rank.
-    std::stable_sort(rankIncidents.begin(), rankIncidents.end(),
-                     [](const Incident& a, const Incident& b) { return *a.rank < *b.rank; });
+    // Each rank's own incidents: the first rank to go non-finite first (its incident explains the
+    // others'), then in rank order, so that a merged incident names that rank, else the lowest.
+    const std::optional<int> leaderRank = context.firstNonfiniteRank;
+    std::stable_sort(rankIncidents.begin(), rankIncidents.end(), [&](const Incident& a, const Incident& b) {
+        const bool aLeads = leaderRank && *a.rank == *leaderRank;
+        const bool bLeads = leaderRank && *b.rank == *leaderRank;
+        if (aLeads != bLeads)
+            return aLeads;
+        return *a.rank < *b.rank;
+    });
     // The other ranks' non-finite findings at the leader's step came to them through the all-reduce.
     if (context.firstNonfiniteRank) {
         const int leader = *context.firstNonfiniteRank;

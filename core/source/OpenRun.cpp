@@ -106,6 +106,23 @@ void addFile(FoundLogs& found, const fs::path& path, uintmax_t& trainerStateSize
         found.textLogs.push_back(path.string());
     } else if (isTextLogName(path) && looksLikeStepTextLog(path.string())) {
         found.stepLogs.push_back(path.string());
+    } else {
+        // Said when nothing in the folder is a run: which files were looked at, and why each is
+        // not a log, so that a person knows what to convert.
+        std::string why;
+        const std::string ext = path.extension().string();
+        if (isTextLogName(path))
+            why = "a text file without training lines in its first 1 MiB (DeepSpeed, Megatron, or step lines "
+                  "such as \"step 12 | loss 3.2\")";
+        else if (ext == ".json")
+            why = "JSON, but not a Trainer's trainer_state.json";
+        else if (ext == ".csv")
+            why = "CSV, but not a Lightning metrics.csv";
+        else if (ext == ".wandb")
+            why = "a W&B binary record file, which nanscope does not read (its files/output.log is read as text)";
+        else
+            why = ext.empty() ? "no extension nanscope reads" : "a " + ext + " file, no format nanscope reads";
+        found.passedOver.push_back(path.string() + ": " + why);
     }
 }
 
@@ -380,6 +397,14 @@ Result<std::unique_ptr<RunSource>> openRun(const std::string& path, const Progre
                                  "*.ckpt files)";
         for (const std::string& note : found.notes)
             why += "; " + note;
+        constexpr size_t kMostListed = 12;
+        if (!found.passedOver.empty()) {
+            why += ". Files looked at: ";
+            for (size_t i = 0; i < found.passedOver.size() && i < kMostListed; ++i)
+                why += (i ? "; " : "") + found.passedOver[i];
+            if (found.passedOver.size() > kMostListed)
+                why += "; and " + std::to_string(found.passedOver.size() - kMostListed) + " more";
+        }
         return Error{why};
     }
 

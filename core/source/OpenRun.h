@@ -30,6 +30,9 @@ struct FoundLogs
     // or a checkpoint file.
     std::map<int64_t, std::string> checkpointSources;
     std::vector<std::string> notes;       // what detection passed over, and why
+    // Files that are no log nanscope reads, each with why ("FILE: JSON, but not ..."): named when
+    // nothing in the folder is a run.
+    std::vector<std::string> passedOver;
 
     bool empty() const
     {

@@ -18,6 +18,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 using namespace nanscope;
 using namespace nanscope::test;
 
@@ -61,5 +63,33 @@ TEST(ComparedRunsWindow, ARunThatCannotBeOpenedIsNamedAndDropped)
     ASSERT_TRUE(done.wait(30000));
     EXPECT_FALSE(done.first().first().toBool());
     EXPECT_FALSE(compared->hasRuns());
+    EXPECT_EQ(compared->overlay()->graph(window.overview()->plot("loss"), 1), nullptr);
+}
+
+// Issue 27: a comparison made on one run stayed overlaid when an unrelated run was opened, and
+// after Close Compared Runs the plots kept the y range of the removed run.
+TEST(ComparedRunsWindow, OpeningAnotherRunDropsTheComparisonAndClosingGivesTheRangeBack)
+{
+    MainWindow window;
+    ComparedRuns* compared = window.comparedRuns();
+    QSignalSpy done(compared, &ComparedRuns::comparisonDone);
+    ASSERT_TRUE(openAndWait(window, demoRun("healthy")));
+    SeriesPlot* loss = window.overview()->plot("loss");
+    ASSERT_TRUE(waitForScan(window));
+    loss->resetZoom();
+    const QCPRange own = loss->plot()->yAxis->range();
+    compared->addRun(demoRun("sudden-blowup"));
+    ASSERT_TRUE(done.wait(60000));
+    ASSERT_TRUE(compared->hasRuns());
+    loss->plot()->rescaleAxes(); // the plot stretched to the other run's loss, as a user zooms out
+    compared->closeRuns();
+    const QCPRange after = loss->plot()->yAxis->range();
+    EXPECT_NEAR(after.upper, own.upper, std::abs(own.upper) * 1e-6 + 1e-9) << "the range of the removed run stayed";
+
+    compared->addRun(demoRun("sudden-blowup"));
+    ASSERT_TRUE(done.wait(60000));
+    ASSERT_TRUE(compared->hasRuns());
+    ASSERT_TRUE(openAndWait(window, demoRun("division-by-zero")));
+    EXPECT_FALSE(compared->hasRuns()) << "the comparison of another run stayed on the new one";
     EXPECT_EQ(compared->overlay()->graph(window.overview()->plot("loss"), 1), nullptr);
 }

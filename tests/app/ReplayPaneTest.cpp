@@ -11,6 +11,7 @@
 
 #include <QAbstractItemModelTester>
 #include <QFile>
+#include <QLabel>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -91,6 +92,38 @@ TEST(ReplayPane, TheTriageButtonShowsTheEvidenceAndTheLabel)
     const QString text = window.replay()->triageText();
     EXPECT_TRUE(text.contains("Triage of step 180: data")) << text.toStdString();
     EXPECT_TRUE(text.contains("earlier checkpoint")) << "the evidence table";
+}
+
+// Issue 27: the replay step started at the first saved step, not at the incident's, and a
+// cancelled triage left "Triaging step 180..." on screen.
+TEST(ReplayPane, StartsAtTheWorstIncidentsStepAndACancelledTriageLeavesNoMessage)
+{
+    MainWindow window;
+    window.setReplayProgram(NANSCOPE_BINARY);
+    QSignalSpy loaded(&window, &MainWindow::runLoaded);
+    QSignalSpy found(&window, &MainWindow::incidentsFound);
+    window.openRun(test::demoRun("division-by-zero"));
+    ASSERT_TRUE(loaded.wait(30000));
+    ASSERT_TRUE(found.count() > 0 || found.wait(60000)) << "no scan";
+    EXPECT_EQ(window.replay()->request().step, 180) << "the critical incident's step, before any selection";
+    QPushButton* triage = nullptr;
+    QPushButton* cancel = nullptr;
+    for (QPushButton* button : window.replay()->findChildren<QPushButton*>()) {
+        if (button->text() == "Triage")
+            triage = button;
+        if (button->text() == "Cancel")
+            cancel = button;
+    }
+    ASSERT_NE(triage, nullptr);
+    ASSERT_NE(cancel, nullptr);
+    triage->click();
+    EXPECT_TRUE(window.replay()->findChildren<QLabel*>().size() > 0);
+    cancel->click();
+    QString shown;
+    for (QLabel* label : window.replay()->findChildren<QLabel*>())
+        if (label->isVisibleTo(window.replay()))
+            shown += label->text();
+    EXPECT_FALSE(shown.contains("Triaging step")) << shown.toStdString();
 }
 
 TEST(ReplayPane, ACrashingReplayIsReportedAndTheWindowSurvives)

@@ -200,3 +200,23 @@ TEST(Triage, LabelAndRoleKeysReadBack)
         EXPECT_EQ(triageRoleFromKey(triageRoleKey(role)), role);
     EXPECT_FALSE(triageLabelFromKey("nonsense"));
 }
+
+// Issue 24: a neighbour batch that was itself an incident (the next NaN step of a run that never
+// recovered) blew up on the checkpoint and made the label "state". It is no evidence about the
+// state: shown, not counted.
+TEST(Triage, ANeighbourThatWasAnIncidentIsNotEvidenceAboutTheState)
+{
+    TriageReplay incidentNeighbour = nanAtDiv(R::NeighbourBatch, 150, 181);
+    incidentNeighbour.wasIncident = true;
+    const TriageVerdict withHealthy = judgeTriage(evidence({nanAtDiv(R::Incident, 150, 180), nanAtDiv(R::IncidentAgain, 150, 180),
+                                                            nanAtDiv(R::EarlierCheckpoint, 100, 180), incidentNeighbour,
+                                                            finite(R::NeighbourBatch, 150, 170)}));
+    EXPECT_EQ(withHealthy.label, TriageLabel::Data) << withHealthy.why;
+    EXPECT_TRUE(anyDetailHas(withHealthy, "181")) << "the incident neighbour is named";
+    EXPECT_TRUE(anyDetailHas(withHealthy, "not counted"));
+
+    const TriageVerdict onlyIncidents = judgeTriage(evidence({nanAtDiv(R::Incident, 150, 180), nanAtDiv(R::IncidentAgain, 150, 180),
+                                                              finite(R::EarlierCheckpoint, 100, 180), incidentNeighbour}));
+    EXPECT_NE(onlyIncidents.label, TriageLabel::DataAndState) << onlyIncidents.why;
+    EXPECT_TRUE(anyDetailHas(onlyIncidents, "No batch of a healthy step")) << "says what it could not rule out";
+}

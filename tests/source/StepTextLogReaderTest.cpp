@@ -257,3 +257,19 @@ TEST(StepTextLogReader, AFileNoReaderTakesIsAnErrorThatSaysWhy)
     EXPECT_NE(run.error().find("fairseq.log"), std::string::npos) << run.error();
     EXPECT_GT(run.error().size(), log.size() + 10) << "the error says why: " << run.error();
 }
+
+// Issue 26: `nanscope info` on a folder it cannot read names the files it looked at and why each
+// is no log, so that a person knows what to convert.
+TEST(StepTextLogReader, AFolderWithNoRunNamesEachFileAndWhy)
+{
+    test::TempFolder folder;
+    writeLog(folder, "notes.txt", "nothing here\n");
+    writeLog(folder, "config.json", "{\"lr\": 0.1}\n");
+    writeLog(folder, "run-abc.wandb", std::string("\x00\x01", 2));
+    auto run = openRun(folder.path());
+    ASSERT_FALSE(run);
+    for (const char* part : {"Files looked at", "notes.txt: a text file without training lines",
+                             "config.json: JSON, but not a Trainer's trainer_state.json",
+                             "run-abc.wandb: a W&B binary record file"})
+        EXPECT_NE(run.error().find(part), std::string::npos) << part << "\n" << run.error();
+}
