@@ -57,7 +57,8 @@ def batch(step):
 
 
 def train(run_dir, model, steps, nan_at=None, **recorder_options):
-    """Trains with SGD; returns (recorder results per step, the model)."""
+    """Trains with SGD; returns (recorder results per step, the model). nan_at: a step, or a
+    collection of steps, whose batch gets a NaN."""
     options = dict(loss_name="cross_entropy", checkpoint_every=5, activations_every=2)
     options.update(recorder_options)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -65,7 +66,7 @@ def train(run_dir, model, steps, nan_at=None, **recorder_options):
     with Recorder(run_dir, model, **options) as rec:
         for step in range(steps):
             x, y = batch(step)
-            if step == nan_at:
+            if step == nan_at or (isinstance(nan_at, (set, frozenset, range, list, tuple)) and step in nan_at):
                 x[2, 1] = float("nan")
             rec.begin_step(step, inputs=x, targets=y)
             loss = F.cross_entropy(model(x), y)

@@ -8,12 +8,8 @@ import tempfile
 import unittest
 
 import h5py
-import torch
-import torch.nn.functional as F
-
 sys.path.insert(0, os.path.dirname(__file__))
 import recorder_fixtures as fx  # noqa: E402
-from nanscope_recorder import Recorder  # noqa: E402
 from nanscope_recorder.capture import DEFAULTS, CapturePolicy  # noqa: E402
 
 CASES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "capture_policy_cases.json")
@@ -32,19 +28,7 @@ class CapturePolicyCases(unittest.TestCase):
         saved, not one checkpoint and batch per step (126 per rank before)."""
         with tempfile.TemporaryDirectory() as tmp:
             run = os.path.join(tmp, "run")
-            model = fx.bn_mlp()
-            opt = torch.optim.SGD(model.parameters(), lr=0.1)
-            with Recorder(run, model, loss_name="cross_entropy", checkpoint_every=0) as rec:
-                for step in range(40):
-                    x, y = fx.batch(step)
-                    if step >= 5:
-                        x[0, 0] = float("nan")
-                    rec.begin_step(step, inputs=x, targets=y)
-                    loss = F.cross_entropy(model(x), y)
-                    opt.zero_grad()
-                    loss.backward()
-                    if rec.end_step(loss):
-                        opt.step()
+            fx.train(run, fx.bn_mlp(), 40, nan_at=range(5, 40), checkpoint_every=0)
             with h5py.File(os.path.join(run, "run.h5"), "r") as f:
                 kinds = [k.decode() if isinstance(k, bytes) else k for k in f["events/kind"][:]]
                 steps = list(f["events/steps"][:])
