@@ -94,7 +94,9 @@ void RunSession::open(const QString& directory)
     if (snapshot.error.isEmpty())
         requestScan();
     if (snapshot.error.isEmpty() && m_reader->rankSet())
-        requestRankHeatmap(int(HeatmapQuantity::NonfiniteCount));
+        // The gradient norm: it shows the rank that went first; the non-finite count turns every
+        // rank white together once the all-reduce has spread the NaN.
+        requestRankHeatmap(int(HeatmapQuantity::GradNormLog10));
     if (snapshot.error.isEmpty() && !snapshot.layers.empty())
         requestHeatmap(int(defaultHeatmapQuantity(*m_reader)));
     if (!m_pollTimer) {

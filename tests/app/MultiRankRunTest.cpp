@@ -9,6 +9,8 @@
 #include "core/run/RunFormat.h"
 #include "core/run/RunWriter.h"
 #include "widgets/IncidentModel.h"
+#include <QElapsedTimer>
+#include "widgets/HeatmapView.h"
 
 #include <QComboBox>
 #include <QDir>
@@ -165,4 +167,23 @@ TEST(MultiRankRun, ReplayOnTheJobFolderGoesToTheRankThatSavedTheStep)
     const auto triageRank2 = test::runNanscope({"triage", dir.path(), "--step", "30", "--rank", "2"});
     EXPECT_NE(triageRank2.exitCode, 0);
     EXPECT_TRUE(triageRank2.err.contains("rank_00002")) << triageRank2.err.toStdString();
+}
+
+// Issue 27: the rank heatmap opened on "non-finite count", blank white from the failing step on
+// (every rank non-finite); the gradient norm shows the rank that went first, and the view's box
+// names what it shows.
+TEST(MultiRankRun, TheRankHeatmapOpensOnTheGradientNorm)
+{
+    QTemporaryDir dir;
+    writeJob(dir.path());
+    MainWindow window;
+    ASSERT_TRUE(test::openAndWait(window, dir.path()));
+    HeatmapView* ranks = window.rankControls()->heatmap();
+    QElapsedTimer clock;
+    clock.start();
+    while (ranks->heatmap().rows.empty() && clock.elapsed() < 30000)
+        QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+    ASSERT_FALSE(ranks->heatmap().rows.empty()) << "no rank heatmap";
+    EXPECT_EQ(ranks->heatmap().quantity, HeatmapQuantity::GradNormLog10);
+    EXPECT_EQ(ranks->quantity(), HeatmapQuantity::GradNormLog10) << "the box names another quantity than shown";
 }
