@@ -10,7 +10,6 @@
 #include <fstream>
 #include <limits>
 #include <optional>
-#include <set>
 #include <string_view>
 
 namespace nanscope {
