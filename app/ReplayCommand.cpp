@@ -1,4 +1,5 @@
 #include "CliSupport.h"
+#include "EagerReplay.h"
 #include "ReplayJson.h"
 #include "Subcommands.h"
 
@@ -108,6 +109,12 @@ int runReplay(const QStringList& arguments)
     parser.addOption({"device", "cpu, or cuda when LibTorch has it.", "DEVICE", "cpu"});
     parser.addOption({"eval", "Replay in evaluation mode (default: training mode, as the step ran)."});
     parser.addOption({"json", "Print JSON instead of text."});
+    parser.addOption({"eager", "Replay in Python, rebuilding the model with its factory (as a state_dict checkpoint "
+                               "always is): forward and backward hooked on every module and torch call."});
+    parser.addOption({"model-factory", "How eager replay rebuilds the model: module:callable (default: the run's "
+                                       "model_factory).", "SPEC"});
+    parser.addOption({"python", "The Python interpreter for eager replay (default: the one that trained, else "
+                                "python3).", "PROGRAM"});
     parser.addOption(rankOption());
     int code = 0;
     if (!parse(parser, arguments, code))
@@ -134,8 +141,10 @@ int runReplay(const QStringList& arguments)
     // run.h5 opens, else every step with both files.
     QString replayable = stepList(checkpoints, batches);
     // run.h5 supplies the loss name when the batch lacks one; replay works without it.
+    std::map<std::string, std::string> runAttributes;
     if (auto reader = RunReader::open(runDir.toStdString())) {
         const auto& attributes = (*reader)->info().attributes;
+        runAttributes = attributes;
         if (auto it = attributes.find("loss_name"); it != attributes.end())
             options.lossName = it->second;
         QStringList steps;
@@ -164,18 +173,34 @@ int runReplay(const QStringList& arguments)
     for (const auto& file : {options.checkpoint, options.batch})
         if (!QFileInfo::exists(fromStd(file)))
             return fail(fromStd(file) + ": no such file");
-    // The recorder says beside a checkpoint when it is no program (checkpoints/step_N.form): say
-    // why and what would make it replayable, rather than LibTorch's failure to load it.
+    // The recorder says beside a checkpoint when it is no program (checkpoints/step_N.form): it
+    // replays eagerly when the run names a model factory; else say why and what would make it
+    // replayable, rather than LibTorch's failure to load it.
+    EagerReplayRequest eager =
+        eagerReplayRequestFor(runAttributes, parser.value("python"), parser.value("model-factory"));
+    bool replayEagerly = parser.isSet("eager");
     if (const auto form = readFormBeside(options.checkpoint))
-        if (const std::string why = whyFormCannotReplay(*form); !why.empty())
-            return fail(fromStd(options.checkpoint) + " cannot be replayed: it " + fromStd(why));
+        if (const std::string why = whyFormCannotReplay(*form); !why.empty()) {
+            if (eager.factory.isEmpty())
+                return fail(fromStd(options.checkpoint) + " cannot be replayed: it " + fromStd(why) +
+                            "; or name a model factory for eager replay (--model-factory module:function, or the "
+                            "recorder's model_factory)");
+            replayEagerly = true;
+        }
+    if (replayEagerly && eager.factory.isEmpty())
+        return fail("--eager needs a model factory: the run names none; give --model-factory module:function (a "
+                    "function that builds the model with no arguments)");
     options.layerPrefix = parser.value("layer").toStdString();
     options.bisect = parser.isSet("bisect");
     options.dtype = parser.value("dtype").toStdString();
     options.device = parser.value("device").toStdString();
     options.eval = parser.isSet("eval");
-    err() << "nanscope: replaying " << fromStd(options.checkpoint)
-          << " (TorchScript: this runs code from the file)" << Qt::endl;
+    if (replayEagerly)
+        err() << "nanscope: replaying " << fromStd(options.checkpoint) << " eagerly: " << eager.python << " imports "
+              << eager.factory << " (this runs the model's Python code)" << Qt::endl;
+    else
+        err() << "nanscope: replaying " << fromStd(options.checkpoint)
+              << " (TorchScript: this runs code from the file)" << Qt::endl;
 
     Result<ReplayResult> replayed = Error{"not run"};
     {
@@ -184,7 +209,12 @@ int runReplay(const QStringList& arguments)
         std::optional<StdoutToStderr> modelOutputAside;
         if (parser.isSet("json"))
             modelOutputAside.emplace();
-        replayed = replayStep(options);
+        if (replayEagerly) {
+            eager.options = options;
+            replayed = runEagerReplay(eager);
+        } else {
+            replayed = replayStep(options);
+        }
     }
     if (!replayed)
         return fail(fromStd(replayed.error()));

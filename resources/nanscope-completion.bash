@@ -16,7 +16,7 @@ _nanscope_options()
         stats) echo "--json --device --histogram --spectral-norm --norm-threshold --optimizer --names-from $common" ;;
         diff) echo "--json $common" ;;
         compare) echo "--json $common" ;;
-        replay) echo "--step --checkpoint --batch --layer --bisect --dtype --device --eval --json --rank $common" ;;
+        replay) echo "--step --checkpoint --batch --layer --bisect --dtype --device --eval --json --eager --model-factory --python --rank $common" ;;
         triage) echo "--step --json --rank $common" ;;
         report) echo "-o --output --no-replay --compare --rank $common" ;;
         import) echo "--checkpoints $common" ;;

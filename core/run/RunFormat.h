@@ -14,6 +14,13 @@ inline constexpr int kFormatVersion = 1;
 // How a run.h5 source is named to users (RunInfo::source.format).
 inline constexpr const char* kNativeSourceFormat = "nanscope run (run.h5)";
 
+// Root attributes the Python recorder writes so that eager replay can rebuild a model whose
+// checkpoints are state_dicts: the factory ("module:callable" or "/path/script.py:callable"), the
+// folders it imports from (os.pathsep-separated) and the interpreter that trained.
+inline constexpr const char* kModelFactoryAttribute = "model_factory";
+inline constexpr const char* kModelFactoryPathAttribute = "model_factory_path";
+inline constexpr const char* kPythonExecutableAttribute = "python_executable";
+
 inline constexpr const char* kScalars = "scalars";
 // A dataset of /scalars as an incident's evidence names its series ("loss" -> "scalars/loss").
 inline std::string scalarSeries(const std::string& dataset)

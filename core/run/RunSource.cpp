@@ -22,12 +22,19 @@ std::string RunInfo::whyNotReplayable(int64_t step) const
     const std::string n = std::to_string(step);
     if (!checkpoints.count(step))
         return "no checkpoint of step " + n + " was saved";
-    if (auto form = checkpointForms.find(step); form != checkpointForms.end())
+    // A state_dict replays eagerly when the run names how to rebuild its model.
+    if (auto form = checkpointForms.find(step); form != checkpointForms.end() && !replaysEagerly())
         if (const std::string why = whyFormCannotReplay(form->second); !why.empty())
             return "checkpoint " + n + " " + why;
     if (!batches.count(step))
         return "no batch of step " + n + " was saved";
     return {};
+}
+
+bool RunInfo::replaysEagerly() const
+{
+    const auto factory = attributes.find(rf::kModelFactoryAttribute);
+    return factory != attributes.end() && !factory->second.empty();
 }
 
 std::string RunInfo::whyNothingReplays() const

@@ -70,6 +70,9 @@ struct RunInfo
     std::vector<int64_t> replayableSteps() const;
     // Why step N cannot be replayed, and what would make it replayable; empty when it can.
     std::string whyNotReplayable(int64_t step) const;
+    // The run names a model factory (docs/run-format.md): its state_dict checkpoints replay eagerly,
+    // in a Python child that rebuilds the model.
+    bool replaysEagerly() const;
     // Why no step of the run can be replayed; empty when one can.
     std::string whyNothingReplays() const;
 };

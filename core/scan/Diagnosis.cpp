@@ -43,6 +43,8 @@ std::string savedBatchNote(const RunInfo& info, int64_t step)
     const auto replayable = info.replayableSteps();
     if (std::binary_search(replayable.begin(), replayable.end(), step))
         note += "; replay it: nanscope replay RUN_DIR --step " + std::to_string(step);
+    else if (info.checkpoints.count(step))
+        note += ", but it cannot be replayed: " + info.whyNotReplayable(step);
     else
         note += ", but no checkpoint of that step, so it cannot be replayed (replay needs both at the same step)";
     return note + ".";
@@ -90,7 +92,7 @@ Diagnosis diagnoseBufferCorruption(const BufferFacts& facts)
                    " evaluations): NaN in eval while training is fine is BatchNorm running statistics.";
     if (facts.nanInputStep)
         d.cause += " The input batch of step " + std::to_string(*facts.nanInputStep) +
-                   " held NaN: the training-mode forward pass folded it into the running statistics before the "
+                   " held NaN or Inf: the training-mode forward pass folded it into the running statistics before the "
                    "step was skipped.";
     else if (facts.onsetStepSkipped)
         d.cause += " That step was skipped, but the forward pass had already updated the running statistics.";
@@ -139,8 +141,9 @@ Diagnosis diagnoseBlowupCause(const BlowupFacts& facts)
     if (const auto& input = facts.input) {
         d.cause = "Sudden blow-up at one batch: the input batch of step " + std::to_string(input->step) + " holds " +
                   (input->nonfinite ? "NaN/Inf" : "extreme values") +
-                  (input->note.empty() ? "" : " (" + input->note + ")") + "; the " + facts.series + " jumped x" +
-                  ratio + " and the update destroyed the weights.";
+                  (input->note.empty() ? "" : " (" + input->note + ")") + "; the " + facts.series +
+                  (facts.jumpRatio ? " jumped x" + ratio : std::string(" went non-finite at step " + onset)) +
+                  " and the update destroyed the weights.";
         d.suggestion = "Inspect that batch and fix or filter the records it came from; clip gradients "
                        "(clip_grad_norm_) so one batch cannot destroy the weights." +
                        input->batchNote;
@@ -450,6 +453,10 @@ Diagnosis diagnoseRankNonfinite(const RankNonfiniteFacts& facts)
     if (!facts.badInputs.empty())
         d.cause += "The batch it was given held non-finite values (" + joinNames(facts.badInputs, 4) +
                    "): bad data on one rank, spread to every rank by the gradient all-reduce.";
+    else if (!facts.extremeInputs.empty())
+        d.cause += "The batch it was given held extreme values (" + joinNames(facts.extremeInputs, 4) +
+                   "): finite, but large enough to overflow in the forward or backward pass; bad data on one rank, "
+                   "spread to every rank by the gradient all-reduce.";
     else if (facts.inputsLogged)
         d.cause += "Its inputs were finite: the NaN arose in its forward or backward pass" +
                    (facts.badLayers.empty() ? std::string(".") : ", first in the gradient of " + joinNames(facts.badLayers, 3) + ".");

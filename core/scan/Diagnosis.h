@@ -253,6 +253,8 @@ struct RankNonfiniteFacts
     std::optional<int64_t> othersStep; // the first step any other rank went non-finite, later
     bool lossNonfinite = false;        // its own loss (else only its local gradient)
     std::vector<std::string> badInputs; // "x (3 NaN)": inputs it was given at that step that held NaN/Inf
+    // "x (largest magnitude 1e+30; typically 1)": finite inputs its own scan judged extreme there
+    std::vector<std::string> extremeInputs;
     bool inputsLogged = false;
     std::vector<std::string> badLayers; // parameters whose local gradient was non-finite, in order
     bool localGradientsLogged = false;

@@ -53,6 +53,27 @@ void readInputs(const RunSource& run, int64_t step, RankNonfiniteFacts& facts)
     }
 }
 
+// The leader's own scan judged its batches (BadInputRule): a batch of extreme but finite values at
+// `step` (a 1e30 sample) is quoted from there, so the two incidents of that rank and step agree.
+void readExtremeInputs(const Result<ScanReport>& rankReport, int64_t step, RankNonfiniteFacts& facts)
+{
+    if (!rankReport)
+        return;
+    for (const Incident& incident : rankReport->incidents) {
+        if (incident.kind != IncidentKind::BadInput)
+            continue;
+        for (const LayerOnset& row : incident.evidence.layerOnsets)
+            if (row.onsetStep == step && !row.nonfinite) {
+                facts.inputsLogged = true;
+                // The incident's note describes its first bad batch.
+                const bool described = incident.onsetStep == step && !incident.evidence.note.empty();
+                const std::string entry = row.name + (described ? " (" + incident.evidence.note + ")" : std::string());
+                if (std::find(facts.extremeInputs.begin(), facts.extremeInputs.end(), entry) == facts.extremeInputs.end())
+                    facts.extremeInputs.push_back(entry);
+            }
+    }
+}
+
 void readLocalGradients(const RunSource& run, int64_t step, RankNonfiniteFacts& facts)
 {
     const TableInfo* layers = run.table(rf::kLayers);
@@ -128,6 +149,9 @@ Status detectFirstNonfiniteRank(RankScanContext& context)
         facts.sameStepRanks.push_back(leaders[i]->rank);
     facts.lossNonfinite = !std::isfinite(leader.loss[row]);
     readInputs(run, facts.step, facts);
+    const size_t leaderIndex = size_t(&leader - context.series.data());
+    if (leaderIndex < context.rankReports.size())
+        readExtremeInputs(context.rankReports[leaderIndex], facts.step, facts);
     readLocalGradients(run, facts.step, facts);
     facts.batchNote = savedBatchNote(run.info(), facts.step);
 
@@ -143,7 +167,9 @@ Status detectFirstNonfiniteRank(RankScanContext& context)
     incident.evidence.windowEndStep = othersStep.value_or(facts.step);
     incident.evidence.count = int64_t(leaders.size());
     std::string note = "rank " + std::to_string(leader.rank) + " at step " + std::to_string(facts.step) + ": inputs ";
-    note += facts.inputsLogged ? (facts.badInputs.empty() ? "finite" : joinNames(facts.badInputs, 4)) : "not logged";
+    std::vector<std::string> unusual = facts.badInputs;
+    unusual.insert(unusual.end(), facts.extremeInputs.begin(), facts.extremeInputs.end());
+    note += facts.inputsLogged ? (unusual.empty() ? "finite" : joinNames(unusual, 4)) : "not logged";
     note += "; local gradient ";
     note += facts.localGradientsLogged
                 ? (facts.badLayers.empty() ? "finite in every parameter"

@@ -171,7 +171,7 @@ Result<RankScanReport> scanRanks(const RankSet& ranks, const ScanConfig& config,
     if (cancelled)
         return cancelledError;
 
-    RankScanContext context{ranks, series, config, {}, {}, {}, {}};
+    RankScanContext context{ranks, series, config, perRank, {}, {}, {}, {}};
     for (auto rule : {detectStoppedRanks, detectFirstNonfiniteRank, detectRankDivergence})
         if (Status s = rule(context); !s)
             return Error{s.error()};

@@ -101,6 +101,9 @@ struct RankScanContext
     const RankSet& ranks;
     const std::vector<RankSeries>& series;
     const ScanConfig& config;
+    // Each rank's own scan, per series entry: what it found on its own run (a bad batch, say) is
+    // the one judgement the rank rules quote, not a second reading of the same tables.
+    const std::vector<Result<ScanReport>>& rankReports;
     std::vector<Incident> incidents;
     std::vector<std::string> notes;
     // Written by the stopped-ranks rule, per series entry.

@@ -3,6 +3,7 @@
 #include "core/run/RunFormat.h"
 #include "core/run/RunWriter.h"
 #include "core/scan/OnlineSpikeDetector.h"
+#include "core/torch/GuardFiles.h"
 #include "core/torch/TensorRange.h"
 #include "core/torch/TorchReductions.h"
 
@@ -27,6 +28,8 @@ namespace nanscope {
 
 namespace rf = runformat;
 namespace ts = torchstats;
+using guardfiles::saveAtomically;
+using guardfiles::saveBatchFile;
 
 namespace {
 
@@ -367,33 +370,6 @@ bool rollbackKnows(torch::optim::Optimizer& optimizer)
 
 constexpr const char* kKnownOptimizers = "Adam, AdamW, SGD, RMSprop, Adagrad";
 
-void saveAtomically(const std::string& path, const std::function<void(const std::string&)>& save)
-{
-    // A process killed while saving leaves no half-written file under the contract's name.
-    const std::string partial = path + ".partial";
-    save(partial);
-    fs::rename(partial, path);
-}
-
-void saveBatchFile(const std::string& path, const torch::Tensor& inputs, const torch::Tensor& targets, int64_t step,
-                   const std::string& lossName)
-{
-    c10::impl::GenericDict batch(c10::StringType::get(), c10::AnyType::get());
-    batch.insert("inputs", inputs.detach().cpu());
-    if (targets.defined())
-        batch.insert("targets", targets.detach().cpu());
-    if (!lossName.empty())
-        batch.insert("loss", lossName);
-    batch.insert("step", step);
-    const std::vector<char> bytes = torch::pickle_save(c10::IValue(batch));
-    saveAtomically(path, [&](const std::string& partial) {
-        std::ofstream out(partial, std::ios::binary);
-        out.write(bytes.data(), std::streamsize(bytes.size()));
-        if (!out)
-            throw GuardError(partial + ": cannot write the batch");
-    });
-}
-
 } // namespace
 
 struct Guard::State
@@ -415,6 +391,8 @@ struct Guard::State
     std::vector<torch::Tensor> bufferSnapshot; // the norm layers' buffers before this step's forward
     bool checkpointSaved = false;
     bool batchSaved = false;
+    // Saved beside a capture, so that triage has a healthy batch to tell a bad batch from bad weights.
+    guardfiles::HealthyBatch lastHealthy;
 
     // ---- fixed at the first endStep (run.h5's schema)
     std::vector<std::string> scalarNames; // the user's extra scalars
@@ -799,9 +777,19 @@ struct Guard::State
                 saveCheckpoint(/*preForwardBuffers=*/true);
             if (!batchSaved)
                 saveBatch();
+            std::string healthy;
+            if (const std::optional<int64_t> neighbour = lastHealthy.unsavedStep()) {
+                const std::string path = stepFile(rf::kBatchDir, *neighbour);
+                lastHealthy.save(path, options.lossName);
+                event(step, rf::event::kBatchSaved, relative(path));
+                healthy = "; batch " + std::to_string(*neighbour) + ", the last healthy step's, for triage";
+            }
             event(step, rf::event::kIncidentCapture,
                   CapturePolicy::describe(capture) + " at step " + std::to_string(step) + ": checkpoint " +
-                      std::to_string(step) + " (the weights its forward ran on) and batch " + std::to_string(step));
+                      std::to_string(step) + " (the weights its forward ran on) and batch " + std::to_string(step) +
+                      healthy);
+        } else if (finite && !spike && inputs.defined()) {
+            lastHealthy.hold(step, inputs, targets, batchSaved);
         }
         if (!std::isfinite(lossValue))
             event(step, rf::event::kNonfiniteLoss, "loss = " + std::to_string(lossValue));

@@ -1,6 +1,7 @@
 #include "core/torch/Replay.h"
 
 #include "core/checkpoint/CheckpointReader.h"
+#include "core/replay/ReplayJudgement.h"
 #include "core/replay/ReplaySignatures.h"
 #include "core/run/LayerNames.h"
 #include "core/torch/TensorRange.h"
@@ -877,23 +878,7 @@ private:
             return -1;
         };
 
-        // The culprit: non-finite out of finite in. Failing that, the first non-finite output.
-        for (const auto& op : allOps) {
-            if (!hasNonfinite(op.output))
-                continue;
-            const bool inputsFinite = std::none_of(op.inputs.begin(), op.inputs.end(),
-                                                   [](const std::optional<TensorStats>& s) { return hasNonfinite(s); });
-            if (inputsFinite) {
-                result.firstNonfinite = op;
-                break;
-            }
-            if (!result.firstNonfinite)
-                result.firstNonfinite = op;
-        }
-        if (result.firstNonfinite && std::any_of(result.firstNonfinite->inputs.begin(), result.firstNonfinite->inputs.end(),
-                                                 [](const std::optional<TensorStats>& s) { return hasNonfinite(s); }))
-            result.notes.push_back("every non-finite output has a non-finite input: the NaN/Inf was already in the "
-                                   "model's state (a parameter or buffer) or in the batch");
+        result.firstNonfinite = forwardCulprit(allOps, result.notes);
 
         // Output-logit divergence, on the logits the loss reads.
         if (result.lossConvention == LossConvention::NamedLoss && (result.lossName == "cross_entropy" || result.lossName == "nll") &&
@@ -950,11 +935,7 @@ private:
             for (size_t i = 0; i < allOps.size(); ++i)
                 if (m_opValues[i].requires_grad())
                     allOps[i].grad = statsOf(m_opValues[i].grad());
-            for (size_t i = allOps.size(); i-- > 0;)
-                if (hasNonfinite(allOps[i].grad)) {
-                    result.firstNonfiniteGrad = allOps[i];
-                    break;
-                }
+            result.firstNonfiniteGrad = firstNonfiniteGradient(allOps);
             // A finite forward whose backward is not: the op whose backward made the first
             // non-finite gradient out of a finite one (log of a zero that a torch.where masked out).
             if (!result.firstNonfinite)
@@ -979,13 +960,8 @@ private:
             result.lossOp->grad = allOps[size_t(result.lossOp->index)].grad;
         result.findings = judgeReplaySignatures(allOps, result.lossOp);
 
-        // The layer filter lists the module's ops, and always the first non-finite op: a filter
-        // must not hide the culprit the pane highlights.
-        const int culprit = result.firstNonfinite ? result.firstNonfinite->index : -1;
-        for (auto& op : allOps)
-            if (m_options.layerPrefix.empty() || layernames::isWithin(op.module, m_options.layerPrefix) ||
-                op.index == culprit)
-                result.ops.push_back(std::move(op));
+        result.ops = opsWithinLayer(std::move(allOps), m_options.layerPrefix,
+                                    result.firstNonfinite ? result.firstNonfinite->index : -1);
         return Status::success();
     }
 

@@ -44,6 +44,23 @@ def _error_line(error):
     return "%s: %s" % (type(error).__name__, first_line)
 
 
+# What TorchScript says when a class failed to compile earlier in the process: the failed
+# attempt left the class half defined in its compilation unit, and the real reason is not repeated.
+_REDEFINED = "Can't redefine method"
+
+
+def _script_again(model):
+    """Scripts a shallow copy of `model` whose class is a fresh subclass of the model's, so that
+    TorchScript compiles it from the source again (and says the real reason when it fails). The
+    copy shares the model's parameter and buffer tensors; the model itself is not touched."""
+    cls = type(model)
+    fresh = type(cls.__name__, (cls,), {"__module__": cls.__module__,
+                                        "__qualname__": "%s_nanscope_%d" % (cls.__qualname__, id(model))})
+    view = copy.copy(model)
+    view.__class__ = fresh
+    return torch.jit.script(view)
+
+
 def _trace_inputs(inputs):
     """The positional arguments torch.jit.trace (and nanscope's replay) pass to forward."""
     if isinstance(inputs, torch.Tensor):
@@ -131,7 +148,12 @@ class Checkpointer:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                scripted = torch.jit.script(self.model)
+                try:
+                    scripted = torch.jit.script(self.model)
+                except RuntimeError as error:
+                    if _REDEFINED not in str(error):
+                        raise
+                    scripted = _script_again(self.model)
             live = self.model.state_dict(keep_vars=True)
             mine = scripted.state_dict(keep_vars=True)
             if set(live) != set(mine):
@@ -139,6 +161,11 @@ class Checkpointer:
             self.scripted = scripted
         except Exception as error:  # noqa: BLE001 - any scripting failure means "try tracing"
             self.script_error = _error_line(error)
+            if _REDEFINED in self.script_error:
+                self.script_error = ("TorchScript failed on class %s earlier in this process (torch.jit.script "
+                                     "was called on it before) and does not say why a second time; script the "
+                                     "model in a fresh process to read the first error (%s)"
+                                     % (type(self.model).__name__, self.script_error))
 
     def _trace(self, inputs):
         """Traces the model on `inputs` unless the trace of the same shapes is at hand."""

@@ -114,6 +114,8 @@ class BatchRing:
         self._batches = collections.OrderedDict()  # step -> (inputs, targets), device copies
         self._anchors = collections.deque(maxlen=2)  # (step, model state)
         self._next_anchor = None
+        self._healthy = set()  # steps of the kept batches that ended finite and uncaptured
+        self._last_healthy = None  # (step, inputs, targets): kept past the window, for triage
 
     def wants_anchor(self, step):
         return self._next_anchor is None or step >= self._next_anchor
@@ -124,9 +126,26 @@ class BatchRing:
         oldest = self._anchors[0][0]
         for kept in [s for s in self._batches if s < oldest]:
             del self._batches[kept]
+            self._healthy.discard(kept)
 
     def add_batch(self, step, inputs, targets):
         self._batches[int(step)] = (_copy(inputs, self.device), _copy(targets, self.device))
+
+    def mark_healthy(self, step):
+        """Step `step` ended finite and was not captured: its batch is evidence about the state
+        (triage replays it on an incident's checkpoint to tell a bad batch from bad weights)."""
+        batch = self._batches.get(int(step))
+        if batch is not None:
+            self._healthy.add(int(step))
+            self._last_healthy = (int(step), batch[0], batch[1])
+
+    def is_healthy(self, step):
+        return int(step) in self._healthy
+
+    def last_healthy(self):
+        """The latest healthy batch seen, (step, inputs, targets), even when older than the window;
+        None when no step has been healthy yet."""
+        return self._last_healthy
 
     def capture(self, step):
         """(anchor step, anchor state, [(step, inputs, targets)]) covering at least the last `size`
@@ -144,6 +163,8 @@ class BatchRing:
         self._batches.clear()
         self._anchors.clear()
         self._next_anchor = None
+        self._healthy.clear()
+        self._last_healthy = None
 
 
 def _copy(value, device=None):

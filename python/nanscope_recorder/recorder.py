@@ -2,6 +2,7 @@
 import math
 import os
 import re
+import sys
 import time
 import warnings
 
@@ -11,6 +12,7 @@ from torch.nn.modules.batchnorm import _NormBase
 
 from . import stats
 from .checkpoints import Checkpointer, save_batch, step_file_name
+from .model_factory import describe as model_factory_spec
 from .capture import DEFAULTS as CAPTURE_DEFAULTS, FIRST_NONFINITE, CapturePolicy
 from .defences import (BatchRing, LastGoodState, SpikeDetector, UnsupportedOptimizer, check_optimizer,
                        model_state)
@@ -105,7 +107,9 @@ class Recorder:
     is the policy both recorders share (capture.py, defaults in capture_policy.json): the run's
     first non-finite step always; spikes up to ``spike_captures`` and later non-finite steps up to
     ``later_nonfinite_captures`` (-1: every one); the ring's batches at most once every K steps
-    but for the first non-finite step. The ring holds up to 2K-1 batches and two copies of the weights, on the
+    but for the first non-finite step. A capture that writes no batch of a healthy step also writes
+    the latest healthy batch the ring saw, so that triage can tell a bad batch from bad weights.
+    The ring holds up to 2K-1 batches (and that one) and two copies of the weights, on the
     tensors' own device unless ``ring_device="cpu"`` (for a model that fills the GPU).
 
     A forward hook of the recorder that fails (a module output it cannot measure) is a warning
@@ -119,14 +123,18 @@ class Recorder:
                  restore_buffers_on_skip=False, overwrite=False, optimizer=None, rollback_after=0,
                  rollback_lr_factor=0.5, snapshot_every=50, allow_unguarded=False, batch_ring=8,
                  spike_mads=CAPTURE_DEFAULTS["spike_mads"], spike_window=CAPTURE_DEFAULTS["spike_window"],
-                 ring_device=None, layers_every=1, spike_captures=None, later_nonfinite_captures=None):
+                 ring_device=None, layers_every=1, spike_captures=None, later_nonfinite_captures=None,
+                 model_factory=None):
         """activation_filter: callable(name, module) -> bool choosing the modules whose outputs
         are logged; default: every leaf module. restore_buffers_on_skip: on a skipped step, put
         BatchNorm running statistics back to their values before that step's forward (off by
         default: the recorder observes and does not change training). The other defences and
         incident capture: see the class docstring. layers_every: write the per-layer tables (/layers,
         /buffers) every N steps; the first step of a run of non-finite steps is written whatever N,
-        so that its row shows the first bad parameter before the NaN spreads."""
+        so that its row shows the first bad parameter before the NaN spreads. model_factory: how
+        eager replay rebuilds the model when its checkpoints are state_dicts (it neither scripts
+        nor traces): "module:function", or the function, called with no arguments; default: the
+        model's class when it takes no constructor argument (model_factory.py)."""
         self.run_dir = run_dir
         self.model = model
         self.loss_name = loss_name
@@ -152,6 +160,10 @@ class Recorder:
             "amp_dtype": amp_dtype,
             "loss_name": loss_name,
         }
+        factory, folders, self._no_factory = model_factory_spec(model_factory, model)
+        if factory:
+            self._attributes.update({"model_factory": factory, "model_factory_path": os.pathsep.join(folders),
+                                     "python_executable": sys.executable})
         os.makedirs(run_dir, exist_ok=True)
         if os.path.exists(log_path(run_dir)):
             if not overwrite:
@@ -302,6 +314,8 @@ class Recorder:
             capture = self._captures.decide(finite=True, spike=True) if spike else None
             if capture is not None:
                 self._capture_incident(step, spike, capture)
+            elif not spike and self._ring is not None:
+                self._ring.mark_healthy(step)
         self._flush_events()
         run.flush()
 
@@ -536,8 +550,13 @@ class Recorder:
             else:
                 note = "checkpoints are state_dicts, without replay: %s" % checkpointer.why_not_replayable()
                 # Said at training time, once: a note in run.h5 alone is read only after the incident.
-                warnings.warn("nanscope: the checkpoints of this run cannot be replayed (%s): %s"
-                              % (self.run_dir, checkpointer.why_not_replayable()), RuntimeWarning, stacklevel=4)
+                if self._no_factory:
+                    warnings.warn("nanscope: the checkpoints of this run cannot be replayed (%s): %s; for eager "
+                                  "replay instead: %s" % (self.run_dir, checkpointer.why_not_replayable(),
+                                                          self._no_factory), RuntimeWarning, stacklevel=4)
+                else:
+                    note += ("; nanscope replays them eagerly, rebuilding the model with %s"
+                             % self._attributes["model_factory"])
             self._event(self._step, "note", note)  # the current step: an anchor's step is in the past
         if event:
             self._event(step, "checkpoint", "%s (%s)" % (os.path.relpath(path, self.run_dir), checkpointer.kind))
@@ -633,8 +652,31 @@ class Recorder:
                 checkpoint = "checkpoint %d (%s) written" % (anchor_step, self._checkpointer.kind)
             steps = [s for s, _, _ in batches]
             detail = "batches %d..%d (%d written) and %s" % (steps[0], steps[-1], len(written), checkpoint)
+        healthy = self._save_healthy_neighbour(step, captured)
+        if healthy is not None:
+            detail += "; batch %d, the last healthy step's, for triage" % healthy
         self._event(step, "incident_capture", "%s at step %d (%s): %s"
                     % (CapturePolicy.describe(capture), step, reason, detail))
+
+    def _save_healthy_neighbour(self, step, captured):
+        """Triage tells a bad batch from bad weights by replaying healthy batches on the incident's
+        checkpoint; another incident's batch is no evidence. When this capture wrote no healthy
+        batch, the ring's latest healthy one is saved too (it may be older than the window).
+        Returns its step when one was written."""
+        ring = self._ring
+        if ring is None:
+            return None
+        if captured is not None and any(ring.is_healthy(s) for s, _, _ in captured[2]):
+            return None
+        healthy = ring.last_healthy()
+        if healthy is None or healthy[0] == step:
+            return None
+        batch_step, inputs, targets = healthy
+        if os.path.exists(os.path.join(self._batch_dir, step_file_name(batch_step))):
+            return None
+        path = save_batch(self._batch_dir, batch_step, inputs, targets, self.loss_name)
+        self._event(step, "batch_saved", os.path.relpath(path, self.run_dir))
+        return batch_step
 
     # ---------------------------------------------------------------- normalisation buffers
 

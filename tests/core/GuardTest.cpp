@@ -12,12 +12,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 using namespace nanscope;
 
 namespace {
 
 namespace rf = runformat;
+namespace fs = std::filesystem;
 
 // A small classifier with a BatchNorm layer, trained on random batches.
 struct Loop
@@ -179,6 +183,81 @@ TEST(Guard, SkipsANonfiniteStepAndLeavesTheWeightsAlone)
     EXPECT_EQ((*skipped)[7], 0.0);
     EXPECT_TRUE((*reader)->info().checkpoints.count(6)) << "the incident's checkpoint";
     EXPECT_TRUE((*reader)->info().batches.count(6)) << "and its batch, for replay";
+}
+
+// Triage tells a bad batch from bad weights by replaying a healthy step's batch on the incident's
+// checkpoint; a capture that left only incident batches gives it nothing to compare with. The
+// Guard saves the last healthy step's batch beside each capture, the values that step really saw.
+TEST(Guard, EachCaptureLeavesTriageTheBatchOfTheLastHealthyStep)
+{
+    test::ScratchDir dir;
+    Loop loop;
+    torch::Tensor seenAtStep8;
+    {
+        Guard guard(dir.path(), *loop.model, [] {
+            GuardOptions o;
+            o.checkpointEvery = 0;
+            return o;
+        }());
+        for (int64_t step = 0; step < 9; ++step) {
+            torch::manual_seed(100 + step);
+            auto x = torch::randn({16, 4});
+            auto y = torch::randint(3, {16}, torch::kLong);
+            if (step == 8)
+                seenAtStep8 = x.clone();
+            guard.beginStep(step, x, y);
+            auto loss = torch::nn::functional::cross_entropy(guard.forward(*loop.model, x), y);
+            loop.optimizer->zero_grad();
+            loss.backward();
+            ASSERT_TRUE(guard.endStep(loss, *loop.optimizer));
+            loop.optimizer->step();
+        }
+        EXPECT_FALSE(loop.step(guard, 9, /*poison=*/true));
+    }
+    auto reader = RunReader::open(dir.path());
+    ASSERT_TRUE(reader) << reader.error();
+    EXPECT_TRUE((*reader)->info().batches.count(9)) << "the incident's batch";
+    ASSERT_TRUE((*reader)->info().batches.count(8)) << "and the last healthy one";
+    std::ifstream in((fs::path(dir.path()) / rf::kBatchDir / "step_00000008.pt").string(), std::ios::binary);
+    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto batch = torch::pickle_load(bytes).toGenericDict();
+    EXPECT_TRUE(torch::equal(batch.at("inputs").toTensor(), seenAtStep8)) << "the values step 8 saw";
+    const auto events = eventsOf(dir.path());
+    const auto capture = std::find_if(events.begin(), events.end(),
+                                      [](const Event& e) { return e.kind == rf::event::kIncidentCapture; });
+    ASSERT_NE(capture, events.end());
+    EXPECT_NE(capture->message.find("batch 8, the last healthy step's"), std::string::npos) << capture->message;
+}
+
+// A loop that writes each batch into the same tensor: the held batch no longer holds the healthy
+// step's values, so none is saved under that step's name.
+TEST(Guard, AHealthyBatchOverwrittenInPlaceIsNotSavedUnderItsStep)
+{
+    test::ScratchDir dir;
+    Loop loop;
+    auto x = torch::zeros({16, 4});
+    auto y = torch::zeros({16}, torch::kLong);
+    {
+        GuardOptions options;
+        options.checkpointEvery = 0;
+        Guard guard(dir.path(), *loop.model, options);
+        for (int64_t step = 0; step < 6; ++step) {
+            x.copy_(torch::randn({16, 4}));
+            y.copy_(torch::randint(3, {16}, torch::kLong));
+            if (step == 5)
+                x[0][0] = std::nan("");
+            guard.beginStep(step, x, y);
+            auto loss = torch::nn::functional::cross_entropy(guard.forward(*loop.model, x), y);
+            loop.optimizer->zero_grad();
+            loss.backward();
+            if (guard.endStep(loss, *loop.optimizer))
+                loop.optimizer->step();
+        }
+    }
+    auto reader = RunReader::open(dir.path());
+    ASSERT_TRUE(reader) << reader.error();
+    EXPECT_TRUE((*reader)->info().batches.count(5));
+    EXPECT_FALSE((*reader)->info().batches.count(4)) << "step 4's values were overwritten by step 5's";
 }
 
 // The Guard judges spikes by the recorders' one rule (OnlineSpikeDetector, as the Python

@@ -28,6 +28,7 @@ struct RankPlan
     int steps = kSteps;
     RankState state = RankState::Finished;
     std::optional<int64_t> nanInputStep;  // its input x holds 3 NaN there
+    std::optional<int64_t> extremeInputStep; // its input x holds a finite 1e30 there
     std::optional<int64_t> nanLocalStep;  // its own loss and fc2.weight's local gradient are NaN there
     std::function<double(int64_t)> localScale = [](int64_t) { return 1.0; };
 };
@@ -42,7 +43,7 @@ RankMember makeRank(int rank, const RankPlan& plan)
     auto run = std::make_shared<MemoryRunSource>(info);
     std::vector<int64_t> steps;
     std::vector<double> loss, local, global;
-    std::vector<float> layerLocal, inputNan, inputInf;
+    std::vector<float> layerLocal, inputNan, inputInf, inputMin, inputMax;
     for (int64_t s = 0; s < plan.steps; ++s) {
         steps.push_back(s);
         const double wobble = 1.0 + 0.05 * std::sin(double(rank * 7 + s));
@@ -54,11 +55,14 @@ RankMember makeRank(int rank, const RankPlan& plan)
             layerLocal.push_back(bad && l == 2 ? float(kNaN) : 0.2f);
         inputNan.push_back(plan.nanInputStep && s == *plan.nanInputStep ? 3.f : 0.f);
         inputInf.push_back(0.f);
+        inputMin.push_back(-1.5f * float(wobble));
+        inputMax.push_back(plan.extremeInputStep && s == *plan.extremeInputStep ? 1e30f : 1.5f * float(wobble));
     }
     run->addSeriesTable(rf::kScalars, steps, {{"loss", loss}, {"grad_norm", global}, {rf::kLocalGradNorm, local}});
     run->addMatrixTable(rf::kLayers, kLayers, steps,
                         {{"grad_norm", std::vector<float>(layerLocal.size(), 0.3f)}, {rf::kLocalGradNorm, layerLocal}});
-    run->addMatrixTable(rf::kInputs, {"x"}, steps, {{"nan", inputNan}, {"inf", inputInf}});
+    run->addMatrixTable(rf::kInputs, {"x"}, steps,
+                        {{"nan", inputNan}, {"inf", inputInf}, {"min", inputMin}, {"max", inputMax}});
     RankMember member;
     member.rank = rank;
     member.directory = info.directory;
@@ -123,6 +127,33 @@ TEST(RankScan, FirstNonfiniteRankIsNamedWithTheBatchItWasGiven)
     EXPECT_NE(first[0].cause.find("step 22"), std::string::npos) << first[0].cause; // when the others followed
     EXPECT_EQ(scanned->focusRank, 2);
     EXPECT_EQ(scanned->ranks[2].firstNonfiniteStep, 20);
+}
+
+// A 1e30 sample is finite: the rank's incident must not call its inputs finite beside the bad-input
+// incident of the same rank and step that quotes the 1e30 (the two texts read one judgement).
+TEST(RankScan, ARankFedAnExtremeFiniteBatchIsToldSoBesideItsBadInputIncident)
+{
+    RankPlan poisoned;
+    poisoned.extremeInputStep = 20;
+    poisoned.nanLocalStep = 20;
+    RankPlan later;
+    later.nanLocalStep = 21;
+    auto job = makeJob({{2, poisoned}, {0, later}, {1, later}, {3, later}});
+    auto scanned = scanRanks(*job);
+    ASSERT_TRUE(scanned) << scanned.error();
+    const auto first = ofKind(scanned->report, IncidentKind::RankNonfinite);
+    ASSERT_EQ(first.size(), 1u);
+    EXPECT_EQ(first[0].rank, 2);
+    EXPECT_EQ(first[0].cause.find("inputs were finite"), std::string::npos) << first[0].cause;
+    EXPECT_NE(first[0].cause.find("extreme values"), std::string::npos) << first[0].cause;
+    EXPECT_NE(first[0].cause.find("e+30"), std::string::npos) << first[0].cause;
+    EXPECT_EQ(first[0].evidence.note.find("inputs finite"), std::string::npos) << first[0].evidence.note;
+    const auto bad = ofKind(scanned->report, IncidentKind::BadInput);
+    ASSERT_FALSE(bad.empty());
+    EXPECT_EQ(bad[0].rank, 2);
+    EXPECT_NE(bad[0].evidence.note.find("e+30"), std::string::npos) << bad[0].evidence.note;
+    for (const Incident& incident : scanned->report.incidents)
+        EXPECT_EQ(incident.cause.find("x?"), std::string::npos) << incident.cause;
 }
 
 TEST(RankScan, RanksGoingNonfiniteTogetherNameNoLeader)

@@ -16,6 +16,19 @@ import recorder_fixtures as fx
 NAN_AT = 6
 
 
+class FinfoMask(torch.nn.Module):
+    """Fails to script inside forward's body (torch.finfo, as Hugging Face masks do), and its trace
+    cannot be saved (a Python autograd Function)."""
+
+    def __init__(self, features=fx.FEATURES):  # an argument: no class to rebuild it from
+        super().__init__()
+        self.fc = torch.nn.Linear(features, fx.CLASSES)
+
+    def forward(self, x):
+        floor = torch.finfo(x.dtype).min
+        return fx._PythonScale.apply(self.fc(x)).clamp(min=floor)
+
+
 def checkpoint(run_dir, step):
     return os.path.join(run_dir, "checkpoints/step_%08d.pt" % step)
 
@@ -88,11 +101,14 @@ class StateDictFallback(unittest.TestCase):
                 torch.jit.script(model)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                applied, _ = fx.train(run_dir, model, 6, nan_at=4, checkpoint_every=2)
+                # A lambda names no importable factory: no eager replay either.
+                applied, _ = fx.train(run_dir, model, 6, nan_at=4, checkpoint_every=2,
+                                      model_factory=lambda: fx.Untraceable())
             # Said at training time, once, with the reason and the fix (issue 24).
             said = [str(w.message) for w in caught if "cannot be replayed" in str(w.message)]
             self.assertEqual(len(said), 1, [str(w.message) for w in caught])
             self.assertIn("torch.jit.script", said[0])
+            self.assertIn("a lambda", said[0])
             self.assertEqual([s for s, ok in applied.items() if not ok], [4])
             state = torch.load(checkpoint(run_dir, 4))
             self.assertEqual(set(state), set(model.state_dict()))
@@ -106,6 +122,32 @@ class StateDictFallback(unittest.TestCase):
                 notes = [m for k, m in zip(fx.strings(f["events/kind"]), fx.strings(f["events/message"]))
                          if k == "note"]
             self.assertTrue(any("could not be scripted" in m and "nor traced" in m for m in notes), notes)
+
+    def test_the_form_names_the_real_reason_after_the_user_tried_to_script(self):
+        """A user who tried torch.jit.script(model) first (it failed) left the class half compiled;
+        TorchScript's second answer is "Can't redefine method: forward", which says nothing. The
+        form file and the warning name the first error, aten::finfo."""
+        with tempfile.TemporaryDirectory() as tmp:
+            run_dir = os.path.join(tmp, "run")
+            model = FinfoMask()
+            with self.assertRaises(RuntimeError) as first:
+                torch.jit.script(model)
+            self.assertIn("finfo", str(first.exception))
+            with self.assertRaises(RuntimeError) as second:
+                torch.jit.script(model)
+            self.assertIn("redefine", str(second.exception), "what TorchScript says a second time")
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                fx.train(run_dir, model, 3, checkpoint_every=2)
+            with open(os.path.join(run_dir, "checkpoints", "step_00000000.form")) as f:
+                form = f.read()
+            self.assertTrue(form.startswith("state_dict\n"), form)
+            self.assertIn("aten::finfo", form)
+            self.assertNotIn("redefine", form)
+            said = [str(w.message) for w in caught if "cannot be replayed" in str(w.message)]
+            self.assertEqual(len(said), 1)
+            self.assertIn("aten::finfo", said[0])
+            self.assertEqual(type(model), FinfoMask, "the user's model keeps its class")
 
     def test_hooks_of_the_user_are_left_alone(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -114,6 +114,28 @@ class IncidentCapture(unittest.TestCase):
             # The state before the batches, and step 35's own (the weights its forward used).
             self.assertEqual(stepped(os.path.join(run, "checkpoints")), [batches[0], 35])
 
+    def test_a_capture_without_a_healthy_batch_saves_the_last_healthy_one(self):
+        """Step 12's capture comes 2 steps after step 10's, so the ring writes no batches for it;
+        the batch of step 11, healthy, is saved beside it so triage has one to compare with (a
+        batch of another incident is no evidence about the state)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            run = os.path.join(tmp, "run")
+
+            def nan_at_10_and_12(step, x, y):
+                if step in (10, 12):
+                    x[2, 1] = float("nan")
+            train(run, 14, nan_at_10_and_12, batch_ring=4, spike_mads=None)
+            batches = stepped(os.path.join(run, "batches"))
+            self.assertIn(11, batches)
+            self.assertNotIn(13, batches)
+            saved = torch.load(os.path.join(run, "batches", "step_00000011.pt"))
+            x, y = fx.batch(11)
+            self.assertTrue(torch.equal(saved["inputs"], x))
+            self.assertTrue(torch.equal(saved["targets"], y))
+            captures = dict(events(run, "incident_capture"))
+            self.assertIn("batch 11, the last healthy step's", captures[12])
+            self.assertNotIn("last healthy", captures[10], "the ring already wrote healthy batches 4..9")
+
     def test_without_the_ring_only_the_failing_step_is_saved(self):
         with tempfile.TemporaryDirectory() as tmp:
             run = os.path.join(tmp, "run")

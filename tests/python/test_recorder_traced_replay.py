@@ -52,11 +52,11 @@ class ReturnsAnObject(nn.Module):
         return Output(self.fc(x))
 
 
-def train(run_dir, model, zero_at, steps=6, logits=lambda out: out):
+def train(run_dir, model, zero_at, steps=6, logits=lambda out: out, **options):
     torch.manual_seed(0)
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     with Recorder(run_dir, model, loss_name="cross_entropy", checkpoint_every=3, activations_every=2,
-                  batch_ring=0) as rec:
+                  batch_ring=0, **options) as rec:
         for step in range(steps):
             x, y = fx.batch(step)
             x = x.abs() + 0.5
@@ -141,7 +141,9 @@ class TracedCheckpoints(unittest.TestCase):
     def test_model_that_neither_scripts_nor_traces_says_why_it_cannot_replay(self):
         with tempfile.TemporaryDirectory() as tmp:
             run = os.path.join(tmp, "run")
-            train(run, ReturnsAnObject(), zero_at=None, steps=4, logits=lambda out: out.logits)
+            # A lambda is no factory eager replay can import: nothing replays this run.
+            train(run, ReturnsAnObject(), zero_at=None, steps=4, logits=lambda out: out.logits,
+                  model_factory=lambda: ReturnsAnObject())
             # The loss is finite: save batch 3 by hand, as a user could, beside checkpoint 3.
             x, y = fx.batch(3)
             os.makedirs(os.path.join(run, "batches"), exist_ok=True)
@@ -168,6 +170,20 @@ class TracedCheckpoints(unittest.TestCase):
                                 for lack in info["source"]["lacks"]), info["source"]["lacks"])
             text = nanscope("info", run)
             self.assertEqual(text.returncode, 0, text.stderr)
+            # By default the recorder names the model's class (its constructor takes no argument),
+            # and the same checkpoint replays eagerly, its result object read for its tensor.
+            eager_run = os.path.join(tmp, "eager")
+            train(eager_run, ReturnsAnObject(), zero_at=None, steps=4, logits=lambda out: out.logits)
+            os.makedirs(os.path.join(eager_run, "batches"), exist_ok=True)
+            torch.save({"inputs": x, "targets": y, "step": 3}, os.path.join(eager_run, "batches", "step_00000003.pt"))
+            eager = nanscope("replay", eager_run, "--step", "3", "--json")
+            self.assertEqual(eager.returncode, 0, eager.stderr)
+            report = json.loads(eager.stdout)
+            self.assertEqual(report["loss_convention"], "named_loss")
+            self.assertIsNone(report["forward"]["first_nonfinite"])
+            self.assertEqual({op["module"] for op in report["forward"]["ops"]}, {"fc"})
+            status, info = fx.nanscope_info(eager_run)
+            self.assertEqual(info["replayable_steps"], [3])
             self.assertIn("not replayable: step 3", text.stdout)
 
 

@@ -1,0 +1,34 @@
+#pragma once
+
+// The judgements over a replay's ops, as plain values: which op made the first non-finite value,
+// which gradient went non-finite first, which ops a layer filter lists. Made once here for both
+// replay engines: the TorchScript one (core/torch/Replay, in `nanscope replay`'s process) and the
+// eager one (python/nanscope_recorder/eager_replay.py, a Python child whose JSON carries the
+// ops' statistics and nothing judged).
+
+#include "core/replay/ReplayTrace.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nanscope {
+
+// The forward culprit: the first op whose output holds NaN or Inf while all its tensor inputs are
+// finite; failing that (every non-finite output has a non-finite input: a poisoned parameter,
+// buffer or batch), the first op with a non-finite output, and a note saying so.
+std::optional<ReplayOp> forwardCulprit(const std::vector<ReplayOp>& ops, std::vector<std::string>& notes);
+
+// The first op, in backward order (the reverse of execution), whose output's gradient is not finite.
+std::optional<ReplayOp> firstNonfiniteGradient(const std::vector<ReplayOp>& ops);
+
+// The ops a layer filter lists: those of modules within `prefix` (PyTorch's named_modules() path),
+// and always the op `culpritIndex`, so that a filter never hides the op the views highlight.
+std::vector<ReplayOp> opsWithinLayer(std::vector<ReplayOp> ops, const std::string& prefix, int culpritIndex);
+
+// For a replay whose ops arrive with statistics only (the eager replay): each op's precision
+// headroom, the forward culprit, the first non-finite gradient, the signature findings over every
+// op, and the layer filter, exactly as the TorchScript engine judges them.
+void judgeReplayOps(ReplayResult& result, std::vector<ReplayOp> allOps, const std::string& layerPrefix);
+
+} // namespace nanscope

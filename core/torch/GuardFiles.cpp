@@ -1,0 +1,92 @@
+#include "core/torch/GuardFiles.h"
+
+#include "core/torch/Guard.h"
+
+#include <filesystem>
+#include <fstream>
+
+namespace nanscope::guardfiles {
+
+namespace fs = std::filesystem;
+
+void saveAtomically(const std::string& path, const std::function<void(const std::string&)>& save)
+{
+    const std::string partial = path + ".partial";
+    save(partial);
+    fs::rename(partial, path);
+}
+
+void saveBatchFile(const std::string& path, const torch::Tensor& inputs, const torch::Tensor& targets, int64_t step,
+                   const std::string& lossName)
+{
+    c10::impl::GenericDict batch(c10::StringType::get(), c10::AnyType::get());
+    batch.insert("inputs", inputs.detach().cpu());
+    if (targets.defined())
+        batch.insert("targets", targets.detach().cpu());
+    if (!lossName.empty())
+        batch.insert("loss", lossName);
+    batch.insert("step", step);
+    const std::vector<char> bytes = torch::pickle_save(c10::IValue(batch));
+    saveAtomically(path, [&](const std::string& partial) {
+        std::ofstream out(partial, std::ios::binary);
+        out.write(bytes.data(), std::streamsize(bytes.size()));
+        if (!out)
+            throw GuardError(partial + ": cannot write the batch");
+    });
+}
+
+namespace {
+
+// A tensor's version counter; nullopt for one that has none (an inference tensor).
+std::optional<uint32_t> versionOf(const torch::Tensor& t)
+{
+    if (!t.defined())
+        return 0u;
+    if (t.is_inference())
+        return std::nullopt;
+    return t._version();
+}
+
+// Held as it is when its version can be watched, else copied (the loop may reuse it).
+torch::Tensor heldCopy(const torch::Tensor& t, const std::optional<uint32_t>& version)
+{
+    if (!t.defined() || version)
+        return t;
+    return t.detach().clone();
+}
+
+} // namespace
+
+void HealthyBatch::hold(int64_t step, const torch::Tensor& inputs, const torch::Tensor& targets, bool saved)
+{
+    Held held;
+    held.step = step;
+    held.inputsVersion = versionOf(inputs);
+    held.targetsVersion = versionOf(targets);
+    held.inputs = heldCopy(inputs, held.inputsVersion);
+    held.targets = heldCopy(targets, held.targetsVersion);
+    held.saved = saved;
+    m_held = std::move(held);
+}
+
+std::optional<int64_t> HealthyBatch::unsavedStep() const
+{
+    if (!m_held || m_held->saved || !m_held->inputs.defined())
+        return std::nullopt;
+    const auto unchanged = [](const torch::Tensor& t, const std::optional<uint32_t>& version) {
+        return !version || !t.defined() || t._version() == *version;
+    };
+    if (!unchanged(m_held->inputs, m_held->inputsVersion) || !unchanged(m_held->targets, m_held->targetsVersion))
+        return std::nullopt;
+    return m_held->step;
+}
+
+void HealthyBatch::save(const std::string& path, const std::string& lossName)
+{
+    if (!m_held)
+        return;
+    saveBatchFile(path, m_held->inputs, m_held->targets, m_held->step, lossName);
+    m_held->saved = true;
+}
+
+} // namespace nanscope::guardfiles
