@@ -342,6 +342,51 @@ std::optional<int64_t> gradientLead(const ScanContext& context, size_t windowBeg
     return scalars.steps[std::min(loss.onsetRow, failureRow)] - scalars.steps[std::min(grad.onsetRow, failureRow)];
 }
 
+// Under gradient clipping (or with a flat logged norm) a run can diverge with the gradient norm
+// barely moving: the loss and the parameter norm show the climb. A climb of at least
+// kClimbDecades (x3.2) from the lowest smoothed level of the window to the level just before the
+// failure, steady (already a third of the way up halfway through) and longer than kClimbRows.
+constexpr double kClimbDecades = 0.5;
+constexpr size_t kClimbRows = 50;
+
+struct Climb
+{
+    size_t fromRow = 0;
+    double rise = 0; // decades
+};
+
+std::optional<Climb> steadyClimb(const std::vector<double>& values, size_t windowBegin, size_t failureRow)
+{
+    if (failureRow < windowBegin + kClimbRows || values.size() < failureRow)
+        return std::nullopt;
+    // Smoothed log levels: the median of 9 finite rows around each row.
+    auto levelAt = [&](size_t row) {
+        std::vector<double> around;
+        for (size_t k = row > 4 ? row - 4 : 0; k <= row + 4 && k < failureRow; ++k)
+            if (std::isfinite(values[k]) && values[k] > 0)
+                around.push_back(std::log10(values[k]));
+        return around.size() >= 3 ? medianOf(around) : kNaN;
+    };
+    size_t lowRow = windowBegin;
+    double low = kInf;
+    for (size_t r = windowBegin; r + 10 < failureRow; r += 5)
+        if (const double level = levelAt(r); std::isfinite(level) && level < low) {
+            low = level;
+            lowRow = r;
+        }
+    // The climb starts where the series last sat at its low (a flat stretch before it is not climb).
+    for (size_t r = lowRow; r + 10 < failureRow; r += 5)
+        if (const double level = levelAt(r); std::isfinite(level) && level <= low + 0.05)
+            lowRow = r;
+    const double end = levelAt(failureRow - 5);
+    if (!std::isfinite(low) || !std::isfinite(end) || end - low < kClimbDecades || failureRow - lowRow < kClimbRows)
+        return std::nullopt;
+    const double halfway = levelAt(lowRow + (failureRow - lowRow) / 2);
+    if (!std::isfinite(halfway) || halfway - low < (end - low) / 3)
+        return std::nullopt;
+    return Climb{lowRow, end - low};
+}
+
 Status reportBlowup(ScanContext& context, const Failure& failure)
 {
     const ScanConfig& config = context.config;
@@ -393,8 +438,11 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
                                 nanParameters.size() >= layerTable->names.size();
     const bool spreadBetweenRows =
         everyParameter && failureRow > 0 && steps[failureRow] - steps[failureRow - 1] > 1;
+    // In the first rows there is no stretch to call stable, but weights finite at the row before and
+    // non-finite at this one were written by the update in between all the same.
+    const bool stableBefore = stableUntil(s, windowBegin, failureRow);
     bool bornInWeights =
-        origin == NonfiniteOrigin::Parameters && !nanInput && stableUntil(s, windowBegin, failureRow);
+        origin == NonfiniteOrigin::Parameters && !nanInput && (stableBefore || (failureRow > 0 && failureRow <= 2));
     std::optional<Precursor> precursor;
     if ((!bornInWeights || spreadBetweenRows) && !blamedInput) {
         // A module's output or a parameter's norm growing toward the failure long before the
@@ -435,6 +483,30 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
         sudden = true;
         onsetRow = failureRow;
         baseline = levelBefore(context, failureRow);
+    }
+    // A "sudden" failure of the gradient norm that the loss and the parameter norm climbed to for
+    // hundreds of steps is gradual: the logged norm was clipped, or flat.
+    std::optional<Climb> lossClimb, paramClimb;
+    std::optional<double> primaryRise;
+    if (sudden && !bornInWeights && !precursor && !blamedInput && !scalars.gradNorm.empty()) {
+        lossClimb = steadyClimb(scalars.loss.raw, windowBegin, failureRow);
+        if (lossClimb && context.inputs.hasDataset(rf::kScalars, "param_norm"))
+            if (auto norms = context.inputs.readSeries(rf::kScalars, "param_norm"))
+                paramClimb = steadyClimb(*norms, windowBegin, failureRow);
+        if (lossClimb) {
+            sudden = false;
+            onsetRow = lossClimb->fromRow;
+            baseline = rise.baseline;
+            std::vector<double> first, last;
+            for (size_t r = onsetRow; r < failureRow && first.size() < 9; ++r)
+                if (s.finite[r])
+                    first.push_back(s.log[r]);
+            for (size_t r = failureRow; r-- > onsetRow && last.size() < 9;)
+                if (s.finite[r])
+                    last.push_back(s.log[r]);
+            if (!first.empty() && !last.empty())
+                primaryRise = std::pow(10.0, medianOf(last) - medianOf(first));
+        }
     }
     const int64_t onsetStep = precursor ? precursor->onsetStep : steps[onsetRow];
 
@@ -560,6 +632,13 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
     facts.baseline = evidence.baseline;
     facts.firstLayer = incident.layers.empty() ? std::string() : incident.layers.front();
     facts.bornInWeights = bornInWeights;
+    if (lossClimb) {
+        facts.lossClimb = std::pow(10.0, lossClimb->rise);
+        if (paramClimb)
+            facts.paramNormClimb = std::pow(10.0, paramClimb->rise);
+        facts.primaryRise = primaryRise;
+    }
+    facts.stableBefore = stableBefore;
     facts.firstLayerUndetermined = everyParameter && !precursor && incident.layers.empty();
     facts.nanParameters = nanParameters;
     facts.previousLoggedStep = failureRow > 0 ? std::optional<int64_t>(steps[failureRow - 1]) : std::nullopt;
@@ -582,6 +661,16 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
     facts.fp16 = context.inputs.fp16();
     facts.batchNote = context.batchNote(onsetStep);
     applyDiagnosis(incident, diagnoseBlowup(facts));
+    // The weights went first: the normalisation statistics a forward pass through them poisoned are
+    // its consequence, and point to it (the root is the incident a user fixes).
+    if (bornInWeights)
+        for (Incident& other : context.report.incidents)
+            if (other.kind == IncidentKind::BnCorruption && other.onsetStep >= failureStep &&
+                other.onsetStep <= failureStep + 1) {
+                other.cause += " " + consequenceOfNanWeightsNote(failureStep);
+                if (other.severity == Severity::Critical)
+                    other.severity = Severity::Warning;
+            }
     context.report.incidents.push_back(std::move(incident));
     return Status::success();
 }
@@ -626,6 +715,9 @@ Status reportNonfiniteBurst(ScanContext& context, const Burst& burst)
     // mixed-precision step the loss scaler skipped. Worth seeing on the timeline, not a warning.
     if (facts.lossFinite && burst.count <= 3 && facts.lossJump < kExtremeBatchLossJump)
         incident.severity = Severity::Info;
+    // The kind says what was non-finite: a gradient norm beside a finite loss is not a NaN loss.
+    if (facts.lossFinite)
+        incident.kind = IncidentKind::NonfiniteGradient;
 
     // Which layer produced it: the first module (in forward order) whose output went
     // non-finite at the burst's first logged activation row, then the gradients.
@@ -672,6 +764,11 @@ Status reportNonfiniteBurst(ScanContext& context, const Burst& burst)
     }
     orderLayerOnsets(onsets, context.config.tieDecades);
     fillLayers(incident, onsets, context.config.maxLayersListed);
+    if (facts.origin.empty() && inputs.table(rf::kActivations)) {
+        const auto& logged = inputs.steps(rf::kActivations);
+        facts.activationsFiniteAtFirstStep = std::binary_search(logged.begin(), logged.end(), first);
+    }
+    facts.logEndsAtBurst = burst.lastRow + 1 >= scalars.steps.size();
 
     const Incident* input = context.badInputNear(first, 0, last - first);
     facts.nanInput = input && input->severity == Severity::Critical;

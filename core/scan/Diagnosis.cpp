@@ -169,6 +169,22 @@ Diagnosis diagnoseBlowupCause(const BlowupFacts& facts)
                                                           : "";
         const double slope = facts.growthDecadesPerStep.value_or(std::nan(""));
         const std::string rate = slope > 0 ? ", x10 every " + formatNumber(1.0 / slope, 2) + " steps" : "";
+        if (facts.lossClimb) {
+            d.cause = "Gradual divergence: the loss rose x" + formatNumber(*facts.lossClimb, 2) +
+                      (facts.paramNormClimb ? " and the parameter norm x" + formatNumber(*facts.paramNormClimb, 2)
+                                            : std::string()) +
+                      " over " + std::to_string(facts.windowEndStep - facts.onsetStep) + " steps from step " + onset +
+                      ", while the logged " + facts.series + " rose only x" +
+                      formatNumber(facts.primaryRise.value_or(1.0), 2) +
+                      " (clipped, or flat: it does not show the climb)" + lrNote +
+                      (facts.nonfiniteStep ? ", until NaN at step " + std::to_string(*facts.nonfiniteStep) : "") +
+                      ". Not one bad batch: the updates themselves were too large for this point of training.";
+            d.suggestion = "Lower the learning rate (or its schedule's peak) and resume from a checkpoint before step " +
+                           onset + "; gradient clipping bounds each update's norm, not the learning rate times it, "
+                           "so it cannot stop this climb. Watch the loss and the parameter norm, not the clipped "
+                           "gradient norm.";
+            return d;
+        }
         d.cause = "Gradient explosion: the " + facts.series + " grew for " +
                   std::to_string(facts.windowEndStep - facts.onsetStep) + " steps from step " + onset + rate + lrNote +
                   (facts.nonfiniteStep ? ", until NaN at step " + std::to_string(*facts.nonfiniteStep) : "") +
@@ -206,6 +222,34 @@ Diagnosis diagnoseDivergence(const DivergenceFacts& facts)
     return d;
 }
 
+std::string consequenceOfNanWeightsNote(int64_t step)
+{
+    return "A consequence, not the cause: the optimizer update before step " + std::to_string(step) +
+           " wrote NaN into the weights (blowup at step " + std::to_string(step) +
+           ", born in the parameters), and the forward pass through them wrote it into these statistics; fix the "
+           "update, and restore the buffers with the weights.";
+}
+
+Diagnosis diagnoseNonfiniteMetric(const NonfiniteMetricFacts& facts)
+{
+    Diagnosis d;
+    const std::string what = facts.nan ? "NaN" : "infinite";
+    const std::string where =
+        facts.nonfinite == facts.values
+            ? "on every one of its " + std::to_string(facts.values) + " logged values"
+            : "on " + std::to_string(facts.nonfinite) + " of its " + std::to_string(facts.values) + " logged values" +
+                  (facts.nonfinite == 1 ? ", at step " + std::to_string(facts.firstStep)
+                                        : ", from step " + std::to_string(facts.firstStep) + " to " +
+                                              std::to_string(facts.lastStep));
+    d.cause = "The logged metric '" + facts.metric + "' (/" + facts.table + ") is " + what + " " + where +
+              ", while the training loss is finite there: the metric, not the training, is broken there.";
+    d.suggestion = "Check how '" + facts.metric +
+                   "' is computed at those steps: over an empty set or a single class (an AUC of one label), a "
+                   "division by a zero count, or a value that overflowed. It matters to training only if it feeds "
+                   "back: a scheduler or early stopping on a NaN metric (ReduceLROnPlateau never reduces on NaN).";
+    return d;
+}
+
 Diagnosis diagnoseNonfiniteBurst(const NonfiniteBurstFacts& facts)
 {
     Diagnosis d;
@@ -213,12 +257,16 @@ Diagnosis diagnoseNonfiniteBurst(const NonfiniteBurstFacts& facts)
                                ? "at step " + std::to_string(facts.firstStep)
                                : "on " + std::to_string(facts.count) + " steps from " +
                                      std::to_string(facts.firstStep) + " to " + std::to_string(facts.lastStep);
+    // "Recovered" only where rows after the burst show it; a log that ends on the burst shows nothing.
     d.cause = "Non-finite loss " + at + (facts.skippedByTraining ? ", skipped by the training," : "") +
-              " and training recovered.";
+              (facts.logEndsAtBurst ? " where the log ends: whether training went on is not seen."
+                                    : " and training recovered.");
     if (facts.lossFinite && !facts.nanInput && facts.lossJump >= kExtremeBatchLossJump) {
         d.cause = "Non-finite gradient norm " + at + " with the loss x" + formatNumber(facts.lossJump, 2) +
-                  " its recent median: one extreme batch. Training recovered at once, so its update was skipped "
-                  "(a NaN update would have stayed in the weights).";
+                  " its recent median: one extreme batch." +
+                  (facts.logEndsAtBurst ? std::string(" The log ends there.")
+                                        : std::string(" Training recovered at once, so its update was skipped (a NaN "
+                                                      "update would have stayed in the weights)."));
         d.suggestion = "Inspect the batch of step " + std::to_string(facts.firstStep) +
                        " (outlier records, label noise, an unusually long sequence); clip gradients so such a batch "
                        "cannot move the weights far." +
@@ -254,11 +302,15 @@ Diagnosis diagnoseNonfiniteBurst(const NonfiniteBurstFacts& facts)
                        "steps and lowers its scale." +
                        facts.batchNote;
     } else {
-        d.cause += facts.origin.empty()
-                       ? (facts.gradientsNonfinite ? " The gradients went non-finite; activations were not logged at "
-                                                     "that step, so the layer that produced it is not known."
-                                                   : "")
-                       : " First non-finite output: " + facts.origin + ".";
+        if (!facts.origin.empty())
+            d.cause += " First non-finite output: " + facts.origin + ".";
+        else if (facts.activationsFiniteAtFirstStep)
+            d.cause += " Every module output logged at step " + std::to_string(facts.firstStep) +
+                       " was finite: the NaN arose after them, in the loss or in forward's own code outside any "
+                       "module (a division of a masked sum, say).";
+        else if (facts.gradientsNonfinite)
+            d.cause += " The gradients went non-finite; activations were not logged at that step, so the layer that "
+                       "produced it is not known.";
         d.suggestion = "Replay that step's batch with the checkpoint before it to find the operation; log "
                        "activations at every step around it." +
                        facts.batchNote;
@@ -538,7 +590,7 @@ Diagnosis diagnoseNanFromUpdate(const BlowupFacts& facts)
               " are already non-finite, while the loss and gradient norm " +
               (facts.previousLoggedStep ? "of step " + std::to_string(*facts.previousLoggedStep) + " were"
                                         : std::string("before were")) +
-              " finite and stable: " +
+              (facts.stableBefore ? " finite and stable: " : " finite: ") +
               (apart ? "an optimizer update between those steps most likely wrote them, though a NaN from a forward "
                        "pass at an unlogged step spreads the same way,"
                      : "the optimizer update before step " + at + " wrote them, not the forward pass") +
@@ -599,8 +651,9 @@ Diagnosis diagnoseActivationGrowth(const ActivationGrowthFacts& facts)
 
 void addSpikeAftermath(Diagnosis& d, const SpikeAftermathFacts& facts)
 {
-    const bool plateauMoved =
-        facts.lossPlateauRatio && (*facts.lossPlateauRatio >= 1.5 || *facts.lossPlateauRatio <= 1 / 1.5);
+    // Only a loss left higher is a trace: a lower one is training going on (a warm-up ending), and a
+    // skipped update changed no weight, so what the loss does later is not its doing.
+    const bool plateauMoved = facts.lossPlateauRatio && *facts.lossPlateauRatio >= 1.5 && !facts.updateSkipped;
     // What it left behind says it was no outlier the optimiser absorbed.
     if (!facts.deadAfter.empty() || plateauMoved)
         if (const size_t at = d.cause.find(kAbsorbedReading); at != std::string::npos)

@@ -91,6 +91,10 @@ struct BlowupFacts
     std::string batchNote; // savedBatchNote of the onset step
     // The first NaN is in the weights, after a stable stretch: written by one optimizer update.
     bool bornInWeights = false;
+    bool stableBefore = true; // the series was stable before (false: too few rows to tell)
+    // A divergence read on the loss (and the parameter norm) because the logged gradient norm,
+    // clipped or flat, rose far less: how much each rose from the onset to the failure.
+    std::optional<double> lossClimb, paramNormClimb, primaryRise;
     std::vector<std::string> nanParameters;     // non-finite at the failing step
     std::optional<int64_t> previousLoggedStep;  // the last logged step before it
     // Every parameter was already non-finite at the first bad row and no layer rose before it: the
@@ -135,10 +139,17 @@ struct NonfiniteBurstFacts
     std::string originKind; // its class
     bool originInputFinite = false;
     bool gradientsNonfinite = false;
+    // Activations were logged at the first step and every module output was finite there: the NaN
+    // arose after them (in the loss, or in forward's own code outside any module).
+    bool activationsFiniteAtFirstStep = false;
+    bool logEndsAtBurst = false; // no row after the burst: whether training went on is not seen
     bool fp16 = false;
     std::string batchNote; // savedBatchNote of the first step
 };
 Diagnosis diagnoseNonfiniteBurst(const NonfiniteBurstFacts& facts);
+// Added to a BatchNorm incident whose NaN came from weights an optimizer update had already made
+// non-finite (the blow-up at `step`, born in the parameters).
+std::string consequenceOfNanWeightsNote(int64_t step);
 
 struct SpikeFacts
 {
@@ -181,6 +192,18 @@ struct EvaluationFacts
     bool trainingLogged = false;  // a training loss is logged (and finite)
 };
 Diagnosis diagnoseEvaluationNonfinite(const EvaluationFacts& facts);
+
+struct NonfiniteMetricFacts
+{
+    std::string metric; // the dataset: "auc", "accuracy"
+    std::string table;  // "scalars", "eval", "scalars_val"
+    int64_t firstStep = 0;
+    int64_t lastStep = 0;
+    int64_t nonfinite = 0; // values non-finite where the training was not
+    int64_t values = 0;    // values logged before any blow-up, where the training was finite
+    bool nan = false;      // at least one NaN (else only Inf)
+};
+Diagnosis diagnoseNonfiniteMetric(const NonfiniteMetricFacts& facts);
 
 struct NonfiniteParameterFacts
 {
@@ -309,6 +332,7 @@ struct SpikeAftermathFacts
     std::vector<std::string> deadAfter;  // gradient exactly zero from the spike on
     std::optional<double> lossPlateauRatio; // loss level after over before
     std::optional<double> gradientLevelRatio; // grad norm once the loss came back over before (x10 and up)
+    bool updateSkipped = false; // every step of it was skipped: the weights never took its update
 };
 // Appends to a spike's (or recovered burst's) diagnosis what it left behind.
 void addSpikeAftermath(Diagnosis& diagnosis, const SpikeAftermathFacts& facts);

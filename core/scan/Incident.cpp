@@ -36,10 +36,12 @@ const char* toString(IncidentKind kind)
     case IncidentKind::BadInput: return "bad_input";
     case IncidentKind::SkippedSteps: return "skipped_steps";
     case IncidentKind::NonfiniteLoss: return "nonfinite_loss";
+    case IncidentKind::NonfiniteGradient: return "nonfinite_gradient";
     case IncidentKind::Vanishing: return "vanishing";
     case IncidentKind::Spike: return "spike";
     case IncidentKind::DamagedData: return "damaged_data";
     case IncidentKind::EvalNonfinite: return "eval_nonfinite";
+    case IncidentKind::NonfiniteMetric: return "nonfinite_metric";
     case IncidentKind::NonfiniteParameters: return "nonfinite_parameters";
     case IncidentKind::RankNonfinite: return "rank_nonfinite";
     case IncidentKind::RankDivergence: return "rank_divergence";

@@ -16,10 +16,12 @@ enum class IncidentKind {
     BadInput,          // an input batch holds NaN/Inf, fill or saturation values
     SkippedSteps,      // many consecutive optimizer steps skipped
     NonfiniteLoss,     // a non-finite loss the training skipped and recovered from
+    NonfiniteGradient, // the same for a non-finite gradient norm beside a finite loss (an AMP overflow skip)
     Vanishing,         // layers whose gradient is zero or orders of magnitude below the rest
     Spike,             // an isolated jump in gradient norm or loss that recovers
     DamagedData,       // values no training can produce (a negative norm): the file is damaged
     EvalNonfinite,     // the evaluation loss non-finite while training is finite (or not logged)
+    NonfiniteMetric,   // another logged metric (an AUC, an accuracy) non-finite while training is finite
     NonfiniteParameters, // parameters holding NaN/Inf in a checkpoint, with no blow-up logged to explain it
     // Multi-rank runs (core/scan/RankScan.h):
     RankNonfinite,  // the first rank to go non-finite, before the all-reduce spread it to the others

@@ -37,6 +37,7 @@ struct RuleStep
 // 6. skipped steps       reads blowupOnsetStep, collapseWindows, burstRows: explained skips
 // 7. vanishing           reads blowupOnsetStep; streams /layers and reports progress 0.3 to 1
 // 8. damaged values      shares nothing
+// (evaluation loss and non-finite metrics read blowupOnsetStep: a blow-up explains what follows it)
 // then activation growth (reads blowupOnsetStep: a blow-up explains it), spike aftermath (reads the
 // Spike/NonfiniteLoss incidents and blowupOnsetStep), divergence (reads blowupOnsetRow: a blow-up
 // explains a climb) and Adam epsilon (the caller's facts); last,
@@ -49,6 +50,7 @@ constexpr RuleStep kRules[] = {
     {detectLossScaleCollapse, -1, nullptr},
     {detectSkippedSteps, -1, nullptr},
     {detectEvaluationNonfinite, -1, nullptr},
+    {detectNonfiniteMetrics, -1, nullptr},
     {detectNonfiniteParameters, -1, nullptr},
     {detectVanishing, -1, nullptr},
     {detectDamagedValues, -1, nullptr},

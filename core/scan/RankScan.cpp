@@ -131,7 +131,11 @@ void addMerged(std::vector<Incident>& merged, std::vector<Incident> rankIncident
 {
     std::map<std::tuple<int, int64_t, int64_t>, std::pair<size_t, std::vector<int>>> seen;
     for (Incident& incident : rankIncidents) {
-        const auto key = std::make_tuple(int(incident.kind), incident.onsetStep, incident.nonfiniteStep.value_or(-1));
+        // A burst is one event whether a rank saw its own loss go NaN or only the all-reduced
+        // gradient norm (the other ranks' loss stays finite): one family, one entry.
+        const IncidentKind family =
+            incident.kind == IncidentKind::NonfiniteGradient ? IncidentKind::NonfiniteLoss : incident.kind;
+        const auto key = std::make_tuple(int(family), incident.onsetStep, incident.nonfiniteStep.value_or(-1));
         auto it = seen.find(key);
         if (it != seen.end()) {
             it->second.second.push_back(*incident.rank);
@@ -238,7 +242,8 @@ Result<RankScanReport> scanRanks(const RankSet& ranks, const ScanConfig& config,
                 step = incident.onsetStep;
         for (Incident& incident : rankIncidents)
             if (*incident.rank != leader && incident.nonfiniteStep.value_or(incident.onsetStep) == step &&
-                (incident.kind == IncidentKind::NonfiniteLoss || incident.kind == IncidentKind::Blowup)) {
+                (incident.kind == IncidentKind::NonfiniteLoss || incident.kind == IncidentKind::NonfiniteGradient ||
+                 incident.kind == IncidentKind::Blowup)) {
                 std::string& note = incident.evidence.note;
                 note += (note.empty() ? "" : " ") + spreadFromRankNote(leader, step);
             }

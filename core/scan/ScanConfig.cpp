@@ -46,6 +46,8 @@ const std::vector<SettingField>& fields()
         {{"spike_decades", "jump (decades) above the running median that counts as a spike"},
          &ScanConfig::spikeDecades},
         {{"warmup_steps", "spikes in the first steps of training are not reported"}, &ScanConfig::warmupSteps},
+        {{"warmup_spike_decades", "a jump (decades) reported even within the warm-up steps"},
+         &ScanConfig::warmupSpikeDecades},
         {{"spike_noise_sigmas", "a spike must also exceed this many noise widths"}, &ScanConfig::spikeNoiseSigmas},
         {{"spike_baseline_rows", "finite rows in the running median a spike is measured against"},
          &ScanConfig::spikeBaselineRows},

@@ -44,8 +44,11 @@ struct ScanConfig
     // Spike: a jump of at least spikeDecades (and spikeNoiseSigmas noise widths) above the median
     // of the previous spikeBaselineRows finite values, back to normal within recoveryRows.
     double spikeDecades = 1.0;
-    // Spikes in the first warmupSteps steps are not reported: early training is turbulent.
+    // Spikes in the first warmupSteps steps are not reported: early training is turbulent. A jump
+    // of warmupSpikeDecades or more (x100) over the last few rows, back at once, is reported even
+    // there: no warm-up explains it, and a short fine-tune may be all warm-up.
     int64_t warmupSteps = 50;
+    double warmupSpikeDecades = 2.0;
     double spikeNoiseSigmas = 6.0;
     int64_t spikeBaselineRows = 20;
 

@@ -97,6 +97,11 @@ Result<std::vector<float>> ScanInputs::readBlock(const char* table, const char* 
     return m_source->readBlock(table, dataset, rowBegin, rowCount);
 }
 
+Result<std::vector<double>> ScanInputs::readSeries(const std::string& table, const std::string& dataset) const
+{
+    return m_source->readSeries(table, dataset);
+}
+
 Status ScanInputs::loadScalars()
 {
     const TableInfo* scalarTable = table(rf::kScalars);

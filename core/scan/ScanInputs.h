@@ -108,6 +108,8 @@ public:
 
     const TableInfo* table(const char* name) const { return info().table(name); }
     const std::vector<int64_t>& steps(const char* table) const;
+    // One float64 series of a scalar table (a metric the rules have no slot for).
+    Result<std::vector<double>> readSeries(const std::string& table, const std::string& dataset) const;
     // The table has rows and `dataset` among its value datasets.
     bool hasDataset(const char* table, const char* dataset) const;
     // Rows [rowBegin, rowBegin + rowCount) of an [n, L] dataset, row-major.

@@ -27,6 +27,8 @@ Status detectSkippedSteps(ScanContext& context);
 Status detectDamagedValues(ScanContext& context);
 // The evaluation loss non-finite while training is finite or not logged (EvalNonfinite).
 Status detectEvaluationNonfinite(ScanContext& context);
+// A logged metric (an AUC, an accuracy) NaN or Inf where the training loss is finite (NonfiniteMetric).
+Status detectNonfiniteMetrics(ScanContext& context);
 // Parameters holding NaN/Inf (a run read from checkpoints), when no blow-up explains it
 // (NonfiniteParameters).
 Status detectNonfiniteParameters(ScanContext& context);

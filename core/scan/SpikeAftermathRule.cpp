@@ -92,7 +92,8 @@ Status detectSpikeAftermath(ScanContext& context)
 {
     std::vector<Incident*> spikes;
     for (Incident& incident : context.report.incidents)
-        if ((incident.kind == IncidentKind::Spike || incident.kind == IncidentKind::NonfiniteLoss) &&
+        if ((incident.kind == IncidentKind::Spike || incident.kind == IncidentKind::NonfiniteLoss ||
+             incident.kind == IncidentKind::NonfiniteGradient) &&
             incident.severity != Severity::Info)
             spikes.push_back(&incident);
     std::sort(spikes.begin(), spikes.end(), [](const Incident* x, const Incident* y) {
@@ -108,6 +109,13 @@ Status detectSpikeAftermath(ScanContext& context)
         SpikeAftermathFacts facts;
         facts.spikeStep = incident->onsetStep;
         facts.lossPlateauRatio = lossPlateauRatio(context, incident->onsetStep, end);
+        // A step the training skipped never updated the weights: nothing it did can be left behind.
+        const size_t firstRow = rowAtOrAfter(context.scalars.steps, incident->onsetStep);
+        const size_t lastRow = rowAtOrAfter(context.scalars.steps, end);
+        facts.updateSkipped = true;
+        for (size_t r = firstRow; r <= lastRow && r < context.scalars.steps.size(); ++r)
+            facts.updateSkipped = facts.updateSkipped && context.scalars.skippedAt(r);
+        facts.updateSkipped = facts.updateSkipped && firstRow < context.scalars.steps.size();
         auto dead = deadAfter(context, incident->onsetStep, end);
         if (!dead)
             return Error{dead.error()};

@@ -43,7 +43,24 @@ void findSpikes(const ScanContext& context, const LogSeries& s, const std::strin
         if (!s.finite[r] || context.nearRecoveredBurst(r))
             continue;
         if (s.steps[r] < s.steps.front() + config.warmupSteps) {
-            // Early training is turbulent by nature: learn the baseline, report nothing.
+            // Early training is turbulent by nature: learn the baseline, report nothing short of a
+            // jump no warm-up explains (x100 over the last few rows, back at once). Its baseline is
+            // the last rows alone: over a warm-up the longer median still holds the early levels.
+            if (window.size() >= 3) {
+                scratch.assign(window.end() - long(std::min<size_t>(window.size(), 5)), window.end());
+                const double recent = medianInPlace(scratch);
+                const double excess = s.log[r] - recent;
+                if (excess >= config.warmupSpikeDecades) {
+                    std::vector<double> after;
+                    for (size_t k = r + 1; k < s.size() && after.size() < 5 && k <= r + size_t(config.recoveryRows); ++k)
+                        if (s.finite[k])
+                            after.push_back(s.log[k]);
+                    if (!after.empty() && medianOf(after) <= recent + 0.5 * config.spikeDecades) {
+                        spikes.push_back({r, excess, true, name, std::pow(10.0, recent), s.raw[r]});
+                        continue; // keep the spike out of the baseline
+                    }
+                }
+            }
             remember(s.log[r]);
             continue;
         }

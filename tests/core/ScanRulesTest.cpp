@@ -306,3 +306,131 @@ TEST(ScanRules, AHealthyRunHasNoDamagedValues)
     ASSERT_TRUE(detectDamagedValues(context));
     EXPECT_TRUE(context.report.incidents.empty());
 }
+
+// Issue 26: kinds and texts that say what happened.
+
+TEST(BlowupRule, AGradientNormNaNBesideAFiniteLossIsANonfiniteGradientNotANaNLoss)
+{
+    NoisyRun run(400);
+    run.gradNorm[180] = NAN;
+    std::vector<double> skipped(400, 0.0);
+    skipped[180] = 1;
+    const ScanInputs inputs = run.inputs({{"skipped", skipped}});
+    ScanContext context(inputs, ScanConfig{});
+    const auto burst = onlyIncident(context, detectNonfiniteAndBlowup);
+    ASSERT_TRUE(burst);
+    expectIncident(*burst, IncidentKind::NonfiniteGradient, Severity::Info, 180);
+    EXPECT_STREQ(toString(burst->kind), "nonfinite_gradient");
+}
+
+TEST(BlowupRule, ABurstWhereTheLogEndsIsNotCalledRecovered)
+{
+    NoisyRun run(200);
+    run.loss[199] = NAN;
+    run.gradNorm[199] = NAN;
+    std::vector<double> skipped(200, 0.0);
+    skipped[199] = 1;
+    const ScanInputs inputs = run.inputs({{"skipped", skipped}});
+    ScanContext context(inputs, ScanConfig{});
+    const auto burst = onlyIncident(context, detectNonfiniteAndBlowup);
+    ASSERT_TRUE(burst);
+    EXPECT_EQ(burst->kind, IncidentKind::NonfiniteLoss);
+    EXPECT_EQ(burst->cause.find("recovered"), std::string::npos) << burst->cause;
+    EXPECT_NE(burst->cause.find("where the log ends"), std::string::npos) << burst->cause;
+}
+
+TEST(BlowupRule, NaNWrittenByTheFirstUpdateIsBornInTheParametersAndBatchNormPointsToIt)
+{
+    NoisyRun run(100);
+    for (size_t r = 1; r < run.loss.size(); ++r)
+        run.loss[r] = run.gradNorm[r] = NAN;
+    ScanInputs inputs = run.inputs();
+    inputs.addTable("layers", {"fc1.weight", "fc2.weight"}, run.steps,
+                    {{"grad_norm", table(100, 2, [](int64_t step, size_t) { return step >= 1 ? NAN : 0.3f; })},
+                     {"param_norm", table(100, 2, [](int64_t step, size_t c) {
+                          return step >= 1 && c == 1 ? NAN : 2.f;
+                      })}});
+    ScanContext context(inputs, ScanConfig{});
+    Incident bn; // what the BatchNorm rule found before: the statistics NaN from step 1
+    bn.kind = IncidentKind::BnCorruption;
+    bn.severity = Severity::Critical;
+    bn.onsetStep = 1;
+    bn.cause = "Running statistics of bn became non-finite (NaN/Inf) at step 1.";
+    context.report.incidents.push_back(bn);
+    ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+    ASSERT_EQ(context.report.incidents.size(), 2u);
+    const Incident& blowup = context.report.incidents[1];
+    EXPECT_EQ(blowup.kind, IncidentKind::Blowup);
+    EXPECT_NE(blowup.cause.find("NaN born in the parameters"), std::string::npos) << blowup.cause;
+    EXPECT_NE(blowup.cause.find("fc2.weight"), std::string::npos) << blowup.cause;
+    EXPECT_EQ(blowup.cause.find("dirty data"), std::string::npos) << blowup.cause;
+    const Incident& consequence = context.report.incidents[0];
+    EXPECT_EQ(consequence.severity, Severity::Warning) << "the root, not its consequence, comes first";
+    EXPECT_NE(consequence.cause.find("A consequence"), std::string::npos) << consequence.cause;
+}
+
+TEST(NonfiniteMetricRule, AMetricNaNWhileTrainingIsFiniteIsNamedWithItsSteps)
+{
+    NoisyRun run(300);
+    std::vector<double> accuracy(300, 0.8), auc(300, NAN);
+    for (size_t r = 100; r < 104; ++r)
+        accuracy[r] = NAN;
+    run.loss[250] = NAN; // a NaN training step explains the metrics' NaN there
+    accuracy[250] = NAN;
+    const ScanInputs inputs = run.inputs({{"accuracy", accuracy}, {"auc", auc}});
+    ScanContext context(inputs, ScanConfig{});
+    ASSERT_TRUE(detectNonfiniteMetrics(context));
+    ASSERT_EQ(context.report.incidents.size(), 2u);
+    for (const Incident& incident : context.report.incidents) {
+        EXPECT_EQ(incident.kind, IncidentKind::NonfiniteMetric);
+        EXPECT_EQ(incident.severity, Severity::Info);
+    }
+    const Incident& acc = context.report.incidents[0].evidence.series == "scalars/accuracy" ? context.report.incidents[0]
+                                                                                            : context.report.incidents[1];
+    EXPECT_EQ(acc.onsetStep, 100);
+    EXPECT_EQ(acc.evidence.count, 4);
+    EXPECT_NE(acc.cause.find("'accuracy'"), std::string::npos) << acc.cause;
+    EXPECT_NE(acc.cause.find("from step 100 to 103"), std::string::npos) << acc.cause;
+    const Incident& every = &acc == &context.report.incidents[0] ? context.report.incidents[1] : context.report.incidents[0];
+    EXPECT_NE(every.cause.find("every one of its"), std::string::npos) << every.cause;
+}
+
+TEST(SpikeRule, AJumpOfAHundredFoldInTheWarmupIsReportedAndAnOrdinaryOneIsNot)
+{
+    NoisyRun run(80, 0.6, 0.05);
+    run.gradNorm[22] *= 115;
+    run.gradNorm[30] *= 8; // warm-up turbulence
+    const ScanInputs inputs = run.inputs();
+    ScanContext context(inputs, ScanConfig{});
+    const auto spike = onlyIncident(context, detectSpikes);
+    ASSERT_TRUE(spike);
+    expectIncident(*spike, IncidentKind::Spike, Severity::Warning, 22);
+}
+
+// clip_grad_norm_(1.0) and a learning rate that keeps rising: the logged (pre-clip) norm climbs
+// x2.2 over 400 steps, the loss x5.5 and the parameter norm x8.7, and the gradients go NaN. A
+// divergence, not one batch: read on the loss and the parameter norm.
+TEST(BlowupRule, ADivergenceUnderGradientClippingIsGradualReadOnTheLossAndParameterNorm)
+{
+    const int64_t n = 700;
+    NoisyRun run(n, 1.0, 0.03);
+    std::vector<double> paramNorm(size_t(n), 10.0);
+    for (int64_t r = 0; r < n; ++r) {
+        const double climb = r < 250 ? 0.0 : double(r - 250) / 400.0; // 0 .. 1 over rows 250..650
+        run.loss[size_t(r)] = 0.8 * std::pow(5.5, std::min(climb, 1.0)) * (1 + 0.02 * std::sin(double(r)));
+        run.gradNorm[size_t(r)] = 0.5 * std::pow(2.2, std::min(climb, 1.0)) * (1 + 0.05 * std::sin(3.0 * double(r)));
+        paramNorm[size_t(r)] = 10.0 * std::pow(8.7, std::min(climb, 1.0));
+    }
+    for (size_t r = 650; r < size_t(n); ++r)
+        run.loss[r] = run.gradNorm[r] = paramNorm[r] = NAN;
+    const ScanInputs inputs = run.inputs({{"param_norm", paramNorm}});
+    ScanContext context(inputs, ScanConfig{});
+    const auto blowup = onlyIncident(context, detectNonfiniteAndBlowup);
+    ASSERT_TRUE(blowup);
+    ASSERT_TRUE(blowup->pattern);
+    EXPECT_EQ(*blowup->pattern, BlowupPattern::Gradual) << blowup->cause;
+    EXPECT_LT(blowup->onsetStep, 400) << "where the climb began, not at the NaN";
+    EXPECT_EQ(blowup->cause.find("stable baseline"), std::string::npos) << blowup->cause;
+    EXPECT_NE(blowup->cause.find("the loss rose x"), std::string::npos) << blowup->cause;
+    EXPECT_NE(blowup->cause.find("parameter norm x"), std::string::npos) << blowup->cause;
+}

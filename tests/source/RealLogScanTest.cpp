@@ -37,13 +37,15 @@ const Truth kTruths[] = {
     {"0729max0729__PINNforEM__csvlogger-nan-step218", false, IncidentKind::Blowup, 218, 218, BlowupPattern::Sudden},
     {"BesT1CooKie1__nn_oedometer__all-nan-csv-and-tfevents", false, IncidentKind::Blowup, 49, 198},
     {"jr7072__adl_hw3__eval-loss-nan", false, IncidentKind::EvalNonfinite, 16, 16},
-    {"5hiri__Fine-Tuning-LLM-Test__ckpt60-nan-step18", true, IncidentKind::NonfiniteLoss, 18, 18},
-    {"5hiri__Fine-Tuning-LLM-Test__ckpt60-inf-step18", true, IncidentKind::NonfiniteLoss, 18, 18},
+    // The loss of step 18 is finite (x75 its median); its gradient norm is not.
+    {"5hiri__Fine-Tuning-LLM-Test__ckpt60-nan-step18", true, IncidentKind::NonfiniteGradient, 18, 18},
+    {"5hiri__Fine-Tuning-LLM-Test__ckpt60-inf-step18", true, IncidentKind::NonfiniteGradient, 18, 18},
     {"ChenguangYang96UCR__KG-LLM__amp-nan-gradnorm", true, std::nullopt, 0, 0, std::nullopt, true},
     {"MemaSp__FT-Llama2-HRChatbot__amp-inf-gradnorm", true, std::nullopt, 0, 0, std::nullopt, true},
     {"10844110__t5-summarization-demo__trainer-state-and-tfevents", true, IncidentKind::Spike, 190000, 190000},
     {"HangerYang__Star__custom-keys-gradspikes", true},
-    {"LusterSourav__adaption-autoscientist-bisenx__gradnorm-spike", true},
+    // x115 over the steps before, inside the warm-up: at least a warning (issue 26).
+    {"LusterSourav__adaption-autoscientist-bisenx__gradnorm-spike", true, IncidentKind::Spike, 22, 22},
     {"DigitalIntelligenceCenter-of-ICMM__Baize-TCM__healthy-6687steps", true, std::nullopt, 0, 0, std::nullopt, true},
     {"TANGHULU6__Llama3-8B-Mob__lr2e-4-healthy", true},
     {"akhmetvaleev-ruslan__bashkir-language-audio2text__whisper-healthy", true, std::nullopt, 0, 0, std::nullopt, true},
