@@ -90,6 +90,7 @@ def main():
     text_log_seeds(os.path.join(out, "text_log"), real_logs)
     trainer_state_seeds(os.path.join(out, "trainer_state"), real_logs)
     metrics_csv_seeds(os.path.join(out, "metrics_csv"), real_logs)
+    tracker_file_seeds(os.path.join(out, "tracker_files"))
 
 
 def minimal_run():
@@ -309,6 +310,17 @@ def text_log_seeds(out, real_logs):
         b"ppl: 2.01\n"
         b"chosen_last_scores (higher is better) : 2.8, acc (higher is better) : 0.49\n"
         b"Epoch 1/1 with loss 0.575\n"))
+
+
+def tracker_file_seeds(out):
+    # Our own lines in the shapes of the files cited in tests/source/TrackerFolderReaderTest.cpp:
+    # MLflow's "timestamp value step" (and a two-field line), W&B's history objects with NaN tokens.
+    write(out, "mlflow_metric", b"1628697792090 332.68 0\n1628697795789 297.6 1\n1628697799319 nan 2\n"
+                                b"1628697803121 -inf 3\n1628697806972 239.0\n")
+    write(out, "wandb_history.jsonl", (
+        b'{"Loss": 12.8, "Episode reward": -98.7, "_runtime": 5.8, "_timestamp": 1585015311.6, "_step": 0}\n'
+        b'{"Loss": NaN, "train/loss": Infinity, "_runtime": 6.3, "_timestamp": 1585015312.1, "_step": 1}\n'
+        b'{"graph_0": {"_type": "graph", "nodes": []}, "_step": 2}\n'))
 
 
 def trainer_state_seeds(out, real_logs):

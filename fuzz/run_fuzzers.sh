@@ -23,8 +23,9 @@ if [ ! -f "$build_dir/build.ninja" ]; then
         -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DNANSCOPE_BUILD_FUZZ=ON >/dev/null
 fi
 if ((${#harnesses[@]} == 0)); then
-  # Every harness the build defines: trainer_state and metrics_csv only where Qt 6 Core was found.
-  for h in zip_archive pickle safetensors run_reader tensorboard text_log trainer_state metrics_csv; do
+  # Every harness the build defines: trainer_state, metrics_csv and tracker_files only where Qt 6
+  # Core was found.
+  for h in zip_archive pickle safetensors run_reader tensorboard text_log trainer_state metrics_csv tracker_files; do
     if grep -q "^build fuzz_$h: phony" "$build_dir/build.ninja"; then
       harnesses+=("$h")
     else

@@ -121,6 +121,11 @@ Status detectActivationGrowth(ScanContext& context)
         // the headroom in its evidence).
         if (context.blowupOnsetStep && *context.blowupOnsetStep <= facts.peakStep)
             continue;
+        // No growth: one step up, with an extreme input batch at that step (the bad-input rule
+        // names it; a 1e30 sample passes through every layer).
+        if (facts.peakStep - facts.onsetStep <= context.config.jumpSteps &&
+            context.badInputNear(facts.onsetStep, 1, facts.peakStep - facts.onsetStep))
+            continue;
         facts.baseline = std::pow(10.0, std::isfinite(rise.baseline) ? rise.baseline : earlyLevel);
         facts.peak = peak;
         facts.float16HeadroomDecades = headroom;

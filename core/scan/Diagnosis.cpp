@@ -630,11 +630,17 @@ Diagnosis diagnoseActivationGrowth(const ActivationGrowthFacts& facts)
 {
     Diagnosis d;
     const bool overflowed = facts.float16HeadroomDecades <= 0;
-    d.cause = "The output of " + facts.module + " grew from " + formatNumber(facts.baseline, 2) + " to " +
-              formatNumber(facts.peak, 2) + " between steps " + std::to_string(facts.onsetStep) + " and " +
-              std::to_string(facts.peakStep) +
-              (facts.decadesPerStep > 0 ? " (x10 every " + formatNumber(1.0 / facts.decadesPerStep, 2) + " steps)"
-                                        : std::string()) +
+    // A rise within one logged step is a jump, not a growth rate.
+    const bool oneStep = facts.peakStep <= facts.onsetStep + 1;
+    d.cause = "The output of " + facts.module +
+              (oneStep ? " jumped from " + formatNumber(facts.baseline, 2) + " to " + formatNumber(facts.peak, 2) +
+                             " at step " + std::to_string(facts.peakStep)
+                       : " grew from " + formatNumber(facts.baseline, 2) + " to " + formatNumber(facts.peak, 2) +
+                             " between steps " + std::to_string(facts.onsetStep) + " and " +
+                             std::to_string(facts.peakStep) +
+                             (facts.decadesPerStep > 0
+                                  ? " (x10 every " + formatNumber(1.0 / facts.decadesPerStep, 2) + " steps)"
+                                  : std::string())) +
               (overflowed ? ": it passed the float16 maximum (65504)"
                           : ": " + formatNumber(facts.float16HeadroomDecades, 2) +
                                 " decades below the float16 maximum (65504)") +

@@ -10,6 +10,7 @@
 #include "core/source/TensorBoardReader.h"
 #include "core/source/TrainerStateReader.h"
 #include "core/source/StepTextLogReader.h"
+#include "core/source/TrackerFolderReader.h"
 #include "core/source/TrainingTextLogReader.h"
 
 #include <algorithm>
@@ -93,6 +94,8 @@ void addFile(FoundLogs& found, const fs::path& path, uintmax_t& trainerStateSize
             found.trainerState = path.string();
             trainerStateSize = size;
         }
+    } else if (hasName(path, "wandb-history.jsonl")) {
+        found.wandbHistories.push_back(path.string());
     } else if (hasName(path, "metrics.csv")) {
         found.metricsCsv.push_back(path.string());
     } else if (isEventFileName(path)) {
@@ -119,7 +122,10 @@ void addFile(FoundLogs& found, const fs::path& path, uintmax_t& trainerStateSize
         else if (ext == ".csv")
             why = "CSV, but not a Lightning metrics.csv";
         else if (ext == ".wandb")
-            why = "a W&B binary record file, which nanscope does not read (its files/output.log is read as text)";
+            why = "a W&B binary record file (the SDK's own protocol-buffer records, where W&B 0.10 and later keep "
+                  "the run's history), which nanscope does not read; the run folder's files/output.log is read as "
+                  "text, and files/wandb-history.jsonl where an older SDK wrote one; or export the history "
+                  "(wandb.Api().run(...).history()) to CSV";
         else
             why = ext.empty() ? "no extension nanscope reads" : "a " + ext + " file, no format nanscope reads";
         found.passedOver.push_back(path.string() + ": " + why);
@@ -144,6 +150,21 @@ void sortFound(FoundLogs& found)
     // Event files are named events.out.tfevents.<unix time>.<host>...: by name is by time within a folder.
     std::sort(found.eventFiles.begin(), found.eventFiles.end());
     std::sort(found.textLogs.begin(), found.textLogs.end());
+    // An MLflow store holds many runs: the latest is read, and the others are named.
+    if (found.mlflowRuns.size() > 1) {
+        std::stable_sort(found.mlflowRuns.begin(), found.mlflowRuns.end(), [](const std::string& a, const std::string& b) {
+            return mlflowRunStartTime(a) > mlflowRunStartTime(b);
+        });
+        found.notes.push_back(std::to_string(found.mlflowRuns.size()) + " MLflow runs; the latest, " +
+                              found.mlflowRuns.front() + ", is read (open a run's folder to read another)");
+        found.mlflowRuns.resize(1);
+    }
+    std::sort(found.wandbHistories.begin(), found.wandbHistories.end());
+    if (found.wandbHistories.size() > 1) {
+        found.notes.push_back(std::to_string(found.wandbHistories.size()) + " W&B runs; " +
+                              found.wandbHistories.back() + " is read (open a run's folder to read another)");
+        found.wandbHistories.erase(found.wandbHistories.begin(), found.wandbHistories.end() - 1);
+    }
 }
 
 // Several event files of one run (a resumed run starts a new one) read as one log.
@@ -197,6 +218,10 @@ FoundLogs findLogs(const std::string& pathText)
         found.runFile = (path / runformat::kLogFileName).string();
         return found;
     }
+    if (isMlflowRunFolder(path.string())) {
+        found.mlflowRuns.push_back(path.string());
+        return found;
+    }
     static const std::regex checkpointFolder(R"(checkpoint-(\d{1,15}))");
     size_t entries = 0;
     auto it = fs::recursive_directory_iterator(path, fs::directory_options::skip_permission_denied, ec);
@@ -211,6 +236,9 @@ FoundLogs findLogs(const std::string& pathText)
         if (it->is_directory(ec)) {
             std::smatch match;
             if (!name.empty() && name[0] == '.') {
+                it.disable_recursion_pending();
+            } else if (isMlflowRunFolder(entry.string())) {
+                found.mlflowRuns.push_back(entry.string());
                 it.disable_recursion_pending();
             } else if (std::regex_match(name, match, checkpointFolder)) {
                 const int64_t step = std::stoll(match[1].str());
@@ -439,6 +467,10 @@ Result<std::unique_ptr<RunSource>> openRun(const std::string& path, const Progre
         take(readTrainingTextLog(log));
     for (const std::string& log : found.stepLogs)
         take(readStepTextLog(log));
+    for (const std::string& run : found.mlflowRuns)
+        take(readMlflowRun(run));
+    for (const std::string& history : found.wandbHistories)
+        take(readWandbHistory(history));
     builder.addCheckpoints(found.checkpoints);
     if (!found.checkpointSources.empty())
         if (Status s = addCheckpointSeries(builder, found.checkpointSources, progress); !s)

@@ -25,6 +25,8 @@ struct FoundLogs
     std::vector<std::string> eventFiles;  // TensorBoard event files of one run, oldest first
     std::vector<std::string> textLogs;    // DeepSpeed / Megatron logs
     std::vector<std::string> stepLogs;    // training scripts' stdout: step lines (StepTextLogReader)
+    std::vector<std::string> mlflowRuns;  // MLflow file-store run folders (meta.yaml + metrics/), the latest
+    std::vector<std::string> wandbHistories; // W&B files/wandb-history.jsonl (TrackerFolderReader)
     std::map<int64_t, std::string> checkpoints; // weights files by step, for the checkpoints pane
     // What the per-layer series read, by step: a checkpoint-N/ folder (shards, adapters and all)
     // or a checkpoint file.
@@ -37,7 +39,8 @@ struct FoundLogs
     bool empty() const
     {
         return runFile.empty() && trainerState.empty() && metricsCsv.empty() && eventFiles.empty() &&
-               textLogs.empty() && stepLogs.empty() && checkpoints.empty() && checkpointSources.empty();
+               textLogs.empty() && stepLogs.empty() && mlflowRuns.empty() && wandbHistories.empty() &&
+               checkpoints.empty() && checkpointSources.empty();
     }
 };
 

@@ -1,5 +1,7 @@
 #include "core/source/StepTextLogReader.h"
 
+#include "core/run/RunFormat.h"
+
 #include "core/source/ScalarNames.h"
 
 #include <algorithm>
@@ -229,44 +231,10 @@ TokenKind classify(std::string_view token, double& value)
     return TokenKind::Number;
 }
 
-std::optional<StepLine> parseStepLine(std::string_view s)
+// The `name value` pairs of s from i on, tokens outside parentheses; `|` and `,` end a name,
+// `:` and `=` bind one.
+void collectPairs(std::string_view s, size_t i, StepLine& line)
 {
-    size_t i = skipPrefix(s);
-    size_t keyword = 0;
-    for (std::string_view word : {std::string_view("iteration"), std::string_view("iter"), std::string_view("step")})
-        if (startsWithWord(s, i, word)) {
-            keyword = word.size();
-            break;
-        }
-    if (keyword == 0)
-        return std::nullopt;
-    i += keyword;
-    if (i < s.size() && (isLetter(s[i]) || s[i] == '_'))
-        return std::nullopt; // "steps", "step_avg": another word
-    skipSpaces(s, i);
-    if (i < s.size() && (s[i] == ':' || s[i] == '='))
-        ++i;
-    skipSpaces(s, i);
-    size_t digits = 0;
-    int64_t step = 0;
-    while (i < s.size() && isDigit(s[i]) && digits < 15) {
-        step = step * 10 + (s[i] - '0');
-        ++i;
-        ++digits;
-    }
-    if (digits == 0 || (i < s.size() && (isDigit(s[i]) || isLetter(s[i]) || s[i] == '.')))
-        return std::nullopt;
-    skipSpaces(s, i);
-    if (i < s.size() && s[i] == '/') { // "step 1234/19560"
-        ++i;
-        skipSpaces(s, i);
-        while (i < s.size() && isDigit(s[i]))
-            ++i;
-    }
-
-    StepLine line;
-    line.step = step;
-    // Tokens of the rest, outside parentheses; `|` and `,` end a name, `:` and `=` bind one.
     std::vector<std::string> keyWords;
     std::string token;
     int depth = 0;
@@ -325,6 +293,48 @@ std::optional<StepLine> parseStepLine(std::string_view s)
         }
     }
     flush();
+}
+
+std::optional<StepLine> parseUpdateKeyedLine(std::string_view s);
+
+std::optional<StepLine> parseStepLine(std::string_view s)
+{
+    size_t i = skipPrefix(s);
+    size_t keyword = 0;
+    for (std::string_view word : {std::string_view("iteration"), std::string_view("iter"), std::string_view("step")})
+        if (startsWithWord(s, i, word)) {
+            keyword = word.size();
+            break;
+        }
+    if (keyword == 0)
+        return parseUpdateKeyedLine(s);
+    i += keyword;
+    if (i < s.size() && (isLetter(s[i]) || s[i] == '_'))
+        return std::nullopt; // "steps", "step_avg": another word
+    skipSpaces(s, i);
+    if (i < s.size() && (s[i] == ':' || s[i] == '='))
+        ++i;
+    skipSpaces(s, i);
+    size_t digits = 0;
+    int64_t step = 0;
+    while (i < s.size() && isDigit(s[i]) && digits < 15) {
+        step = step * 10 + (s[i] - '0');
+        ++i;
+        ++digits;
+    }
+    if (digits == 0 || (i < s.size() && (isDigit(s[i]) || isLetter(s[i]) || s[i] == '.')))
+        return std::nullopt;
+    skipSpaces(s, i);
+    if (i < s.size() && s[i] == '/') { // "step 1234/19560"
+        ++i;
+        skipSpaces(s, i);
+        while (i < s.size() && isDigit(s[i]))
+            ++i;
+    }
+
+    StepLine line;
+    line.step = step;
+    collectPairs(s, i, line);
     if (line.pairs.empty())
         return std::nullopt;
     for (const auto& [name, value] : line.pairs)
@@ -339,6 +349,94 @@ std::optional<StepLine> parseStepLine(std::string_view s)
                 name = "train_loss_eval"; // the evaluation's estimate, not the step's loss
         }
     return line;
+}
+
+// fairseq's progress lines key a step by the update count, not by a leading "step N":
+//   ... | INFO | train_inner | epoch 001:    100 / 2952087 loss=16.348, ..., num_updates=100, lr=1e-06, gnorm=4.215, ...
+//   | epoch 001:    450 / 1891 loss=11.521, ..., num_updates=445, ...          (before fairseq 0.10)
+//   ... | INFO | valid | epoch 145 | valid on 'valid' subset | loss 12.144 | ... | num_updates 40860 | ...
+// The batch counter ("100 / 2952087") is not the step: skipped fp16 updates do not count. An
+// epoch's summary ("| train | epoch 145 | loss 3.141 | ...") repeats averages at its last update:
+// not a step. A validation line's names are kept as valid_<name> (valid_loss is the eval loss).
+std::optional<StepLine> parseUpdateKeyedLine(std::string_view s)
+{
+    const size_t updates = s.find("num_updates");
+    if (updates == std::string_view::npos)
+        return std::nullopt;
+    const bool validation = s.find("valid on") != std::string_view::npos;
+    size_t from = std::string_view::npos;
+    if (validation) {
+        from = s.find("subset");
+    } else {
+        // "epoch NNN:" then "a / b": a progress line (a summary has "epoch NNN |").
+        for (size_t at = s.find("epoch"); at != std::string_view::npos && at < updates; at = s.find("epoch", at + 5)) {
+            size_t i = at + 5;
+            skipSpaces(s, i);
+            const size_t digitsAt = i;
+            while (i < s.size() && isDigit(s[i]))
+                ++i;
+            if (i > digitsAt && i < s.size() && s[i] == ':') {
+                from = i + 1;
+                skipSpaces(s, from);
+                while (from < s.size() && (isDigit(s[from]) || s[from] == ' ' || s[from] == '/'))
+                    ++from;
+                break;
+            }
+        }
+    }
+    if (from == std::string_view::npos)
+        return std::nullopt;
+    StepLine line;
+    collectPairs(s, from, line);
+    std::optional<double> step;
+    std::vector<std::pair<std::string, double>> kept;
+    for (auto& [name, value] : line.pairs) {
+        if (name == "num_updates") {
+            step = value;
+            continue;
+        }
+        if (validation && name.rfind("valid", 0) != 0 && name.rfind("best", 0) != 0)
+            name = "valid_" + name;
+        kept.emplace_back(std::move(name), value);
+    }
+    if (!step || !std::isfinite(*step) || *step < 0 || kept.empty())
+        return std::nullopt;
+    line.step = int64_t(*step);
+    line.pairs = std::move(kept);
+    line.evaluation = validation;
+    return line;
+}
+
+// A loss scaler's own lines between the step lines: fairseq's "NOTE: overflow detected, setting
+// loss scale to: 16384.0" (or "gradient overflow detected, ignoring gradient, ..."), whose update
+// was skipped, and "FloatingPointError: Minimum loss scale reached", which ends the training.
+// Placed at the last step line before them.
+void noteLossScaleLine(std::string_view line, const std::optional<int64_t>& lastStep, ScalarLog& log)
+{
+    const int64_t step = lastStep.value_or(0);
+    if (line.find("overflow detected") != std::string_view::npos) {
+        const size_t to = line.find("loss scale to:");
+        if (to == std::string_view::npos)
+            return;
+        double scale = 0;
+        size_t i = to + 14;
+        skipSpaces(line, i);
+        size_t end = i;
+        while (end < line.size() && !std::isspace(static_cast<unsigned char>(line[end])))
+            ++end;
+        if (classify(line.substr(i, end - i), scale) != TokenKind::Number)
+            return;
+        char text[64];
+        std::snprintf(text, sizeof text, "%g", scale);
+        log.events.push_back({step, runformat::event::kLossScaleDecrease,
+                              std::string("gradient overflow after step ") + std::to_string(step) +
+                                  ": update skipped, loss scale set to " + text});
+    } else if (line.find("Minimum loss scale reached") != std::string_view::npos) {
+        log.events.push_back({step, runformat::event::kNote,
+                              "training stopped after step " + std::to_string(step) +
+                                  ": minimum loss scale reached (the loss scaler could not find a scale without "
+                                  "overflow: the loss is exploding)"});
+    }
 }
 
 } // namespace
@@ -367,6 +465,7 @@ Result<ScalarLog> readStepTextLog(const std::string& path)
     log.format = "training log (step lines)";
     std::string line;
     uint64_t lineNumber = 0, stepLines = 0, otherLines = 0;
+    std::optional<int64_t> lastStep;
     while (lines.next(line)) {
         ++lineNumber;
         if (lines.sawNul() && stepLines == 0)
@@ -377,9 +476,11 @@ Result<ScalarLog> readStepTextLog(const std::string& path)
         auto parsed = parseStepLine(line);
         if (!parsed) {
             ++otherLines;
+            noteLossScaleLine(line, lastStep, log);
             continue;
         }
         ++stepLines;
+        lastStep = parsed->step;
         for (const auto& [name, value] : parsed->pairs) {
             auto& points = log.series[name];
             // A step printed again (every rank prints it; a log that repeats its last line): once.

@@ -398,3 +398,32 @@ TEST(AdamEpsilonRule, ALargeShareOfElementsDominatedByEpsIsAWarningNamingThePara
     ASSERT_TRUE(detectAdamEpsilon(quiet));
     EXPECT_TRUE(quiet.report.incidents.empty());
 }
+
+// A 1e30 sample at step 180 lifts the layer's output for one step: that is the bad batch (its own
+// incident), not a growth toward the float16 limit; without a bad batch to explain it, the text
+// says "jumped at step N", never "grew between steps 180 and 180".
+TEST(ActivationGrowthRule, AOneStepJumpIsNoGrowthAndIsNotWordedAsOne)
+{
+    TrainingRun run(300);
+    const auto activations = [&] {
+        return std::map<std::string, std::vector<float>>{{"max", run.table(1, [](int64_t step, size_t) {
+                                                               return step == 180 ? 1.1e30f : 2.3f;
+                                                           })}};
+    };
+    ScanInputs inputs = run.inputs();
+    inputs.addTable("activations", {"fc1"}, run.steps, activations());
+    ScanContext explained(inputs, ScanConfig{});
+    Incident batch;
+    batch.kind = IncidentKind::BadInput;
+    batch.onsetStep = batch.evidence.windowEndStep = 180;
+    explained.badInputs.push_back(batch);
+    ASSERT_TRUE(detectActivationGrowth(explained));
+    EXPECT_EQ(find(explained, IncidentKind::ActivationGrowth), nullptr);
+
+    ScanContext unexplained(inputs, ScanConfig{});
+    ASSERT_TRUE(detectActivationGrowth(unexplained));
+    const Incident* growth = find(unexplained, IncidentKind::ActivationGrowth);
+    ASSERT_NE(growth, nullptr);
+    EXPECT_EQ(growth->cause.find("between steps 180 and 180"), std::string::npos) << growth->cause;
+    EXPECT_NE(growth->cause.find("jumped"), std::string::npos) << growth->cause;
+}

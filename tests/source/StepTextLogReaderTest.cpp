@@ -15,6 +15,10 @@
 //   (a time-stamped, quoted copy of such lines), and a nanoGPT README's banner with
 //   "step 0: train loss 4.1979, val loss 4.2041" (read-file id 55600505568); the nanoGPT fixture
 //   puts lines of that banner before three iter lines of issue #178.
+// [fairseq] facebookresearch/fairseq issues: #2332 (train_inner lines of a GPU run, num_updates
+//   100-300), #2404 (an overflow NOTE beside a train_inner line whose loss_scale is averaged),
+//   #1895 (an exploding run: gnorm 55 -> 156, loss_scale 0, overflow NOTEs), #940 (the format
+//   before fairseq 0.10, with a valid line), #3185 (the FloatingPointError text).
 // [torchtitan] pytorch/torchtitan pull request #1287: "[rank0]:[titan] ... - root - INFO - step: 200
 //   loss:  6.1384  memory: 49.66GiB(52.28%)  tps: 5,856 ...".
 
@@ -248,10 +252,10 @@ TEST(StepTextLogReader, BinaryAndEndlessFilesAreRefusedOrBounded)
 TEST(StepTextLogReader, AFileNoReaderTakesIsAnErrorThatSaysWhy)
 {
     test::TempFolder folder;
-    // fairseq's train_inner lines (facebookresearch/fairseq issue #2338): no "step N" to key them.
+    // Numbers with names but nothing that keys a step (no step N, iteration N or num_updates).
     const std::string log = writeLog(folder, "fairseq.log",
-        "2020-07-17 07:11:02 | INFO | train_inner | epoch 001:   2800 / 160368 loss=9.255, ppl=611.12, wps=57.3, "
-        "ups=0.04, wpb=1613, bsz=80, num_updates=2800, lr=2.8e-05, gnorm=3.23, train_wall=13, wall=1236\n");
+        "2020-07-17 07:11:02 | INFO | fairseq_cli.train | model transformer, criterion CrossEntropyCriterion, "
+        "num. model params: 44168192, lr=2.8e-05\n");
     auto run = openRun(log);
     ASSERT_FALSE(run);
     EXPECT_NE(run.error().find("fairseq.log"), std::string::npos) << run.error();
@@ -272,4 +276,63 @@ TEST(StepTextLogReader, AFolderWithNoRunNamesEachFileAndWhy)
                              "config.json: JSON, but not a Trainer's trainer_state.json",
                              "run-abc.wandb: a W&B binary record file"})
         EXPECT_NE(run.error().find(part), std::string::npos) << part << "\n" << run.error();
+}
+
+// fairseq keys a step by num_updates, not by the batch counter "100 / 2952087" before it.
+TEST(StepTextLogReader, FairseqTrainInnerLinesAreKeyedByTheirUpdateCount)
+{
+    test::TempFolder folder;
+    const std::string log = writeLog(folder, "train.log", R"(2020-07-17 04:08:14 | INFO | train_inner | epoch 001:    100 / 2952087 loss=16.348, ppl=83437.5, wps=8640.2, ups=4.66, wpb=1854, bsz=2, num_updates=100, lr=1e-06, gnorm=4.215, loss_scale=128, train_wall=22, wall=120
+2020-07-17 04:08:36 | INFO | train_inner | epoch 001:    200 / 2952087 loss=14.736, ppl=27279.9, wps=8800.8, ups=4.69, wpb=1878.2, bsz=2, num_updates=200, lr=2e-06, gnorm=2.849, loss_scale=128, train_wall=21, wall=141
+2020-07-17 04:08:57 | INFO | train_inner | epoch 001:    300 / 2952087 loss=13.761, ppl=13882.4, wps=8737.9, ups=4.68, wpb=1868.8, bsz=2, num_updates=300, lr=3e-06, gnorm=2.349, loss_scale=128, train_wall=21, wall=163
+2020-08-01 12:39:16 | INFO | fairseq.trainer | NOTE: overflow detected, setting loss scale to: 1024.0
+2020-08-01 12:39:39 | INFO | train_inner | epoch 001:   3615 / 6547 loss=0.439, nll_loss=0.001, accuracy=87.9, wps=82565, ups=2.66, wpb=31075.5, bsz=64, num_updates=3600, lr=9e-06, gnorm=3.952, loss_scale=1399, train_wall=38, wall=1353
+)");
+    ASSERT_TRUE(looksLikeStepTextLog(log));
+    auto read = readStepTextLog(log);
+    ASSERT_TRUE(read) << read.error();
+    const auto& loss = series(*read, "loss");
+    ASSERT_EQ(loss.size(), 4u);
+    EXPECT_EQ(loss[0].step, 100);
+    EXPECT_DOUBLE_EQ(loss[0].value, 16.348);
+    EXPECT_EQ(loss[3].step, 3600) << "num_updates, not the batch counter 3615";
+    const auto& gnorm = series(*read, "gnorm");
+    ASSERT_EQ(gnorm.size(), 4u);
+    EXPECT_DOUBLE_EQ(gnorm[1].value, 2.849);
+    EXPECT_DOUBLE_EQ(series(*read, "loss_scale")[3].value, 1399);
+    EXPECT_TRUE(series(*read, "num_updates").empty()) << "the step key is not a series";
+    EXPECT_TRUE(series(*read, "epoch").empty());
+    ASSERT_EQ(read->events.size(), 1u);
+    EXPECT_EQ(read->events[0].kind, "loss_scale_decrease");
+    EXPECT_NE(read->events[0].message.find("1024"), std::string::npos) << read->events[0].message;
+}
+
+TEST(StepTextLogReader, FairseqBeforeVersion010WithAValidLineAndAnExplodingEnd)
+{
+    test::TempFolder folder;
+    const std::string log = writeLog(folder, "train.log", R"(| epoch 001:    450 / 1891 loss=11.521, nll_loss=10.881, ppl=1886.05, wps=52922, ups=0.5, wpb=104928, bsz=5325, num_updates=445, lr=8.90889e-05, gnorm=1.543, clip=0%, oom=0, loss_scale=2.000, wall=882, train_wall=756
+| epoch 001:    500 / 1891 loss=11.346, nll_loss=10.678, ppl=1637.83, wps=53351, ups=0.5, wpb=104872, bsz=5322, num_updates=495, lr=9.90876e-05, gnorm=1.507, clip=0%, oom=0, loss_scale=2.000, wall=973, train_wall=840
+| epoch 001:    600 / 1891 loss=11.039, nll_loss=10.320, ppl=1278.29, wps=53936, ups=0.5, wpb=104812, bsz=5310, num_updates=595, lr=0.000119085, gnorm=1.445, clip=0%, oom=0, loss_scale=2.000, wall=1156, train_wall=1010
+| epoch 001 | valid on 'valid' subset | valid_loss 8.11425 | valid_nll_loss 6.8834 | valid_ppl 118.06 | num_updates 600
+2020-03-23 11:38:13 | INFO | train | epoch 002 | loss 9.803 | nll_loss 8.89 | ppl 474.37 | wps 31194.9 | ups 0.07 | wpb 430468 | bsz 14485.4 | num_updates 695 | lr 0.00017375 | gnorm 55.005 | loss_scale 0 | train_wall 4512 | wall 9786
+2020-03-23 11:39:44 | INFO | train_inner | epoch 003:      5 / 356 loss=9.44, nll_loss=8.44, ppl=347.28, wps=30690.8, ups=0.07, wpb=427295, bsz=14390.4, num_updates=700, lr=0.000175, gnorm=156.036, loss_scale=0, train_wall=1281, wall=9877
+2020-03-23 11:41:18 | INFO | fairseq.trainer | NOTE: overflow detected, setting loss scale to: 0.00048828125
+2020-03-23 11:48:04 | INFO | fairseq.trainer | NOTE: overflow detected, setting loss scale to: 0.000244140625
+> FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding. Try lowering the learning rate, using gradient clipping or increasing the batch size.
+)");
+    auto read = readStepTextLog(log);
+    ASSERT_TRUE(read) << read.error();
+    const auto& loss = series(*read, "loss");
+    ASSERT_EQ(loss.size(), 4u) << "the epoch summary at update 695 is not a step";
+    EXPECT_EQ(loss[0].step, 445);
+    EXPECT_EQ(loss[3].step, 700);
+    EXPECT_DOUBLE_EQ(series(*read, "gnorm")[3].value, 156.036);
+    const auto& valid = series(*read, "valid_loss");
+    ASSERT_EQ(valid.size(), 1u);
+    EXPECT_EQ(valid[0].step, 600);
+    EXPECT_DOUBLE_EQ(valid[0].value, 8.11425);
+    ASSERT_EQ(read->events.size(), 3u);
+    EXPECT_EQ(read->events[0].step, 700);
+    EXPECT_EQ(read->events[2].kind, "note");
+    EXPECT_NE(read->events[2].message.find("minimum loss scale"), std::string::npos);
 }
