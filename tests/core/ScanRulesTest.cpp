@@ -81,6 +81,18 @@ std::vector<float> table(int64_t steps, size_t columns, const std::function<floa
     return values;
 }
 
+// The run with a non-finite gradient norm (and loss, when `lossToo`) at `row`, a step the
+// training skipped.
+ScanInputs skippedNonfiniteAt(NoisyRun& run, size_t row, bool lossToo)
+{
+    run.gradNorm[row] = NAN;
+    if (lossToo)
+        run.loss[row] = NAN;
+    std::vector<double> skipped(run.steps.size(), 0.0);
+    skipped[row] = 1;
+    return run.inputs({{"skipped", skipped}});
+}
+
 } // namespace
 
 TEST(SpikeRule, OneBatchThatJumpsAndRecoversIsAWarningAtThatStep)
@@ -190,11 +202,7 @@ TEST(BlowupRule, SuddenJumpToNaNStartsAtTheJumpInTheFirstLayer)
 TEST(BlowupRule, OneNaNStepTheTrainingSkippedIsARecoveredBurstNotABlowup)
 {
     NoisyRun run(400);
-    run.loss[180] = NAN;
-    run.gradNorm[180] = NAN;
-    std::vector<double> skipped(400, 0.0);
-    skipped[180] = 1;
-    const ScanInputs inputs = run.inputs({{"skipped", skipped}});
+    const ScanInputs inputs = skippedNonfiniteAt(run, 180, /*lossToo=*/true);
     ScanContext context(inputs, ScanConfig{});
     const auto burst = onlyIncident(context, detectNonfiniteAndBlowup);
     ASSERT_TRUE(burst);
@@ -312,10 +320,7 @@ TEST(ScanRules, AHealthyRunHasNoDamagedValues)
 TEST(BlowupRule, AGradientNormNaNBesideAFiniteLossIsANonfiniteGradientNotANaNLoss)
 {
     NoisyRun run(400);
-    run.gradNorm[180] = NAN;
-    std::vector<double> skipped(400, 0.0);
-    skipped[180] = 1;
-    const ScanInputs inputs = run.inputs({{"skipped", skipped}});
+    const ScanInputs inputs = skippedNonfiniteAt(run, 180, /*lossToo=*/false);
     ScanContext context(inputs, ScanConfig{});
     const auto burst = onlyIncident(context, detectNonfiniteAndBlowup);
     ASSERT_TRUE(burst);
@@ -326,11 +331,7 @@ TEST(BlowupRule, AGradientNormNaNBesideAFiniteLossIsANonfiniteGradientNotANaNLos
 TEST(BlowupRule, ABurstWhereTheLogEndsIsNotCalledRecovered)
 {
     NoisyRun run(200);
-    run.loss[199] = NAN;
-    run.gradNorm[199] = NAN;
-    std::vector<double> skipped(200, 0.0);
-    skipped[199] = 1;
-    const ScanInputs inputs = run.inputs({{"skipped", skipped}});
+    const ScanInputs inputs = skippedNonfiniteAt(run, 199, /*lossToo=*/true);
     ScanContext context(inputs, ScanConfig{});
     const auto burst = onlyIncident(context, detectNonfiniteAndBlowup);
     ASSERT_TRUE(burst);
