@@ -28,7 +28,9 @@ QString programName(const QString& program)
 QString errorLine(const QString& standardError)
 {
     QStringList lines = standardError.split('\n', Qt::SkipEmptyParts);
-    lines.removeIf([](const QString& l) { return l.contains("runs code from the file"); });
+    lines.removeIf([](const QString& l) {
+        return l.contains("runs code from the file") || l.contains("runs the model's Python code");
+    });
     return lines.join("\n").remove("nanscope: ").trimmed();
 }
 

@@ -40,6 +40,7 @@
 #include <QSettings>
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <QSortFilterProxyModel>
 #include <QStackedWidget>
@@ -428,9 +429,19 @@ void MainWindow::showSnapshot(const RunSnapshot& snapshot)
                                  QString::fromStdString(sourceDetails(snapshot.info)));
     showLayerTree();
     m_batchNorm->setSeries(snapshot.batchNorm);
-    m_tabs->setTabEnabled(int(View::Heatmap), !snapshot.layers.empty());
-    m_tabs->setTabEnabled(int(View::BatchNorm), !snapshot.batchNorm.empty());
+    setTabAvailable(View::Heatmap, !snapshot.layers.empty(),
+                    tr("No per-layer table in this run (/layers): the heatmap plots each parameter's gradient norm "
+                       "over the steps, and this log has none."));
+    setTabAvailable(View::BatchNorm, !snapshot.batchNorm.empty(),
+                    tr("No normalisation statistics in this run (/buffers): the model has no BatchNorm layer, or "
+                       "its log does not record their running mean and variance."));
     updateStatus();
+}
+
+void MainWindow::setTabAvailable(View view, bool available, const QString& whyNot)
+{
+    m_tabs->setTabEnabled(int(view), available);
+    m_tabs->setTabToolTip(int(view), available ? QString() : whyNot);
 }
 
 void MainWindow::showSavedFiles(const RunSnapshot& snapshot)
@@ -440,15 +451,16 @@ void MainWindow::showSavedFiles(const RunSnapshot& snapshot)
     const qint64 replayStep = m_replay->request().step;
     const QString whyNothingReplays = QString::fromStdString(snapshot.info.whyNothingReplays());
     m_replay->setReplayableSteps(replayable, whyNothingReplays);
+    m_replay->setEagerFactory(QString::fromStdString(snapshot.info.eagerReplayFactory()));
     std::vector<qint64> checkpointSteps;
     for (const auto& [step, path] : snapshot.info.checkpoints)
         checkpointSteps.push_back(step);
     m_checkpoints->setCheckpointSteps(checkpointSteps);
     m_overview->setCheckpointSteps(std::vector<int64_t>(checkpointSteps.begin(), checkpointSteps.end()));
-    m_tabs->setTabEnabled(int(View::Checkpoints), !checkpointSteps.empty());
-    m_tabs->setTabEnabled(int(View::Replay), !replayable.empty());
-    // A disabled tab cannot show its pane's message: its tooltip says why instead.
-    m_tabs->setTabToolTip(int(View::Replay), whyNothingReplays);
+    setTabAvailable(View::Checkpoints, !checkpointSteps.empty(),
+                    tr("No checkpoints in this run: tensor statistics, histograms and diffs need saved weights "
+                       "(checkpoints/step_N.pt, or checkpoint-N/ folders)."));
+    setTabAvailable(View::Replay, !replayable.empty(), whyNothingReplays);
     const qint64 selected = m_context->selectedStep();
     const qint64 near = selected >= 0 ? selected : (m_initialStep >= 0 ? m_initialStep : -1);
     if (!checkpointSteps.empty())
@@ -573,12 +585,23 @@ void MainWindow::updateStatus()
     const int incidents = m_incidentModel->rowCount();
     const qint64 lastStep = run.steps.empty() ? -1 : run.steps.back();
     // Logged rows and the steps they span: a log that writes every 43rd step is not "43 steps".
-    const QString steps = run.steps.empty()      ? tr("no training scalars")
-                          : run.steps.size() == 1 ? tr("1 logged step (%1)").arg(lastStep)
-                                                  : tr("%1 logged steps (%2–%3)")
-                                                        .arg(run.steps.size())
-                                                        .arg(run.steps.front())
-                                                        .arg(lastStep);
+    QString steps = run.steps.empty()      ? tr("no training scalars")
+                    : run.steps.size() == 1 ? tr("1 logged step (%1)").arg(lastStep)
+                                            : tr("%1 logged steps (%2–%3)")
+                                                  .arg(run.steps.size())
+                                                  .arg(run.steps.front())
+                                                  .arg(lastStep);
+    // Series logged at rates of their own (DeepSpeed's learning rate every 10 steps) can span more
+    // of the run than /scalars: the status names the whole span.
+    qint64 first = run.steps.empty() ? std::numeric_limits<qint64>::max() : run.steps.front();
+    qint64 last = lastStep;
+    for (const auto& table : run.seriesTables)
+        if (!table.steps.empty()) {
+            first = std::min<qint64>(first, table.steps.front());
+            last = std::max<qint64>(last, table.steps.back());
+        }
+    if (!run.steps.empty() && (first < run.steps.front() || last > lastStep))
+        steps += tr(", steps %1–%2 in all its series").arg(first).arg(last);
     m_statusRun->setText(tr("%1  \u2014  %2, %3 layers (%4 in critical incidents), "
                             "%5 checkpoints, %6 batches, %7%8")
                              .arg(run.directory)

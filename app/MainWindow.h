@@ -129,6 +129,9 @@ private:
     void clearViews();
     void showRun(const RunSnapshot& snapshot);
     void showSnapshot(const RunSnapshot& snapshot);
+    // A tab that has nothing to show for this run is greyed out; its tooltip, the only text a
+    // disabled tab can show, says why. Every tab says it the same way.
+    void setTabAvailable(View view, bool available, const QString& whyNot);
     void showSavedFiles(const RunSnapshot& snapshot);
     void showScan(const ScanReport& scan);
     // The incident dock: the table, or "no incidents" after a scan that found none.

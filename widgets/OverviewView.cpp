@@ -186,6 +186,7 @@ void OverviewView::setScalars(const std::vector<int64_t>& steps,
     }
     for (int i = m_fixedPlotCount; i < m_plots.size(); ++i)
         showAddedSeries(m_plots[i], m_keys[i]);
+    showFixedSeriesOfOwnRate();
     showEvaluationLoss();
 }
 
@@ -194,7 +195,29 @@ void OverviewView::setSeriesTables(const std::vector<SeriesTable>& tables)
     m_seriesTables = tables;
     for (int i = m_fixedPlotCount; i < m_plots.size(); ++i)
         showAddedSeries(m_plots[i], m_keys[i]);
+    showFixedSeriesOfOwnRate();
     showEvaluationLoss();
+}
+
+void OverviewView::showFixedSeriesOfOwnRate()
+{
+    // A standard series logged at a rate of its own (DeepSpeed prints the learning rate every 10
+    // steps: /scalars_lr) is plotted by default all the same, on its own steps.
+    for (int i = 0; i < m_fixedPlotCount; ++i) {
+        const std::string key = m_keys[i].toStdString();
+        if (m_scalars.count(key) || key == "loss")
+            continue;
+        for (const SeriesTable& table : m_seriesTables) {
+            const auto series = table.series.find(key);
+            if (series == table.series.end() || table.steps.empty())
+                continue;
+            m_plots[i]->setVisible(true);
+            m_plots[i]->setSeries(table.steps, series->second);
+            m_plots[i]->setSeriesName(m_plots[i]->title());
+            m_plots[i]->setMarkedSteps(m_skippedSteps, tr("skipped step"));
+            break;
+        }
+    }
 }
 
 void OverviewView::showEvaluationLoss()

@@ -105,6 +105,7 @@ private:
     SeriesPlot* createPlot(const QString& key, const QString& title);
     // Feeds an added plot its series from the run's series; hides it when the run lacks it.
     void showAddedSeries(SeriesPlot* plot, const QString& key);
+    void showFixedSeriesOfOwnRate();
     void showEvaluationLoss();
     void populateSeriesMenu();
     void linkRanges(SeriesPlot* source, double lower, double upper);

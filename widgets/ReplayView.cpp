@@ -67,8 +67,7 @@ ReplayView::ReplayView(QWidget* parent)
     m_busy->setMaximumWidth(120);
     controls->addWidget(m_busy);
     layout->addLayout(controls);
-    m_warning->setText(tr("Replay loads the checkpoint as TorchScript, which runs code from the file. "
-                          "It runs in a separate process: a crash there cannot take this window down."));
+    setEagerFactory(QString());
     m_warning->setWordWrap(true);
     m_warning->setStyleSheet("color: palette(mid);");
     layout->addWidget(m_warning);
@@ -115,6 +114,16 @@ ReplayView::ReplayView(QWidget* parent)
     connect(m_table, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
         emit moduleClicked(index.data(ReplayOpModel::ModuleRole).toString());
     });
+}
+
+void ReplayView::setEagerFactory(const QString& factory)
+{
+    const QString runs = factory.isEmpty()
+                             ? tr("Replay loads the checkpoint as TorchScript, which runs code from the file.")
+                             : tr("Replay rebuilds the model in Python with %1 and loads the checkpoint's state_dict "
+                                  "into it: it imports and runs the training code (eager replay).")
+                                   .arg(factory);
+    m_warning->setText(runs + " " + tr("It runs in a separate process: a crash there cannot take this window down."));
 }
 
 void ReplayView::setReplayableSteps(const std::vector<qint64>& steps, const QString& whyNone)

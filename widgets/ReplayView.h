@@ -26,6 +26,9 @@ public:
 
     // `whyNone`: what the pane says when no step replays (RunInfo::whyNothingReplays).
     void setReplayableSteps(const std::vector<qint64>& steps, const QString& whyNone = QString());
+    // The run's checkpoints are state_dicts that replay eagerly, rebuilt in Python by `factory`
+    // (empty: TorchScript replay); the pane's warning says which code runs.
+    void setEagerFactory(const QString& factory);
     // Picks the replayable step at or before `step` (the nearest one after, if none is before).
     void chooseStepNear(qint64 step);
     // Drops everything of the run shown (RunContext::runClosed): result, step list, layer filter.

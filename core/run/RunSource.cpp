@@ -37,6 +37,16 @@ bool RunInfo::replaysEagerly() const
     return factory != attributes.end() && !factory->second.empty();
 }
 
+std::string RunInfo::eagerReplayFactory() const
+{
+    if (!replaysEagerly())
+        return {};
+    for (const auto& [step, form] : checkpointForms)
+        if (form.kind == CheckpointForm::Kind::StateDict)
+            return attributes.at(rf::kModelFactoryAttribute);
+    return {};
+}
+
 std::string RunInfo::whyNothingReplays() const
 {
     if (!replayableSteps().empty())

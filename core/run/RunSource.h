@@ -73,6 +73,9 @@ struct RunInfo
     // The run names a model factory (docs/run-format.md): its state_dict checkpoints replay eagerly,
     // in a Python child that rebuilds the model.
     bool replaysEagerly() const;
+    // The factory that rebuilds the model when some checkpoints are state_dicts that replay
+    // eagerly; empty when replay is TorchScript's (or there is none).
+    std::string eagerReplayFactory() const;
     // Why no step of the run can be replayed; empty when one can.
     std::string whyNothingReplays() const;
 };

@@ -100,3 +100,29 @@ TEST(MainWindow, EveryLoggedSeriesOfATrainerRunCanBeAddedFromTheSeriesMenu)
     ASSERT_EQ(window.overview()->plot("eval/eval_accuracy"), accuracy);
     EXPECT_EQ(accuracy->plot()->graph(0)->dataCount(), 4);
 }
+
+// A DeepSpeed log prints the learning rate every 10 steps and the loss scale on overflow only: the
+// learning rate is a table of its own rate (/scalars_lr), and it is plotted by default all the same
+// (it took Series... to see it; issue 27). The real DeepSpeed-Chat log of ../shared/real-logs, read
+// in place.
+TEST(MainWindow, ALearningRateLoggedAtARateOfItsOwnIsPlottedByDefault)
+{
+    const QString run = QString(NANSCOPE_REAL_LOGS) + "/microsoft__DeepSpeedExamples__dschat-rm-loss-scale-cascade";
+    if (!QDir(run).exists())
+        GTEST_SKIP() << "no " << run.toStdString();
+    MainWindow window;
+    ASSERT_TRUE(test::openAndWait(window, run)) << window.errorText().toStdString();
+    const SeriesTable* lrTable = nullptr;
+    for (const auto& table : window.snapshot().seriesTables)
+        if (table.series.count("lr"))
+            lrTable = &table;
+    ASSERT_NE(lrTable, nullptr) << "the learning rate is a table of its own rate in this log";
+    SeriesPlot* lr = window.overview()->plot("lr");
+    ASSERT_NE(lr, nullptr);
+    EXPECT_FALSE(lr->isHidden());
+    ASSERT_GT(lr->plot()->graphCount(), 0);
+    EXPECT_EQ(lr->plot()->graph(0)->data()->size(), int(lrTable->steps.size()));
+    // 43 rows of /scalars end at 1826, the learning rate's at 1840: the status names the whole span.
+    EXPECT_TRUE(window.statusText().contains(QString("–%1 in all its series").arg(lrTable->steps.back())))
+        << window.statusText().toStdString();
+}

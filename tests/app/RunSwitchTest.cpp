@@ -22,6 +22,7 @@
 #include <QDir>
 #include <QFile>
 #include <QSignalSpy>
+#include <QTabWidget>
 #include <QTemporaryDir>
 
 #include <gtest/gtest.h>
@@ -74,6 +75,14 @@ TEST(RunSwitch, OpeningRunBAfterAReplayOfRunAShowsNothingOfA)
     EXPECT_FALSE(treeNames(*window.layerModel(), "bn1.weight")) << "run A's BatchNorm layer is still in the tree";
     EXPECT_NE(window.layerDetail()->detail().layer, "bn1.weight");
     EXPECT_TRUE(window.batchNorm()->summary().isEmpty()) << window.batchNorm()->summary().toStdString();
+    // Every greyed-out tab says why in its tooltip, as the Replay tab did alone (issue 27).
+    const auto* tabs = window.findChild<QTabWidget*>();
+    ASSERT_NE(tabs, nullptr);
+    EXPECT_FALSE(tabs->isTabEnabled(int(MainWindow::View::BatchNorm)));
+    EXPECT_TRUE(tabs->tabToolTip(int(MainWindow::View::BatchNorm)).contains("No normalisation statistics"))
+        << tabs->tabToolTip(int(MainWindow::View::BatchNorm)).toStdString();
+    EXPECT_TRUE(tabs->isTabEnabled(int(MainWindow::View::Heatmap)));
+    EXPECT_TRUE(tabs->tabToolTip(int(MainWindow::View::Heatmap)).isEmpty()) << "an enabled tab keeps no excuse";
 }
 
 TEST(RunSwitch, AFailedOpenLeavesNoTraceOfThePreviousRun)
