@@ -238,11 +238,10 @@ class _Recording(TorchFunctionMode):
     and a gradient hook on its output. Calls that give no floating-point tensor (a shape, a
     comparison's bool mask kept only as an input) are not ops of the replay."""
 
-    def __init__(self, modules, data_ids, parameter_names):
+    def __init__(self, modules, data_ids):
         super().__init__()
         self.modules = modules  # the module path stack, innermost last
         self.data_ids = data_ids  # ids of tensors computed from the batch
-        self.parameter_names = parameter_names
         self.ops = []
         self.outputs = []  # (op index, output tensor): kept alive, so ids stay unique
         self.producer = {}  # id(tensor) -> op index that produced it
@@ -388,8 +387,7 @@ def replay(model, batch, batch_path, loss_name=None, backward=True):
     args, kwargs, targets_in_forward = _forward_arguments(model, batch, batch_path)
     stack = []
     data_ids = {id(t) for t in _tensors_in(args) + _tensors_in(kwargs)}
-    parameter_names = {id(p): n for n, p in model.named_parameters()}
-    recording = _Recording(stack, data_ids, parameter_names)
+    recording = _Recording(stack, data_ids)
     handles = _module_hooks(model, stack)
     call = "forward(%s)" % ", ".join([p.name for p in (_positional_parameters(model.forward)[0] or [])][:len(args)]
                                      + list(kwargs))
