@@ -51,6 +51,8 @@ const std::vector<SettingField>& fields()
         {{"spike_noise_sigmas", "a spike must also exceed this many noise widths"}, &ScanConfig::spikeNoiseSigmas},
         {{"spike_baseline_rows", "finite rows in the running median a spike is measured against"},
          &ScanConfig::spikeBaselineRows},
+        {{"spike_loss_floor", "a loss spike must also rise by this fraction of the starting loss"},
+         &ScanConfig::spikeLossFloor},
         {{"layer_decades", "rise (decades) above its own baseline that makes a layer bad"},
          &ScanConfig::layerDecades},
         {{"tie_decades", "layers bad at the same step within this many decades are tied (forward order decides)"},

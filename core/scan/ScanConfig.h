@@ -51,6 +51,9 @@ struct ScanConfig
     double warmupSpikeDecades = 2.0;
     double spikeNoiseSigmas = 6.0;
     int64_t spikeBaselineRows = 20;
+    // A loss spike must also rise by this fraction of the run's starting loss: a converged loss of
+    // 2e-4 that bumps x10 moved by 0.1% of where training began, within any run's noise.
+    double spikeLossFloor = 0.01;
 
     // Per-layer blame: a layer is bad from where it exceeds its own baseline by layerDecades or
     // turns non-finite. Layers whose worst values lie within tieDecades of each other at the same

@@ -22,8 +22,10 @@ struct SpikeRow
     double value;
 };
 
-// The spikes of one series, appended to `spikes`.
-void findSpikes(const ScanContext& context, const LogSeries& s, const std::string& name, std::vector<SpikeRow>& spikes)
+// The spikes of one series, appended to `spikes`. A spike must also rise by `minimumRise` in the
+// series' own units (0: any rise).
+void findSpikes(const ScanContext& context, const LogSeries& s, const std::string& name, double minimumRise,
+                std::vector<SpikeRow>& spikes)
 {
     const ScanConfig& config = context.config;
     if (s.empty())
@@ -50,7 +52,7 @@ void findSpikes(const ScanContext& context, const LogSeries& s, const std::strin
                 scratch.assign(window.end() - long(std::min<size_t>(window.size(), 5)), window.end());
                 const double recent = medianInPlace(scratch);
                 const double excess = s.log[r] - recent;
-                if (excess >= config.warmupSpikeDecades) {
+                if (excess >= config.warmupSpikeDecades && s.raw[r] - std::pow(10.0, recent) >= minimumRise) {
                     std::vector<double> after;
                     for (size_t k = r + 1; k < s.size() && after.size() < 5 && k <= r + size_t(config.recoveryRows); ++k)
                         if (s.finite[k])
@@ -71,7 +73,8 @@ void findSpikes(const ScanContext& context, const LogSeries& s, const std::strin
             double noise = 0;
             if (excess >= config.spikeDecades) // the noise only matters past that
                 noise = noiseAroundInPlace(scratch, median);
-            if (excess >= std::max(config.spikeDecades, config.spikeNoiseSigmas * noise)) {
+            if (excess >= std::max(config.spikeDecades, config.spikeNoiseSigmas * noise) &&
+                s.raw[r] - std::pow(10.0, median) >= minimumRise) {
                 // Recovered: the next rows are back near the median.
                 std::vector<double> after;
                 for (size_t k = r + 1; k < s.size() && after.size() < 10 && k <= r + size_t(config.recoveryRows); ++k)
@@ -126,19 +129,32 @@ Incident spikeIncident(const ScanContext& context, const std::vector<SpikeRow>& 
     return incident;
 }
 
+// The rise a loss spike must have: spikeLossFloor of the loss where training began (the median of
+// its first finite rows). Bumps below it are large only in ratio, on a loss near zero.
+double lossSpikeFloor(const ScanContext& context)
+{
+    const LogSeries& loss = context.scalars.loss;
+    std::vector<double> first;
+    for (size_t r = 0; r < loss.size() && first.size() < 10; ++r)
+        if (loss.finite[r] && loss.raw[r] > 0)
+            first.push_back(loss.raw[r]);
+    return first.empty() ? 0.0 : context.config.spikeLossFloor * medianOf(first);
+}
+
 } // namespace
 
 Status detectSpikes(ScanContext& context)
 {
     const RunScalars& scalars = context.scalars;
     std::vector<SpikeRow> spikes;
-    findSpikes(context, scalars.primary(), scalars.primaryName, spikes);
+    const double lossFloor = lossSpikeFloor(context);
+    findSpikes(context, scalars.primary(), scalars.primaryName, scalars.gradNorm.empty() ? lossFloor : 0.0, spikes);
     if (!scalars.gradNorm.empty()) {
         bool positive = true;
         for (size_t r = 0; r < scalars.loss.size() && positive; ++r)
             positive = !scalars.loss.finite[r] || scalars.loss.raw[r] > 0;
         if (positive)
-            findSpikes(context, scalars.loss, "scalars/loss", spikes);
+            findSpikes(context, scalars.loss, "scalars/loss", lossFloor, spikes);
     }
     std::sort(spikes.begin(), spikes.end(), [](const SpikeRow& x, const SpikeRow& y) { return x.row < y.row; });
     // Layer blame reads a window per spike: only for the first few of a spiky run.

@@ -282,6 +282,46 @@ TEST(IncidentDetector, IsolatedGradientSpikeThatRecoversIsAWarning)
     EXPECT_EQ(report.incidents.front().severity, Severity::Warning);
 }
 
+// A converged run: the loss falls from 2.3 to about 2e-4, where it bumps x15 now and then (a
+// real run's noise near zero). The bumps are large in ratio but 0.1% of where training began.
+void writeConvergedRunWithBumps(const std::string& directory, double bumpedLoss)
+{
+    SyntheticRun run;
+    run.shape = [bumpedLoss](SyntheticRow& row) {
+        const double level = 2.3 * std::exp(-double(row.step) / 15.0) + 2e-4;
+        row.scalars["loss"] = level * (1.0 + 0.1 * std::sin(double(row.step) * 1.7));
+        if (row.step == 200 || row.step == 260 || row.step == 330)
+            row.scalars["loss"] = bumpedLoss;
+    };
+    writeSyntheticRun(directory, run);
+}
+
+TEST(IncidentDetector, BumpsOfAConvergedLossNearZeroAreNotSpikes)
+{
+    ScratchDir dir;
+    writeConvergedRunWithBumps(dir / "run", 3e-3);
+    const ScanReport report = scanDirectory(dir / "run");
+    EXPECT_TRUE(ofKind(report, IncidentKind::Spike).empty()) << describe(report);
+    for (const auto& incident : report.incidents)
+        EXPECT_EQ(incident.severity, Severity::Info) << describe(report);
+    // In ratio and against the run's log-scale noise they are spikes: only the scale rules them out.
+    ScanConfig ratioOnly;
+    ratioOnly.spikeLossFloor = 0;
+    const ScanReport ratioReport = scanDirectory(dir / "run", ratioOnly);
+    EXPECT_EQ(ofKind(ratioReport, IncidentKind::Spike).size(), 3u) << describe(ratioReport);
+}
+
+TEST(IncidentDetector, ALossSpikeOnTheScaleTrainingWorksAtIsStillASpike)
+{
+    ScratchDir dir;
+    writeConvergedRunWithBumps(dir / "run", 0.5); // a fifth of the starting loss
+    const ScanReport report = scanDirectory(dir / "run");
+    const auto spikes = ofKind(report, IncidentKind::Spike);
+    ASSERT_EQ(spikes.size(), 3u) << describe(report);
+    EXPECT_EQ(spikes.front()->onsetStep, 200);
+    EXPECT_NE(spikes.front()->evidence.series.find("loss"), std::string::npos);
+}
+
 TEST(IncidentDetector, SaturatedInputIsABadInput)
 {
     ScratchDir dir;
