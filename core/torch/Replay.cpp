@@ -4,7 +4,13 @@
 #include "core/replay/ReplayJudgement.h"
 #include "core/replay/ReplaySignatures.h"
 #include "core/run/LayerNames.h"
+#include "core/torch/GraphProbes.h"
+#include "core/torch/GraphProvenance.h"
+#include "core/torch/ReplayBatch.h"
+#include "core/torch/ReplayOutputs.h"
+#include "core/torch/SoftmaxMeasures.h"
 #include "core/torch/TensorRange.h"
+#include "core/torch/TorchDType.h"
 #include "core/checkpoint/ZipArchive.h"
 
 #include <torch/csrc/jit/frontend/source_range.h>
@@ -33,6 +39,7 @@ namespace {
 
 using torch::jit::Node;
 using torch::jit::Value;
+using namespace replaytorch;
 
 // The one statistics kernel (core/tensor) over every value the replay captures: a single fused
 // pass, accurate when the mean is large (a naive sum of squares here once lost the spread of values
@@ -42,210 +49,6 @@ std::optional<TensorStats> statsOf(const torch::Tensor& tensor)
     if (!tensor.defined())
         return std::nullopt;
     return torchutil::tensorStats(tensor);
-}
-
-// The module paths PyTorch's named_modules() gives the model ("layer1.0.conv1", "h.0.attn").
-std::set<std::string> modulePathsOf(const torch::jit::Module& model)
-{
-    std::set<std::string> paths;
-    for (const auto& m : model.named_modules())
-        paths.insert(m.name);
-    return paths;
-}
-
-// The path, among the model's own (`paths`), of the module `name` called from the module at
-// `parent`. A module called from a container's loop (`for block in self.h:`) is named by its index
-// alone in the call stack ("0"): its path runs through the container ("h.0"), which is never
-// called itself. Found by looking one or two containers deep.
-std::string childPath(const std::set<std::string>& paths, const std::string& parent, const std::string& name)
-{
-    const std::string prefix = parent.empty() ? "" : parent + ".";
-    if (paths.count(prefix + name))
-        return prefix + name;
-    for (int depth = 0; depth < 2; ++depth) {
-        std::string found;
-        for (auto it = paths.lower_bound(prefix); it != paths.end() && it->compare(0, prefix.size(), prefix) == 0; ++it) {
-            const std::string rest = it->substr(prefix.size());
-            const size_t dots = size_t(std::count(rest.begin(), rest.end(), '.'));
-            if (dots == size_t(depth + 1) && rest.size() > name.size() &&
-                rest.compare(rest.size() - name.size() - 1, std::string::npos, "." + name) == 0) {
-                if (!found.empty())
-                    return prefix + name; // ambiguous: keep what the call stack says
-                found = *it;
-            }
-        }
-        if (!found.empty())
-            return found;
-    }
-    return prefix + name;
-}
-
-// The module an op ran in, as PyTorch names it. The call stack of an inlined op lists the module
-// instances it was called through; methods a module calls on itself ("SELF": self._conv_forward)
-// add no level. An op inside an `if` or a loop that carries no call stack of its own belongs to
-// the module of the block's owner.
-std::string modulePathOf(const Node* node, const std::set<std::string>& paths)
-{
-    while (!node->callstack() && node->owningBlock() && node->owningBlock()->owningNode())
-        node = node->owningBlock()->owningNode();
-    auto callstack = node->callstack();
-    if (!callstack)
-        return "";
-    std::string path;
-    for (const auto& entry : (*callstack)->vec()) {
-        const auto& info = std::get<2>(entry);
-        if (!info)
-            continue;
-        std::string name = info->instance_name();
-        if (name.empty() || name == "self" || name == "SELF")
-            continue;
-        path = childPath(paths, path, name);
-    }
-    return path;
-}
-
-// A traced op's "source" is the Python stack of the trace, innermost frame first, one frame a
-// line: "/home/me/model.py(42): forward". The file and line of the innermost frame, when it is one.
-std::optional<std::pair<std::string, int>> tracedFrameOf(const Node* node)
-{
-    torch::jit::SourceRange range = node->sourceRange();
-    if (auto generated = range.findSourceRangeThatGenerated())
-        range = *generated; // the archive's code -> the range it was made from: the trace's frames
-    const auto source = range.source();
-    if (!source || range.start() >= source->size())
-        return std::nullopt;
-    const std::string line = source->get_line(source->lineno_for_offset(range.start())).str();
-    static const std::regex frame(R"(^\s*(.+)\((\d+)\): \S+\s*$)");
-    std::smatch match;
-    if (!std::regex_match(line, match, frame))
-        return std::nullopt;
-    try {
-        return std::make_pair(match[1].str(), std::stoi(match[2].str()));
-    } catch (const std::exception&) {
-        return std::nullopt;
-    }
-}
-
-// Line `number` (from 1) of `file`, or "" when it cannot be read.
-std::string lineOfFile(const std::string& file, int number)
-{
-    std::ifstream in(file);
-    std::string line;
-    for (int i = 0; i < number && std::getline(in, line); ++i) {
-    }
-    return in ? line : std::string();
-}
-
-std::string sourceOf(const Node* node)
-{
-    if (auto traced = tracedFrameOf(node))
-        return traced->first + ":" + std::to_string(traced->second);
-    torch::jit::SourceRange range = node->sourceRange();
-    if (auto generated = range.findSourceRangeThatGenerated())
-        range = *generated;
-    if (auto location = range.file_line_col()) {
-        std::string file = std::get<0>(*location);
-        return file + ":" + std::to_string(std::get<1>(*location));
-    }
-    if (range.source())
-        return "<torchscript>:" + std::to_string(range.source()->lineno_for_offset(range.start()) + 1);
-    return "";
-}
-
-// The text of the line an op came from, as the archive carries it (TorchScript keeps the source it
-// was compiled from), trimmed and cut to a readable length.
-std::string codeOf(const Node* node)
-{
-    torch::jit::SourceRange range = node->sourceRange();
-    if (auto generated = range.findSourceRangeThatGenerated())
-        range = *generated;
-    const auto source = range.source();
-    if (!source || range.start() >= source->size())
-        return "";
-    std::string line = source->get_line(source->lineno_for_offset(range.start())).str();
-    // A trace keeps no source text, only where each op was called: the line is read from that
-    // file where it still exists (else no code is shown rather than the frame's own text).
-    if (auto traced = tracedFrameOf(node))
-        line = lineOfFile(traced->first, traced->second);
-    const auto first = line.find_first_not_of(" \t\r\n");
-    const auto last = line.find_last_not_of(" \t\r\n");
-    if (first == std::string::npos)
-        return "";
-    line = line.substr(first, last - first + 1);
-    constexpr size_t kMaxLength = 160;
-    if (line.size() > kMaxLength) {
-        size_t cut = kMaxLength - 3;
-        while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xc0) == 0x80) // not inside a UTF-8 character
-            --cut;
-        line = line.substr(0, cut) + "...";
-    }
-    return line;
-}
-
-c10::ScalarType dtypeNamed(const std::string& name)
-{
-    if (name == "float16" || name == "half")
-        return torch::kHalf;
-    if (name == "bfloat16")
-        return torch::kBFloat16;
-    if (name == "float64" || name == "double")
-        return torch::kDouble;
-    if (name == "float32" || name == "float")
-        return torch::kFloat;
-    throw std::invalid_argument("unknown dtype '" + name + "' (float16, bfloat16, float32 or float64)");
-}
-
-struct Batch
-{
-    std::vector<torch::Tensor> inputs;
-    torch::Tensor targets;
-    std::string lossName;
-    int64_t step = -1;
-};
-
-torch::Tensor toTorch(const TensorView& view)
-{
-    static const std::map<DType, c10::ScalarType> types{
-        {DType::Float32, torch::kFloat},  {DType::Float64, torch::kDouble}, {DType::Float16, torch::kHalf},
-        {DType::BFloat16, torch::kBFloat16}, {DType::Int64, torch::kLong}, {DType::Int32, torch::kInt},
-        {DType::Int16, torch::kShort},    {DType::Int8, torch::kChar},     {DType::UInt8, torch::kByte},
-        {DType::Bool, torch::kBool}};
-    std::vector<uint8_t> bytes = view.contiguousBytes();
-    return torch::from_blob(bytes.data(), view.shape, types.at(view.dtype)).clone();
-}
-
-// The batch is read with the project's restricted unpickler: a batch file is data, and reading
-// it must not run anything named in it.
-Result<Batch> readBatch(const std::string& path)
-{
-    auto tree = readPickledFile(path);
-    if (!tree)
-        return Error{tree.error()};
-    if (tree->kind != PickledValue::Kind::Dict)
-        return Error{path + ": a batch file must hold a dict with \"inputs\" (and \"targets\", \"loss\")"};
-    Batch batch;
-    const PickledValue* inputs = tree->find("inputs");
-    if (!inputs)
-        return Error{path + ": the batch has no \"inputs\""};
-    if (inputs->isTensor())
-        batch.inputs.push_back(toTorch(*inputs->tensor));
-    else if (inputs->kind == PickledValue::Kind::List) {
-        for (const auto& item : inputs->items) {
-            if (!item.isTensor())
-                return Error{path + ": \"inputs\" must be a tensor or a list of tensors"};
-            batch.inputs.push_back(toTorch(*item.tensor));
-        }
-    } else
-        return Error{path + ": \"inputs\" must be a tensor or a list of tensors"};
-    if (batch.inputs.empty())
-        return Error{path + ": the batch has no \"inputs\""};
-    if (const PickledValue* targets = tree->find("targets"); targets && targets->isTensor())
-        batch.targets = toTorch(*targets->tensor);
-    if (const PickledValue* loss = tree->find("loss"); loss && loss->kind == PickledValue::Kind::String)
-        batch.lossName = loss->text;
-    if (const PickledValue* step = tree->find("step"); step && step->kind == PickledValue::Kind::Int)
-        batch.step = step->integer;
-    return batch;
 }
 
 // LibTorch's messages run over many lines (a TorchScript traceback, then the error itself). The
@@ -262,361 +65,6 @@ std::string causeLine(const std::string& message)
             cause = line.substr(colon + 7);
     }
     return cause.empty() ? first : cause;
-}
-
-// Python's names, as the user wrote the batch: "float32", not LibTorch's "Float".
-std::string dtypeNameOf(c10::ScalarType type)
-{
-    switch (type) {
-    case torch::kFloat: return "float32";
-    case torch::kDouble: return "float64";
-    case torch::kHalf: return "float16";
-    case torch::kBFloat16: return "bfloat16";
-    case torch::kLong: return "int64";
-    case torch::kInt: return "int32";
-    case torch::kShort: return "int16";
-    case torch::kChar: return "int8";
-    case torch::kByte: return "uint8";
-    case torch::kBool: return "bool";
-    default: return c10::toString(type);
-    }
-}
-
-// "float32 [4, 5]"
-std::string describeTensor(const torch::Tensor& tensor)
-{
-    std::string text = dtypeNameOf(tensor.scalar_type()) + " [";
-    for (int64_t d = 0; d < tensor.dim(); ++d)
-        text += (d ? ", " : "") + std::to_string(tensor.size(d));
-    return text + "]";
-}
-
-torch::Tensor firstTensor(const c10::IValue& value)
-{
-    if (value.isTensor())
-        return value.toTensor();
-    if (value.isTuple())
-        for (const auto& e : value.toTupleRef().elements())
-            if (e.isTensor())
-                return e.toTensor();
-    if (value.isList())
-        for (const auto& e : value.toListRef())
-            if (e.isTensor())
-                return e.toTensor();
-    return {};
-}
-
-torch::Tensor computeLoss(const std::string& name, const torch::Tensor& output, const torch::Tensor& targets)
-{
-    namespace F = torch::nn::functional;
-    const auto out = output.to(torch::kFloat); // losses in fp32, as AMP does
-    if (name == "cross_entropy")
-        return F::cross_entropy(out, targets.to(torch::kLong));
-    if (name == "nll")
-        return F::nll_loss(out, targets.to(torch::kLong));
-    if (name == "mse")
-        return F::mse_loss(out, targets.to(torch::kFloat).view_as(out));
-    if (name == "bce_with_logits")
-        return F::binary_cross_entropy_with_logits(out, targets.to(torch::kFloat).view_as(out));
-    throw std::invalid_argument("unknown loss '" + name + "' (cross_entropy, mse, nll, bce_with_logits)");
-}
-
-bool isOp(const Node* node)
-{
-    const auto kind = node->kind();
-    return !kind.is_prim() || kind == c10::prim::PythonOp;
-}
-
-// ---- the probes: how every op the forward runs is seen, inside `if` and loop blocks too
-//
-// A graph output can only be a value of the graph's top level, so ops inside a prim::If (a loss
-// under `if labels is not None:`) or a prim::Loop were never seen. Instead, after every op of
-// every block, the replay inserts a call to nanscope::probe(id, inputs, outputs), which records
-// the op's tensors as it runs, once per execution: each loop iteration is a record of its own.
-
-struct ProbeRecord
-{
-    int64_t id = 0; // the probed node
-    std::vector<torch::Tensor> inputs, outputs;
-};
-
-thread_local std::vector<ProbeRecord>* t_probeRecords = nullptr;
-
-const torch::jit::RegisterOperators kProbeOperator({torch::jit::Operator(
-    "nanscope::probe(int id, Tensor[] inputs, Tensor[] outputs) -> ()",
-    [](torch::jit::Stack& stack) {
-        auto outputs = torch::jit::pop(stack).toTensorVector();
-        auto inputs = torch::jit::pop(stack).toTensorVector();
-        const int64_t id = torch::jit::pop(stack).toInt();
-        if (t_probeRecords)
-            t_probeRecords->push_back({id, std::move(inputs), std::move(outputs)});
-    },
-    c10::AliasAnalysisKind::CONSERVATIVE)});
-
-// Collects the records of the probes while it lives (one replay at a time per thread).
-class ProbeRecording
-{
-public:
-    ProbeRecording() { t_probeRecords = &m_records; }
-    ~ProbeRecording() { t_probeRecords = nullptr; }
-    std::vector<ProbeRecord>& records() { return m_records; }
-
-private:
-    std::vector<ProbeRecord> m_records;
-};
-
-bool isTensorValue(const Value* v)
-{
-    return v->type()->cast<c10::TensorType>() != nullptr;
-}
-
-void collectOps(torch::jit::Block* block, std::vector<Node*>& out)
-{
-    for (Node* node : block->nodes()) {
-        if (isOp(node) && std::any_of(node->outputs().begin(), node->outputs().end(), isTensorValue))
-            out.push_back(node);
-        for (torch::jit::Block* sub : node->blocks())
-            collectOps(sub, out);
-    }
-}
-
-// Inserts a probe after every op of every block; returns the probed nodes, by probe id.
-std::vector<Node*> insertProbes(torch::jit::Graph& graph)
-{
-    std::vector<Node*> ops;
-    collectOps(graph.block(), ops);
-    static const c10::Symbol probe = c10::Symbol::fromQualString("nanscope::probe");
-    for (size_t id = 0; id < ops.size(); ++id) {
-        Node* node = ops[id];
-        torch::jit::WithInsertPoint after(node->next());
-        std::vector<Value*> inputs, outputs;
-        for (Value* v : node->inputs())
-            if (isTensorValue(v))
-                inputs.push_back(v);
-        for (Value* v : node->outputs())
-            if (isTensorValue(v))
-                outputs.push_back(v);
-        Value* idValue = graph.insertConstant(int64_t(id));
-        Value* inputList = graph.insertNode(graph.createList(c10::TensorType::get(), inputs))->output();
-        Value* outputList = graph.insertNode(graph.createList(c10::TensorType::get(), outputs))->output();
-        graph.insertNode(graph.create(probe, {idValue, inputList, outputList}, 0));
-    }
-    return ops;
-}
-
-// The values computed from the batch (the graph's inputs after `self`), in every block: an op's
-// outputs are when any of its inputs is, or any value its blocks return. Ops on constants and
-// weights alone (an attention mask of finfo.min, a position table) are not.
-// Tensors, or containers of them: what carries data. A size read off the batch (x.shape[1])
-// does not: a mask built to that size holds no value of the batch.
-bool carriesTensors(const c10::TypePtr& type)
-{
-    if (type->cast<c10::TensorType>())
-        return true;
-    for (const auto& contained : type->containedTypes())
-        if (carriesTensors(contained))
-            return true;
-    return false;
-}
-
-void markDataValues(torch::jit::Block* block, std::set<const Value*>& data)
-{
-    for (Node* node : block->nodes()) {
-        bool fromData = std::any_of(node->inputs().begin(), node->inputs().end(), [&](const Value* v) {
-            return data.count(v) > 0 && carriesTensors(v->type());
-        });
-        for (torch::jit::Block* sub : node->blocks()) {
-            if (fromData)
-                for (Value* v : sub->inputs())
-                    data.insert(v);
-            markDataValues(sub, data);
-            fromData = fromData || std::any_of(sub->outputs().begin(), sub->outputs().end(),
-                                               [&](const Value* v) { return data.count(v) > 0; });
-        }
-        if (fromData)
-            for (Value* v : node->outputs())
-                data.insert(v);
-    }
-}
-
-// True for an op inside a loop's body (its records are numbered by iteration).
-bool insideLoop(const Node* node)
-{
-    for (const torch::jit::Block* block = node->owningBlock(); block && block->owningNode();
-         block = block->owningNode()->owningBlock())
-        if (block->owningNode()->kind() == c10::prim::Loop)
-            return true;
-    return false;
-}
-
-bool isLogSoftmax(const Node* node);
-
-bool isSoftmax(const Node* node)
-{
-    const auto kind = node->kind();
-    return kind == c10::aten::softmax || kind == c10::aten::_softmax || isLogSoftmax(node);
-}
-
-bool isLogSoftmax(const Node* node)
-{
-    return node->kind() == c10::aten::log_softmax || node->kind() == c10::aten::_log_softmax;
-}
-
-// The dim a softmax, log_softmax or loss reads its classes along: the op's own constant dim
-// argument for a softmax, 1 for a cross-entropy of batched input (PyTorch's class dim), else the last.
-int64_t classDimOf(const Node* node, const torch::Tensor& input)
-{
-    if (input.dim() == 0)
-        return 0;
-    if (isSoftmax(node) && node->inputs().size() > 1)
-        if (auto dim = torch::jit::toIValue(node->input(1)); dim && dim->isInt())
-            return dim->toInt() < 0 ? dim->toInt() + input.dim() : dim->toInt();
-    if ((node->kind() == c10::aten::cross_entropy_loss || node->kind() == c10::aten::nll_loss ||
-         node->kind() == c10::aten::nll_loss_nd) && input.dim() >= 2)
-        return 1;
-    return input.dim() - 1;
-}
-
-// The mean over rows (along `dim`) of the entropy -sum p log p of a softmax's output (of a
-// log_softmax's, read as log p). A row holding NaN or +Inf has no entropy and is left out.
-std::optional<double> meanRowEntropy(const torch::Tensor& output, int64_t dim, bool logProbabilities)
-{
-    torch::NoGradGuard noGrad;
-    const torch::Tensor x = output.detach().to(torch::kDouble);
-    if (x.dim() == 0 || x.size(dim) == 0)
-        return std::nullopt;
-    const torch::Tensor p = logProbabilities ? x.exp() : x;
-    const torch::Tensor logP = logProbabilities ? x : x.log();
-    const torch::Tensor entropy = -torch::where(p > 0, p * logP, torch::zeros_like(p)).sum(dim);
-    const torch::Tensor valid = (~torch::isnan(x) & (x != std::numeric_limits<double>::infinity())).all(dim);
-    const int64_t rows = valid.sum().item<int64_t>();
-    if (rows == 0)
-        return std::nullopt;
-    return torch::where(valid, entropy, torch::zeros_like(entropy)).sum().item<double>() / double(rows);
-}
-
-// log Z = logsumexp along the class dim, per row, summarised over the rows where it is finite.
-LogitsSignature logZOf(const torch::Tensor& logits, int64_t dim, std::string from, int opIndex)
-{
-    torch::NoGradGuard noGrad;
-    LogitsSignature signature;
-    signature.from = std::move(from);
-    signature.opIndex = opIndex;
-    torch::Tensor x = logits.detach().to(torch::kDouble);
-    if (x.dim() == 0)
-        x = x.reshape({1, 1});
-    else
-        x = x.movedim(dim, -1).reshape({-1, x.size(dim)});
-    if (x.numel() == 0)
-        return signature;
-    const torch::Tensor logZ = torch::logsumexp(x, -1);
-    const torch::Tensor finite = logZ.masked_select(torch::isfinite(logZ));
-    signature.rows = finite.numel();
-    if (signature.rows > 0) {
-        signature.logZMean = finite.mean().item<double>();
-        signature.logZMin = finite.min().item<double>();
-        signature.logZMax = finite.max().item<double>();
-    }
-    return signature;
-}
-
-// Every tensor a forward returned (a tensor, or inside a tuple, list or dict).
-void collectTensors(const c10::IValue& value, std::vector<torch::Tensor>& tensors)
-{
-    if (value.isTensor())
-        tensors.push_back(value.toTensor());
-    else if (value.isTuple())
-        for (const auto& e : value.toTupleRef().elements())
-            collectTensors(e, tensors);
-    else if (value.isList())
-        for (const auto& e : value.toListRef())
-            collectTensors(e, tensors);
-    else if (value.isGenericDict())
-        for (const auto& entry : value.toGenericDict())
-            collectTensors(entry.value(), tensors);
-}
-
-// An entry of what forward returned, by name: a dict's "loss" or a NamedTuple's `loss` field.
-std::optional<c10::IValue> namedEntry(const c10::IValue& value, const c10::TypePtr& type, const std::string& name,
-                                      std::string& access)
-{
-    if (value.isGenericDict()) {
-        for (const auto& entry : value.toGenericDict())
-            if (entry.key().isString() && entry.key().toStringRef() == name) {
-                access = "['" + name + "']";
-                return entry.value();
-            }
-        return std::nullopt;
-    }
-    if (value.isTuple())
-        if (auto tuple = type ? type->cast<c10::TupleType>() : nullptr)
-            if (auto names = tuple->names()) {
-                const auto& elements = value.toTupleRef().elements();
-                for (size_t i = 0; i < names->size() && i < elements.size(); ++i)
-                    if (std::string((*names)[i]) == name) {
-                        access = "." + name;
-                        return elements[i];
-                    }
-            }
-    return std::nullopt;
-}
-
-// The loss a forward returned, the Hugging Face way: a scalar tensor, a dict with a "loss" entry,
-// a NamedTuple with a `loss` field, or a tuple whose first element is a scalar tensor. `loss` is
-// undefined when there is none; a named "loss" that is not a scalar is returned as it is, so that
-// the caller can say so.
-struct ReturnedLoss
-{
-    torch::Tensor loss;
-    std::string access; // "" (the scalar itself), "['loss']", ".loss", "[0]"
-    torch::Tensor logits; // a "logits" entry, when there is one
-    std::string logitsAccess;
-};
-
-ReturnedLoss lossInOutput(const c10::IValue& value, const c10::TypePtr& type)
-{
-    auto isScalar = [](const torch::Tensor& t) { return t.defined() && t.dim() == 0 && t.is_floating_point(); };
-    ReturnedLoss returned;
-    if (auto logits = namedEntry(value, type, "logits", returned.logitsAccess); logits && logits->isTensor())
-        returned.logits = logits->toTensor();
-    if (value.isTensor()) {
-        if (isScalar(value.toTensor()))
-            returned.loss = value.toTensor();
-        return returned;
-    }
-    if (auto loss = namedEntry(value, type, "loss", returned.access)) {
-        if (loss->isTensor())
-            returned.loss = loss->toTensor();
-        return returned;
-    }
-    if (value.isTuple() && !value.toTupleRef().elements().empty()) {
-        const auto& first = value.toTupleRef().elements()[0];
-        if (first.isTensor() && isScalar(first.toTensor())) {
-            returned.loss = first.toTensor();
-            returned.access = "[0]";
-        }
-    }
-    return returned;
-}
-
-// What a forward returned, for messages: "float32 [8, 3]", "a dict (keys: logits, hidden)".
-std::string describeReturn(const c10::IValue& value)
-{
-    if (value.isTensor())
-        return describeTensor(value.toTensor());
-    if (value.isGenericDict()) {
-        std::string keys;
-        for (const auto& entry : value.toGenericDict())
-            keys += (keys.empty() ? "" : ", ") + (entry.key().isString() ? entry.key().toStringRef() : entry.key().tagKind());
-        return "a dict (keys: " + (keys.empty() ? std::string("none") : keys) + ")";
-    }
-    if (value.isTuple()) {
-        std::string items;
-        for (const auto& e : value.toTupleRef().elements())
-            items += (items.empty() ? "" : ", ") + (e.isTensor() ? describeTensor(e.toTensor()) : e.tagKind());
-        return "a tuple (" + items + ")";
-    }
-    return value.tagKind();
 }
 
 class Replayer
@@ -640,7 +88,7 @@ public:
         m_device = torch::Device(m_options.device == "cuda" ? torch::kCUDA : torch::kCPU);
         if (m_device.is_cuda() && !torch::cuda::is_available())
             return Error{"--device cuda: this LibTorch build has no CUDA, or no GPU is visible"};
-        m_dtype = dtypeNamed(m_options.dtype);
+        m_dtype = torchdtype::floatTypeNamed(m_options.dtype);
 
         if (!reportProgress(m_progress, 0.05, "loading checkpoint"))
             return Error{"cancelled"};
@@ -700,10 +148,10 @@ private:
     {
         std::string inputs;
         for (const auto& input : m_batch.inputs)
-            inputs += (inputs.empty() ? "" : ", ") + describeTensor(input);
+            inputs += (inputs.empty() ? "" : ", ") + torchdtype::describe(input);
         std::string expected;
         for (const auto& parameter : m_module.named_parameters(/*recurse=*/true)) {
-            expected = "; the model's first parameter " + parameter.name + " is " + describeTensor(parameter.value);
+            expected = "; the model's first parameter " + parameter.name + " is " + torchdtype::describe(parameter.value);
             break;
         }
         return m_options.batch + ": the model's forward failed on this batch, which holds " +
@@ -795,7 +243,7 @@ private:
                                        describeReturn(returned) +
                                        ", not a loss (a scalar tensor, or a dict or tuple with a 'loss' entry): backward skipped");
             else if (inForward.loss.dim() != 0)
-                result.notes.push_back("the loss " + result.lossFrom + " is " + describeTensor(inForward.loss) +
+                result.notes.push_back("the loss " + result.lossFrom + " is " + torchdtype::describe(inForward.loss) +
                                        ", not a scalar: backward needs one number (reduce it in forward, with .mean()); backward skipped");
         } else {
             output = firstTensor(returned);

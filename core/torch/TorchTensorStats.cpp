@@ -1,5 +1,6 @@
 #include "core/torch/TorchTensorStats.h"
 
+#include "core/torch/TorchDType.h"
 #include "core/torch/TorchReductions.h"
 
 #include <torch/torch.h>
@@ -12,29 +13,12 @@ namespace nanscope::torchstats {
 
 namespace {
 
-torch::ScalarType scalarType(DType dtype)
-{
-    switch (dtype) {
-    case DType::Float32: return torch::kFloat32;
-    case DType::Float64: return torch::kFloat64;
-    case DType::Float16: return torch::kFloat16;
-    case DType::BFloat16: return torch::kBFloat16;
-    case DType::Int64: return torch::kInt64;
-    case DType::Int32: return torch::kInt32;
-    case DType::Int16: return torch::kInt16;
-    case DType::Int8: return torch::kInt8;
-    case DType::UInt8: return torch::kUInt8;
-    case DType::Bool: return torch::kBool;
-    }
-    return torch::kFloat32;
-}
-
 // All reductions of one tensor as one small float64 tensor on the device; nothing is read back.
 torch::Tensor reductions(const TensorView& view, const torch::Device& device)
 {
     // from_blob does not copy; the storage outlives this call, and .to() copies before it returns.
     auto* base = const_cast<uint8_t*>(view.storage->data()) + view.storageOffset * int64_t(dtypeSize(view.dtype));
-    const auto host = torch::from_blob(base, view.shape, view.strides, torch::TensorOptions().dtype(scalarType(view.dtype)));
+    const auto host = torch::from_blob(base, view.shape, view.strides, torch::TensorOptions().dtype(torchdtype::scalarTypeOf(view.dtype)));
     return queueReductions(host.to(device));
 }
 

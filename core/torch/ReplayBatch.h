@@ -1,0 +1,27 @@
+#pragma once
+
+// Internal to core/torch (includes LibTorch): one part of the TorchScript replay (Replay.cpp).
+// The saved batch a replay feeds the model.
+
+#include "core/Result.h"
+
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+namespace nanscope::replaytorch {
+
+struct Batch
+{
+    std::vector<torch::Tensor> inputs;
+    torch::Tensor targets;
+    std::string lossName;
+    int64_t step = -1;
+};
+
+// A batch file: a pickled dict with "inputs" (a tensor or a list of them), and optionally
+// "targets", "loss" and "step". Errors name the file and what is wrong.
+Result<Batch> readBatch(const std::string& path);
+
+} // namespace nanscope::replaytorch
