@@ -1,0 +1,49 @@
+#include "core/torch/OptimizerSnapshot.h"
+
+namespace nanscope::optimizersnapshot {
+
+torch::Tensor deepCopy(const torch::Tensor& t)
+{
+    return t.defined() ? t.detach().clone() : torch::Tensor();
+}
+
+std::unique_ptr<torch::optim::OptimizerParamState> deepCopy(const torch::optim::OptimizerParamState& state)
+{
+    namespace o = torch::optim;
+    if (const auto* s = dynamic_cast<const o::AdamParamState*>(&state)) {
+        auto copy = std::make_unique<o::AdamParamState>(*s);
+        copy->exp_avg(deepCopy(s->exp_avg())).exp_avg_sq(deepCopy(s->exp_avg_sq())).max_exp_avg_sq(deepCopy(s->max_exp_avg_sq()));
+        return copy;
+    }
+    if (const auto* s = dynamic_cast<const o::AdamWParamState*>(&state)) {
+        auto copy = std::make_unique<o::AdamWParamState>(*s);
+        copy->exp_avg(deepCopy(s->exp_avg())).exp_avg_sq(deepCopy(s->exp_avg_sq())).max_exp_avg_sq(deepCopy(s->max_exp_avg_sq()));
+        return copy;
+    }
+    if (const auto* s = dynamic_cast<const o::SGDParamState*>(&state)) {
+        auto copy = std::make_unique<o::SGDParamState>(*s);
+        copy->momentum_buffer(deepCopy(s->momentum_buffer()));
+        return copy;
+    }
+    if (const auto* s = dynamic_cast<const o::RMSpropParamState*>(&state)) {
+        auto copy = std::make_unique<o::RMSpropParamState>(*s);
+        copy->square_avg(deepCopy(s->square_avg())).momentum_buffer(deepCopy(s->momentum_buffer())).grad_avg(deepCopy(s->grad_avg()));
+        return copy;
+    }
+    if (const auto* s = dynamic_cast<const o::AdagradParamState*>(&state)) {
+        auto copy = std::make_unique<o::AdagradParamState>(*s);
+        copy->sum(deepCopy(s->sum()));
+        return copy;
+    }
+    return nullptr;
+}
+
+bool rollbackKnows(torch::optim::Optimizer& optimizer)
+{
+    namespace o = torch::optim;
+    return dynamic_cast<o::Adam*>(&optimizer) || dynamic_cast<o::AdamW*>(&optimizer) ||
+           dynamic_cast<o::SGD*>(&optimizer) || dynamic_cast<o::RMSprop*>(&optimizer) ||
+           dynamic_cast<o::Adagrad*>(&optimizer);
+}
+
+} // namespace nanscope::optimizersnapshot
