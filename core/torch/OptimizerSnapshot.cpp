@@ -7,19 +7,22 @@ torch::Tensor deepCopy(const torch::Tensor& t)
     return t.defined() ? t.detach().clone() : torch::Tensor();
 }
 
+// Adam and AdamW keep the same three moment tensors under the same names.
+template <class AdamState>
+std::unique_ptr<torch::optim::OptimizerParamState> deepCopyAdamLike(const AdamState& s)
+{
+    auto copy = std::make_unique<AdamState>(s);
+    copy->exp_avg(deepCopy(s.exp_avg())).exp_avg_sq(deepCopy(s.exp_avg_sq())).max_exp_avg_sq(deepCopy(s.max_exp_avg_sq()));
+    return copy;
+}
+
 std::unique_ptr<torch::optim::OptimizerParamState> deepCopy(const torch::optim::OptimizerParamState& state)
 {
     namespace o = torch::optim;
-    if (const auto* s = dynamic_cast<const o::AdamParamState*>(&state)) {
-        auto copy = std::make_unique<o::AdamParamState>(*s);
-        copy->exp_avg(deepCopy(s->exp_avg())).exp_avg_sq(deepCopy(s->exp_avg_sq())).max_exp_avg_sq(deepCopy(s->max_exp_avg_sq()));
-        return copy;
-    }
-    if (const auto* s = dynamic_cast<const o::AdamWParamState*>(&state)) {
-        auto copy = std::make_unique<o::AdamWParamState>(*s);
-        copy->exp_avg(deepCopy(s->exp_avg())).exp_avg_sq(deepCopy(s->exp_avg_sq())).max_exp_avg_sq(deepCopy(s->max_exp_avg_sq()));
-        return copy;
-    }
+    if (const auto* s = dynamic_cast<const o::AdamParamState*>(&state))
+        return deepCopyAdamLike(*s);
+    if (const auto* s = dynamic_cast<const o::AdamWParamState*>(&state))
+        return deepCopyAdamLike(*s);
     if (const auto* s = dynamic_cast<const o::SGDParamState*>(&state)) {
         auto copy = std::make_unique<o::SGDParamState>(*s);
         copy->momentum_buffer(deepCopy(s->momentum_buffer()));
