@@ -37,6 +37,8 @@
 namespace nanscope {
 
 namespace {
+// The layers the timeline names per incident; the rest are counted.
+constexpr size_t kLayersInTimeline = 4;
 
 namespace rf = runformat;
 
@@ -424,8 +426,10 @@ QString toMarkdown(const ReportContent& c)
               .arg(ranks ? " rank |" : "", ranks ? "---|" : "");
     for (const Incident& i : c.scan.incidents) {
         QStringList layers;
-        for (size_t k = 0; k < i.layers.size() && k < 4; ++k)
+        for (size_t k = 0; k < i.layers.size() && k < kLayersInTimeline; ++k)
             layers << QString("`%1`").arg(text(i.layers[k]));
+        if (i.layers.size() > kLayersInTimeline) // as the window says "+6", never a silent cut
+            layers << QString("+%1 more").arg(i.layers.size() - kLayersInTimeline);
         md += QString("| %1 | %2 | %3 | %4 |%5 %6 | %7 |\n")
                   .arg(toString(i.severity), toString(i.kind), i.pattern ? toString(*i.pattern) : "")
                   .arg(i.onsetStep)
@@ -490,8 +494,10 @@ QString toHtml(const ReportContent& c, ImageSource imageSource, int imageWidth)
              .arg(ranks ? "<th>rank</th>" : "");
     for (const Incident& i : c.scan.incidents) {
         QStringList layers;
-        for (size_t k = 0; k < i.layers.size() && k < 4; ++k)
+        for (size_t k = 0; k < i.layers.size() && k < kLayersInTimeline; ++k)
             layers << esc(text(i.layers[k]));
+        if (i.layers.size() > kLayersInTimeline)
+            layers << QString("+%1 more").arg(i.layers.size() - kLayersInTimeline);
         h += QString("<tr><td class='%1'>%1</td><td>%2</td><td>%3</td><td>%4</td>%5<td>%6</td><td>%7</td></tr>")
                  .arg(toString(i.severity), toString(i.kind), i.pattern ? toString(*i.pattern) : "")
                  .arg(i.onsetStep)

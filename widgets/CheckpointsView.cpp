@@ -20,6 +20,16 @@
 
 namespace nanscope {
 
+namespace {
+// No bars and no caption: a tensor's name stays on screen only beside its own histogram.
+void clearHistogram(QCustomPlot* histogram)
+{
+    histogram->clearPlottables();
+    histogram->xAxis->setLabel(QObject::tr("value"));
+    histogram->replot(QCustomPlot::rpQueuedReplot);
+}
+} // namespace
+
 CheckpointsView::CheckpointsView(QWidget* parent)
     : QWidget(parent)
     , m_step(new QComboBox(this))
@@ -52,7 +62,9 @@ CheckpointsView::CheckpointsView(QWidget* parent)
     m_table->horizontalHeader()->setStretchLastSection(true);
     splitter->addWidget(m_table);
     splitter->addWidget(m_histogram);
-    splitter->setStretchFactor(0, 3);
+    // A histogram under 45 px shows nothing: it keeps a readable height however long the table.
+    m_histogram->setMinimumHeight(180);
+    splitter->setStretchFactor(0, 2);
     splitter->setStretchFactor(1, 1);
     m_tabs->addTab(splitter, tr("Tensors"));
 
@@ -105,6 +117,7 @@ void CheckpointsView::chooseStepNear(qint64 step)
         m_shownStep = wanted;
         m_model->setTensors({});
         clearOptimizer();
+        clearHistogram(m_histogram);
         m_status->setText(tr("Reading the checkpoint of step %1…").arg(wanted));
         emit checkpointRequested(wanted);
     }
@@ -233,8 +246,7 @@ void CheckpointsView::clear()
     m_model->setTensors({});
     clearOptimizer();
     m_status->clear();
-    m_histogram->clearPlottables();
-    m_histogram->replot(QCustomPlot::rpQueuedReplot);
+    clearHistogram(m_histogram);
 }
 
 } // namespace nanscope

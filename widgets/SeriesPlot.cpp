@@ -139,7 +139,7 @@ SeriesPlot::SeriesPlot(const QString& title, QWidget* parent)
     layout->addWidget(m_plot, 1);
     setMinimumHeight(120);
     m_readout->setTextFormat(Qt::PlainText);
-    m_readout->setStyleSheet("color: palette(mid);");
+    m_readout->setStyleSheet("color: palette(window-text);"); // readable on any theme (mid was grey on grey)
 
     m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     m_plot->axisRect()->setRangeDrag(Qt::Horizontal);

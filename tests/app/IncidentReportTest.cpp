@@ -1,5 +1,6 @@
 // The incident report in every format, made by the real binary as a user would.
 #include "AppTestSupport.h"
+#include "../core/SyntheticRuns.h"
 
 #include <QDir>
 #include <QFile>
@@ -8,6 +9,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 
@@ -120,4 +122,29 @@ TEST(IncidentReport, UnknownExtensionAndBrokenRunAreClearErrors)
     EXPECT_EQ(brokenRun.exitCode, 2);
     EXPECT_TRUE(brokenRun.err.contains("run.h5"));
     EXPECT_FALSE(QFile::exists(dir.filePath("report.md"))) << "no half-written report is left behind";
+}
+
+// Issue 27: the window lists three layers and "+N"; the report's timeline named the first four
+// and dropped the rest without a word.
+TEST(IncidentReport, TheTimelineCountsTheLayersItDoesNotName)
+{
+    QTemporaryDir dir;
+    const QString run = dir.filePath("run");
+    nanscope::test::SyntheticRun shape;
+    shape.layers = {"l0.weight", "l1.weight", "l2.weight", "l3.weight", "l4.weight", "l5.weight", "l6.weight"};
+    shape.shape = [](nanscope::test::SyntheticRow& row) {
+        if (row.step >= 200) // every layer blows up, each to its own height, and training never recovers
+            for (size_t k = 0; k < row.grads.size(); ++k)
+                row.grads[k] *= float(std::pow(10.0, 3.0 + 0.5 * double(k)));
+        if (row.step >= 200)
+            row.scalars["loss"] = 50.0;
+    };
+    nanscope::test::writeSyntheticRun(run.toStdString(), shape);
+    const QString path = dir.filePath("report.md");
+    const auto result = runNanscope({"report", run, "-o", path});
+    ASSERT_EQ(result.exitCode, 0) << result.err.toStdString();
+    const QString md = readAll(path);
+    const QString timeline = md.mid(md.indexOf("## Timeline"));
+    EXPECT_TRUE(timeline.contains(QRegularExpression("\\+\\d+ more"))) << timeline.left(1500).toStdString();
+    EXPECT_TRUE(timeline.contains(QRegularExpression("`l\\d\\.weight`"))) << "the first layers are still named";
 }

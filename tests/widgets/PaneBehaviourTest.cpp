@@ -65,6 +65,11 @@ TEST(CheckpointsView, SaysItIsReadingInsteadOfShowingTheOldCheckpoint)
     view.chooseStepNear(200);
     ASSERT_EQ(requested.count(), 1);
     EXPECT_EQ(view.model()->rowCount(), 0) << "step 100's tensors stayed up while step 200 was read";
+    // Issue 27: nor does the histogram of step 100's tensor, or its caption.
+    for (QCustomPlot* plot : view.findChildren<QCustomPlot*>()) {
+        EXPECT_FALSE(plot->xAxis->label().contains("fc1.weight")) << plot->xAxis->label().toStdString();
+        EXPECT_EQ(plot->plottableCount(), 0);
+    }
     bool saysReading = false;
     for (QLabel* label : view.findChildren<QLabel*>())
         saysReading |= label->text().contains("Reading the checkpoint of step 200");
