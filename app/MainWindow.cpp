@@ -63,6 +63,20 @@ namespace nanscope {
 
 namespace {
 using Work = ScreenshotController::Work;
+
+// A module row of the Layers tree stands for its parameters: clicking it shows the first of them,
+// never the parameter of another module that was selected before.
+QString firstParameterUnder(const QModelIndex& index)
+{
+    const QString name = index.data(LayerTreeModel::ParameterNameRole).toString();
+    if (!name.isEmpty() || !index.isValid())
+        return name;
+    const QAbstractItemModel* model = index.model();
+    for (int row = 0; row < model->rowCount(index); ++row)
+        if (QString found = firstParameterUnder(model->index(row, 0, index)); !found.isEmpty())
+            return found;
+    return {};
+}
 } // namespace
 
 MainWindow::MainWindow(QWidget* parent)
@@ -317,7 +331,7 @@ void MainWindow::connectViewRequests()
         runReplay(m_replay->request());
     });
     connect(m_layerTree->selectionModel(), &QItemSelectionModel::currentChanged, this, [this](const QModelIndex& index) {
-        const QString name = index.data(LayerTreeModel::ParameterNameRole).toString();
+        const QString name = firstParameterUnder(index);
         if (!name.isEmpty())
             selectLayer(name);
     });

@@ -20,6 +20,7 @@
 #include <QFileInfo>
 #include <QImage>
 #include <QProcess>
+#include <QTreeView>
 #include <QTest>
 #include <qcustomplot.h>
 #include <QSortFilterProxyModel>
@@ -291,4 +292,28 @@ TEST(MainWindow, PlotsFollowADarkPalette)
         EXPECT_TRUE(lightText) << "axis labels readable on it";
     }
     QApplication::setPalette(original);
+}
+
+// Issue 27: clicking a module in the Layers tree left the Layer pane on the parameter selected
+// before, of another module.
+TEST(MainWindow, AModuleClickedInTheLayersTreeShowsOneOfItsOwnParameters)
+{
+    MainWindow window;
+    QSignalSpy shown(&window, &MainWindow::layerShown);
+    ASSERT_TRUE(openAndWait(window, test::demoRun("sudden-blowup")));
+    ASSERT_TRUE(shown.wait(30000) || shown.count() > 0);
+    ASSERT_EQ(window.selectedLayer(), "fc1.weight");
+    QTreeView* tree = nullptr;
+    for (QTreeView* view : window.findChildren<QTreeView*>())
+        if (view->model() && view->model()->rowCount() > 0 &&
+            !view->model()->index(0, 0).data(LayerTreeModel::ModulePathRole).toString().isEmpty())
+            tree = view;
+    ASSERT_NE(tree, nullptr) << "no Layers tree";
+    QModelIndex module;
+    for (int row = 0; row < tree->model()->rowCount(); ++row)
+        if (tree->model()->index(row, 0).data(LayerTreeModel::ModulePathRole).toString() == "fc3")
+            module = tree->model()->index(row, 0);
+    ASSERT_TRUE(module.isValid()) << "no fc3 row";
+    tree->setCurrentIndex(module);
+    EXPECT_TRUE(window.selectedLayer().startsWith("fc3.")) << window.selectedLayer().toStdString();
 }
