@@ -63,20 +63,6 @@ namespace nanscope {
 
 namespace {
 using Work = ScreenshotController::Work;
-
-// A module row of the Layers tree stands for its parameters: clicking it shows the first of them,
-// never the parameter of another module that was selected before.
-QString firstParameterUnder(const QModelIndex& index)
-{
-    const QString name = index.data(LayerTreeModel::ParameterNameRole).toString();
-    if (!name.isEmpty() || !index.isValid())
-        return name;
-    const QAbstractItemModel* model = index.model();
-    for (int row = 0; row < model->rowCount(index); ++row)
-        if (QString found = firstParameterUnder(model->index(row, 0, index)); !found.isEmpty())
-            return found;
-    return {};
-}
 } // namespace
 
 MainWindow::MainWindow(QWidget* parent)
@@ -331,7 +317,12 @@ void MainWindow::connectViewRequests()
         runReplay(m_replay->request());
     });
     connect(m_layerTree->selectionModel(), &QItemSelectionModel::currentChanged, this, [this](const QModelIndex& index) {
-        const QString name = firstParameterUnder(index);
+        // A module row stands for its parameters: it shows its first one, never the parameter of
+        // another module that was selected before.
+        QString name = index.data(LayerTreeModel::ParameterNameRole).toString();
+        const QString module = index.data(LayerTreeModel::ModulePathRole).toString();
+        if (name.isEmpty() && !module.isEmpty())
+            name = parameterForLayer(module);
         if (!name.isEmpty())
             selectLayer(name);
     });

@@ -1,58 +1,21 @@
 // MainWindow: the runs a user opens: the recent-runs menu, drag and drop, the open dialogs and the report export.
 #include "MainWindow.h"
 
-#include "HelpMenu.h"
-
-#include "CheckpointLoader.h"
 #include "ChildProgram.h"
-#include "ComparedRuns.h"
-#include "RankControls.h"
-#include "ReplayProcess.h"
-#include "ScreenshotController.h"
-#include "TriageJson.h"
-#include "WindowDocks.h"
 
-#include "core/run/LayerNames.h"
-#include "core/run/RunFormat.h"
-
-#include "widgets/BatchNormView.h"
-#include "widgets/CheckpointsView.h"
-#include "widgets/HeatmapView.h"
-#include "widgets/IncidentModel.h"
-#include "widgets/LayerDetailView.h"
-#include "widgets/LayerTreeModel.h"
-#include "widgets/OverviewView.h"
-#include "widgets/ReplayView.h"
-#include "widgets/SeriesPlot.h"
-
-#include <QAction>
-#include <QApplication>
 #include <QCloseEvent>
 #include <QDir>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QLabel>
-#include <QLineEdit>
-#include <QMenuBar>
+#include <QMenu>
 #include <QMimeData>
 #include <QProgressBar>
 #include <QSettings>
+#include <QStatusBar>
 
 #include <algorithm>
-#include <limits>
-#include <memory>
-#include <QSortFilterProxyModel>
-#include <QStackedWidget>
-#include <QStatusBar>
-#include <QTableView>
-#include <QTabWidget>
-#include <QThread>
-#include <QToolButton>
-#include <QTreeView>
-
-#include <utility>
 
 namespace nanscope {
 

@@ -1,9 +1,8 @@
 #include "core/torch/Replay.h"
 
-#include "core/checkpoint/CheckpointReader.h"
+#include "core/checkpoint/ZipArchive.h"
 #include "core/replay/ReplayJudgement.h"
 #include "core/replay/ReplaySignatures.h"
-#include "core/run/LayerNames.h"
 #include "core/torch/GraphProbes.h"
 #include "core/torch/GraphProvenance.h"
 #include "core/torch/ReplayBatch.h"
@@ -11,12 +10,8 @@
 #include "core/torch/SoftmaxMeasures.h"
 #include "core/torch/TensorRange.h"
 #include "core/torch/TorchDType.h"
-#include "core/checkpoint/ZipArchive.h"
 
-#include <torch/csrc/jit/frontend/source_range.h>
-#include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
-#include <torch/csrc/jit/ir/scope.h>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/script.h>
@@ -24,12 +19,10 @@
 
 #include <chrono>
 #include <cmath>
+#include <algorithm>
 #include <functional>
-#include <limits>
 #include <numeric>
-#include <regex>
 #include <set>
-#include <fstream>
 #include <map>
 #include <sstream>
 

@@ -1,5 +1,6 @@
 #include "core/torch/TorchDType.h"
 
+#include <map>
 #include <stdexcept>
 
 namespace nanscope::torchdtype {
@@ -39,10 +40,11 @@ std::string nameOf(c10::ScalarType type)
 
 c10::ScalarType floatTypeNamed(const std::string& name)
 {
-    // "half" and "double" as torch.half and torch.double spell them.
-    const std::optional<DType> dtype =
-        name == "half" ? DType::Float16 : name == "double" ? DType::Float64 : name == "float" ? DType::Float32
-                                                                                              : dtypeFromName(name);
+    // torch.half, torch.float and torch.double as Python spells them, beside dtypeName's own names.
+    static const std::map<std::string, DType> aliases{
+        {"half", DType::Float16}, {"float", DType::Float32}, {"double", DType::Float64}};
+    const auto alias = aliases.find(name);
+    const std::optional<DType> dtype = alias != aliases.end() ? alias->second : dtypeFromName(name);
     if (dtype && (*dtype == DType::Float16 || *dtype == DType::BFloat16 || *dtype == DType::Float32 ||
                   *dtype == DType::Float64))
         return scalarTypeOf(*dtype);
