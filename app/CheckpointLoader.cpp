@@ -67,12 +67,10 @@ void CheckpointLoader::runChild(const QStringList& args,
     m_child->start(
         args,
         [file, done, root](const ChildOutcome& outcome) {
-            if (outcome.kind == ChildOutcome::Kind::Crashed)
-                done({}, tr("reading %1 crashed").arg(file));
-            else if (!outcome.succeeded())
-                done({}, outcome.message);
-            else
+            if (outcome.succeeded())
                 done(*root, QString());
+            else
+                done({}, outcome.failureText(tr("Reading %1").arg(file)));
         },
         [root](const ChildOutcome& outcome) {
             if (outcome.succeeded())

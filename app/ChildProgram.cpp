@@ -6,6 +6,8 @@
 #include <QProcess>
 #include <QtConcurrent/QtConcurrentRun>
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 
 namespace nanscope {
@@ -14,6 +16,31 @@ QString nanscopeProgram()
 {
     const QString fromEnvironment = qEnvironmentVariable("NANSCOPE_PROGRAM");
     return fromEnvironment.isEmpty() ? QCoreApplication::applicationFilePath() : fromEnvironment;
+}
+
+namespace {
+constexpr char kProgressPrefix[] = "nanscope-progress ";
+} // namespace
+
+QByteArray childProgressLine(double fraction, const QString& what)
+{
+    const int percent = int(std::lround(std::clamp(fraction, 0.0, 1.0) * 100));
+    return kProgressPrefix + QByteArray::number(percent) + ' ' + what.simplified().toUtf8() + '\n';
+}
+
+bool parseChildProgressLine(const QByteArray& line, int* percent, QString* what)
+{
+    if (!line.startsWith(kProgressPrefix))
+        return false;
+    const QByteArray rest = line.mid(int(sizeof kProgressPrefix) - 1).trimmed();
+    const int space = rest.indexOf(' ');
+    bool ok = false;
+    const int value = rest.left(space < 0 ? rest.size() : space).toInt(&ok);
+    if (!ok || value < 0 || value > 100)
+        return false;
+    *percent = value;
+    *what = space < 0 ? QString() : QString::fromUtf8(rest.mid(space + 1));
+    return true;
 }
 
 namespace {
@@ -34,10 +61,24 @@ QString errorLine(const QString& standardError)
     return lines.join("\n").remove("nanscope: ").trimmed();
 }
 
-ChildOutcome outcomeOf(QProcess& process, const QString& program, bool finished)
+// The child's standard error less its progress lines: those read while it ran (`seen`, whose
+// progress lines were already taken out) and what is left to read.
+QByteArray errorText(QProcess& process, const QByteArray& seen)
+{
+    QByteArray text;
+    for (const QByteArray& line : (seen + process.readAllStandardError()).split('\n')) {
+        int percent = 0;
+        QString what;
+        if (!parseChildProgressLine(line, &percent, &what))
+            text += line + '\n';
+    }
+    return text;
+}
+
+ChildOutcome outcomeOf(QProcess& process, const QString& program, bool finished, const QByteArray& seenError = {})
 {
     ChildOutcome outcome;
-    outcome.standardError = QString::fromUtf8(process.readAllStandardError()).trimmed();
+    outcome.standardError = QString::fromUtf8(errorText(process, seenError)).trimmed();
     outcome.exitCode = process.exitCode();
     const QString name = programName(program);
     if (!finished) {
@@ -77,6 +118,13 @@ ChildProgram::ChildProgram(QObject* parent)
 ChildProgram::~ChildProgram()
 {
     cancel();
+}
+
+QString ChildOutcome::failureText(const QString& work) const
+{
+    if (kind == Kind::Crashed)
+        return QObject::tr("%1 crashed; the window is unaffected. %2").arg(work, standardError.right(400)).trimmed();
+    return succeeded() ? QString() : message;
 }
 
 bool ChildProgram::isRunning() const
@@ -133,8 +181,29 @@ void ChildProgram::start(const QStringList& arguments, Done done, Decode decode)
         });
         watcher->setFuture(QtConcurrent::run([decoded, decode] { decode(*decoded); }));
     };
-    connect(process, &QProcess::finished, this, [process, program, report](int, QProcess::ExitStatus) {
-        report(outcomeOf(*process, program, true));
+    // Standard error is read as it comes: progress lines are signalled, the rest kept for the outcome.
+    auto seenError = std::make_shared<QByteArray>();
+    connect(process, &QProcess::readyReadStandardError, this, [this, process, seenError] {
+        if (process != m_process)
+            return;
+        QByteArray& text = *seenError;
+        const qsizetype keptBefore = text.size();
+        text += process->readAllStandardError();
+        // From the start of the line that was incomplete when the last chunk ended.
+        qsizetype lineStart = keptBefore > 0 ? text.lastIndexOf('\n', keptBefore - 1) + 1 : 0;
+        for (qsizetype end = text.indexOf('\n', lineStart); end >= 0; end = text.indexOf('\n', lineStart)) {
+            int percent = 0;
+            QString what;
+            if (parseChildProgressLine(text.mid(lineStart, end - lineStart), &percent, &what)) {
+                text.remove(lineStart, end - lineStart + 1);
+                emit progress(percent, what);
+            } else {
+                lineStart = end + 1;
+            }
+        }
+    });
+    connect(process, &QProcess::finished, this, [process, program, report, seenError](int, QProcess::ExitStatus) {
+        report(outcomeOf(*process, program, true, *seenError));
     });
     connect(process, &QProcess::errorOccurred, this, [process, program, report](QProcess::ProcessError error) {
         if (error == QProcess::FailedToStart)

@@ -28,6 +28,10 @@ struct ChildOutcome
     QString message;
 
     bool succeeded() const { return kind == Kind::Succeeded; }
+    // What a user reads when `work` ("The replay of step 180", "Reading ckpt.pt") did not succeed:
+    // a crash says the window is unaffected and quotes the end of the child's error output; any
+    // other failure is `message`. Empty on success. One wording for every child the window runs.
+    QString failureText(const QString& work) const;
 };
 
 // The one place that runs nanscope's child programs (replay, stats, diff, report export): untrusted
@@ -58,6 +62,13 @@ public:
     // True from start() until `done` has run or the request was replaced or cancelled.
     bool isRunning() const;
 
+signals:
+    // The running request's child wrote a progress line (childProgressLine) on its standard
+    // error; such lines are not part of the outcome's standardError.
+    void progress(int percent, const QString& what);
+
+public:
+
     // The same outcomes, blocking: for headless commands that already run off the GUI thread.
     static ChildOutcome runAndWait(const QString& program, const QStringList& arguments, int timeoutMs);
 
@@ -71,6 +82,12 @@ private:
     quint64 m_request = 0;
     bool m_pending = false;
 };
+
+// How a child tells the window how far it is: one line on its standard error,
+// "nanscope-progress PERCENT WHAT" (a command's --progress-lines).
+QByteArray childProgressLine(double fraction, const QString& what);
+// The percent and text of such a line; false for any other line.
+bool parseChildProgressLine(const QByteArray& line, int* percent, QString* what);
 
 // The nanscope executable that child processes run: $NANSCOPE_PROGRAM when set (tests, and
 // embedders whose own executable is not nanscope), else this program.

@@ -3,6 +3,7 @@
 #include "Subcommands.h"
 
 #include "core/compare/RunComparison.h"
+#include "core/source/CompareRunSources.h"
 #include "core/source/OpenRun.h"
 
 #include <QJsonDocument>

@@ -4,6 +4,7 @@
 
 #include "core/run/MemoryRunSource.h"
 #include "core/run/RunFormat.h"
+#include "core/source/CompareRunSources.h"
 #include "core/source/OpenRun.h"
 #include "widgets/ComparedRunsOverlay.h"
 #include "widgets/ComparisonView.h"
@@ -15,6 +16,8 @@
 #include <QMainWindow>
 #include <QMenu>
 #include <QThread>
+
+#include <algorithm>
 
 namespace nanscope {
 
@@ -133,7 +136,14 @@ void ComparedRuns::addRun(const QString& path)
     m_paths << path;
     if (m_closeAction)
         m_closeAction->setEnabled(true);
-    m_dock->show();
+    if (m_dock->isHidden()) {
+        m_dock->show();
+        // Half the bottom area each: beside the incident list it opened a few dozen pixels wide.
+        if (auto* incidents = m_window->findChild<QDockWidget*>("IncidentsDock"); incidents && !incidents->isHidden()) {
+            const int half = std::max(320, m_window->width() / 2);
+            m_window->resizeDocks({incidents, m_dock}, {half, half}, Qt::Horizontal);
+        }
+    }
     m_view->setMessage(tr("Comparing with %1\u2026").arg(path));
     requestComparison();
 }

@@ -2,6 +2,7 @@
 
 #include "JsonNumbers.h"
 
+#include "core/source/CompareRunSources.h"
 #include "core/source/OpenRun.h"
 #include "widgets/ComparedRunsOverlay.h"
 #include "widgets/SeriesPlot.h"

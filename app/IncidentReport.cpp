@@ -9,11 +9,10 @@
 #include "ReplayProcess.h"
 #include "TriageJson.h"
 
-#include "core/scan/IncidentDetector.h"
+#include "core/source/RunScan.h"
 #include "core/torch/Replay.h"
 #include "core/run/RunFormat.h"
 #include "core/source/OpenRun.h"
-#include "core/source/RunScan.h"
 #include "core/tensor/BatchNormHealth.h"
 #include "widgets/OverviewView.h"
 #include "widgets/SeriesPlot.h"
@@ -212,7 +211,7 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
     c.directory = QFileInfo(runDirectory).absoluteFilePath();
     c.generated = QDateTime::currentDateTimeUtc().toString(Qt::ISODate);
     // A multi-rank run: every rank's incidents, each naming its rank.
-    auto scanned = scanWholeRun(reader, ScanConfig{}, [&](double f, const std::string& w) { return reportProgress(progress, f * 0.4, w); });
+    auto scanned = scanRun(reader, ScanConfig{}, [&](double f, const std::string& w) { return reportProgress(progress, f * 0.4, w); });
     if (!scanned)
         return Error{scanned.error()};
     c.scan = std::move(scanned->report);
@@ -278,7 +277,8 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
     for (const Incident& incident : c.scan.incidents) {
         if (incident.severity != Severity::Critical)
             continue;
-        if (!reportProgress(progress, 0.4 + 0.5 * done++ / double(std::max<size_t>(1, c.scan.incidents.size())), "report"))
+        if (!reportProgress(progress, 0.4 + 0.5 * done++ / double(std::max<size_t>(1, c.scan.incidents.size())),
+                            "replaying the incident at step " + std::to_string(incident.onsetStep)))
             return Error{"cancelled"};
         IncidentSection section;
         section.incident = incident;

@@ -36,6 +36,9 @@
 #include <QLineEdit>
 #include <QMenuBar>
 #include <QMimeData>
+#include <QGuiApplication>
+#include <QHeaderView>
+#include <QScreen>
 #include <QProgressBar>
 #include <QSettings>
 
@@ -94,7 +97,12 @@ MainWindow::MainWindow(QWidget* parent)
     setWindowIcon(QIcon(":/nanscope/nanscope.svg"));
     setObjectName("MainWindow");
     setAcceptDrops(true);
-    resize(1400, 900);
+    // 1400x900, or the screen's free area where that is smaller (a 1280x800 laptop): a window
+    // larger than its screen opens with its status bar and Incidents dock off the bottom edge.
+    QSize size(1400, 900);
+    if (const QScreen* screen = QGuiApplication::primaryScreen())
+        size = size.boundedTo(screen->availableSize());
+    resize(size);
 
     buildTabs();
     const LayerDock layerDock = addLayerDock(this, m_layerModel, m_layerFilter);
@@ -163,7 +171,18 @@ void MainWindow::buildStatusBar()
     statusBar()->addWidget(m_statusRun, 1);
     statusBar()->addPermanentWidget(m_progress);
     statusBar()->addPermanentWidget(m_cancel);
-    connect(m_cancel, &QToolButton::clicked, this, [this] { m_session->cancel(); });
+    // One Cancel for the long work shown beside it: the report being written, else the session's.
+    connect(m_cancel, &QToolButton::clicked, this, [this] {
+        if (m_exportChild->isRunning())
+            cancelReportExport();
+        else
+            m_session->cancel();
+    });
+    connect(m_exportChild, &ChildProgram::progress, this, [this](int percent, const QString& what) {
+        m_progress->setValue(percent);
+        m_progress->setFormat(tr("Report  %p%"));
+        statusBar()->showMessage(tr("Writing %1: %2\u2026").arg(QFileInfo(m_exportPath).fileName(), what));
+    });
 }
 
 void MainWindow::connectSession()
@@ -281,6 +300,10 @@ void MainWindow::connectViewRequests()
                              [this, step, decoded](const ChildOutcome&) {
                                  const TriageReport& triage = *decoded;
                                  m_replay->setRunning(false);
+                                 // The ops shown are the step the triage judged, unfiltered: not a
+                                 // replay made before it (of one module, or of another step).
+                                 if (triage.incidentReplay)
+                                     m_replay->setReport(*triage.incidentReplay);
                                  m_replay->setTriage(triage);
                                  statusBar()->showMessage(triage.error.isEmpty() ? tr("Triaged step %1").arg(step)
                                                                                  : tr("Triage of step %1 failed").arg(step),
@@ -294,12 +317,7 @@ void MainWindow::connectViewRequests()
         m_triageChild->cancel();
         m_replay->setRunning(false);
     });
-    connect(m_replay, &ReplayView::moduleClicked, this, [this](const QString& module) {
-        ReplayRequest request = m_replay->request();
-        request.layerPrefix = module;
-        m_replay->setLayerPrefix(module);
-        runReplay(request);
-    });
+    connect(m_replay, &ReplayView::moduleClicked, m_replay, &ReplayView::replayModule);
     connect(m_replayProcess, &ReplayProcess::finished, this, [this](const ReplayReport& report) {
         m_replay->setRunning(false);
         m_replay->setReport(report);
@@ -311,10 +329,8 @@ void MainWindow::connectViewRequests()
     });
     // Double-clicking a layer replays its module at the selected step.
     connect(m_layerTree, &QTreeView::doubleClicked, this, [this](const QModelIndex& index) {
-        const QString module = index.data(LayerTreeModel::ModulePathRole).toString();
-        m_replay->setLayerPrefix(module);
         showView(View::Replay);
-        runReplay(m_replay->request());
+        m_replay->replayModule(index.data(LayerTreeModel::ModulePathRole).toString());
     });
     connect(m_layerTree->selectionModel(), &QItemSelectionModel::currentChanged, this, [this](const QModelIndex& index) {
         // A module row stands for its parameters: it shows its first one, never the parameter of
@@ -493,6 +509,9 @@ void MainWindow::showScan(const ScanReport& scan)
     m_incidentTable->setColumnHidden(IncidentModel::Rank, !m_incidentModel->hasRanks());
     m_incidentTable->resizeColumnsToContents();
     m_incidentTable->setColumnWidth(IncidentModel::Layers, std::min(m_incidentTable->columnWidth(IncidentModel::Layers), 260));
+    // The cause fills what is left of the row and ends in "…" where it is longer: sized to its
+    // text, it ran past the right edge of the dock. Its whole text is the row's tooltip.
+    m_incidentTable->horizontalHeader()->setSectionResizeMode(IncidentModel::Cause, QHeaderView::Stretch);
     // The tree's icons come from the incidents, so that they agree with the list beside them.
     showLayerTree();
     selectFirstBadLayer();

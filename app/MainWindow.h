@@ -84,6 +84,9 @@ public:
     QString statusText() const;
     QAction* reloadAction() const { return m_reloadAction; }
     QAction* exportAction() const { return m_exportAction; }
+    // Writes the incident report (File > Export Incident Report, after its dialog) in a child
+    // process, with its progress and a Cancel button in the status bar; emits reportExported.
+    void exportReportTo(const QString& path);
     // Overlays another run on the open one (File > Compare With Run...).
     void compareWith(const QString& path);
     ComparedRuns* comparedRuns() const { return m_comparedRuns; }
@@ -100,6 +103,8 @@ signals:
     void replayFinished(bool ok);
     void triageFinished(bool ok);
     void checkpointShown(qint64 step);
+    // An export ended: written, failed (the status line says why) or cancelled (`ok` false).
+    void reportExported(bool ok);
     void incidentsFound(int count);
     void screenshotDone(bool saved);
     // To the session thread.
@@ -123,6 +128,7 @@ private:
     // A single log file (an event file, a DeepSpeed log) rather than a folder.
     void chooseLogFile();
     void exportReport();
+    void cancelReportExport();
     void onLoaded(const RunSnapshot& snapshot);
     void onProgress(int percent, const QString& what);
     // Context subscribers.
@@ -165,6 +171,7 @@ private:
     ReplayProcess* m_replayProcess = nullptr;
     ChildProgram* m_triageChild = nullptr; // `nanscope triage --json` for the replay pane's Triage
     ChildProgram* m_exportChild = nullptr; // `nanscope report` for Export Incident Report
+    QString m_exportPath;                  // the report being written, while it is
     ComparedRuns* m_comparedRuns = nullptr;
     LayerTreeModel* m_layerModel = nullptr;
     QSortFilterProxyModel* m_layerFilter = nullptr;

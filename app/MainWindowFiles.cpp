@@ -8,12 +8,14 @@
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileDialog>
+#include <QFile>
 #include <QFileInfo>
 #include <QMenu>
 #include <QMimeData>
 #include <QProgressBar>
 #include <QSettings>
 #include <QStatusBar>
+#include <QToolButton>
 
 #include <algorithm>
 
@@ -107,18 +109,48 @@ void MainWindow::exportReport()
                                                       tr("HTML (*.html);;PDF (*.pdf);;Markdown (*.md);;JSON (*.json)"));
     if (path.isEmpty())
         return;
-    // In a child process: the report replays saved steps, which runs the checkpoints' code.
-    m_progress->setRange(0, 0);
-    m_progress->setFormat(tr("Writing report"));
+    exportReportTo(path);
+}
+
+void MainWindow::exportReportTo(const QString& path)
+{
+    if (!m_context->hasRun())
+        return;
+    if (m_exportChild->isRunning())
+        cancelReportExport(); // says so, and leaves no part file of it
+    // In a child process: the report replays saved steps, which runs the checkpoints' code. It
+    // takes seconds (each critical incident is replayed and triaged), so it says how far it is.
+    m_exportPath = path;
+    m_progress->setRange(0, 100);
+    m_progress->setValue(0);
+    m_progress->setFormat(tr("Writing report  %p%"));
     m_progress->setVisible(true);
-    statusBar()->showMessage(tr("Writing %1…").arg(path));
+    m_cancel->setVisible(true);
+    statusBar()->showMessage(tr("Writing %1\u2026").arg(path));
     m_exportChild->setProgram(m_replayProgram.isEmpty() ? nanscopeProgram() : m_replayProgram);
-    m_exportChild->start({"report", snapshot().directory, "-o", path}, [this, path](const ChildOutcome& outcome) {
-        m_progress->setRange(0, 100);
-        m_progress->setVisible(false);
-        statusBar()->showMessage(outcome.succeeded() ? tr("Wrote %1").arg(path) : tr("Report failed: %1").arg(outcome.message),
-                                 10000);
-    });
+    m_exportChild->start({"report", snapshot().directory, "-o", path, "--progress-lines"},
+                         [this, path](const ChildOutcome& outcome) {
+                             m_exportPath.clear();
+                             m_progress->setVisible(false);
+                             m_cancel->setVisible(false);
+                             statusBar()->showMessage(outcome.succeeded() ? tr("Wrote %1").arg(path)
+                                                                          : tr("Report failed: %1").arg(outcome.message),
+                                                      10000);
+                             emit reportExported(outcome.succeeded());
+                         });
+}
+
+void MainWindow::cancelReportExport()
+{
+    m_exportChild->cancel();
+    // The report is written to a temporary file and renamed over `path` at the end: a cancelled
+    // one leaves no report at `path`; a PDF's ".part" file, if it was being printed, goes too.
+    QFile::remove(m_exportPath + ".part");
+    statusBar()->showMessage(tr("Report cancelled: %1 was not written").arg(m_exportPath), 10000);
+    m_exportPath.clear();
+    m_progress->setVisible(false);
+    m_cancel->setVisible(false);
+    emit reportExported(false);
 }
 
 } // namespace nanscope

@@ -75,6 +75,7 @@ void MainWindow::showIncident(int row)
     }
     const StepRange range = incidentViewRange(*incident, m_context->firstStep(), m_context->lastStep());
     m_overview->showStepRange(range.first, range.last);
+    m_layerDetail->showStepRange(range.first, range.last); // and the layers shown for it, as they arrive
     selectStep(incident->onsetStep);
     for (const auto& layer : incident->layers) {
         const QString parameter = parameterForLayer(QString::fromStdString(layer));

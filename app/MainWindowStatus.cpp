@@ -1,6 +1,7 @@
 // MainWindow: the status line, progress and the error text.
 #include "MainWindow.h"
 
+#include "ChildProgram.h"
 #include "widgets/IncidentModel.h"
 
 #include <QLabel>
@@ -66,6 +67,10 @@ void MainWindow::updateStatus()
 
 void MainWindow::onProgress(int percent, const QString& what)
 {
+    // While a report is written, the bar and Cancel are its own: the session's background work
+    // (the heatmap, a live run's rows) must not hide them or take them over.
+    if (m_exportChild->isRunning())
+        return;
     const bool busy = percent < 100 && !what.isEmpty();
     m_progress->setVisible(busy);
     m_cancel->setVisible(busy);

@@ -65,14 +65,10 @@ void ReplayProcess::start(const QString& runDirectory, const ReplayRequest& requ
 ReplayReport replayReportFrom(const ChildOutcome& outcome, qint64 step)
 {
     ReplayReport report;
-    if (outcome.kind == ChildOutcome::Kind::Crashed)
-        report.error = QObject::tr("The replay of step %1 crashed inside LibTorch; the window is unaffected. %2")
-                           .arg(step)
-                           .arg(outcome.standardError.right(400));
-    else if (!outcome.succeeded())
-        report.error = outcome.message;
-    else
+    if (outcome.succeeded())
         report = parseReplayJson(outcome.standardOutput);
+    else
+        report.error = outcome.failureText(QObject::tr("The replay of step %1").arg(step));
     if (report.result.step < 0)
         report.result.step = step;
     return report;

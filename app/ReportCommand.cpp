@@ -1,3 +1,4 @@
+#include "ChildProgram.h"
 #include "CliSupport.h"
 #include "IncidentReport.h"
 #include "Subcommands.h"
@@ -17,6 +18,8 @@ int runReport(const QStringList& arguments)
     parser.addOption({"no-replay", "Do not replay saved steps."});
     parser.addOption({"compare", "Add a section comparing RUN with OTHER_RUN: where they diverge, how their "
                                  "incidents differ, an overlay plot (repeatable).", "OTHER_RUN"});
+    parser.addOption({"progress-lines", "Report progress as 'nanscope-progress PERCENT WHAT' lines on standard "
+                                        "error (the window's progress bar reads them)."});
     parser.addOption({"rank", "In a multi-rank run, replay and triage on rank N's saved steps (default: each "
                               "incident on the rank it was found on).", "N"});
     int code = 0;
@@ -33,7 +36,14 @@ int runReport(const QStringList& arguments)
         if (!ok || options.rank < 0)
             return fail("--rank takes a rank number, not '" + parser.value("rank") + "'");
     }
-    Status status = writeIncidentReport(parser.positionalArguments().first(), parser.value("output"), options);
+    ProgressCallback progress;
+    if (parser.isSet("progress-lines"))
+        progress = [](double fraction, const std::string& what) {
+            err() << QString::fromUtf8(childProgressLine(fraction, fromStd(what)));
+            err().flush();
+            return true;
+        };
+    Status status = writeIncidentReport(parser.positionalArguments().first(), parser.value("output"), options, progress);
     if (!status)
         return fail(fromStd(status.error()));
     out() << "wrote " << parser.value("output") << Qt::endl;

@@ -1,9 +1,8 @@
 #include "RunSession.h"
 
-#include "core/scan/IncidentDetector.h"
+#include "core/source/RunScan.h"
 #include "core/scan/RankScan.h"
 #include "core/source/OpenRun.h"
-#include "core/source/RunScan.h"
 #include "core/run/LayerNames.h"
 #include "core/run/RunFormat.h"
 #include "core/run/RunReader.h"
@@ -400,9 +399,9 @@ void RunSession::requestScan()
         return;
     m_cancelled = false;
     // A multi-rank run: every rank's incidents and the ranks' together (each names its rank).
-    auto report = scanWholeRun(*m_reader, ScanConfig{},
-                               progressCallback(m_reader->rankSet() ? tr("Scanning every rank")
-                                                                    : tr("Scanning for incidents")));
+    auto report = scanRun(*m_reader, ScanConfig{},
+                          progressCallback(m_reader->rankSet() ? tr("Scanning every rank")
+                                                               : tr("Scanning for incidents")));
     emit progress(100, QString());
     if (report) {
         m_wholeRunScan = report->report;

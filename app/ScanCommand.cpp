@@ -3,10 +3,9 @@
 #include "Subcommands.h"
 
 #include "core/run/RankSet.h"
-#include "core/scan/IncidentDetector.h"
+#include "core/source/RunScan.h"
 #include "core/scan/RankScan.h"
 #include "core/source/OpenRun.h"
-#include "core/source/RunScan.h"
 #include "core/scan/ScanInputs.h"
 #include "core/scan/ScanConfig.h"
 
@@ -218,18 +217,11 @@ int runScan(const QStringList& arguments)
         return fail(error);
     // A multi-rank run is scanned whole unless --rank picks one rank; either way as the window and
     // the report scan it (with the optimizer states read beside the run).
-    std::optional<RankScanReport> ranks;
-    Result<ScanReport> report = Error{"not scanned"};
-    if (parser.isSet("rank")) {
-        report = scanRunWithFacts(**reader, config);
-    } else if (auto whole = scanWholeRun(**reader, config); whole) {
-        report = std::move(whole->report);
-        ranks = std::move(whole->ranks);
-    } else {
-        report = Error{whole.error()};
-    }
-    if (!report)
-        return fail(fromStd(report.error()));
+    auto whole = scanRun(**reader, config, {}, parser.isSet("rank") ? RankScope::ShownRank : RankScope::EveryRank);
+    if (!whole)
+        return fail(fromStd(whole.error()));
+    const std::optional<RankScanReport>& ranks = whole->ranks;
+    const ScanReport* report = &whole->report;
 
     if (parser.isSet("json")) {
         QJsonArray incidents;

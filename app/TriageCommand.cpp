@@ -10,6 +10,7 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QJsonDocument>
+#include <QJsonObject>
 
 #include <algorithm>
 #include <cmath>
@@ -223,6 +224,7 @@ int runTriage(const QStringList& arguments)
     triage.evidence.typicalLoss = typicalLossBefore(runDir, step);
     const QString program = nanscopeProgram();
     int done = 0;
+    QJsonObject incidentReplay; // carried whole in the JSON: the pane shows its ops
     for (const PlannedReplay& p : plan) {
         const QString checkpointFile = p.checkpointStep >= 0 ? fromStd(checkpoints.at(p.checkpointStep)) : QString();
         const QString batchFile = p.batchStep >= 0 ? fromStd(batches.at(p.batchStep)) : QString();
@@ -238,13 +240,15 @@ int runTriage(const QStringList& arguments)
             const ChildOutcome outcome = ChildProgram::runAndWait(
                 program, {"replay", runDir, "--checkpoint", checkpointFile, "--batch", batchFile, "--json"}, kReplayTimeoutMs);
             report = replayReportFrom(outcome, p.batchStep);
+            if (p.role == TriageRole::Incident && outcome.succeeded())
+                incidentReplay = QJsonDocument::fromJson(outcome.standardOutput).object();
         }
         triage.evidence.replays.push_back(triageReplayFrom(p, report));
     }
     triage.verdict = judgeTriage(triage.evidence);
 
     if (parser.isSet("json")) {
-        out() << QJsonDocument(triageToJson(triage)).toJson(QJsonDocument::Indented);
+        out() << QJsonDocument(triageToJson(triage, incidentReplay)).toJson(QJsonDocument::Indented);
         return kExitOk;
     }
     out() << QString("Triage of step %1: batch %1 with checkpoint %2").arg(step).arg(checkpointStep);

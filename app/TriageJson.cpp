@@ -1,6 +1,7 @@
 #include "TriageJson.h"
 
 #include "JsonNumbers.h"
+#include "ReplayJson.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -14,7 +15,7 @@ QJsonValue stepOrNull(int64_t step)
 }
 } // namespace
 
-QJsonObject triageToJson(const TriageReport& triage)
+QJsonObject triageToJson(const TriageReport& triage, const QJsonObject& incidentReplay)
 {
     const TriageEvidence& e = triage.evidence;
     QJsonArray replays;
@@ -39,13 +40,16 @@ QJsonObject triageToJson(const TriageReport& triage)
     QJsonArray details;
     for (const std::string& d : triage.verdict.details)
         details.append(text(d));
-    return {{"step", qint64(e.step)},
-            {"typical_loss", jsonNumber(e.typicalLoss)},
-            {"label", text(triageLabelKey(triage.verdict.label))},
-            {"label_text", text(triageLabelName(triage.verdict.label))},
-            {"why", text(triage.verdict.why)},
-            {"details", details},
-            {"replays", replays}};
+    QJsonObject root{{"step", qint64(e.step)},
+                     {"typical_loss", jsonNumber(e.typicalLoss)},
+                     {"label", text(triageLabelKey(triage.verdict.label))},
+                     {"label_text", text(triageLabelName(triage.verdict.label))},
+                     {"why", text(triage.verdict.why)},
+                     {"details", details},
+                     {"replays", replays}};
+    if (!incidentReplay.isEmpty())
+        root.insert("incident_replay", incidentReplay);
+    return root;
 }
 
 TriageReport parseTriageJson(const QByteArray& json)
@@ -82,20 +86,21 @@ TriageReport parseTriageJson(const QByteArray& json)
         triage.checkpoints << o["checkpoint"].toString();
         triage.batches << o["batch"].toString();
     }
+    if (root["incident_replay"].isObject()) {
+        ReplayReport replay = parseReplayJson(QJsonDocument(root["incident_replay"].toObject()).toJson(QJsonDocument::Compact));
+        if (replay.error.isEmpty())
+            triage.incidentReplay = std::move(replay);
+    }
     return triage;
 }
 
 TriageReport triageReportFrom(const ChildOutcome& outcome, qint64 step)
 {
     TriageReport triage;
-    if (outcome.kind == ChildOutcome::Kind::Crashed)
-        triage.error = QObject::tr("The triage of step %1 crashed; the window is unaffected. %2")
-                           .arg(step)
-                           .arg(outcome.standardError.right(400));
-    else if (!outcome.succeeded())
-        triage.error = outcome.message;
-    else
+    if (outcome.succeeded())
         triage = parseTriageJson(outcome.standardOutput);
+    else
+        triage.error = outcome.failureText(QObject::tr("The triage of step %1").arg(step));
     if (triage.evidence.step < 0)
         triage.evidence.step = step;
     return triage;

@@ -5,7 +5,7 @@
 // running). Figures are ratios against a baseline measured in the same run that only reads the
 // same data (every rank's run.h5 opened, its scalar series and its whole layer table read):
 //   - openRun of the whole run (every rank's run.h5 opened and validated);
-//   - scanRanks: every rank's own scan and the rank rules;
+//   - scanRun of the job: every rank's own scan and the rank rules;
 //   - in the window (offscreen): open to a drawn overview; then switching rank to a drawn overview.
 //
 // usage: QT_QPA_PLATFORM=offscreen bench_ranks [WORK_DIR] [RANKS] [STEPS] [LAYERS] [LAYER_EVERY] [--keep]
@@ -222,11 +222,11 @@ int main(int argc, char** argv)
         auto run = openRun(work.string());
         if (!run || !(*run)->rankSet())
             return false;
-        auto scanned = scanRanks(*(*run)->rankSet());
-        if (!scanned)
+        auto scanned = scanRun(**run);
+        if (!scanned || !scanned->ranks)
             return false;
         incidents = scanned->report.incidents.size();
-        focus = scanned->focusRank;
+        focus = scanned->ranks->focusRank;
         return true;
     });
 
@@ -258,7 +258,7 @@ int main(int argc, char** argv)
 
     std::printf("%-44s %10.1f ms    (base)\n", "baseline: read the same data, every rank", baseMs);
     printRow("openRun (every rank's run.h5)", openMs, baseMs);
-    printRow("scanRanks (every rank + rank rules)", scanMs, baseMs);
+    printRow("scanRun (every rank + rank rules)", scanMs, baseMs);
     if (windowOpen.empty() || switches.empty()) {
         std::printf("window: did not open the run\n");
     } else {

@@ -8,7 +8,7 @@
 // 1,000 parameters; /activations for 1,000 modules every 10 steps; /buffers for 100 BatchNorm
 // layers every step; /inputs every step; a few events. A sudden blow-up at step 90,000 and one
 // layer whose gradient vanishes at step 40,000 give the scan something to find.
-#include "core/scan/IncidentDetector.h"
+#include "core/source/RunScan.h"
 #include "core/run/RunReader.h"
 #include "core/run/RunWriter.h"
 
@@ -213,8 +213,8 @@ int scanOnly(const std::string& dir, bool quiet)
     std::printf("peak memory     %.1f MiB, of which %.1f MiB before the run was opened (libraries)\n", peak, before);
     std::printf("scan memory     %.1f MiB = %.1f row blocks of %.1f MiB\n", peak - before, (peak - before) / blockMiB,
                 blockMiB);
-    std::printf("incidents       %zu:", report->incidents.size());
-    for (const auto& incident : report->incidents)
+    std::printf("incidents       %zu:", report->report.incidents.size());
+    for (const auto& incident : report->report.incidents)
         std::printf(" %s@%lld", toString(incident.kind), static_cast<long long>(incident.onsetStep));
     std::printf("\n");
     return 0;

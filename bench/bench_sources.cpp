@@ -13,7 +13,7 @@
 //   --keep leaves the files in WORK_DIR, to profile a reader on them.
 #include "app/MainWindow.h"
 #include "core/run/RunWriter.h"
-#include "core/scan/IncidentDetector.h"
+#include "core/source/RunScan.h"
 #include "core/source/Crc32c.h"
 #include "core/source/OpenRun.h"
 #include "widgets/OverviewView.h"
@@ -352,7 +352,7 @@ void measureHeadless(Subject& s)
         if (!report)
             s.error = report.error();
         else
-            s.incidents = report->incidents.size();
+            s.incidents = report->report.incidents.size();
     });
 }
 

@@ -18,7 +18,7 @@ _nanscope_options()
         compare) echo "--json $common" ;;
         replay) echo "--step --checkpoint --batch --layer --bisect --dtype --device --eval --json --eager --model-factory --python --rank $common" ;;
         triage) echo "--step --json --rank $common" ;;
-        report) echo "-o --output --no-replay --compare --rank $common" ;;
+        report) echo "-o --output --no-replay --compare --rank --progress-lines $common" ;;
         import) echo "--checkpoints $common" ;;
         demo) echo "--only --force --quiet $common" ;;
         help) ;;

@@ -23,8 +23,7 @@ std::string seriesNameOf(const SeriesPlot* plot)
 }
 
 // Widens a plot's value axis to hold another run's values as well, with the margin SeriesPlot
-// gives its own on a log axis, and powers of ten as ticks once the axis spans two decades (as
-// SeriesPlot does: a blown-up run spans tens of decades).
+// gives its own on a log axis (a blown-up run spans tens of decades).
 void includeValues(SeriesPlot* plot, const QCPRange& values)
 {
     QCPAxis* axis = plot->plot()->yAxis;
@@ -35,12 +34,7 @@ void includeValues(SeriesPlot* plot, const QCPRange& values)
         return;
     }
     shown = QCPRange(std::min(shown.lower, std::max(values.lower, 1e-300) / 2), std::max(shown.upper, values.upper * 2));
-    axis->setRange(shown);
-    if (std::log10(shown.upper) - std::log10(shown.lower) >= 2) {
-        axis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTickerLog));
-        axis->setNumberFormat("eb");
-        axis->setNumberPrecision(0);
-    }
+    axis->setRange(shown); // SeriesPlot's ValueAxisTicker picks 1-2-5 or power-of-ten ticks for the new span
 }
 
 } // namespace

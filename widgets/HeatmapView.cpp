@@ -44,12 +44,7 @@ HeatmapView::HeatmapView(QWidget* parent)
     m_plot->plotLayout()->addElement(0, 1, m_scale);
     m_scale->setType(QCPAxis::atRight);
     m_map->setColorScale(m_scale);
-    QCPColorGradient gradient(QCPColorGradient::gpThermal);
-    gradient.setNanHandling(QCPColorGradient::nhNanColor);
-    // Green is no colour of the thermal scale (black, purple, red, yellow, white): a NaN cell must
-    // never read as a value. The header carries its swatch, since the scale cannot show it.
-    gradient.setNanColor(kNonfiniteColour);
-    m_map->setGradient(gradient);
+    m_map->setGradient(valueGradient());
     m_map->setInterpolate(false);
     m_plot->xAxis->setLabel(tr("step"));
     m_plot->yAxis->setRangeReversed(true);
@@ -73,6 +68,8 @@ HeatmapView::HeatmapView(QWidget* parent)
             return;
         int cellX = 0, cellY = 0;
         m_map->data()->coordToCell(step, row, &cellX, &cellY);
+        if (m_heatmap.bins() == 1 && cellX == 1) // drawn as two equal cells (setHeatmap)
+            cellX = 0;
         if (cellX < 0 || cellX >= int(m_heatmap.bins()))
             return;
         const float v = m_heatmap.at(size_t(r), size_t(cellX));
@@ -92,6 +89,34 @@ HeatmapView::HeatmapView(QWidget* parent)
     connect(m_plot, &QCustomPlot::mouseDoubleClick, this, [this](QMouseEvent* event) {
         emit stepClicked(qint64(std::llround(m_plot->xAxis->pixelToCoord(event->position().x()))));
     });
+}
+
+QCPColorGradient HeatmapView::valueGradient()
+{
+    QCPColorGradient gradient(QCPColorGradient::gpThermal);
+    gradient.setNanHandling(QCPColorGradient::nhNanColor);
+    // Green is no colour of the thermal scale (black, purple, red, yellow, white): a NaN cell must
+    // never read as a value. The header carries its swatch, since the scale cannot show it.
+    gradient.setNanColor(kNonfiniteColour);
+    return gradient;
+}
+
+QCPColorGradient HeatmapView::countGradient()
+{
+    // Counts of non-finite values: none is a quiet background, and any at all is orange to dark
+    // red. On the thermal scale a fully NaN bias (32 values) was near-black beside a weight's 1024
+    // in white, and a run where every cell had gone non-finite read as a blank white map.
+    QCPColorGradient gradient;
+    gradient.setColorInterpolation(QCPColorGradient::ciRGB);
+    gradient.setColorStopAt(0.0, QColor(238, 242, 247));
+    gradient.setColorStopAt(0.02, QColor(251, 191, 36));
+    gradient.setColorStopAt(0.4, QColor(234, 88, 12));
+    gradient.setColorStopAt(0.75, QColor(200, 30, 30));
+    gradient.setColorStopAt(1.0, QColor(110, 15, 15));
+    gradient.setLevelCount(500);
+    gradient.setNanHandling(QCPColorGradient::nhNanColor);
+    gradient.setNanColor(kNonfiniteColour);
+    return gradient;
 }
 
 HeatmapQuantity HeatmapView::quantity() const
@@ -131,12 +156,36 @@ void HeatmapView::setHeatmap(const LayerHeatmap& heatmap)
     }
     const double first = double(heatmap.binFirstStep.front());
     const double last = double(heatmap.binLastStep.back());
-    m_map->data()->setSize(bins, rows);
-    m_map->data()->setRange(QCPRange(first, std::max(last, first + 1)), QCPRange(0, rows - 1));
-    for (int r = 0; r < rows; ++r)
-        for (int b = 0; b < bins; ++b)
-            m_map->data()->setCell(b, r, heatmap.at(size_t(r), size_t(b)));
-    m_map->rescaleDataRange(true);
+    // QCustomPlot spans cells between the first and last cell centres: a single row or bin has no
+    // height or width and is not drawn (a one-layer model, a run of one bin). Such a dimension is
+    // drawn as two equal cells a half apart, which cover the same span.
+    const double stepSpan = std::max(last, first + 1) - first;
+    const int dataBins = std::max(bins, 2), dataRows = std::max(rows, 2);
+    m_map->data()->setSize(dataBins, dataRows);
+    m_map->data()->setRange(bins > 1 ? QCPRange(first, first + stepSpan) : QCPRange(first + stepSpan / 4, first + 3 * stepSpan / 4),
+                            rows > 1 ? QCPRange(0, rows - 1) : QCPRange(-0.25, 0.25));
+    // Counts span 1 to millions (a bias against a weight): coloured by log10(1 + count), ticked in
+    // counts. The readout still says the count itself.
+    const bool counts = heatmap.quantity == HeatmapQuantity::NonfiniteCount;
+    double largest = 0;
+    for (int r = 0; r < dataRows; ++r)
+        for (int b = 0; b < dataBins; ++b) {
+            const double v = heatmap.at(size_t(std::min(r, rows - 1)), size_t(std::min(b, bins - 1)));
+            if (counts && std::isfinite(v))
+                largest = std::max(largest, v);
+            m_map->data()->setCell(b, r, counts && std::isfinite(v) ? std::log10(1 + std::max(v, 0.0)) : v);
+        }
+    m_map->setGradient(counts ? countGradient() : valueGradient());
+    if (counts) {
+        m_map->setDataRange(QCPRange(0, std::max(std::log10(1 + largest), std::log10(2.0))));
+        QSharedPointer<QCPAxisTickerText> countTicks(new QCPAxisTickerText);
+        for (double count = 0; count <= std::max(largest, 1.0); count = count == 0 ? 1 : count * 10)
+            countTicks->addTick(std::log10(1 + count), QString::number(count, 'f', 0));
+        m_scale->axis()->setTicker(countTicks);
+    } else {
+        m_scale->axis()->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+        m_map->rescaleDataRange(true);
+    }
     m_scale->axis()->setLabel(scaleLabel(heatmap.quantity));
 
     // Name the rows when they fit; otherwise the readout names the row under the cursor.

@@ -36,6 +36,10 @@ public:
     // What a non-finite cell is painted in, and the value scale it must stand apart from.
     QColor nonfiniteColour() const;
     QCPColorGradient gradient() const;
+    // The thermal scale of norms and magnitudes (NaN in green), and the background-to-red scale of
+    // non-finite counts.
+    static QCPColorGradient valueGradient();
+    static QCPColorGradient countGradient();
 
 signals:
     void quantityRequested(int quantity);

@@ -68,6 +68,8 @@ LayerDetailView::LayerDetailView(QWidget* parent)
             for (auto* other : {m_gradient, m_activation, m_nonfinite})
                 if (other != plot)
                     other->setStepRange(lower, upper);
+            if (m_stepRange) // the user's own zoom is what the next layer keeps, not the incident's
+                m_stepRange = std::pair{lower, upper};
         });
 }
 
@@ -105,6 +107,22 @@ void LayerDetailView::setDetail(const LayerDetail& detail)
     m_nonfinite->setSeries(detail.activationSteps, counts);
     m_nonfinite->setOverlay(detail.gradNonfinite.empty() ? QString() : tr("non-finite gradient elements"),
                             detail.gradNonfinite.empty() ? std::vector<int64_t>() : detail.steps, detail.gradNonfinite);
+    // A new layer's data zooms out to all of it; the incident being looked at stays in view.
+    if (m_stepRange)
+        for (auto* plot : {m_gradient, m_activation, m_nonfinite})
+            plot->setStepRange(m_stepRange->first, m_stepRange->second);
+}
+
+void LayerDetailView::showStepRange(double lower, double upper)
+{
+    m_stepRange = std::pair{lower, upper};
+    for (auto* plot : {m_gradient, m_activation, m_nonfinite})
+        plot->setStepRange(lower, upper);
+}
+
+void LayerDetailView::clearStepRange()
+{
+    m_stepRange.reset();
 }
 
 void LayerDetailView::setSelectedStep(int64_t step)
@@ -116,6 +134,7 @@ void LayerDetailView::setSelectedStep(int64_t step)
 void LayerDetailView::clear()
 {
     m_detail = LayerDetail();
+    m_stepRange.reset();
     m_title->setText(tr("Select a layer in the tree or the heatmap."));
     // The range bands are graphs of their own: left behind, the previous run's activation range
     // stayed on screen under a run that logs none (a Trainer or Lightning log).

@@ -4,6 +4,9 @@
 
 #include <QWidget>
 
+#include <optional>
+#include <utility>
+
 class QLabel;
 
 namespace nanscope {
@@ -20,6 +23,11 @@ public:
 
     void setDetail(const LayerDetail& detail);
     void setSelectedStep(int64_t step);
+    // Zooms the three linked plots to a span of steps (the selected incident's), now and for
+    // every layer shown after (following the user's zoom from there), until clearStepRange() or
+    // clear().
+    void showStepRange(double lower, double upper);
+    void clearStepRange();
     // Drops everything of the run shown (RunContext::runClosed).
     void clear();
     const LayerDetail& detail() const { return m_detail; }
@@ -36,6 +44,7 @@ private:
     SeriesPlot* m_activation = nullptr;
     SeriesPlot* m_nonfinite = nullptr;
     LayerDetail m_detail;
+    std::optional<std::pair<double, double>> m_stepRange;
 };
 
 } // namespace nanscope

@@ -15,6 +15,7 @@
 #include <QSlider>
 #include <QSplitter>
 #include <QStandardItemModel>
+#include <QStyle>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -96,6 +97,10 @@ OverviewView::OverviewView(QWidget* parent)
     m_seriesButton->setPopupMode(QToolButton::InstantPopup);
     m_seriesButton->setMenu(new QMenu(m_seriesButton));
     connect(m_seriesButton->menu(), &QMenu::aboutToShow, this, &OverviewView::populateSeriesMenu);
+    // An instant-popup tool button draws its menu arrow over its text and leaves it out of its size
+    // hint: "Series…" was clipped to "Seri". Room for both.
+    m_seriesButton->setMinimumWidth(fontMetrics().horizontalAdvance(m_seriesButton->text())
+                                    + style()->pixelMetric(QStyle::PM_MenuButtonIndicator, nullptr, m_seriesButton) + 16);
     toolbar->addWidget(m_seriesButton);
     auto* resetZoomButton = new QToolButton(this);
     resetZoomButton->setText(tr("Reset zoom"));

@@ -128,13 +128,25 @@ QVariant ReplayOpModel::data(const QModelIndex& index, int role) const
 
 QVariant ReplayOpModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
-    if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
+    if (orientation != Qt::Horizontal || section < 0 || section >= ColumnCount)
         return QAbstractTableModel::headerData(section, orientation, role);
-    static const char* titles[] = {"#",          "op",         "module",          "source",          "output min",
-                                   "output max", "NaN",        "Inf",             "|grad| max",      "fp16 headroom (bits)",
-                                   "range (bits)", "softmax max|in|", "softmax entropy", "code"};
+    // Two lines where a title is long, so that the numbers' columns stay as narrow as the numbers.
+    static const char* titles[] = {"#",          "op",         "module",        "source",        "code",
+                                   "output\nmin", "output\nmax", "NaN",          "Inf",           "|grad|\nmax",
+                                   "fp16\nheadroom", "range\n(bits)", "softmax\nmax|in|", "softmax\nentropy"};
     static_assert(sizeof titles / sizeof *titles == ColumnCount, "one title per column");
-    return section >= 0 && section < ColumnCount ? tr(titles[section]) : QVariant();
+    if (role == Qt::DisplayRole)
+        return tr(titles[section]);
+    if (role == Qt::ToolTipRole) {
+        switch (Column(section)) {
+        case Float16Headroom: return tr("Bits between the output's largest |value| and float16's largest value (65504); "
+                                        "red when an op comes within %1 bits").arg(kFloat16HeadroomWarnBits);
+        case DynamicRange: return tr("log2 of the output's largest over its smallest nonzero |value|, in bits");
+        case Code: return tr("The line of source code the op came from");
+        default: return {};
+        }
+    }
+    return {};
 }
 
 bool ReplayOpModel::isFlagged(int row, Column column) const

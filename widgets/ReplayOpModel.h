@@ -14,10 +14,12 @@ class ReplayOpModel : public QAbstractTableModel
 {
     Q_OBJECT
 public:
+    // The line of code beside its source location, before the numbers: a window of 1280 pixels
+    // showed it last, cut off at the right edge ("return ...").
     enum Column {
-        Index, Op, Module, Source, Min, Max, NaN, Inf, GradAbs,
+        Index, Op, Module, Source, Code, Min, Max, NaN, Inf, GradAbs,
         Float16Headroom, DynamicRange, SoftmaxInputAbsmax, SoftmaxEntropy,
-        Code, ColumnCount
+        ColumnCount
     };
     enum Role { OpIndexRole = Qt::UserRole + 1, IsCulpritRole, ModuleRole, IsFlaggedRole };
 

@@ -13,6 +13,7 @@
 #include <QTableView>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 
 namespace nanscope {
@@ -85,19 +86,20 @@ ReplayView::ReplayView(QWidget* parent)
     m_table->verticalHeader()->hide();
     m_table->horizontalHeader()->setStretchLastSection(true);
     m_table->setAlternatingRowColors(true);
+    // One line per op; a long line of code ends in "…" and reads whole in its tooltip.
+    m_table->setWordWrap(false);
+    m_table->setTextElideMode(Qt::ElideRight);
+    fitColumns(); // the headers, before any replay: default widths cut them ("16 headroom (bi")
     layout->addWidget(m_table, 1);
     setRunning(false);
     m_summary->setText(tr("Pick a step that has a saved checkpoint and batch, then Replay. "
                           "Double-clicking a layer in the tree replays its module."));
 
-    connect(m_run, &QPushButton::clicked, this, [this] { emit replayRequested(request()); });
+    connect(m_run, &QPushButton::clicked, this, &ReplayView::requestReplay);
     // A cancelled triage leaves no "Triaging step N..." above later results.
     connect(m_cancel, &QPushButton::clicked, this, [this] {
-        if (m_triageRunning) {
-            m_triageRunning = false;
-            m_triageText->clear();
-            m_triageText->hide();
-        }
+        if (m_triageRunning)
+            dropTriage();
     });
     connect(m_triageButton, &QPushButton::clicked, this, [this] {
         m_triageText->setText(tr("Triaging step %1: up to seven replays, each in its own process…").arg(request().step));
@@ -108,12 +110,37 @@ ReplayView::ReplayView(QWidget* parent)
     // Enter in the layer field replays, as the Replay button does.
     connect(m_layer, &QLineEdit::returnPressed, this, [this] {
         if (m_run->isEnabled())
-            emit replayRequested(request());
+            requestReplay();
     });
     connect(m_cancel, &QPushButton::clicked, this, &ReplayView::cancelRequested);
     connect(m_table, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
         emit moduleClicked(index.data(ReplayOpModel::ModuleRole).toString());
     });
+}
+
+void ReplayView::requestReplay()
+{
+    // A triage of another step is no context for this replay: it would sit above its results.
+    if (m_triage.evidence.step != request().step || m_triageRunning)
+        dropTriage();
+    emit replayRequested(request());
+}
+
+void ReplayView::dropTriage()
+{
+    m_triage = TriageReport();
+    m_triageRunning = false;
+    m_triageText->clear();
+    m_triageText->hide();
+}
+
+void ReplayView::fitColumns()
+{
+    m_table->resizeColumnsToContents();
+    // The code column takes at most a third of the pane, so the numbers stay in view beside it.
+    const int codeWidth = std::max(160, width() / 3);
+    if (m_table->columnWidth(ReplayOpModel::Code) > codeWidth)
+        m_table->setColumnWidth(ReplayOpModel::Code, codeWidth);
 }
 
 void ReplayView::setEagerFactory(const QString& factory)
@@ -156,6 +183,12 @@ void ReplayView::setLayerPrefix(const QString& prefix)
     m_layer->setText(prefix);
 }
 
+void ReplayView::replayModule(const QString& module)
+{
+    setLayerPrefix(module);
+    requestReplay();
+}
+
 void ReplayView::setRunning(bool running)
 {
     // While new work runs, the table and summary of the last replay are not current: greyed out
@@ -186,7 +219,7 @@ void ReplayView::setReport(const ReplayReport& report)
 {
     m_report = report;
     m_model->setReport(report);
-    m_table->resizeColumnsToContents();
+    fitColumns();
     m_summary->setText(summaryText());
     const int row = m_model->rowOfOp(report.firstNonfiniteIndex());
     if (row >= 0)
@@ -300,12 +333,10 @@ QString ReplayView::triageText() const
 
 void ReplayView::clear()
 {
-    m_triage = TriageReport();
-    m_triageRunning = false;
-    m_triageText->clear();
-    m_triageText->hide();
+    dropTriage();
     m_report = ReplayReport();
     m_model->setReport(m_report);
+    fitColumns();
     m_step->clear();
     m_layer->clear();
     m_summary->clear();

@@ -34,6 +34,9 @@ public:
     // Drops everything of the run shown (RunContext::runClosed): result, step list, layer filter.
     void clear();
     void setLayerPrefix(const QString& prefix);
+    // Replays the chosen step filtered to `module` (a row double-clicked, a layer chosen in the
+    // tree), as the Replay button does.
+    void replayModule(const QString& module);
     void setRunning(bool running);
     void setReport(const ReplayReport& report);
     // The triage of a step (`nanscope triage`): its evidence table and label, above the ops.
@@ -54,6 +57,12 @@ signals:
     void moduleClicked(const QString& module);
 
 private:
+    // Emits replayRequested for the pane's request; a triage of another step is dropped first.
+    void requestReplay();
+    void dropTriage();
+    // Every column as wide as its header and values, the code column at most a third of the pane.
+    void fitColumns();
+
     QComboBox* m_step = nullptr;
     QComboBox* m_dtype = nullptr;
     QCheckBox* m_eval = nullptr;

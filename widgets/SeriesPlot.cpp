@@ -1,7 +1,9 @@
 #include "SeriesPlot.h"
 
+#include "SeriesData.h"
 #include "Smoothing.h"
 #include "StepAxisTicker.h"
+#include "ValueAxisTicker.h"
 
 #include <qcustomplot.h>
 
@@ -16,7 +18,6 @@
 #include <QSaveFile>
 #include <QStandardPaths>
 #include <QSvgGenerator>
-#include <QTextStream>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -47,74 +48,10 @@ QCPGraph* addMarkerGraph(QCustomPlot* plot, const QString& name, QCPScatterStyle
     return graph;
 }
 
-QString formatValue(double v)
-{
-    if (std::isnan(v))
-        return "NaN";
-    if (std::isinf(v))
-        return v > 0 ? "+Inf" : "-Inf";
-    return QString::number(v, 'g', 6);
-}
-
-// A value as a CSV cell that reads back to the same double, in the spellings numpy and pandas parse.
-QString csvValue(double v)
-{
-    if (std::isnan(v))
-        return "nan";
-    if (std::isinf(v))
-        return v > 0 ? "inf" : "-inf";
-    return QString::number(v, 'g', QLocale::FloatingPointShortest);
-}
-
-// The index of the logged step nearest to `step` (the earlier one on a tie); -1 for no steps.
-int64_t nearestIndex(const std::vector<int64_t>& steps, double step)
-{
-    if (steps.empty())
-        return -1;
-    auto after = std::lower_bound(steps.begin(), steps.end(), step,
-                                  [](int64_t logged, double wanted) { return double(logged) < wanted; });
-    if (after == steps.end())
-        return int64_t(steps.size()) - 1;
-    if (after != steps.begin() && step - double(*(after - 1)) <= double(*after) - step)
-        --after;
-    return after - steps.begin();
-}
-
 QColor faint(QColor colour)
 {
     colour.setAlpha(70);
     return colour;
-}
-
-// Splits a series into the finite line and the non-finite marker steps.
-struct SplitSeries
-{
-    QVector<double> x, y, nanX, posX, negX;
-};
-
-SplitSeries split(const std::vector<int64_t>& steps, const std::vector<double>& values, bool logScale)
-{
-    SplitSeries s;
-    const size_t n = std::min(steps.size(), values.size());
-    s.x.reserve(int(n));
-    s.y.reserve(int(n));
-    for (size_t i = 0; i < n; ++i) {
-        const double v = values[i];
-        const double step = double(steps[i]);
-        if (std::isfinite(v) && !(logScale && v <= 0)) {
-            s.x << step;
-            s.y << v;
-            continue;
-        }
-        if (std::isnan(v))
-            s.nanX << step;
-        else if (std::isinf(v))
-            (v > 0 ? s.posX : s.negX) << step;
-        // A gap in the line: no segment may pretend the value was finite.
-        s.x << step;
-        s.y << std::numeric_limits<double>::quiet_NaN();
-    }
-    return s;
 }
 } // namespace
 
@@ -161,6 +98,7 @@ SeriesPlot::SeriesPlot(const QString& title, QWidget* parent)
         axis->setLabelColor(text);
         axis->grid()->setPen(QPen(palette().color(QPalette::Mid), 0, Qt::DotLine));
     }
+    useValueTicker(false);
 
     m_values = m_plot->addGraph();
     m_values->setName(title);
@@ -278,8 +216,8 @@ void SeriesPlot::applyData(bool fitSteps)
 {
     // The markers come from the raw values: smoothing passes non-finite values through, and a
     // NaN must stay marked however smooth the line around it is.
-    SplitSeries main = split(m_steps, m_data, m_logScale);
-    SplitSeries overlay = split(m_overlaySteps, m_overlayData, m_logScale);
+    SplitSeries main = splitSeries(m_steps, m_data, m_logScale);
+    SplitSeries overlay = splitSeries(m_overlaySteps, m_overlayData, m_logScale);
     m_nanCount = main.nanX.size();
     m_posInfCount = main.posX.size();
     m_negInfCount = main.negX.size();
@@ -287,8 +225,8 @@ void SeriesPlot::applyData(bool fitSteps)
     m_overlaySmoothed = smoothEma(m_overlayData, m_smoothing);
     const bool smoothing = m_smoothing > 0;
     if (smoothing) {
-        SplitSeries smoothedMain = split(m_steps, m_smoothed, m_logScale);
-        SplitSeries smoothedOverlay = split(m_overlaySteps, m_overlaySmoothed, m_logScale);
+        SplitSeries smoothedMain = splitSeries(m_steps, m_smoothed, m_logScale);
+        SplitSeries smoothedOverlay = splitSeries(m_overlaySteps, m_overlaySmoothed, m_logScale);
         m_values->setData(smoothedMain.x, smoothedMain.y, true);
         m_overlay->setData(smoothedOverlay.x, smoothedOverlay.y, true);
         m_rawValues->setData(main.x, main.y, true);
@@ -354,18 +292,15 @@ void SeriesPlot::setLogScale(bool logScale)
     if (m_logToggle->isChecked() != logScale)
         m_logToggle->setChecked(logScale);
     m_plot->yAxis->setScaleType(logScale ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
-    useLogTicks(logScale);
+    useValueTicker(logScale);
     applyData(false);
 }
 
-void SeriesPlot::useLogTicks(bool powersOfTen)
+void SeriesPlot::useValueTicker(bool logarithmic)
 {
-    // Powers of ten only where the axis spans decades: on a log axis of less than two decades the
-    // log ticker labels its in-between ticks with one significant digit (2·10^0, 2·10^0, 3·10^0).
-    m_plot->yAxis->setTicker(powersOfTen ? QSharedPointer<QCPAxisTicker>(new QCPAxisTickerLog)
-                                         : QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
-    m_plot->yAxis->setNumberFormat(powersOfTen ? "eb" : "gb");
-    m_plot->yAxis->setNumberPrecision(powersOfTen ? 0 : 4);
+    m_plot->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new ValueAxisTicker(logarithmic)));
+    m_plot->yAxis->setNumberFormat("gb");
+    m_plot->yAxis->setNumberPrecision(4); // the fewest digits; ValueAxisTicker adds what neighbours need
 }
 
 void SeriesPlot::setSelectedStep(int64_t step)
@@ -403,10 +338,8 @@ void SeriesPlot::addBand(double fromStep, double toStep, const QColor& colour, c
         auto* text = new QCPItemText(m_plot);
         text->position->setTypeX(QCPItemPosition::ptPlotCoords);
         text->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
-        // One line down per label, so incidents at the same step (a blow-up and its bad input)
-        // do not print over each other; on a backing of the plot's own colour, over the curves.
-        const double line = 0.09 * double(m_bandLabels.size() % 8);
-        text->position->setCoords(fromStep, 0.08 + line);
+        // Rows are laid out in pixels by placeBandLabels, at every replot.
+        text->position->setCoords(fromStep, 0);
         text->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
         text->setText(label);
         text->setColor(colour.darker(160));
@@ -422,14 +355,32 @@ void SeriesPlot::addBand(double fromStep, double toStep, const QColor& colour, c
 
 void SeriesPlot::placeBandLabels()
 {
-    // A label reads rightwards from its band, unless that would run past the plot's right edge
-    // (an incident near the end of a run): then it reads leftwards from the band.
-    const int right = m_plot->axisRect()->right();
+    // Incidents at one step (a blow-up, its bad input, a rank's NaN) stack instead of printing
+    // over each other, and keep off the legend (stackBandLabels). A label with no free row is
+    // hidden: its band stays, and the incident table lists it.
+    const QRect area = m_plot->axisRect()->rect();
+    if (area.height() <= 0)
+        return;
+    std::vector<BandLabel> labels;
     for (QCPItemText* text : m_bandLabels) {
-        const double x = m_plot->xAxis->coordToPixel(text->position->key());
-        const int width = QFontMetrics(text->font()).horizontalAdvance(text->text()) + 8;
-        const bool fits = x + width <= right;
-        text->setPositionAlignment((fits ? Qt::AlignLeft : Qt::AlignRight) | Qt::AlignTop);
+        const QFontMetrics metrics(text->font());
+        // Clamped: zoomed far in, a band out of view lies billions of pixels away (no int holds it).
+        const double x = std::clamp(m_plot->xAxis->coordToPixel(text->position->key()), -1e6, 1e6);
+        labels.push_back({text->text(), int(x),
+                          metrics.horizontalAdvance(text->text()) + 8, metrics.height() + 3});
+    }
+    std::vector<QRect> taken;
+    if (m_plot->legend->visible())
+        taken.push_back(m_plot->legend->outerRect());
+    const std::vector<std::optional<QRect>> places = stackBandLabels(labels, area, taken);
+    for (size_t i = 0; i < m_bandLabels.size(); ++i) {
+        QCPItemText* text = m_bandLabels[i];
+        text->setVisible(places[i].has_value());
+        if (!places[i])
+            continue;
+        const bool rightwards = places[i]->left() == labels[i].x;
+        text->setPositionAlignment((rightwards ? Qt::AlignLeft : Qt::AlignRight) | Qt::AlignTop);
+        text->position->setCoords(text->position->key(), double(places[i]->top() - area.top()) / area.height());
     }
 }
 
@@ -482,7 +433,6 @@ void SeriesPlot::rescale(bool fitSteps)
         if (m_logScale) {
             values.lower = std::max(values.lower, 1e-300);
             m_plot->yAxis->setRange(values.lower / 2, values.upper * 2);
-            useLogTicks(std::log10(values.upper * 2) - std::log10(values.lower / 2) >= 2);
         } else {
             // A flat series (a constant learning rate) gets a band around its value; a margin
             // proportional to a zero span would label every tick with the same number.
@@ -507,21 +457,21 @@ void SeriesPlot::updateHover(double pixelX)
 void SeriesPlot::showReadoutAt(double step)
 {
     m_hoverStep = step;
-    const int64_t i = nearestIndex(m_steps, step);
+    const int64_t i = nearestStepIndex(m_steps, step);
     if (i < 0 || size_t(i) >= m_data.size())
         return;
     const auto row = size_t(i);
     QString text = QString("step %1").arg(m_steps[row]);
     if (m_stepAxis)
         text += QString(" (%1)").arg(QString::fromStdString(m_stepAxis->label(double(m_steps[row]))));
-    text += QString("   %1 = %2").arg(m_values->name(), formatValue(m_data[row]));
+    text += QString("   %1 = %2").arg(m_values->name(), readoutValue(m_data[row]));
     if (m_smoothing > 0 && std::isfinite(m_data[row]))
-        text += tr("  (smoothed %1)").arg(formatValue(m_smoothed[row]));
+        text += tr("  (smoothed %1)").arg(readoutValue(m_smoothed[row]));
     // The overlay at its own nearest step, named when it is not the same step (eval every 100).
-    const int64_t o = nearestIndex(m_overlaySteps, step);
+    const int64_t o = nearestStepIndex(m_overlaySteps, step);
     if (o >= 0 && size_t(o) < m_overlayData.size() && m_overlay->visible()) {
         const auto overlayRow = size_t(o);
-        text += QString("   %1 = %2").arg(m_overlay->name(), formatValue(m_overlayData[overlayRow]));
+        text += QString("   %1 = %2").arg(m_overlay->name(), readoutValue(m_overlayData[overlayRow]));
         if (m_overlaySteps[overlayRow] != m_steps[row])
             text += tr(" (step %1)").arg(m_overlaySteps[overlayRow]);
     }
@@ -560,23 +510,11 @@ QString SeriesPlot::defaultExportPath(const QString& suffix) const
 bool SeriesPlot::exportCsv(const QString& path, QString* error) const
 {
     QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly | QIODevice::Text)) {
-        if (error)
-            *error = tr("Cannot write %1: %2").arg(path, file.errorString());
-        return false;
-    }
-    QTextStream out(&file);
-    out << "step,value,smoothed\n";
-    const size_t rows = std::min(m_steps.size(), m_data.size());
-    for (size_t i = 0; i < rows; ++i)
-        out << m_steps[i] << ',' << csvValue(m_data[i]) << ',' << csvValue(m_smoothed[i]) << '\n';
-    out.flush();
-    if (!file.commit()) {
-        if (error)
-            *error = tr("Cannot write %1: %2").arg(path, file.errorString());
-        return false;
-    }
-    return true;
+    const bool written = file.open(QIODevice::WriteOnly | QIODevice::Text)
+                         && file.write(seriesCsv(m_steps, m_data, m_smoothed).toUtf8()) >= 0 && file.commit();
+    if (!written && error)
+        *error = tr("Cannot write %1: %2").arg(path, file.errorString());
+    return written;
 }
 
 void SeriesPlot::chooseCsvExport()

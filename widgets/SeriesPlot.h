@@ -103,7 +103,7 @@ private:
     // (a log toggle changes values, not steps).
     void applyData(bool fitSteps = true);
     void rescale(bool fitSteps = true);
-    void useLogTicks(bool powersOfTen);
+    void useValueTicker(bool logarithmic);
     void placeBandLabels();
     void showContextMenu(const QPoint& position);
     void updateHover(double pixelX);

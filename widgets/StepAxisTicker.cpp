@@ -15,7 +15,8 @@ double StepAxisTicker::tickSpacing(StepAxisKind kind, double span, int targetCou
     if (!(wanted > 0))
         return 1;
     if (kind == StepAxisKind::WallTime) {
-        static const double clock[] = {1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800,
+        // Sub-second steps first: a short run (a demo, a smoke test) spans less than a second.
+        static const double clock[] = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800,
                                        21600, 43200, 86400, 172800, 604800};
         for (double seconds : clock)
             if (seconds >= wanted)

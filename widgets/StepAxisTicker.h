@@ -21,7 +21,7 @@ public:
                   QVector<double>& ticks, QVector<double>* subTicks, QVector<QString>* tickLabels) override;
 
     // The round spacing of ticks in the axis's unit for a span of `span` units and about
-    // `targetCount` ticks: 1-2-5 decades for epochs, clock-like steps (1 s ... 1 min ... 1 h ...
+    // `targetCount` ticks: 1-2-5 decades for epochs, clock-like steps (1 ms ... 1 s ... 1 min ... 1 h ...
     // 1 d) for wall time.
     static double tickSpacing(StepAxisKind kind, double span, int targetCount);
 

@@ -77,6 +77,9 @@ struct TriageReport
     TriageEvidence evidence;
     TriageVerdict verdict;
     QStringList checkpoints, batches; // per replay, the files it read ("" when there is none)
+    // The incident's own replay (batch N on its checkpoint, unfiltered), for the pane's op table:
+    // after a triage the ops shown are those of the step it judged.
+    std::optional<ReplayReport> incidentReplay;
 };
 
 struct ReplayRequest

@@ -34,9 +34,6 @@ struct ComparedRun
 // where training is rather than how it goes (epoch, skipped, ...) are left out.
 Result<std::map<std::string, StepSeries>> readComparableSeries(const RunSource& source);
 
-// Reads the series and scans the run.
-Result<ComparedRun> loadComparedRun(const RunSource& source, const std::string& label,
-                                    const ScanConfig& scanConfig = {});
 
 enum class IncidentPresence { OnlyReference, OnlyOther, Both };
 
@@ -83,12 +80,6 @@ int64_t incidentMatchTolerance(const ScanReport& reference, const ScanReport& ot
 // Compares every run with runs[0]. Needs at least two runs.
 Result<RunComparison> compareRuns(std::vector<ComparedRun> runs, const DivergenceConfig& config = {});
 
-// Loads (reads and scans) each source and compares them. The scans run in parallel threads when
-// HDF5 is built thread-safe (its global lock then serialises the reads), one after the other
-// otherwise. `labels` names each source; an error names the run that failed.
-Result<RunComparison> compareRunSources(const std::vector<const RunSource*>& sources,
-                                        const std::vector<std::string>& labels, const ScanConfig& scanConfig = {},
-                                        const DivergenceConfig& config = {});
 
 // True when this process's HDF5 serialises calls from several threads (a thread-safe build).
 bool hdf5IsThreadSafe();

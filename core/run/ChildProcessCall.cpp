@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 
@@ -75,13 +76,22 @@ Result<std::string> computeInChildProcess(const std::string& what, const ChildCo
     (void)what;
     return compute(progress);
 #endif
+    // From the pipe to the parent's close of its write end, one call at a time: a child forked
+    // by another thread in between (a multi-rank scan reads each rank's optimizer state on a
+    // thread of its own) would inherit that write end, and a crashed child's parent would then
+    // see no end of the pipe until the other child exits.
+    static std::mutex forkMutex;
+    std::unique_lock<std::mutex> forking(forkMutex);
     int fds[2];
-    if (pipe(fds) != 0)
+    if (pipe(fds) != 0) {
+        forking.unlock();
         return compute(progress); // no pipe to spare: compute here, as before the child existed
+    }
     const pid_t child = fork();
     if (child < 0) {
         ::close(fds[0]);
         ::close(fds[1]);
+        forking.unlock();
         return compute(progress);
     }
     if (child == 0) {
@@ -109,6 +119,7 @@ Result<std::string> computeInChildProcess(const std::string& what, const ChildCo
         _exit(code);
     }
     ::close(fds[1]);
+    forking.unlock();
     const int in = fds[0];
     std::optional<Result<std::string>> answer;
     bool cancelled = false;

@@ -100,6 +100,17 @@ std::string formatElapsed(double seconds)
     if (!std::isfinite(seconds))
         return "?";
     const bool negative = seconds < 0;
+    // Under a minute, a part of a second is shown ("0.25s", "12.5s", to the millisecond): a run of a
+    // few hundred milliseconds would otherwise read "0s" at every tick.
+    const double magnitude = std::abs(seconds);
+    if (magnitude < 59.9995 && std::abs(magnitude - std::round(magnitude)) >= 0.0005) {
+        char digits[48];
+        std::snprintf(digits, sizeof digits, "%.3f", magnitude);
+        std::string text = digits;
+        while (text.back() == '0')
+            text.pop_back();
+        return (negative ? "-" : "") + text + "s";
+    }
     auto total = static_cast<long long>(std::llround(std::abs(seconds)));
     const long long days = total / 86400, hours = total / 3600 % 24, minutes = total / 60 % 60, secs = total % 60;
     char text[48];

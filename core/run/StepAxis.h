@@ -57,7 +57,8 @@ private:
     std::vector<double> m_values; // never decreasing
 };
 
-// A duration as an axis reads it: "45s", "12m 30s", "1h 05m", "2d 03h".
+// A duration as an axis reads it: "0.25s", "45s", "12m 30s", "1h 05m", "2d 03h" (parts of a
+// second only under a minute, to the millisecond).
 std::string formatElapsed(double seconds);
 
 // Step, wall time, epoch: the names a user picks from ("step", "wall time", "epoch").

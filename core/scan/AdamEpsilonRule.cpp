@@ -2,19 +2,12 @@
 // normalised lr-sized step, so the update shrinks with the gradient (too large an eps stalls
 // training; eps=0 with a zero gradient divides 0 by 0). The scan reads no checkpoint: the caller
 // measures the shares from the optimizer states it found (ScanFacts) and this rule judges them.
+#include "core/scan/EpsilonDomination.h"
 #include "core/scan/ScanRules.h"
 
 #include <algorithm>
 
 namespace nanscope::scan {
-
-namespace {
-
-// Share of all elements (and of a parameter's elements, to be named) dominated by eps that makes
-// an incident: the same line as `stats` draws for one parameter.
-constexpr double kDominatedShare = 0.5;
-
-} // namespace
 
 Status detectAdamEpsilon(ScanContext& context)
 {
@@ -27,12 +20,12 @@ Status detectAdamEpsilon(ScanContext& context)
                 continue;
             dominated += p.share * double(p.elements);
             elements += double(p.elements);
-            if (p.share >= kDominatedShare)
+            if (epsilonDominated(p.share)) // named among the worst
                 worst.push_back({p.share, p.parameter});
             if (p.eps)
                 eps = p.eps;
         }
-        if (elements <= 0 || dominated / elements < kDominatedShare)
+        if (elements <= 0 || !epsilonDominated(dominated / elements))
             continue;
         std::sort(worst.begin(), worst.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
         AdamEpsilonFacts facts;

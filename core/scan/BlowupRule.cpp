@@ -688,7 +688,7 @@ Status reportNonfiniteBurst(ScanContext& context, const Burst& burst)
     incident.kind = IncidentKind::NonfiniteLoss;
     incident.severity = Severity::Warning;
     incident.onsetStep = first;
-    incident.evidence.series = scalars.loss.finite[burst.firstRow] ? scalars.primaryName : "scalars/loss";
+    incident.evidence.series = scalars.loss.finite[burst.firstRow] ? scalars.primaryName : rf::scalarSeries("loss");
     incident.evidence.windowBeginStep = first;
     incident.evidence.windowEndStep = last;
     incident.evidence.count = burst.count;

@@ -1,8 +1,11 @@
 // The AMP loss scale halving step after step: a cascade of at least loss_scale_cascade
 // decreases that ends at the floor, or that starts after the scaler's warm-up search.
+#include "core/run/RunFormat.h"
 #include "core/scan/ScanRules.h"
 
 namespace nanscope::scan {
+
+namespace rf = runformat;
 
 Status detectLossScaleCollapse(ScanContext& context)
 {
@@ -37,7 +40,7 @@ Status detectLossScaleCollapse(ScanContext& context)
         incident.severity = Severity::Critical;
         incident.onsetStep = startStep;
         auto& e = incident.evidence;
-        e.series = scalars.lossScaleFromEvents ? "events/loss_scale_decrease" : "scalars/loss_scale";
+        e.series = scalars.lossScaleFromEvents ? "events/loss_scale_decrease" : rf::scalarSeries("loss_scale");
         e.windowBeginStep = startStep;
         e.windowEndStep = scalars.steps[stay - 1];
         e.baseline = from;

@@ -2,6 +2,7 @@
 // The replicas share their weights, so their local values differ only by their batches: at each
 // step the ranks' median and spread (log10 scale) are robust to one odd rank, and a rank beyond
 // both rank_divergence_decades and six robust noise widths departs.
+#include "core/run/RunFormat.h"
 #include "core/scan/Diagnosis.h"
 #include "core/scan/RankScan.h"
 #include "core/scan/RobustStats.h"
@@ -10,6 +11,8 @@
 #include <cmath>
 
 namespace nanscope::scan {
+
+namespace rf = runformat;
 
 namespace {
 
@@ -93,7 +96,7 @@ void findDepartures(RankScanContext& context, const char* seriesName,
         incident.severity = Severity::Warning;
         incident.rank = all[i].rank;
         incident.onsetStep = d.firstStep;
-        incident.evidence.series = values == &RankSeries::loss ? "scalars/loss" : "scalars/local_grad_norm";
+        incident.evidence.series = values == &RankSeries::loss ? rf::scalarSeries("loss") : rf::scalarSeries(rf::kLocalGradNorm);
         incident.evidence.windowBeginStep = d.firstStep;
         incident.evidence.windowEndStep = d.worstStep;
         incident.evidence.count = d.steps;

@@ -4,7 +4,8 @@
 
 #include "core/run/RunFormat.h"
 #include "core/scan/Diagnosis.h"
-#include "core/scan/IncidentDetector.h"
+#include "core/scan/RunRules.h"
+#include "core/scan/ScanInputs.h"
 
 #include <algorithm>
 #include <atomic>
@@ -86,7 +87,8 @@ using namespace scan;
 // Every rank's own scan. HDF5 serialises its calls inside a thread-safe build, but the rules'
 // arithmetic runs side by side.
 std::vector<Result<ScanReport>> scanEachRank(const RankSet& ranks, const ScanConfig& config,
-                                             const ProgressCallback& progress, bool& cancelled)
+                                             const ProgressCallback& progress, const scan::RankFactsReader& factsOf,
+                                             bool& cancelled)
 {
     const auto& members = ranks.members();
     std::vector<Result<ScanReport>> reports(members.size(), Result<ScanReport>(Error{"not scanned"}));
@@ -96,9 +98,13 @@ std::vector<Result<ScanReport>> scanEachRank(const RankSet& ranks, const ScanCon
     std::mutex progressMutex;
     auto work = [&] {
         for (size_t i = next++; i < members.size() && !stop; i = next++) {
-            if (members[i].run)
-                reports[i] = scanRun(*members[i].run, config);
-            else
+            if (members[i].run) {
+                std::vector<std::string> factNotes;
+                const scan::ScanFacts facts = factsOf ? factsOf(*members[i].run, factNotes) : scan::ScanFacts{};
+                reports[i] = scan::applyRules(*members[i].run, config, {}, facts);
+                if (reports[i])
+                    reports[i]->notes.insert(reports[i]->notes.end(), factNotes.begin(), factNotes.end());
+            } else
                 reports[i] = Error{members[i].error};
             const size_t finished = ++done;
             if (progress) {
@@ -166,12 +172,13 @@ void sortBySeverity(std::vector<Incident>& incidents)
 
 } // namespace
 
-Result<RankScanReport> scanRanks(const RankSet& ranks, const ScanConfig& config, const ProgressCallback& progress)
+Result<RankScanReport> scanRanks(const RankSet& ranks, const ScanConfig& config, const ProgressCallback& progress,
+                                 const scan::RankFactsReader& factsOf)
 {
     const Error cancelledError{"scan of " + ranks.directory() + " cancelled"};
     const std::vector<RankSeries> series = loadRankSeries(ranks);
     bool cancelled = false;
-    std::vector<Result<ScanReport>> perRank = scanEachRank(ranks, config, progress, cancelled);
+    std::vector<Result<ScanReport>> perRank = scanEachRank(ranks, config, progress, factsOf, cancelled);
     if (cancelled)
         return cancelledError;
 

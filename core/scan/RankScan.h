@@ -11,11 +11,19 @@
 #include "core/scan/Incident.h"
 #include "core/scan/ScanConfig.h"
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace nanscope {
+
+namespace scan {
+struct ScanFacts;
+// The facts read beside one rank's run that its scan cannot read itself (its optimizer states);
+// what could not be read is a note. core/source/RunScan passes its reader of them.
+using RankFactsReader = std::function<ScanFacts(const RunSource& rank, std::vector<std::string>& notes)>;
+} // namespace scan
 
 // How a rank ended, judged from what it wrote about itself (rank.json), its last logged step and
 // the other ranks' (docs/run-format.md, "Multi-rank runs"). One judgement for scan, info and the window.
@@ -53,10 +61,11 @@ struct RankScanReport
     int focusRank = 0;
 };
 
-// Scans every rank of `ranks` and then the ranks together. Cancelling through `progress` returns
-// an error; a rank whose own scan fails is noted and the others go on.
-Result<RankScanReport> scanRanks(const RankSet& ranks, const ScanConfig& config = {},
-                                 const ProgressCallback& progress = {});
+// Scans every rank of `ranks`, each with the facts `factsOf` reads beside it, and then the ranks
+// together. Cancelling through `progress` returns an error; a rank whose own scan fails is noted
+// and the others go on. Called by `scanRun` (core/source/RunScan.h), the one entry point.
+Result<RankScanReport> scanRanks(const RankSet& ranks, const ScanConfig& config, const ProgressCallback& progress,
+                                 const scan::RankFactsReader& factsOf);
 
 } // namespace nanscope
 

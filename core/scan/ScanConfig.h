@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/Result.h"
+#include "core/tensor/BatchNormHealth.h"
 
 #include <cstdint>
 #include <string>
@@ -67,8 +68,9 @@ struct ScanConfig
     double vanishingDecades = 4.0;
     int64_t vanishingMinSteps = 50;
 
-    // BatchNorm and alike: running variance below this (or negative) has collapsed.
-    double runningVarFloor = 1e-10;
+    // BatchNorm and alike: running variance at or below this (or negative) has collapsed. The
+    // default is the one definition every view and the checkpoint flags use (BatchNormHealth.h).
+    double runningVarFloor = batchnorm::kCollapsedVariance;
 
     // Inputs: a batch whose largest magnitude exceeds the input's median over the run by
     // inputDecades. Known fill and saturation values (32767, 65535, 999999999, ...) are named.

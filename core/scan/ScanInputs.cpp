@@ -179,10 +179,10 @@ void ScanInputs::setScalars(std::vector<double> loss, std::vector<double> gradNo
     m_scalars.loss = makeLogSeries(m_scalars.steps, loss);
     if (!gradNorm.empty()) {
         m_scalars.gradNorm = makeLogSeries(m_scalars.steps, gradNorm);
-        m_scalars.primaryName = "scalars/grad_norm";
+        m_scalars.primaryName = rf::scalarSeries("grad_norm");
     } else {
         m_notes.push_back("no /scalars/grad_norm: blow-ups are found on the loss alone");
-        m_scalars.primaryName = "scalars/loss";
+        m_scalars.primaryName = rf::scalarSeries("loss");
     }
 }
 

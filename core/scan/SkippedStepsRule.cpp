@@ -1,8 +1,11 @@
 // Long runs of skipped optimizer steps that no blow-up, loss-scale collapse or non-finite burst
 // explains: the training guards against something the scan cannot see.
+#include "core/run/RunFormat.h"
 #include "core/scan/ScanRules.h"
 
 namespace nanscope::scan {
+
+namespace rf = runformat;
 
 namespace {
 
@@ -58,7 +61,7 @@ Status detectSkippedSteps(ScanContext& context)
         incident.onsetStep = first;
         const bool toEnd = r == n;
         incident.severity = toEnd ? Severity::Critical : Severity::Warning;
-        incident.evidence.series = "scalars/skipped";
+        incident.evidence.series = rf::scalarSeries("skipped");
         incident.evidence.windowBeginStep = first;
         incident.evidence.windowEndStep = last;
         incident.evidence.count = length;

@@ -1,5 +1,6 @@
 // Isolated jumps of the gradient norm (or loss) far above their running median that come back:
 // one unusual batch. Not inside a blow-up or a recovered non-finite burst, not during warm-up.
+#include "core/run/RunFormat.h"
 #include "core/scan/ScanRules.h"
 
 #include "core/scan/Recovery.h"
@@ -9,6 +10,8 @@
 #include <set>
 
 namespace nanscope::scan {
+
+namespace rf = runformat;
 
 namespace {
 
@@ -154,7 +157,7 @@ Status detectSpikes(ScanContext& context)
         for (size_t r = 0; r < scalars.loss.size() && positive; ++r)
             positive = !scalars.loss.finite[r] || scalars.loss.raw[r] > 0;
         if (positive)
-            findSpikes(context, scalars.loss, "scalars/loss", lossFloor, spikes);
+            findSpikes(context, scalars.loss, rf::scalarSeries("loss"), lossFloor, spikes);
     }
     std::sort(spikes.begin(), spikes.end(), [](const SpikeRow& x, const SpikeRow& y) { return x.row < y.row; });
     // Layer blame reads a window per spike: only for the first few of a spiky run.

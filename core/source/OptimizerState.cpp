@@ -358,7 +358,7 @@ std::vector<std::string> optimizerFlags(
         flags.push_back(std::to_string(parameter.nonfiniteExpAvg)
             + " NaN/Inf in exp_avg: the next step will write NaN into the weights");
     const bool epsilonDominates
-        = parameter.epsilonDominatedShare && *parameter.epsilonDominatedShare > thresholds.epsilonDominatedAbove;
+        = parameter.epsilonDominatedShare && epsilonDominated(*parameter.epsilonDominatedShare, thresholds.epsilonDominatedShare);
     if (epsilonDominates)
         flags.push_back("epsilon dominates " + percent(*parameter.epsilonDominatedShare)
             + ": the effective step is lr/eps * g; eps too large, or gradients vanishing");

@@ -7,6 +7,7 @@
 // `.ckpt` (its optimizer_states[0]) by core's safe unpickler; plain C++ over the tensor bytes.
 
 #include "core/Result.h"
+#include "core/scan/EpsilonDomination.h"
 #include "core/tensor/Tensor.h"
 
 #include <cstdint>
@@ -92,7 +93,7 @@ inline std::optional<double> updateToLearningRate(const OptimizerParameterState&
 
 struct OptimizerThresholds
 {
-    double epsilonDominatedAbove = 0.5; // share of elements with sqrt(v_hat) <= eps
+    double epsilonDominatedShare = kEpsilonDominatedShare; // at least this share with sqrt(v_hat) <= eps
     // A gradient that jumps k-fold against a steady history gives an update of about
     // (0.9 + 0.1 k) / sqrt(0.999 + 0.001 k^2) lr with the default betas: 1.5 lr is a jump of ~6x.
     double updateToLrAbove = 1.5;

@@ -1,9 +1,10 @@
 #pragma once
 
-// The scan of a run as every caller runs it (`nanscope scan`, the window, the HTML report): the
-// run's own logs plus the facts read beside it that the scan cannot read itself (optimizer states:
-// Adam epsilon domination, core/source/OptimizerScanFacts.h), and for a multi-rank run every rank
-// and the ranks together. What could not be read joins the report's notes.
+// The one way to scan a run, for every caller (`nanscope scan`, the window, the report, compared
+// runs, the benchmarks): the run's own logs through the rules (core/scan/RunRules.h) plus the facts
+// read beside it that the rules cannot read themselves (optimizer states: Adam epsilon domination,
+// core/source/OptimizerScanFacts.h); a multi-rank run rank by rank, each rank with its own facts,
+// then the ranks together (core/scan/RankScan.h). What could not be read joins the report's notes.
 
 #include "core/Progress.h"
 #include "core/Result.h"
@@ -17,21 +18,19 @@ namespace nanscope {
 
 class RunSource;
 
-// The run shown (one rank of a multi-rank run: the rank selected), with its facts.
-Result<ScanReport> scanRunWithFacts(const RunSource& reader, const ScanConfig& config,
-                                    const ProgressCallback& progress = {});
+// What a scan covers in a multi-rank run: every rank and the rank rules, or only the rank the
+// source shows (`nanscope scan --rank N`). A single run is scanned whole either way.
+enum class RankScope { EveryRank, ShownRank };
 
-// What scanning a whole run found: its incidents and, for a multi-rank run, every rank's summary
-// (each incident then names its rank).
+// What scanning a run found: its incidents and, for a multi-rank run scanned whole, every rank's
+// summary (each incident then names its rank).
 struct WholeRunScan
 {
     ScanReport report;
     std::optional<RankScanReport> ranks;
 };
 
-// A multi-rank run scanned whole (every rank in parallel where the reads allow, then the rank
-// rules); any other run as scanRunWithFacts.
-Result<WholeRunScan> scanWholeRun(const RunSource& reader, const ScanConfig& config,
-                                  const ProgressCallback& progress = {});
+Result<WholeRunScan> scanRun(const RunSource& reader, const ScanConfig& config = {},
+                             const ProgressCallback& progress = {}, RankScope scope = RankScope::EveryRank);
 
 } // namespace nanscope

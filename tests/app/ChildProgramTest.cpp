@@ -163,3 +163,47 @@ TEST(ChildProgram, DecodeRunsOffTheGuiThreadAndOnlyForTheCurrentRequest)
     QCoreApplication::processEvents(QEventLoop::AllEvents, 50);
     EXPECT_EQ(firstReplies, 0) << "a replaced request never reports, even after its decode";
 }
+
+TEST(ChildProgram, ProgressLinesAreSignalledAndKeptOutOfTheErrorText)
+{
+    ChildProgram child;
+    QSignalSpy progress(&child, &ChildProgram::progress);
+    // Split across writes, as a child's stderr arrives: a progress line, a half line, its end.
+    auto outcome = runScript(child, "printf 'nanscope-progress 40 replaying the incident at step 230\\n' >&2; sleep 0.1;"
+                                    "printf 'nanscope: run/ckpt.pt: not a ' >&2; sleep 0.1;"
+                                    "printf 'checkpoint\\nnanscope-progress 95 writing\\n' >&2; exit 2");
+    ASSERT_TRUE(outcome);
+    ASSERT_EQ(progress.count(), 2);
+    EXPECT_EQ(progress.at(0).at(0).toInt(), 40);
+    EXPECT_EQ(progress.at(0).at(1).toString(), QString("replaying the incident at step 230"));
+    EXPECT_EQ(progress.at(1).at(0).toInt(), 95);
+    EXPECT_EQ(outcome->message, QString("run/ckpt.pt: not a checkpoint")) << "no progress line in the error";
+}
+
+TEST(ChildProgram, AProgressLineReadsBackWhatWasWritten)
+{
+    int percent = -1;
+    QString what;
+    ASSERT_TRUE(parseChildProgressLine(childProgressLine(0.404, "scanning\n the run"), &percent, &what));
+    EXPECT_EQ(percent, 40);
+    EXPECT_EQ(what, QString("scanning the run"));
+    EXPECT_FALSE(parseChildProgressLine("nanscope: progress 40", &percent, &what));
+    EXPECT_FALSE(parseChildProgressLine("nanscope-progress 400 too far", &percent, &what));
+}
+
+// Issue 28: the replay, the triage and the checkpoint loader each worded a crash their own way.
+TEST(ChildProgram, EveryChildsFailureReadsTheSameWay)
+{
+    ChildProgram child;
+    auto crashed = runScript(child, "echo 'terminate called after throwing c10::Error' >&2; kill -SEGV $$");
+    ASSERT_TRUE(crashed);
+    const QString text = crashed->failureText("The replay of step 180");
+    EXPECT_TRUE(text.startsWith("The replay of step 180 crashed; the window is unaffected.")) << text.toStdString();
+    EXPECT_TRUE(text.contains("c10::Error")) << "the end of what the child said";
+    auto failed = runScript(child, "echo 'nanscope: ckpt.pt: not a checkpoint' >&2; exit 2");
+    ASSERT_TRUE(failed);
+    EXPECT_EQ(failed->failureText("Reading ckpt.pt"), QString("ckpt.pt: not a checkpoint"));
+    auto ok = runScript(child, "true");
+    ASSERT_TRUE(ok);
+    EXPECT_TRUE(ok->failureText("Anything").isEmpty());
+}

@@ -12,6 +12,7 @@
 
 #include <qcustomplot.h>
 
+#include <QDockWidget>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTreeWidget>
@@ -92,4 +93,25 @@ TEST(ComparedRunsWindow, OpeningAnotherRunDropsTheComparisonAndClosingGivesTheRa
     ASSERT_TRUE(openAndWait(window, demoRun("division-by-zero")));
     EXPECT_FALSE(compared->hasRuns()) << "the comparison of another run stayed on the new one";
     EXPECT_EQ(compared->overlay()->graph(window.overview()->plot("loss"), 1), nullptr);
+}
+
+TEST(ComparedRunsWindow, TheDockOpensWideEnoughToReadAt1280x800)
+{
+    // Issue 27: split beside the incident list, the dock opened a few dozen pixels wide.
+    MainWindow window;
+    window.resize(1280, 800);
+    window.show();
+    ASSERT_TRUE(openAndWait(window, demoRun("healthy")));
+    ComparedRuns* compared = window.comparedRuns();
+    QSignalSpy done(compared, &ComparedRuns::comparisonDone);
+    compared->addRun(demoRun("sudden-blowup"));
+    ASSERT_TRUE(done.wait(60000));
+    QCoreApplication::processEvents();
+    auto* dock = window.findChild<QDockWidget*>("ComparedRunsDock");
+    ASSERT_NE(dock, nullptr);
+    EXPECT_TRUE(dock->isVisible());
+    EXPECT_GE(dock->width(), 1280 / 3) << "the dock is " << dock->width() << " px wide";
+    auto* incidents = window.findChild<QDockWidget*>("IncidentsDock");
+    ASSERT_NE(incidents, nullptr);
+    EXPECT_GE(incidents->width(), 1280 / 3) << "and the incident list beside it keeps room too";
 }

@@ -1,8 +1,15 @@
 // The incident report in every format, made by the real binary as a user would.
 #include "AppTestSupport.h"
+#include "WindowTestSupport.h"
+#include "app/MainWindow.h"
 #include "../core/SyntheticRuns.h"
 
 #include <QDir>
+#include <QElapsedTimer>
+#include <QProgressBar>
+#include <QSignalSpy>
+#include <QStatusBar>
+#include <QToolButton>
 #include <QFile>
 #include <QImage>
 #include <QJsonArray>
@@ -147,4 +154,48 @@ TEST(IncidentReport, TheTimelineCountsTheLayersItDoesNotName)
     const QString timeline = md.mid(md.indexOf("## Timeline"));
     EXPECT_TRUE(timeline.contains(QRegularExpression("\\+\\d+ more"))) << timeline.left(1500).toStdString();
     EXPECT_TRUE(timeline.contains(QRegularExpression("`l\\d\\.weight`"))) << "the first layers are still named";
+}
+
+// Issue 27: exporting a report (seconds: every critical incident is replayed and triaged) showed
+// only a busy bar, with no progress and no way to stop it.
+TEST(IncidentReport, ExportFromTheWindowShowsProgressAndCanBeCancelled)
+{
+    nanscope::MainWindow window;
+    window.resize(1280, 800);
+    window.show();
+    ASSERT_TRUE(openAndWait(window, demoRun("sudden-blowup")));
+    QTemporaryDir dir;
+    const QString path = dir.filePath("report.html");
+    auto* bar = window.statusBar()->findChild<QProgressBar*>();
+    ASSERT_NE(bar, nullptr);
+    QToolButton* cancel = nullptr;
+    for (auto* button : window.statusBar()->findChildren<QToolButton*>())
+        if (button->text() == "Cancel")
+            cancel = button;
+    ASSERT_NE(cancel, nullptr);
+
+    QSignalSpy exported(&window, &nanscope::MainWindow::reportExported);
+    window.exportReportTo(path);
+    EXPECT_TRUE(cancel->isVisible()) << "a Cancel beside the progress";
+    QElapsedTimer clock;
+    clock.start();
+    while (bar->value() <= 0 && exported.isEmpty() && clock.elapsed() < 60000)
+        QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+    ASSERT_TRUE(exported.isEmpty()) << "the report finished before any progress was shown";
+    EXPECT_GT(bar->maximum(), 0) << "a measured bar, not a busy one";
+    EXPECT_GT(bar->value(), 0);
+    EXPECT_TRUE(bar->isVisible());
+    cancel->click();
+    ASSERT_EQ(exported.count(), 1);
+    EXPECT_FALSE(exported.first().first().toBool());
+    EXPECT_FALSE(bar->isVisible());
+    EXPECT_FALSE(cancel->isVisible());
+    EXPECT_TRUE(window.statusBar()->currentMessage().contains("cancelled")) << window.statusBar()->currentMessage().toStdString();
+    EXPECT_FALSE(QFile::exists(path)) << "a cancelled report leaves no file";
+
+    // Exported again to the end, it is written.
+    window.exportReportTo(path);
+    ASSERT_TRUE(exported.wait(120000));
+    EXPECT_TRUE(exported.last().first().toBool()) << window.statusBar()->currentMessage().toStdString();
+    EXPECT_TRUE(QFile::exists(path));
 }

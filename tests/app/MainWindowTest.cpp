@@ -175,6 +175,7 @@ TEST(MainWindow, IncidentsAreListedAndSelectingOneMovesThePlots)
     EXPECT_EQ(model->index(0, IncidentModel::Pattern).data().toString(), "sudden");
     EXPECT_EQ(model->index(0, IncidentModel::Severity).data().toString(), "critical");
 
+    QSignalSpy layerShown(&window, &MainWindow::layerShown);
     window.showIncident(0);
     EXPECT_EQ(window.selectedStep(), 230);
     const QCPRange range = window.overview()->plot("loss")->plot()->xAxis->range();
@@ -182,6 +183,15 @@ TEST(MainWindow, IncidentsAreListedAndSelectingOneMovesThePlots)
     EXPECT_GT(range.upper, 233);
     EXPECT_LT(range.size(), 200) << "zoomed to the incident, not the whole run";
     EXPECT_TRUE(window.selectedLayer().startsWith("fc1")) << window.selectedLayer().toStdString();
+
+    // The Layer tab shows the same steps as the Overview, for the layer the incident chose.
+    if (window.layerDetail()->detail().layer != window.selectedLayer())
+        ASSERT_TRUE(layerShown.count() > 0 || layerShown.wait(30000));
+    for (SeriesPlot* plot : {window.layerDetail()->gradientPlot(), window.layerDetail()->activationPlot()}) {
+        const QCPRange layerRange = plot->plot()->xAxis->range();
+        EXPECT_DOUBLE_EQ(layerRange.lower, range.lower) << plot->title().toStdString();
+        EXPECT_DOUBLE_EQ(layerRange.upper, range.upper) << plot->title().toStdString();
+    }
 }
 
 // The Guard stamps every step with its wall time, so a run it wrote can be plotted against time;

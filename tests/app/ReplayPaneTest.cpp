@@ -13,6 +13,7 @@
 #include <QFile>
 #include <QLabel>
 #include <QPushButton>
+#include <QSet>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 
@@ -77,6 +78,15 @@ TEST(ReplayPane, TheTriageButtonShowsTheEvidenceAndTheLabel)
     window.openRun(test::demoRun("division-by-zero"));
     ASSERT_TRUE(loaded.wait(30000));
     window.selectStep(180);
+    // Issue 27: after a replay filtered to one module, a triage of the whole step left the op
+    // table on the filtered replay. The triage's own replay of the step now fills it.
+    ReplayRequest filtered = window.replay()->request();
+    filtered.layerPrefix = "norm";
+    QSignalSpy replayed(&window, &MainWindow::replayFinished);
+    window.runReplay(filtered);
+    ASSERT_TRUE(replayed.wait(120000));
+    const int filteredRows = window.replay()->model()->rowCount();
+    window.replay()->setLayerPrefix(QString()); // the user clears the filter
     QPushButton* triage = nullptr;
     for (QPushButton* button : window.replay()->findChildren<QPushButton*>())
         if (button->text() == "Triage")
@@ -92,6 +102,16 @@ TEST(ReplayPane, TheTriageButtonShowsTheEvidenceAndTheLabel)
     const QString text = window.replay()->triageText();
     EXPECT_TRUE(text.contains("Triage of step 180: data")) << text.toStdString();
     EXPECT_TRUE(text.contains("earlier checkpoint")) << "the evidence table";
+
+    ReplayOpModel* ops = window.replay()->model();
+    EXPECT_GT(ops->rowCount(), filteredRows) << "the op table shows the whole step the triage replayed";
+    QSet<QString> modules;
+    for (int row = 0; row < ops->rowCount(); ++row)
+        modules << ops->index(row, ReplayOpModel::Module).data().toString();
+    EXPECT_GT(modules.size(), 1) << "ops of every module, not only the filtered one's";
+    EXPECT_EQ(window.replay()->report().result.step, 180);
+    ASSERT_TRUE(window.replay()->report().result.firstNonfinite);
+    EXPECT_EQ(window.replay()->report().result.firstNonfinite->op, "aten::div");
 }
 
 // Issue 27: the replay step started at the first saved step, not at the incident's, and a

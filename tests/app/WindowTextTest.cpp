@@ -5,8 +5,11 @@
 #include "WindowTestSupport.h"
 #include "app/MainWindow.h"
 #include "core/run/RunWriter.h"
+#include "widgets/IncidentModel.h"
 
+#include <QHeaderView>
 #include <QLabel>
+#include <QTableView>
 #include <QStackedWidget>
 #include <QStatusBar>
 #include <QTemporaryDir>
@@ -64,4 +67,25 @@ TEST(WindowText, TheStatusLineCountsLoggedStepsAndTheirSpan)
         status += label->text();
     EXPECT_TRUE(status.contains(QString::fromUtf8("44 logged steps (0\u20131849)"))) << status.toStdString();
     EXPECT_FALSE(status.contains("44 steps (last")) << status.toStdString();
+}
+
+TEST(WindowText, TheCauseColumnEndsInsideTheIncidentListAt1280x800)
+{
+    // Issue 27: sized to its text, the cause ran past the dock's right edge and was cut off.
+    MainWindow window;
+    window.resize(1280, 800);
+    window.show();
+    ASSERT_TRUE(test::openAndWait(window, test::demoRun("sudden-blowup")));
+    ASSERT_TRUE(test::waitForScan(window));
+    QCoreApplication::processEvents();
+    auto* table = window.findChild<QStackedWidget*>("incidentPages")->findChild<QTableView*>();
+    ASSERT_NE(table, nullptr);
+    ASSERT_GT(table->model()->rowCount(), 0);
+    QHeaderView* header = table->horizontalHeader();
+    const int causeRight = header->sectionViewportPosition(IncidentModel::Cause) + header->sectionSize(IncidentModel::Cause);
+    EXPECT_LE(causeRight, table->viewport()->width() + 1) << "the cause runs past the edge";
+    EXPECT_GE(header->sectionSize(IncidentModel::Cause), 200) << "and has room to be read";
+    const QString cause = table->model()->index(0, IncidentModel::Cause).data().toString();
+    EXPECT_TRUE(table->model()->index(0, IncidentModel::Cause).data(Qt::ToolTipRole).toString().contains(cause))
+        << "the whole cause is in the tooltip";
 }

@@ -3,7 +3,7 @@
 #include "SyntheticRuns.h"
 #include "TestRuns.h"
 
-#include "core/scan/IncidentDetector.h"
+#include "core/source/RunScan.h"
 #include "core/run/RunReader.h"
 
 #include <algorithm>
@@ -26,7 +26,7 @@ ScanReport scanDirectory(const std::string& directory, const ScanConfig& config 
         return {};
     auto report = scanRun(**reader, config);
     EXPECT_TRUE(report) << report.error();
-    return report ? *report : ScanReport{};
+    return report ? report->report : ScanReport{};
 }
 
 std::vector<const Incident*> ofKind(const ScanReport& report, IncidentKind kind)

@@ -5,6 +5,9 @@
 #include "core/scan/Diagnosis.h"
 #include "core/scan/Incident.h"
 #include "core/scan/LayerHealth.h"
+#include "core/scan/EpsilonDomination.h"
+#include "core/scan/ScanConfig.h"
+#include "core/source/OptimizerState.h"
 #include "core/tensor/BatchNormHealth.h"
 
 #include <gtest/gtest.h>
@@ -157,6 +160,8 @@ TEST(BatchNormHealth, OneFloorForEveryView)
     EXPECT_EQ(history.negativeFrom, -1);
     EXPECT_TRUE(batchnorm::isRunningVarianceName("features.bn1.running_var"));
     EXPECT_FALSE(batchnorm::isRunningVarianceName("features.bn1.running_mean"));
+    EXPECT_EQ(ScanConfig{}.runningVarFloor, batchnorm::kCollapsedVariance)
+        << "the scan's default floor is the views' floor (issue 28: two literals)";
 }
 
 // The scan used to suggest replaying a saved batch "from the checkpoint at or before the step",
@@ -172,4 +177,24 @@ TEST(ReplayableSteps, TheScanSuggestsOnlyAReplayThatReplayWillRun)
     EXPECT_NE(notReplayable.find("cannot be replayed"), std::string::npos) << notReplayable;
     EXPECT_EQ(notReplayable.find("step 150"), std::string::npos) << "no other checkpoint is offered: " << notReplayable;
     EXPECT_EQ(scan::savedBatchNote(info, 150), "") << "no batch saved at 150";
+}
+
+// Issue 28: the scan's adam_epsilon rule called half the elements dominated (>= 0.5), the optimizer
+// flags of `stats` and the Checkpoints view did not (> 0.5). One line now, on both sides of it.
+TEST(EpsilonDomination, TheStatsFlagsDrawTheScansLine)
+{
+    EXPECT_TRUE(epsilonDominated(0.5));
+    EXPECT_FALSE(epsilonDominated(0.49));
+    auto flagsAt = [](double share) {
+        OptimizerParameterState parameter;
+        parameter.hasState = true;
+        parameter.epsilonDominatedShare = share;
+        OptimizerGroup group;
+        std::string all;
+        for (const std::string& flag : optimizerFlags(parameter, group))
+            all += flag + "; ";
+        return all;
+    };
+    EXPECT_NE(flagsAt(0.5).find("epsilon dominates"), std::string::npos) << flagsAt(0.5);
+    EXPECT_EQ(flagsAt(0.49).find("epsilon dominates"), std::string::npos) << flagsAt(0.49);
 }

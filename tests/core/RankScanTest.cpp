@@ -97,7 +97,7 @@ std::vector<Incident> ofKind(const ScanReport& report, IncidentKind kind)
 TEST(RankScan, HealthyJobHasNoRankIncidents)
 {
     auto job = makeJob({});
-    auto scanned = scanRanks(*job);
+    auto scanned = scanRanks(*job, {}, {}, {});
     ASSERT_TRUE(scanned) << scanned.error();
     EXPECT_TRUE(ofKind(scanned->report, IncidentKind::RankNonfinite).empty());
     EXPECT_TRUE(ofKind(scanned->report, IncidentKind::RankDivergence).empty());
@@ -115,7 +115,7 @@ TEST(RankScan, FirstNonfiniteRankIsNamedWithTheBatchItWasGiven)
     RankPlan later; // a rank that went non-finite afterwards, as the all-reduced update reached it
     later.nanLocalStep = 22;
     auto job = makeJob({{2, poisoned}, {0, later}});
-    auto scanned = scanRanks(*job);
+    auto scanned = scanRanks(*job, {}, {}, {});
     ASSERT_TRUE(scanned) << scanned.error();
     const auto first = ofKind(scanned->report, IncidentKind::RankNonfinite);
     ASSERT_EQ(first.size(), 1u);
@@ -139,7 +139,7 @@ TEST(RankScan, ARankFedAnExtremeFiniteBatchIsToldSoBesideItsBadInputIncident)
     RankPlan later;
     later.nanLocalStep = 21;
     auto job = makeJob({{2, poisoned}, {0, later}, {1, later}, {3, later}});
-    auto scanned = scanRanks(*job);
+    auto scanned = scanRanks(*job, {}, {}, {});
     ASSERT_TRUE(scanned) << scanned.error();
     const auto first = ofKind(scanned->report, IncidentKind::RankNonfinite);
     ASSERT_EQ(first.size(), 1u);
@@ -161,7 +161,7 @@ TEST(RankScan, RanksGoingNonfiniteTogetherNameNoLeader)
     RankPlan bad;
     bad.nanLocalStep = 15;
     auto job = makeJob({{0, bad}, {1, bad}, {2, bad}, {3, bad}});
-    auto scanned = scanRanks(*job);
+    auto scanned = scanRanks(*job, {}, {}, {});
     ASSERT_TRUE(scanned) << scanned.error();
     EXPECT_TRUE(ofKind(scanned->report, IncidentKind::RankNonfinite).empty());
     const auto& notes = scanned->report.notes;
@@ -174,7 +174,7 @@ TEST(RankScan, RankWhoseLocalGradientDepartsFromTheOthersIsNamed)
     RankPlan odd;
     odd.localScale = [](int64_t step) { return step >= 30 && step <= 32 ? 100.0 : 1.0; };
     auto job = makeJob({{1, odd}});
-    auto scanned = scanRanks(*job);
+    auto scanned = scanRanks(*job, {}, {}, {});
     ASSERT_TRUE(scanned) << scanned.error();
     const auto divergent = ofKind(scanned->report, IncidentKind::RankDivergence);
     ASSERT_EQ(divergent.size(), 1u);
@@ -190,7 +190,7 @@ TEST(RankScan, KilledRankIsStoppedAtItsLastStepWhileTheOthersFinished)
     killed.state = RankState::Running; // it could not write that it ended
     killed.steps = 25;
     auto job = makeJob({{3, killed}});
-    auto scanned = scanRanks(*job);
+    auto scanned = scanRanks(*job, {}, {}, {});
     ASSERT_TRUE(scanned) << scanned.error();
     const auto stopped = ofKind(scanned->report, IncidentKind::RankStopped);
     ASSERT_EQ(stopped.size(), 1u);
@@ -208,7 +208,7 @@ TEST(RankScan, KilledRankAtTheSameStepIsStoppedByItsOwnState)
     RankPlan killed;
     killed.state = RankState::Running;
     auto job = makeJob({{1, killed}});
-    auto scanned = scanRanks(*job);
+    auto scanned = scanRanks(*job, {}, {}, {});
     ASSERT_TRUE(scanned) << scanned.error();
     const auto stopped = ofKind(scanned->report, IncidentKind::RankStopped);
     ASSERT_EQ(stopped.size(), 1u);
@@ -223,7 +223,7 @@ TEST(RankScan, LiveJobWhoseRanksAreAStepApartIsNotStopped)
     RankPlan behindByOne = running;
     behindByOne.steps = kSteps - 1;
     auto job = makeJob({{0, running}, {1, running}, {2, behindByOne}, {3, running}});
-    auto scanned = scanRanks(*job);
+    auto scanned = scanRanks(*job, {}, {}, {});
     ASSERT_TRUE(scanned) << scanned.error();
     EXPECT_TRUE(ofKind(scanned->report, IncidentKind::RankStopped).empty());
     for (const RankSummary& rank : scanned->ranks)
@@ -237,7 +237,7 @@ TEST(RankScan, RankThatLeftNoRunIsReportedWithTheReason)
     missing.directory = "/job/rank_00003";
     missing.error = "/job/rank_00003: no such folder (the rank wrote nothing)";
     auto job = makeJob({}, {missing});
-    auto scanned = scanRanks(*job);
+    auto scanned = scanRanks(*job, {}, {}, {});
     ASSERT_TRUE(scanned) << scanned.error();
     const auto stopped = ofKind(scanned->report, IncidentKind::RankStopped);
     ASSERT_EQ(stopped.size(), 1u);
@@ -256,7 +256,7 @@ TEST(RankScan, IncidentFoundOnEveryRankIsListedOnce)
     RankPlan bad;
     bad.nanLocalStep = 15;
     auto job = makeJob({{0, bad}, {1, bad}, {2, bad}, {3, bad}});
-    auto scanned = scanRanks(*job);
+    auto scanned = scanRanks(*job, {}, {}, {});
     ASSERT_TRUE(scanned) << scanned.error();
     std::map<std::pair<int, int64_t>, int> seen;
     for (const Incident& incident : scanned->report.incidents)
@@ -280,7 +280,7 @@ TEST(RankScan, OtherRanksNonfiniteStepNamesTheRankItCameFrom)
         run->addSeriesTable(rf::kScalars, run->steps(rf::kScalars),
                             {{"loss", *loss}, {"grad_norm", global}, {rf::kLocalGradNorm, *local}});
     }
-    auto scanned = scanRanks(*job);
+    auto scanned = scanRanks(*job, {}, {}, {});
     ASSERT_TRUE(scanned) << scanned.error();
     // The blow-up every rank saw at step 20 is listed once (issue 24), for the rank it came from,
     // and names the ranks it reached; it was listed for rank 0 and again for rank 2.

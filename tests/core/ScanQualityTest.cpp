@@ -10,7 +10,7 @@
 #include "TestRuns.h"
 
 #include "core/torch/DemoRuns.h"
-#include "core/scan/IncidentDetector.h"
+#include "core/source/RunScan.h"
 #include "core/run/RunReader.h"
 
 #include <cstdio>
@@ -303,7 +303,7 @@ TEST(ScanQuality, PrecisionAndRecallOnGeneratedRuns)
         std::string found, expected;
         for (const auto& e : c.expected)
             expected += std::string(toString(e.kind)) + "@" + std::to_string(e.onsetMin) + " ";
-        for (const auto& incident : report->incidents) {
+        for (const auto& incident : report->report.incidents) {
             if (incident.severity == Severity::Info)
                 continue;
             found += std::string(toString(incident.severity)).substr(0, 4) + " " + toString(incident.kind) +

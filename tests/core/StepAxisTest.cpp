@@ -89,6 +89,9 @@ TEST(StepAxis, ElapsedTimeReadsAtTheScaleOfTheRun)
 {
     EXPECT_EQ(formatElapsed(0), "0s");
     EXPECT_EQ(formatElapsed(45), "45s");
+    EXPECT_EQ(formatElapsed(0.25), "0.25s") << "a run shorter than a second still reads in time";
+    EXPECT_EQ(formatElapsed(12.5), "12.5s");
+    EXPECT_EQ(formatElapsed(59.9999), "1m 00s");
     EXPECT_EQ(formatElapsed(750), "12m 30s");
     EXPECT_EQ(formatElapsed(3900), "1h 05m");
     EXPECT_EQ(formatElapsed(2 * 86400 + 3 * 3600), "2d 03h");

@@ -5,7 +5,7 @@
 
 #include "core/run/RunFormat.h"
 #include "core/run/RunWriter.h"
-#include "core/scan/IncidentDetector.h"
+#include "core/source/RunScan.h"
 #include "core/source/OpenRun.h"
 
 #include <gtest/gtest.h>

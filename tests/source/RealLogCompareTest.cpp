@@ -5,6 +5,7 @@
 #include "SourceTestSupport.h"
 
 #include "core/compare/RunComparison.h"
+#include "core/source/CompareRunSources.h"
 #include "core/source/OpenRun.h"
 
 #include <gtest/gtest.h>

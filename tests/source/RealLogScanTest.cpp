@@ -5,7 +5,7 @@
 
 #include "SourceTestSupport.h"
 
-#include "core/scan/IncidentDetector.h"
+#include "core/source/RunScan.h"
 #include "core/source/OpenRun.h"
 
 #include <gtest/gtest.h>
@@ -70,23 +70,23 @@ TEST_P(RealLogScan, AgreesWithWhatAPersonReads)
     auto report = scanRun(**run);
     ASSERT_TRUE(report.ok()) << report.error();
     std::string listing;
-    for (const Incident& i : report->incidents)
+    for (const Incident& i : report->report.incidents)
         listing += std::string(toString(i.kind)) + " " + toString(i.severity) + " @" + std::to_string(i.onsetStep) +
                    ": " + i.cause + "\n";
 
     if (truth.healthy) {
-        for (const Incident& i : report->incidents) {
+        for (const Incident& i : report->report.incidents) {
             EXPECT_NE(i.severity, Severity::Critical) << listing;
             EXPECT_NE(i.kind, IncidentKind::Blowup) << listing;
             EXPECT_NE(i.kind, IncidentKind::LossScaleCollapse) << listing;
         }
     }
     if (truth.quiet)
-        for (const Incident& i : report->incidents)
+        for (const Incident& i : report->report.incidents)
             EXPECT_EQ(i.severity, Severity::Info) << listing;
     if (truth.expectedKind) {
         const Incident* found = nullptr;
-        for (const Incident& i : report->incidents)
+        for (const Incident& i : report->report.incidents)
             if (i.kind == *truth.expectedKind && i.onsetStep >= truth.onsetFrom && i.onsetStep <= truth.onsetTo)
                 found = found ? found : &i;
         ASSERT_NE(found, nullptr) << "expected " << toString(*truth.expectedKind) << " with onset in ["

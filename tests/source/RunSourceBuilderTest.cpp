@@ -1,7 +1,7 @@
 // The run model built from other tools' logs: names, logging rates, merging, resumed runs.
 
 #include "core/run/RunFormat.h"
-#include "core/scan/IncidentDetector.h"
+#include "core/source/RunScan.h"
 #include "core/source/RunSourceBuilder.h"
 
 #include <gtest/gtest.h>
@@ -128,9 +128,9 @@ TEST(RunSourceBuilder, ScanSeesAnEvaluationLossOfItsOwnRate)
     auto report = scanRun(*run);
     ASSERT_TRUE(report.ok()) << report.error();
     bool evalNanNamed = false;
-    for (const auto& incident : report->incidents)
+    for (const auto& incident : report->report.incidents)
         evalNanNamed = evalNanNamed || incident.evidence.note.find("eval_loss non-finite") != std::string::npos;
-    EXPECT_TRUE(evalNanNamed) << report->incidents.size() << " incidents";
+    EXPECT_TRUE(evalNanNamed) << report->report.incidents.size() << " incidents";
 }
 
 

@@ -2,6 +2,8 @@
 
 #include <qcustomplot.h>
 
+#include <QImage>
+
 #include <cmath>
 
 #include <gtest/gtest.h>
@@ -44,4 +46,40 @@ TEST(HeatmapView, EveryQuantityDrawsWithItsScaleTitle)
         EXPECT_FALSE(view.grab().isNull());
     }
     EXPECT_EQ(HeatmapView::scaleLabel(HeatmapQuantity::ParamNormLog10), "log10 parameter norm");
+}
+
+// Issue 27: on the thermal scale, a fully NaN bias (32 values) was near-black, the colour of a
+// healthy cell, beside a weight's 1024 in white; a map where every cell had gone non-finite was
+// blank white. Any count at all must read as red against a quiet background of none. (One row:
+// a one-row map was not drawn at all.)
+TEST(HeatmapView, EveryNonzeroCountReadsRedAgainstTheBackgroundOfNone)
+{
+    HeatmapView view;
+    view.resize(800, 300);
+    LayerHeatmap map;
+    map.quantity = HeatmapQuantity::NonfiniteCount;
+    map.rows = {"fc1.bias"};
+    map.binFirstStep = {0, 10, 20, 30};
+    map.binLastStep = {9, 19, 29, 39};
+    map.values = {0.f, 1.f, 32.f, 1024.f};
+    map.nonfinite = {0, 0, 0, 0};
+    view.setHeatmap(map);
+    view.show();
+    view.plot()->replot(QCustomPlot::rpImmediateRefresh);
+    const QImage image = view.plot()->toPixmap().toImage();
+    auto cellColour = [&](int bin) {
+        // The map spreads bins evenly over [first, last]: cell centres at these keys.
+        const double key = 0 + (39.0 - 0.0) * bin / 3.0;
+        const int x = int(view.plot()->xAxis->coordToPixel(key + (bin == 0 ? 3 : bin == 3 ? -3 : 0)));
+        const int y = int(view.plot()->yAxis->coordToPixel(0));
+        return image.pixelColor(x, y);
+    };
+    const QColor none = cellColour(0);
+    EXPECT_GT(none.lightness(), 200) << "no non-finite value: a quiet background";
+    for (int bin = 1; bin < 4; ++bin) {
+        const QColor c = cellColour(bin);
+        EXPECT_GT(c.red(), c.blue() + 60) << "count " << map.values[bin] << " reads red: " << c.name().toStdString();
+        EXPECT_LT(c.lightness(), none.lightness() - 40) << "and stands out from none";
+    }
+    EXPECT_NE(cellColour(1), cellColour(3)) << "one value and a thousand differ";
 }

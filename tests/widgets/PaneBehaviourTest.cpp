@@ -2,14 +2,19 @@
 #include "widgets/BatchNormView.h"
 #include "widgets/CheckpointsView.h"
 #include "widgets/OptimizerStateModel.h"
+#include "widgets/ReplayOpModel.h"
 #include "widgets/ReplayView.h"
 #include "widgets/SeriesPlot.h"
 #include "widgets/TensorStatsModel.h"
 
 #include <qcustomplot.h>
 
+#include <QCoreApplication>
+#include <QHeaderView>
 #include <QLabel>
+#include <QTableView>
 #include <QLineEdit>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QTabWidget>
 #include <QTest>
@@ -32,6 +37,84 @@ TEST(ReplayView, EnterInTheLayerFieldReplays)
     const auto request = requested.first().first().value<ReplayRequest>();
     EXPECT_EQ(request.layerPrefix, "norm");
     EXPECT_EQ(request.step, 180);
+}
+
+TEST(ReplayView, AReplayOfAnotherStepDropsTheTriageOfTheLastOne)
+{
+    // Issue 27: a triage of step 180 stayed above a later replay of step 100, as if it were its.
+    ReplayView view;
+    view.setReplayableSteps({100, 180});
+    view.chooseStepNear(180);
+    TriageReport triage;
+    triage.evidence.step = 180;
+    TriageReplay replay;
+    replay.ran = true;
+    replay.loss = 2.5;
+    triage.evidence.replays.push_back(replay);
+    triage.verdict.label = TriageLabel::Data;
+    view.setTriage(triage);
+    ASSERT_TRUE(view.triageText().contains("Triage of step 180"));
+
+    QSignalSpy requested(&view, &ReplayView::replayRequested);
+    QPushButton* run = nullptr;
+    for (QPushButton* button : view.findChildren<QPushButton*>())
+        if (button->text() == "Replay")
+            run = button;
+    ASSERT_NE(run, nullptr);
+    run->click(); // the same step: the triage is still its context
+    EXPECT_TRUE(view.triageText().contains("Triage of step 180"));
+    view.chooseStepNear(100);
+    run->click();
+    ASSERT_EQ(requested.count(), 2);
+    EXPECT_TRUE(view.triageText().isEmpty()) << view.triageText().toStdString();
+}
+
+TEST(ReplayView, EveryHeaderReadsWholeAndTheCodeIsInViewAt1280Pixels)
+{
+    // Issue 27: at 1280x800 a header read "16 headroom (bi" and the code column, last, was cut
+    // off at the right edge ("return ...").
+    ReplayView view;
+    view.resize(1060, 480); // the Replay tab of a 1280x800 window beside the Layers dock
+    view.show();
+    auto* table = view.findChild<QTableView*>();
+    ASSERT_NE(table, nullptr);
+    QHeaderView* header = table->horizontalHeader();
+    auto headersFit = [&] {
+        for (int column = 0; column < header->count(); ++column)
+            EXPECT_GE(header->sectionSize(column), header->sectionSizeHint(column))
+                << table->model()->headerData(column, Qt::Horizontal).toString().toStdString() << " is cut";
+    };
+    headersFit(); // before any replay
+
+    ReplayReport report;
+    report.dtype = "float32";
+    report.mode = "train";
+    report.result.step = 180;
+    for (int i = 0; i < 6; ++i) {
+        ReplayOp op;
+        op.index = i;
+        op.op = "aten::linear";
+        op.module = "encoder.layers.3.self_attn.out_proj";
+        op.source = "/home/someone/project/models/transformer.py:214";
+        op.code = "attn_output = torch.nn.functional.linear(attn_output, self.out_proj.weight, self.out_proj.bias)";
+        TensorStats stats;
+        stats.numel = 64;
+        stats.min = -3;
+        stats.max = 3;
+        stats.absmax = 3;
+        op.output = stats;
+        op.headroom.float16Bits = 14.5;
+        op.headroom.dynamicRangeBits = 18.25;
+        report.result.ops.push_back(op);
+    }
+    view.setReport(report);
+    QCoreApplication::processEvents();
+    headersFit();
+    const int codeLeft = header->sectionViewportPosition(ReplayOpModel::Code);
+    EXPECT_GE(codeLeft, 0);
+    EXPECT_LT(codeLeft + 80, table->viewport()->width()) << "the code column starts in view";
+    EXPECT_EQ(table->model()->index(0, ReplayOpModel::Code).data(Qt::ToolTipRole).toString().toStdString(),
+              report.result.ops[0].code) << "the whole line in its tooltip";
 }
 
 TEST(BatchNormView, LegendNamesTheMaxAndMinSeries)

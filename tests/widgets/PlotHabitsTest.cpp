@@ -267,6 +267,7 @@ TEST(StepAxisTicker, PicksRoundSpacingsInTheAxisUnit)
     EXPECT_DOUBLE_EQ(StepAxisTicker::tickSpacing(StepAxisKind::WallTime, 3000, 5), 600) << "every 10 minutes";
     EXPECT_DOUBLE_EQ(StepAxisTicker::tickSpacing(StepAxisKind::WallTime, 40000, 5), 10800) << "every 3 hours";
     EXPECT_DOUBLE_EQ(StepAxisTicker::tickSpacing(StepAxisKind::WallTime, 20, 5), 5);
+    EXPECT_DOUBLE_EQ(StepAxisTicker::tickSpacing(StepAxisKind::WallTime, 0.4, 5), 0.1) << "a run under a second";
 }
 
 TEST(SeriesPlot, ExportsItsDataAsCsvWithTheSmoothedColumn)

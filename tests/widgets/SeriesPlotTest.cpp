@@ -202,3 +202,38 @@ TEST(SeriesPlot, IncidentLabelNearTheEndOfARunStaysInsideThePlot)
         EXPECT_LE(label->right->pixelPosition().x(), right + 1) << label->text().toStdString() << " is clipped";
     EXPECT_TRUE(plot.bandLabels()[1]->positionAlignment() & Qt::AlignLeft) << "a label with room reads rightwards";
 }
+
+TEST(SeriesPlot, IncidentLabelsAtOneStepStackWithoutOverlapAndKeepOffTheLegend)
+{
+    // Issue 27: "rank_nonfinite / sudden jump / sudden jump / bad_input" printed over each other,
+    // and spike labels over the legend, on a plot of the Overview's height.
+    SeriesPlot plot("loss");
+    plot.resize(700, 200);
+    plot.setSeries(std::vector<int64_t>{0, 100, 200}, {1, 101, 201});
+    plot.setOverlay("eval loss", {0, 100, 200}, {1, 2, 3}); // a legend at the top left
+    for (const char* label : {"rank_nonfinite", "sudden jump", "sudden jump", "bad_input"})
+        plot.addBand(120, 121, Qt::red, label);
+    for (int step : {0, 4, 8})
+        plot.addBand(step, step + 1, QColor(217, 119, 6), "spike");
+    plot.show();
+    plot.plot()->replot(QCustomPlot::rpImmediateRefresh);
+
+    auto rectOf = [](QCPItemText* label) {
+        return QRectF(label->topLeft->pixelPosition(), label->bottomRight->pixelPosition()).normalized();
+    };
+    std::vector<QCPItemText*> shown;
+    for (QCPItemText* label : plot.bandLabels())
+        if (label->visible())
+            shown.push_back(label);
+    int sameStepShown = 0;
+    for (QCPItemText* label : shown)
+        sameStepShown += label->position->key() == 120;
+    EXPECT_EQ(sameStepShown, 3) << "the three different labels at step 120, 'sudden jump' once";
+    const QRectF legend = plot.plot()->legend->outerRect();
+    for (size_t i = 0; i < shown.size(); ++i) {
+        EXPECT_FALSE(rectOf(shown[i]).intersects(legend)) << shown[i]->text().toStdString() << " covers the legend";
+        for (size_t j = i + 1; j < shown.size(); ++j)
+            EXPECT_FALSE(rectOf(shown[i]).adjusted(1, 1, -1, -1).intersects(rectOf(shown[j])))
+                << shown[i]->text().toStdString() << " over " << shown[j]->text().toStdString();
+    }
+}

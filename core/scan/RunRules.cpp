@@ -1,7 +1,7 @@
 // The scan's orchestrator: loads the inputs, runs the rules in order with progress and
 // cancellation, and sorts what they found. The rules live in *Rule.cpp, one per file; what they
 // share is in ScanContext.
-#include "core/scan/IncidentDetector.h"
+#include "core/scan/RunRules.h"
 
 #include "core/run/RunFormat.h"
 #include "core/run/RunSource.h"
@@ -135,13 +135,8 @@ Result<ScanReport> runRules(const ScanInputs& inputs, const ScanConfig& config, 
 
 } // namespace
 
-Result<ScanReport> scanRun(const RunSource& reader, const ScanConfig& config, const ProgressCallback& progress)
-{
-    return scanRun(reader, config, progress, ScanFacts{});
-}
-
-Result<ScanReport> scanRun(const RunSource& reader, const ScanConfig& config, const ProgressCallback& progress,
-                           const ScanFacts& facts)
+Result<ScanReport> scan::applyRules(const RunSource& reader, const ScanConfig& config, const ProgressCallback& progress,
+                                    const ScanFacts& facts)
 {
     try {
         auto inputs = ScanInputs::load(reader);
