@@ -18,6 +18,7 @@
 #include "core/run/RunWriter.h"
 #include "core/scan/RankScan.h"
 #include "core/source/OpenRun.h"
+#include "core/source/RunScan.h"
 #include "widgets/OverviewView.h"
 #include "widgets/SeriesPlot.h"
 
