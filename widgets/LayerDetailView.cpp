@@ -120,11 +120,6 @@ void LayerDetailView::showStepRange(double lower, double upper)
         plot->setStepRange(lower, upper);
 }
 
-void LayerDetailView::clearStepRange()
-{
-    m_stepRange.reset();
-}
-
 void LayerDetailView::setSelectedStep(int64_t step)
 {
     for (auto* plot : {m_gradient, m_activation, m_nonfinite})

@@ -24,10 +24,8 @@ public:
     void setDetail(const LayerDetail& detail);
     void setSelectedStep(int64_t step);
     // Zooms the three linked plots to a span of steps (the selected incident's), now and for
-    // every layer shown after (following the user's zoom from there), until clearStepRange() or
-    // clear().
+    // every layer shown after (following the user's zoom from there), until clear().
     void showStepRange(double lower, double upper);
-    void clearStepRange();
     // Drops everything of the run shown (RunContext::runClosed).
     void clear();
     const LayerDetail& detail() const { return m_detail; }

@@ -17,8 +17,6 @@ class ValueAxisTicker : public QCPAxisTicker
 public:
     explicit ValueAxisTicker(bool logarithmic);
 
-    bool logarithmic() const { return m_logarithmic; }
-
     // The fewest significant digits (at least `minimum`) at which every two neighbouring ticks of
     // `ticks` get different labels in the 'g' format, each within a hundredth of the spacing of
     // its tick.

@@ -79,20 +79,30 @@ double StepAxis::stepAt(double value) const
     return m_steps[i - 1] + t * (m_steps[i] - m_steps[i - 1]);
 }
 
-std::string StepAxis::format(double value) const
+namespace {
+// `value` with at most `decimals` decimals and no trailing zeros ("2.25", "1000.5", "3"), never
+// in exponent form.
+std::string trimmedDecimal(double value, int decimals)
 {
-    if (m_kind == StepAxisKind::WallTime)
-        return formatElapsed(value - m_values.front());
-    // Whole epochs as "epoch 2", parts with up to two decimals ("epoch 2.25", "epoch 1000.5"),
-    // never in exponent form.
     char digits[48];
-    std::snprintf(digits, sizeof digits, "%.2f", value);
+    std::snprintf(digits, sizeof digits, "%.*f", decimals, value);
     std::string text = digits;
+    if (text.find('.') == std::string::npos)
+        return text;
     while (text.back() == '0')
         text.pop_back();
     if (text.back() == '.')
         text.pop_back();
-    return "epoch " + text;
+    return text;
+}
+} // namespace
+
+std::string StepAxis::format(double value) const
+{
+    if (m_kind == StepAxisKind::WallTime)
+        return formatElapsed(value - m_values.front());
+    // Whole epochs as "epoch 2", parts with up to two decimals ("epoch 2.25", "epoch 1000.5").
+    return "epoch " + trimmedDecimal(value, 2);
 }
 
 std::string formatElapsed(double seconds)
@@ -104,12 +114,7 @@ std::string formatElapsed(double seconds)
     // few hundred milliseconds would otherwise read "0s" at every tick.
     const double magnitude = std::abs(seconds);
     if (magnitude < 59.9995 && std::abs(magnitude - std::round(magnitude)) >= 0.0005) {
-        char digits[48];
-        std::snprintf(digits, sizeof digits, "%.3f", magnitude);
-        std::string text = digits;
-        while (text.back() == '0')
-            text.pop_back();
-        return (negative ? "-" : "") + text + "s";
+        return (negative ? "-" : "") + trimmedDecimal(magnitude, 3) + "s";
     }
     auto total = static_cast<long long>(std::llround(std::abs(seconds)));
     const long long days = total / 86400, hours = total / 3600 % 24, minutes = total / 60 % 60, secs = total % 60;
