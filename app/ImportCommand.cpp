@@ -74,8 +74,8 @@ Status copyTables(const RunSource& source, RunWriter& writer)
             if (Status s = writer.appendSeries(table.name, rows, series); !s)
                 return s;
         } else if (table.name == rf::kEvents) {
-            auto kinds = source.readStrings(table.name, "kind");
-            auto messages = source.readStrings(table.name, "message");
+            auto kinds = source.readStrings(table.name, rf::column::kKind);
+            auto messages = source.readStrings(table.name, rf::column::kMessage);
             if (!kinds || !messages)
                 return Error{!kinds ? kinds.error() : messages.error()};
             for (size_t i = 0; i < rows.size() && i < kinds->size() && i < messages->size(); ++i)

@@ -69,8 +69,8 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
         const auto& bufferSteps = reader.steps(rf::kBuffers);
         for (size_t col = 0; col < buffers->names.size(); ++col) {
             BatchNormState state{text(buffers->names[col])};
-            auto nonfinite = reader.readColumn(rf::kBuffers, "nonfinite", int64_t(col));
-            auto varMin = reader.readColumn(rf::kBuffers, "running_var_min", int64_t(col));
+            auto nonfinite = reader.readColumn(rf::kBuffers, rf::column::kNonfinite, int64_t(col));
+            auto varMin = reader.readColumn(rf::kBuffers, rf::column::kRunningVarMin, int64_t(col));
             const auto history = batchnorm::judgeHistory(
                 bufferSteps, nonfinite ? std::vector<double>(nonfinite->begin(), nonfinite->end()) : std::vector<double>(),
                 varMin ? std::vector<double>(varMin->begin(), varMin->end()) : std::vector<double>());

@@ -5,6 +5,7 @@
 
 #include "core/torch/Replay.h"
 #include "core/run/CheckpointForm.h"
+#include "core/run/RunFormat.h"
 #include "core/run/RunReader.h"
 #include "core/run/RunWriter.h"
 #include "core/source/OpenRun.h"
@@ -14,7 +15,6 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QRegularExpression>
 
 #include <cmath>
 #include <cstdio>
@@ -31,11 +31,11 @@ namespace {
 // run's listing skips it: say so, naming it, instead of only "no checkpoint".
 QString notAFileNote(const QString& folder, int64_t step)
 {
-    static const QRegularExpression pattern("^step_0*(\\d+)\\.(pt|pth|safetensors)$");
     const QDir dir(folder);
     for (const QString& name : dir.entryList(QDir::AllEntries | QDir::System | QDir::NoDotAndDotDot)) {
-        const auto match = pattern.match(name);
-        if (!match.hasMatch() || match.captured(1).toLongLong() != step)
+        const auto parsed = runformat::parseStepFileName(name.toStdString());
+        if (!parsed || parsed->step != step
+            || (parsed->extension != "pt" && parsed->extension != "pth" && parsed->extension != "safetensors"))
             continue;
         const QFileInfo info(dir.filePath(name));
         if (!info.isFile() || !info.exists())

@@ -207,7 +207,7 @@ void RunSession::addWholeRunSeries(RunSnapshot& snapshot) const
     // Skipped steps that only the events record (DeepSpeed's overflow lines).
     const TableInfo* events = snapshot.info.table(rf::kEvents);
     if (!snapshot.scalars.count("skipped") && events && events->rows > 0) {
-        auto kinds = m_reader->readStrings(rf::kEvents, "kind");
+        auto kinds = m_reader->readStrings(rf::kEvents, rf::column::kKind);
         const auto& steps = m_reader->steps(rf::kEvents);
         if (kinds)
             for (size_t i = 0; i < kinds->size() && i < steps.size(); ++i)
@@ -221,8 +221,8 @@ void RunSession::updateTimelineEvents(RunSnapshot& snapshot) const
     const TableInfo* events = snapshot.info.table(rf::kEvents);
     if (!events || events->rows == snapshot.eventRows)
         return;
-    auto kinds = m_reader->readStrings(rf::kEvents, "kind");
-    auto messages = m_reader->readStrings(rf::kEvents, "message");
+    auto kinds = m_reader->readStrings(rf::kEvents, rf::column::kKind);
+    auto messages = m_reader->readStrings(rf::kEvents, rf::column::kMessage);
     if (!kinds || !messages) {
         snapshot.warnings << QString::fromStdString(!kinds ? kinds.error() : messages.error());
         return;

@@ -57,7 +57,7 @@ std::set<int64_t> incidentStepsOf(const QString& runDirectory)
     }
     if (const TableInfo* events = run.info().table(runformat::kEvents); events && events->rows > 0) {
         const auto& eventSteps = run.steps(runformat::kEvents);
-        if (auto kinds = run.readStrings(runformat::kEvents, "kind"))
+        if (auto kinds = run.readStrings(runformat::kEvents, runformat::column::kKind))
             for (size_t i = 0; i < kinds->size() && i < eventSteps.size(); ++i)
                 if ((*kinds)[i] == runformat::event::kIncidentCapture || (*kinds)[i] == runformat::event::kSkippedStep ||
                     (*kinds)[i] == runformat::event::kNonfiniteLoss)

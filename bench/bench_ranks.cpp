@@ -181,6 +181,7 @@ void printRow(const char* what, double ms, double baseMs)
 int main(int argc, char** argv)
 {
     QApplication app(argc, argv);
+    std::setvbuf(stdout, nullptr, _IOLBF, 0); // each figure as it is measured, also into a pipe
     std::vector<std::string> args;
     bool keep = false;
     for (int i = 1; i < argc; ++i) {
@@ -235,33 +236,53 @@ int main(int argc, char** argv)
     window.resize(1400, 900);
     window.show();
     std::vector<double> windowOpen, switches;
+    std::string windowFailure;
     auto* ranks = window.findChild<RankControls*>();
-    for (int i = 0; i < repeats && ranks; ++i) {
+    if (!ranks)
+        windowFailure = "the window has no rank controls";
+    // Every wait is bounded: a signal that never comes is a finding to print, not a hang.
+    const int waitMs = 300000;
+    for (int i = 0; i < repeats && windowFailure.empty(); ++i) {
         QSignalSpy loaded(&window, &MainWindow::runLoaded);
         QSignalSpy judged(&window, &MainWindow::layersJudged);
         QElapsedTimer timer;
         timer.start();
         window.openRun(QString::fromStdString(work.string()));
-        if (!loaded.wait(600000) || !loaded.front().front().toBool())
+        if (!loaded.wait(waitMs) || !loaded.front().front().toBool()) {
+            windowFailure = "the run did not load";
             break;
+        }
         drawOverview(window);
         windowOpen.push_back(double(timer.nsecsElapsed()) / 1e6);
-        judged.wait(600000); // the scan of every rank, so the switch does not queue behind it
-        QSignalSpy switched(&window, &MainWindow::runLoaded);
-        timer.restart();
-        emit ranks->rankRequested(i + 1);
-        if (!switched.wait(600000))
+        // The scan of every rank, so the switch does not queue behind it.
+        if (judged.isEmpty() && !judged.wait(waitMs)) {
+            windowFailure = "the scan of every rank did not finish";
             break;
+        }
+        // The window opens on the first rank to look at; a switch goes to another one (a request
+        // for the rank shown is, rightly, nothing to do).
+        const int target = (ranks->shownRank() + 1) % scale.ranks;
+        QSignalSpy switched(&window, &MainWindow::runLoaded);
+        QSignalSpy rejudged(&window, &MainWindow::layersJudged);
+        timer.restart();
+        emit ranks->rankRequested(target);
+        if (!switched.wait(waitMs)) {
+            windowFailure = "switching to rank " + std::to_string(target) + " loaded nothing";
+            break;
+        }
         drawOverview(window);
         switches.push_back(double(timer.nsecsElapsed()) / 1e6);
-        judged.wait(600000);
+        if (rejudged.isEmpty() && !rejudged.wait(waitMs)) {
+            windowFailure = "the incidents did not follow the switch to rank " + std::to_string(target);
+            break;
+        }
     }
 
     std::printf("%-44s %10.1f ms    (base)\n", "baseline: read the same data, every rank", baseMs);
     printRow("openRun (every rank's run.h5)", openMs, baseMs);
     printRow("scanRun (every rank + rank rules)", scanMs, baseMs);
-    if (windowOpen.empty() || switches.empty()) {
-        std::printf("window: did not open the run\n");
+    if (!windowFailure.empty() || windowOpen.empty() || switches.empty()) {
+        std::printf("window: %s\n", windowFailure.empty() ? "did not open the run" : windowFailure.c_str());
     } else {
         printRow("window: open to a drawn overview", median(windowOpen), baseMs);
         printRow("window: switch rank to a drawn overview", median(switches), baseMs);

@@ -1,8 +1,9 @@
 #include "core/run/CheckpointForm.h"
 
+#include "core/run/RunFormat.h"
+
 #include <filesystem>
 #include <fstream>
-#include <regex>
 
 namespace nanscope {
 
@@ -76,13 +77,11 @@ std::map<int64_t, CheckpointForm> readCheckpointForms(const std::string& checkpo
     std::error_code ec;
     if (!fs::is_directory(checkpointDirectory, ec))
         return forms;
-    static const std::regex pattern(R"(step_(\d{1,18})\.form)");
     for (const auto& entry : fs::directory_iterator(checkpointDirectory, ec)) {
-        std::smatch match;
-        const std::string name = entry.path().filename().string();
-        if (std::regex_match(name, match, pattern))
+        const auto name = runformat::parseStepFileName(entry.path().filename().string());
+        if (name && name->extension == "form")
             if (auto form = readFormFile(entry.path()))
-                forms[std::stoll(match[1].str())] = std::move(*form);
+                forms[name->step] = std::move(*form);
     }
     return forms;
 }
@@ -90,8 +89,8 @@ std::map<int64_t, CheckpointForm> readCheckpointForms(const std::string& checkpo
 std::optional<CheckpointForm> readFormBeside(const std::string& checkpointPath)
 {
     fs::path path(checkpointPath);
-    static const std::regex pattern(R"(step_\d{1,18}\.(pt|pth))");
-    if (!std::regex_match(path.filename().string(), pattern))
+    const auto name = runformat::parseStepFileName(path.filename().string());
+    if (!name || (name->extension != "pt" && name->extension != "pth"))
         return std::nullopt;
     return readFormFile(path.replace_extension(".form"));
 }

@@ -25,20 +25,20 @@ Source sourceFor(const RunSource& reader, HeatmapQuantity quantity)
 {
     switch (quantity) {
     case HeatmapQuantity::GradNormLog10:
-        return {rf::kLayers, {"grad_norm"}};
+        return {rf::kLayers, {rf::column::kGradNorm}};
     case HeatmapQuantity::ActivationAbsMax:
-        return {rf::kActivations, {"min", "max"}};
+        return {rf::kActivations, {rf::column::kMin, rf::column::kMax}};
     case HeatmapQuantity::NonfiniteCount: {
         const TableInfo* layers = reader.table(rf::kLayers);
         for (const char* dataset : {"grad_nonfinite", "param_nonfinite"})
             if (layers && std::count(layers->datasets.begin(), layers->datasets.end(), dataset))
                 return {rf::kLayers, {dataset}};
-        return {rf::kActivations, {"nan", "inf"}};
+        return {rf::kActivations, {rf::column::kNan, rf::column::kInf}};
     }
     case HeatmapQuantity::ParamNormLog10:
-        return {rf::kLayers, {"param_norm"}};
+        return {rf::kLayers, {rf::column::kParamNorm}};
     }
-    return {rf::kLayers, {"grad_norm"}};
+    return {rf::kLayers, {rf::column::kGradNorm}};
 }
 
 } // namespace

@@ -53,8 +53,8 @@ void MemoryRunSource::addEvents(std::vector<int64_t> steps, std::vector<std::str
     replaceTableInfo(TableInfo{runformat::kEvents, rows, {}, {}, {}});
     Table& table = m_tables[runformat::kEvents];
     table = Table{std::move(steps), {}, {}, {}};
-    table.strings["kind"] = std::move(kinds);
-    table.strings["message"] = std::move(messages);
+    table.strings[runformat::column::kKind] = std::move(kinds);
+    table.strings[runformat::column::kMessage] = std::move(messages);
 }
 
 const std::vector<int64_t>& MemoryRunSource::steps(const std::string& table) const

@@ -2,6 +2,10 @@
 
 // Names fixed by the run directory contract (docs/run-format.md). One place, so that the
 // reader, the writer, the scanner and the views cannot drift apart.
+#include "RunFormatTable.h"
+
+#include <cstdint>
+#include <optional>
 #include <string>
 
 namespace nanscope::runformat {
@@ -56,19 +60,10 @@ inline bool isSeriesTableName(const std::string& name)
 inline constexpr const char* kWallTime = "wall_time";
 inline constexpr const char* kEpoch = "epoch";
 
-// The kinds of /events rows, written by the Python recorder and the C++ Guard alike
-// (python/nanscope_recorder keeps the same strings; docs/run-format.md lists them).
-namespace event {
-inline constexpr const char* kSkippedStep = "skipped_step";           // the step was not applied
-inline constexpr const char* kLossScaleDecrease = "loss_scale_decrease";
-inline constexpr const char* kCheckpoint = "checkpoint";
-inline constexpr const char* kBatchSaved = "batch_saved";
-inline constexpr const char* kNonfiniteLoss = "nonfinite_loss";
-inline constexpr const char* kNote = "note";
-inline constexpr const char* kRollback = "rollback";                  // weights and optimizer state restored
-inline constexpr const char* kBuffersRestored = "buffers_restored";   // BatchNorm buffers put back on a skipped step
-inline constexpr const char* kIncidentCapture = "incident_capture";   // the batch ring and its checkpoint written
-} // namespace event
+// The kinds of /events rows (rf::event::kSkippedStep, ...), the datasets of the [n, L] tables and
+// /events (rf::column::kGradNorm, ...), the step-file names and the defences' defaults come from
+// RunFormatTable.h, generated from the table the Python recorder reads too
+// (python/nanscope_recorder/run_format.json).
 
 // A multi-rank run (torch.distributed): a folder holding the manifest and one run directory per
 // rank, each with that rank's own state file (docs/run-format.md, "Multi-rank runs").
@@ -91,5 +86,18 @@ inline std::string rankDirName(int rank)
         digits.insert(0, size_t(kRankDirDigits) - digits.size(), '0');
     return kRankDirPrefix + digits;
 }
+
+// "step_00000042" for step 42: the stem of a checkpoint or batch file that a recorder writes.
+std::string stepFileStem(int64_t step);
+
+// A step file's name taken apart: "step_00000042.pt" -> {42, "pt"}. Any number of digits is read
+// (other tools do not pad), up to 18 so the step fits; nothing else may follow the extension
+// ("step_1.pt.partial" is an unfinished write, not a step file).
+struct StepFileName
+{
+    int64_t step = 0;
+    std::string extension; // without its dot
+};
+std::optional<StepFileName> parseStepFileName(const std::string& fileName);
 
 } // namespace nanscope::runformat

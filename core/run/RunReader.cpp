@@ -10,7 +10,6 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <thread>
 
 namespace fs = std::filesystem;
@@ -234,17 +233,15 @@ std::map<int64_t, std::string> listSteppedFiles(const std::string& directory)
     std::error_code ec;
     if (!fs::is_directory(directory, ec))
         return files;
-    static const std::regex pattern(R"(step_(\d{1,18})\.(pt|pth|safetensors))");
     for (const auto& entry : fs::directory_iterator(directory, ec)) {
-        std::smatch match;
-        const std::string name = entry.path().filename().string();
-        if (entry.is_regular_file(ec) && std::regex_match(name, match, pattern)) {
-            const int64_t step = std::stoll(match[1].str());
-            // A TorchScript/.pt checkpoint wins over a .safetensors one of the same step: it can replay.
-            auto it = files.find(step);
-            if (it == files.end() || match[2] != "safetensors")
-                files[step] = entry.path().string();
-        }
+        const auto name = rf::parseStepFileName(entry.path().filename().string());
+        if (!name || (name->extension != "pt" && name->extension != "pth" && name->extension != "safetensors")
+            || !entry.is_regular_file(ec))
+            continue;
+        // A TorchScript/.pt checkpoint wins over a .safetensors one of the same step: it can replay.
+        auto it = files.find(name->step);
+        if (it == files.end() || name->extension != "safetensors")
+            files[name->step] = entry.path().string();
     }
     return files;
 }

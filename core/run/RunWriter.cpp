@@ -108,13 +108,6 @@ struct RunWriter::State
     std::string path;
 };
 
-std::string stepFileStem(int64_t step)
-{
-    char buffer[40];
-    std::snprintf(buffer, sizeof buffer, "step_%08lld", static_cast<long long>(step));
-    return buffer;
-}
-
 RunWriter::RunWriter()
     : m_state(std::make_unique<State>())
 {
@@ -127,12 +120,12 @@ RunWriter::~RunWriter()
 
 std::string RunWriter::checkpointPath(int64_t step, const std::string& extension) const
 {
-    return (fs::path(m_directory) / rf::kCheckpointDir / (stepFileStem(step) + extension)).string();
+    return (fs::path(m_directory) / rf::kCheckpointDir / (rf::stepFileStem(step) + extension)).string();
 }
 
 std::string RunWriter::batchPath(int64_t step) const
 {
-    return (fs::path(m_directory) / rf::kBatchDir / (stepFileStem(step) + ".pt")).string();
+    return (fs::path(m_directory) / rf::kBatchDir / (rf::stepFileStem(step) + ".pt")).string();
 }
 
 Result<std::unique_ptr<RunWriter>> RunWriter::create(const std::string& runDirectory, const RunSchema& schema)
@@ -218,24 +211,24 @@ Result<std::unique_ptr<RunWriter>> RunWriter::create(const std::string& runDirec
     if (status && !schema.layers.empty()) {
         std::vector<std::string> datasets;
         if (schema.layerGradNorm)
-            datasets.push_back("grad_norm");
+            datasets.push_back(rf::column::kGradNorm);
         if (schema.layerParamNorm)
-            datasets.push_back("param_norm");
+            datasets.push_back(rf::column::kParamNorm);
         if (schema.layerGradNonfinite)
-            datasets.push_back("grad_nonfinite");
+            datasets.push_back(rf::column::kGradNonfinite);
         status = addTable(rf::kLayers, schema.layers, {}, datasets, true, false);
     }
-    const std::vector<std::string> rangeStats{"min", "max", "mean", "std", "nan", "inf"};
+    // The columns of each table are the shared table's (run_format.json), as the Python recorder writes.
+    const auto columns = [](const auto& list) { return std::vector<std::string>(std::begin(list), std::end(list)); };
     if (status && !schema.activations.empty())
-        status = addTable(rf::kActivations, schema.activations, schema.activationKinds, rangeStats, true, false);
-    if (status && !schema.buffers.empty())
-        status = addTable(rf::kBuffers, schema.buffers, {},
-                          {"running_mean_min", "running_mean_max", "running_var_min", "running_var_max", "nonfinite"},
+        status = addTable(rf::kActivations, schema.activations, schema.activationKinds, columns(rf::kActivationsColumns),
                           true, false);
+    if (status && !schema.buffers.empty())
+        status = addTable(rf::kBuffers, schema.buffers, {}, columns(rf::kBuffersColumns), true, false);
     if (status && !schema.inputs.empty())
-        status = addTable(rf::kInputs, schema.inputs, {}, rangeStats, true, false);
+        status = addTable(rf::kInputs, schema.inputs, {}, columns(rf::kInputsColumns), true, false);
     if (status && schema.events)
-        status = addTable(rf::kEvents, {}, {}, {"kind", "message"}, false, true);
+        status = addTable(rf::kEvents, {}, {}, columns(rf::kEventsColumns), false, true);
     if (!status)
         return Error{path + ": " + status.error()};
 
@@ -350,9 +343,9 @@ Status RunWriter::appendEvent(int64_t step, const std::string& kind, const std::
     const char* kindText = kind.c_str();
     const char* messageText = message.c_str();
     if (status)
-        status = appendToDataset(table.datasets["kind"].get(), table.rows, 1, 0, stringType.get(), &kindText);
+        status = appendToDataset(table.datasets[rf::column::kKind].get(), table.rows, 1, 0, stringType.get(), &kindText);
     if (status)
-        status = appendToDataset(table.datasets["message"].get(), table.rows, 1, 0, stringType.get(), &messageText);
+        status = appendToDataset(table.datasets[rf::column::kMessage].get(), table.rows, 1, 0, stringType.get(), &messageText);
     if (!status)
         return Error{m_state->path + ": /events: " + status.error()};
     table.rows += 1;

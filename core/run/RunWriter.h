@@ -70,7 +70,4 @@ private:
     std::string m_directory;
 };
 
-// `step_00001234`: the contract's file stem for step N.
-std::string stepFileStem(int64_t step);
-
 } // namespace nanscope

@@ -38,7 +38,7 @@ bool namedLikeAttention(std::string text)
 Status detectActivationGrowth(ScanContext& context)
 {
     const ScanInputs& inputs = context.inputs;
-    if (!inputs.hasDataset(rf::kActivations, "max"))
+    if (!inputs.hasDataset(rf::kActivations, rf::column::kMax))
         return Status::success();
     const TableInfo* table = inputs.table(rf::kActivations);
     const auto& steps = inputs.steps(rf::kActivations);
@@ -52,19 +52,19 @@ Status detectActivationGrowth(ScanContext& context)
     // row where the module's output held Inf/NaN.
     std::vector<double> top(buckets * width, kNaN);
     std::vector<int64_t> overflowStep(width, -1);
-    const bool hasMin = inputs.hasDataset(rf::kActivations, "min");
-    const bool hasInf = inputs.hasDataset(rf::kActivations, "inf");
+    const bool hasMin = inputs.hasDataset(rf::kActivations, rf::column::kMin);
+    const bool hasInf = inputs.hasDataset(rf::kActivations, rf::column::kInf);
     for (int64_t begin = 0; begin < rows; begin += context.config.blockRows) {
         const int64_t count = std::min<int64_t>(context.config.blockRows, rows - begin);
-        auto highs = inputs.readBlock(rf::kActivations, "max", begin, count);
+        auto highs = inputs.readBlock(rf::kActivations, rf::column::kMax, begin, count);
         if (!highs)
             return Error{highs.error()};
         Result<std::vector<float>> lows = std::vector<float>{};
         if (hasMin)
-            lows = inputs.readBlock(rf::kActivations, "min", begin, count);
+            lows = inputs.readBlock(rf::kActivations, rf::column::kMin, begin, count);
         Result<std::vector<float>> infs = std::vector<float>{};
         if (hasInf)
-            infs = inputs.readBlock(rf::kActivations, "inf", begin, count);
+            infs = inputs.readBlock(rf::kActivations, rf::column::kInf, begin, count);
         if (!lows || !infs)
             return Error{!lows ? lows.error() : infs.error()};
         for (int64_t r = 0; r < count; ++r) {

@@ -127,7 +127,7 @@ Status detectBadInputs(ScanContext& context)
         return Status::success();
     const auto& steps = inputs.steps(rf::kInputs);
     const size_t rows = std::min<size_t>(steps.size(), size_t(table->rows));
-    auto columns = inputs.readColumns(rf::kInputs, {"nan", "inf", "min", "max"}, rows, context.config.blockRows);
+    auto columns = inputs.readColumns(rf::kInputs, {rf::column::kNan, rf::column::kInf, rf::column::kMin, rf::column::kMax}, rows, context.config.blockRows);
     if (!columns)
         return Error{columns.error()};
     std::vector<BadRow> bad;
@@ -137,7 +137,7 @@ Status detectBadInputs(ScanContext& context)
             auto it = columns->find(dataset);
             return it == columns->end() ? none : it->second[column];
         };
-        findBadRows(get("nan"), get("inf"), get("min"), get("max"), rows, table->names[column],
+        findBadRows(get(rf::column::kNan), get(rf::column::kInf), get(rf::column::kMin), get(rf::column::kMax), rows, table->names[column],
                     context.config.inputDecades, bad);
     }
     std::sort(bad.begin(), bad.end(), [](const BadRow& x, const BadRow& y) { return x.row < y.row; });

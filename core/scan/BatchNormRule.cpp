@@ -42,20 +42,20 @@ Status tallyBuffers(const ScanContext& context, int64_t rows, size_t width, Buff
 {
     const ScanInputs& inputs = context.inputs;
     const auto& steps = inputs.steps(rf::kBuffers);
-    const bool haveNonfinite = inputs.hasDataset(rf::kBuffers, "nonfinite");
-    const bool haveVar = inputs.hasDataset(rf::kBuffers, "running_var_min");
+    const bool haveNonfinite = inputs.hasDataset(rf::kBuffers, rf::column::kNonfinite);
+    const bool haveVar = inputs.hasDataset(rf::kBuffers, rf::column::kRunningVarMin);
     const double floor = context.config.runningVarFloor;
     for (int64_t begin = 0; begin < rows; begin += context.config.blockRows) {
         const int64_t count = std::min(context.config.blockRows, rows - begin);
         std::vector<float> nonfinite, var;
         if (haveNonfinite) {
-            auto block = inputs.readBlock(rf::kBuffers, "nonfinite", begin, count);
+            auto block = inputs.readBlock(rf::kBuffers, rf::column::kNonfinite, begin, count);
             if (!block)
                 return Error{block.error()};
             nonfinite = std::move(*block);
         }
         if (haveVar) {
-            auto block = inputs.readBlock(rf::kBuffers, "running_var_min", begin, count);
+            auto block = inputs.readBlock(rf::kBuffers, rf::column::kRunningVarMin, begin, count);
             if (!block)
                 return Error{block.error()};
             var = std::move(*block);

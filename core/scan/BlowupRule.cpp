@@ -723,7 +723,7 @@ Status reportNonfiniteBurst(ScanContext& context, const Burst& burst)
     // non-finite at the burst's first logged activation row, then the gradients.
     std::vector<RankedOnset> onsets;
     if (const TableInfo* activations = inputs.table(rf::kActivations)) {
-        auto columns = inputs.readWindow(rf::kActivations, "max", "nan", "inf", first, last);
+        auto columns = inputs.readWindow(rf::kActivations, rf::column::kMax, rf::column::kNan, rf::column::kInf, first, last);
         if (!columns)
             return Error{columns.error()};
         int64_t earliest = std::numeric_limits<int64_t>::max();
@@ -748,8 +748,8 @@ Status reportNonfiniteBurst(ScanContext& context, const Burst& burst)
                 }
         }
     }
-    if (inputs.hasDataset(rf::kLayers, "grad_norm")) {
-        auto columns = inputs.readWindow(rf::kLayers, "grad_norm", "grad_nonfinite", nullptr, first, last);
+    if (inputs.hasDataset(rf::kLayers, rf::column::kGradNorm)) {
+        auto columns = inputs.readWindow(rf::kLayers, rf::column::kGradNorm, rf::column::kGradNonfinite, nullptr, first, last);
         if (!columns)
             return Error{columns.error()};
         for (const auto& column : *columns)

@@ -77,10 +77,10 @@ Status detectDamagedValues(ScanContext& context)
 {
     std::vector<DamagedSpan> spans;
     checkScalars(context.scalars, spans);
-    for (const char* dataset : {"grad_norm", "param_norm", "grad_nonfinite"})
+    for (const char* dataset : {rf::column::kGradNorm, rf::column::kParamNorm, rf::column::kGradNonfinite})
         if (Status s = checkTable(context, rf::kLayers, dataset, spans); !s)
             return s;
-    for (const char* dataset : {"nan", "inf"})
+    for (const char* dataset : {rf::column::kNan, rf::column::kInf})
         if (Status s = checkTable(context, rf::kActivations, dataset, spans); !s)
             return s;
     if (spans.empty())

@@ -108,9 +108,9 @@ Result<std::vector<RankedOnset>> blameLayers(const ScanInputs& inputs, const For
                                              int64_t windowEndStep)
 {
     std::vector<RankedOnset> onsets;
-    if (inputs.table(rf::kLayers) && inputs.hasDataset(rf::kLayers, "grad_norm")) {
+    if (inputs.table(rf::kLayers) && inputs.hasDataset(rf::kLayers, rf::column::kGradNorm)) {
         // h rows past the window's end, so that the centred median sees what followed.
-        auto columns = inputs.readWindow(rf::kLayers, "grad_norm", "grad_nonfinite", nullptr, windowBeginStep,
+        auto columns = inputs.readWindow(rf::kLayers, rf::column::kGradNorm, rf::column::kGradNonfinite, nullptr, windowBeginStep,
                                          windowEndStep, config.smoothingRows);
         if (!columns)
             return Error{columns.error()};
@@ -119,7 +119,7 @@ Result<std::vector<RankedOnset>> blameLayers(const ScanInputs& inputs, const For
                 onsets.push_back({*onset, order.parameter(column.name)});
     }
     if (inputs.table(rf::kActivations)) {
-        auto columns = inputs.readWindow(rf::kActivations, "max", "nan", "inf", windowBeginStep, windowEndStep,
+        auto columns = inputs.readWindow(rf::kActivations, rf::column::kMax, rf::column::kNan, rf::column::kInf, windowBeginStep, windowEndStep,
                                          config.smoothingRows);
         if (!columns)
             return Error{columns.error()};

@@ -16,7 +16,7 @@ Status detectNonfiniteParameters(ScanContext& context)
     const ScanInputs& inputs = context.inputs;
     // The count of non-finite elements, which a checkpoint series measures. (A recorder's
     // param_norm is not read here: the blow-up rule reads the training's own signals.)
-    const char* dataset = "param_nonfinite";
+    const char* dataset = rf::column::kParamNonfinite;
     if (!inputs.hasDataset(rf::kLayers, dataset))
         return Status::success();
     const TableInfo* layers = inputs.table(rf::kLayers);

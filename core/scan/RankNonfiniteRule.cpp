@@ -35,10 +35,10 @@ void readInputs(const RunSource& run, int64_t step, RankNonfiniteFacts& facts)
 {
     const TableInfo* inputs = run.table(rf::kInputs);
     const auto row = inputs ? rowOfStep(run, rf::kInputs, step) : std::nullopt;
-    if (!row || !hasDataset(run, rf::kInputs, "nan") || !hasDataset(run, rf::kInputs, "inf"))
+    if (!row || !hasDataset(run, rf::kInputs, rf::column::kNan) || !hasDataset(run, rf::kInputs, rf::column::kInf))
         return;
-    auto nan = run.readRow(rf::kInputs, "nan", *row);
-    auto inf = run.readRow(rf::kInputs, "inf", *row);
+    auto nan = run.readRow(rf::kInputs, rf::column::kNan, *row);
+    auto inf = run.readRow(rf::kInputs, rf::column::kInf, *row);
     if (!nan || !inf)
         return;
     facts.inputsLogged = true;

@@ -141,7 +141,7 @@ Status ScanInputs::loadScalars()
     // (RunReader lists no string datasets for /events: ask for the table, not the dataset.)
     const TableInfo* events = table(rf::kEvents);
     if ((m_scalars.skipped.empty() || m_scalars.lossScale.empty()) && events && events->rows > 0)
-        if (auto kinds = m_source->readStrings(rf::kEvents, "kind"))
+        if (auto kinds = m_source->readStrings(rf::kEvents, rf::column::kKind))
             scalarsFromEvents(*kinds, steps(rf::kEvents));
     return Status::success();
 }

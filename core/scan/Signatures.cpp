@@ -156,8 +156,8 @@ Result<std::optional<Precursor>> findPrecursor(const ScanInputs& inputs, const S
         const char* countA;
         const char* countB;
     };
-    for (const Source& source : {Source{rf::kActivations, "max", "nan", "inf"},
-                                 Source{rf::kLayers, "param_norm", "param_nonfinite", nullptr}}) {
+    for (const Source& source : {Source{rf::kActivations, rf::column::kMax, rf::column::kNan, rf::column::kInf},
+                                 Source{rf::kLayers, rf::column::kParamNorm, rf::column::kParamNonfinite, nullptr}}) {
         if (!inputs.hasDataset(source.table, source.value))
             continue;
         auto columns = inputs.readWindow(source.table, source.value, source.countA, source.countB, windowBeginStep,
@@ -176,19 +176,19 @@ Result<std::optional<Precursor>> findPrecursor(const ScanInputs& inputs, const S
 
 Result<std::optional<std::vector<std::string>>> nonfiniteParametersAt(const ScanInputs& inputs, int64_t step)
 {
-    if (!inputs.hasDataset(rf::kLayers, "param_norm"))
+    if (!inputs.hasDataset(rf::kLayers, rf::column::kParamNorm))
         return std::optional<std::vector<std::string>>{};
     const auto& steps = inputs.steps(rf::kLayers);
     const size_t row = rowAtOrAfter(steps, step);
     const TableInfo* table = inputs.table(rf::kLayers);
     if (row >= steps.size() || steps[row] != step || int64_t(row) >= table->rows)
         return std::optional<std::vector<std::string>>{};
-    auto norms = inputs.readBlock(rf::kLayers, "param_norm", int64_t(row), 1);
+    auto norms = inputs.readBlock(rf::kLayers, rf::column::kParamNorm, int64_t(row), 1);
     if (!norms)
         return Error{norms.error()};
     std::vector<float> counts;
-    if (inputs.hasDataset(rf::kLayers, "param_nonfinite")) {
-        auto read = inputs.readBlock(rf::kLayers, "param_nonfinite", int64_t(row), 1);
+    if (inputs.hasDataset(rf::kLayers, rf::column::kParamNonfinite)) {
+        auto read = inputs.readBlock(rf::kLayers, rf::column::kParamNonfinite, int64_t(row), 1);
         if (!read)
             return Error{read.error()};
         counts = std::move(*read);

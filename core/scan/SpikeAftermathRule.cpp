@@ -50,7 +50,7 @@ Result<std::vector<std::string>> deadAfter(const ScanContext& context, int64_t o
 {
     const ScanInputs& inputs = context.inputs;
     std::vector<std::string> dead;
-    if (!inputs.hasDataset(rf::kLayers, "grad_norm"))
+    if (!inputs.hasDataset(rf::kLayers, rf::column::kGradNorm))
         return dead;
     const TableInfo* table = inputs.table(rf::kLayers);
     const auto& steps = inputs.steps(rf::kLayers);
@@ -66,7 +66,7 @@ Result<std::vector<std::string>> deadAfter(const ScanContext& context, int64_t o
         if (block >= onset && block + context.config.blockRows <= firstAfter)
             continue; // inside the spike: neither before nor after
         const int64_t count = std::min<int64_t>(context.config.blockRows, rows - block);
-        auto values = inputs.readBlock(rf::kLayers, "grad_norm", block, count);
+        auto values = inputs.readBlock(rf::kLayers, rf::column::kGradNorm, block, count);
         if (!values)
             return Error{values.error()};
         for (int64_t r = 0; r < count; ++r) {

@@ -163,7 +163,7 @@ Status streamGradNorms(ScanContext& context, int64_t rows, size_t width, Vanishi
     // meanwhile, so HDF5 needs no thread safety; memory is two blocks.
     const ScanInputs& inputs = context.inputs;
     auto readBlockAt = [&inputs, rows, blockRows](int64_t begin) {
-        return inputs.readBlock(rf::kLayers, "grad_norm", begin, std::min(blockRows, rows - begin));
+        return inputs.readBlock(rf::kLayers, rf::column::kGradNorm, begin, std::min(blockRows, rows - begin));
     };
     std::future<Result<std::vector<float>>> next = std::async(std::launch::async, readBlockAt, int64_t(0));
     for (int64_t begin = 0; begin < rows; begin += blockRows) {
@@ -233,7 +233,7 @@ Status detectVanishing(ScanContext& context)
 {
     const ScanInputs& inputs = context.inputs;
     const TableInfo* layers = inputs.table(rf::kLayers);
-    if (!layers || !inputs.hasDataset(rf::kLayers, "grad_norm") || layers->names.size() < 2)
+    if (!layers || !inputs.hasDataset(rf::kLayers, rf::column::kGradNorm) || layers->names.size() < 2)
         return Status::success();
     const auto& steps = inputs.steps(rf::kLayers);
     int64_t rows = std::min<int64_t>(int64_t(steps.size()), layers->rows);

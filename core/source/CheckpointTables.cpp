@@ -1,11 +1,14 @@
 #include "core/source/CheckpointTables.h"
 
+#include "core/run/RunFormat.h"
 #include "core/tensor/Tensor.h"
 
 #include <algorithm>
 #include <cctype>
 
 namespace nanscope::checkpointtables {
+
+namespace rf = runformat;
 
 namespace {
 
@@ -150,9 +153,9 @@ void assembleTables(const std::vector<CheckpointFigures>& rows, CheckpointSeries
         series.updateBaseSteps.push_back(row.baseStep);
     }
     const auto& columns = series.parameters;
-    series.layerDatasets["param_norm"] = matrix(
+    series.layerDatasets[rf::column::kParamNorm] = matrix(
         all, columns, [](const CheckpointFigures& r, const std::string& c) { return r.parameters.at(c).norm; });
-    series.layerDatasets["param_nonfinite"] = matrix(all, columns,
+    series.layerDatasets[rf::column::kParamNonfinite] = matrix(all, columns,
         [](const CheckpointFigures& r, const std::string& c) { return double(r.parameters.at(c).nonfinite); });
     series.updateDatasets["update_norm"] = matrix(
         updated, columns, [](const CheckpointFigures& r, const std::string& c) { return r.updates.at(c).norm; });
@@ -170,12 +173,12 @@ void assembleTables(const std::vector<CheckpointFigures>& rows, CheckpointSeries
     }
     using Field = double BufferFigures::*;
     const std::pair<const char*, Field> bufferFields[]
-        = { { "running_mean_min", &BufferFigures::meanMin }, { "running_mean_max", &BufferFigures::meanMax },
-              { "running_var_min", &BufferFigures::varMin }, { "running_var_max", &BufferFigures::varMax } };
+        = { { rf::column::kRunningMeanMin, &BufferFigures::meanMin }, { rf::column::kRunningMeanMax, &BufferFigures::meanMax },
+              { rf::column::kRunningVarMin, &BufferFigures::varMin }, { rf::column::kRunningVarMax, &BufferFigures::varMax } };
     for (const auto& [dataset, field] : bufferFields)
         series.bufferDatasets[dataset] = matrix(all, series.buffers,
             [field = field](const CheckpointFigures& r, const std::string& c) { return r.buffers.at(c).*field; });
-    series.bufferDatasets["nonfinite"] = matrix(all, series.buffers,
+    series.bufferDatasets[rf::column::kNonfinite] = matrix(all, series.buffers,
         [](const CheckpointFigures& r, const std::string& c) { return double(r.buffers.at(c).nonfinite); });
 }
 

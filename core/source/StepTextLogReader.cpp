@@ -516,7 +516,7 @@ Result<ScalarLog> readStepTextLog(const std::string& path)
                 continue;
             auto it = lossAt.find(p.step);
             if (it != lossAt.end() && std::isfinite(it->second))
-                log.events.push_back({p.step, "skipped_step",
+                log.events.push_back({p.step, runformat::event::kSkippedStep,
                                       "the gradient norm is " + std::string(std::isnan(p.value) ? "NaN" : "Inf") +
                                           " while the loss is finite: a loss scaler skips such a step (fp16 overflow)"});
         }

@@ -115,7 +115,7 @@ struct Guard::State
     std::string logPath() const { return (fs::path(directory) / rf::kLogFileName).string(); }
     std::string stepFile(const char* folder, int64_t s) const
     {
-        return (fs::path(directory) / folder / (stepFileStem(s) + ".pt")).string();
+        return (fs::path(directory) / folder / (rf::stepFileStem(s) + ".pt")).string();
     }
     std::string relative(const std::string& path) const { return fs::path(path).lexically_relative(directory).string(); }
 

@@ -28,6 +28,7 @@
 // increase, an optimizer the rollback does not know, run.h5 that cannot be written.
 
 #include "core/record/CapturePolicy.h"
+#include "core/run/RunFormat.h"
 
 #include <cstdint>
 #include <map>
@@ -92,9 +93,10 @@ struct GuardOptions
     // After this many non-finite steps in a row, put back the weights, buffers and optimizer state
     // of the last good snapshot and scale every learning rate by rollbackLrFactor (0: off).
     int rollbackAfter = 0;
-    double rollbackLrFactor = 0.5;
+    double rollbackLrFactor = runformat::recorderdefaults::kRollbackLrFactor;
     // A good step's state is kept in memory at most every this many steps (the rollback target).
-    int64_t snapshotEvery = 20;
+    // The default is the Python recorder's snapshot_every (python/nanscope_recorder/run_format.json).
+    int64_t snapshotEvery = runformat::recorderdefaults::kSnapshotEvery;
     // On a skipped step, put BatchNorm running statistics back to their values before its forward.
     bool restoreBuffersOnSkip = false;
     // Rollback knows torch::optim Adam, AdamW, SGD, RMSprop and Adagrad. With another optimizer

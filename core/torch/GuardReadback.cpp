@@ -1,5 +1,6 @@
 #include "core/torch/GuardReadback.h"
 
+#include "core/run/RunFormat.h"
 #include "core/torch/TensorRange.h"
 #include "core/torch/TorchReductions.h"
 
@@ -96,15 +97,17 @@ TensorStats statsOf(const double* slots)
 
 std::map<std::string, std::vector<float>> rangeRow(const std::vector<TensorStats>& stats)
 {
-    std::map<std::string, std::vector<float>> row{{"min", {}}, {"max", {}}, {"mean", {}},
-                                                  {"std", {}}, {"nan", {}}, {"inf", {}}};
+    namespace column = runformat::column;
+    std::map<std::string, std::vector<float>> row;
+    for (const char* name : runformat::kActivationsColumns)
+        row[name]; // every column of the table, also for no module
     for (const auto& s : stats) {
-        row["min"].push_back(torchutil::runFileFigure(s.min));
-        row["max"].push_back(torchutil::runFileFigure(s.max));
-        row["mean"].push_back(torchutil::runFileFigure(s.mean));
-        row["std"].push_back(torchutil::runFileFigure(s.std));
-        row["nan"].push_back(float(s.nan));
-        row["inf"].push_back(float(s.inf()));
+        row[column::kMin].push_back(torchutil::runFileFigure(s.min));
+        row[column::kMax].push_back(torchutil::runFileFigure(s.max));
+        row[column::kMean].push_back(torchutil::runFileFigure(s.mean));
+        row[column::kStd].push_back(torchutil::runFileFigure(s.std));
+        row[column::kNan].push_back(float(s.nan));
+        row[column::kInf].push_back(float(s.inf()));
     }
     return row;
 }

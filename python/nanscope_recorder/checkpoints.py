@@ -6,9 +6,11 @@ import warnings
 
 import torch
 
+from .run_format import step_file_stem
+
 
 def step_file_name(step):
-    return "step_%08d.pt" % step
+    return step_file_stem(step) + ".pt"
 
 
 def _save_atomically(save, path):
@@ -31,7 +33,7 @@ SCRIPTED, TRACED, STATE_DICT = "scripted", "traced", "state_dict"
 
 
 def form_file_name(step):
-    return "step_%08d.form" % step
+    return step_file_stem(step) + ".form"
 
 
 def _write_text(path, text):

@@ -1,7 +1,6 @@
 """The recorder: hooks into a PyTorch training loop and writes a run directory nanscope reads."""
 import math
 import os
-import re
 import sys
 import time
 import warnings
@@ -17,11 +16,11 @@ from .capture import DEFAULTS as CAPTURE_DEFAULTS, FIRST_NONFINITE, CapturePolic
 from .defences import (BatchRing, LastGoodState, SpikeDetector, UnsupportedOptimizer, check_optimizer,
                        model_state)
 from .run_file import RunFile, log_path
+from .run_format import RECORDER_DEFAULTS, STEP_FILE, event_kind
 
 _BUFFER_NAMES = ("running_mean", "running_var", "num_batches_tracked")
 # The /scalars columns the recorder computes itself; `wall_time` is seconds since the Unix epoch.
 _COMPUTED_SCALARS = ("loss", "grad_norm", "param_norm", "skipped", "wall_time")
-STEP_FILE = re.compile(r"step_\d{8,}\.(pt|safetensors|form)(\.partial)?")
 
 
 def _tensors_of(value):
@@ -121,7 +120,8 @@ class Recorder:
     def __init__(self, run_dir, model, loss_name=None, checkpoint_every=50, activations_every=5,
                  amp_dtype="none", run_name=None, warn_after_skipped=3, activation_filter=None,
                  restore_buffers_on_skip=False, overwrite=False, optimizer=None, rollback_after=0,
-                 rollback_lr_factor=0.5, snapshot_every=50, allow_unguarded=False, batch_ring=8,
+                 rollback_lr_factor=RECORDER_DEFAULTS["rollback_lr_factor"],
+                 snapshot_every=RECORDER_DEFAULTS["snapshot_every"], allow_unguarded=False, batch_ring=8,
                  spike_mads=CAPTURE_DEFAULTS["spike_mads"], spike_window=CAPTURE_DEFAULTS["spike_window"],
                  ring_device=None, layers_every=1, spike_captures=None, later_nonfinite_captures=None,
                  model_factory=None):
@@ -736,7 +736,7 @@ class Recorder:
 
     def _event(self, step, kind, message):
         self._last_event_step = max(self._last_event_step, int(step))
-        self._pending_events.append((int(step), kind, message))
+        self._pending_events.append((int(step), event_kind(kind), message))
 
     def _flush_events(self):
         if self._file is None or self._file.events is None:

@@ -11,6 +11,8 @@ import h5py
 from h5py import h5s
 import numpy as np
 
+from .run_format import COLUMNS
+
 FORMAT_NAME = "training-run"
 FORMAT_VERSION = 1
 LOG_FILE_NAME = "run.h5"
@@ -24,10 +26,11 @@ EVENT_CHUNK = 64
 
 STRING = h5py.string_dtype()
 
-ACTIVATION_COLUMNS = ("min", "max", "mean", "std", "nan", "inf")
-INPUT_COLUMNS = ACTIVATION_COLUMNS
-BUFFER_COLUMNS = ("running_mean_min", "running_mean_max", "running_var_min", "running_var_max", "nonfinite")
-LAYER_COLUMNS = ("grad_norm", "param_norm", "grad_nonfinite")
+# The columns of each table, from the table the C++ recorder compiles in (run_format.json).
+ACTIVATION_COLUMNS = COLUMNS["activations"]
+INPUT_COLUMNS = COLUMNS["inputs"]
+BUFFER_COLUMNS = COLUMNS["buffers"]
+LAYER_COLUMNS = COLUMNS["layers"]
 
 
 class _Table:
@@ -105,9 +108,10 @@ class RunFile:
         if events:
             group = f.create_group("events")
             self.events = _Table(group, [], None, None)
-            self._event_kind = group.create_dataset("kind", shape=(0,), maxshape=(None,), dtype=STRING,
+            kind, message = COLUMNS["events"]
+            self._event_kind = group.create_dataset(kind, shape=(0,), maxshape=(None,), dtype=STRING,
                                                     chunks=(EVENT_CHUNK,))
-            self._event_message = group.create_dataset("message", shape=(0,), maxshape=(None,), dtype=STRING,
+            self._event_message = group.create_dataset(message, shape=(0,), maxshape=(None,), dtype=STRING,
                                                        chunks=(EVENT_CHUNK,))
         f.swmr_mode = True
         f.flush()

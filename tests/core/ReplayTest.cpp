@@ -2,6 +2,7 @@
 #include "TestRuns.h"
 
 #include "core/torch/Replay.h"
+#include "core/run/RunFormat.h"
 #include "core/run/RunWriter.h"
 
 #include <cmath>
@@ -14,8 +15,8 @@ namespace {
 ReplayOptions demoStep(const std::string& run, int64_t step)
 {
     ReplayOptions options;
-    options.checkpoint = test::demoRun(run) + "/checkpoints/" + stepFileStem(step) + ".pt";
-    options.batch = test::demoRun(run) + "/batches/" + stepFileStem(step) + ".pt";
+    options.checkpoint = test::demoRun(run) + "/checkpoints/" + runformat::stepFileStem(step) + ".pt";
+    options.batch = test::demoRun(run) + "/batches/" + runformat::stepFileStem(step) + ".pt";
     options.lossName = "cross_entropy";
     return options;
 }
@@ -134,7 +135,7 @@ TEST(Replay, WrongFilesGiveClearErrors)
     EXPECT_NE(result.error().find(swapped.batch), std::string::npos) << result.error();
 
     ReplayOptions otherModel = demoStep("division-by-zero", 180);
-    otherModel.batch = test::demoRun("gradual-blowup") + "/batches/" + stepFileStem(100) + ".pt";
+    otherModel.batch = test::demoRun("gradual-blowup") + "/batches/" + runformat::stepFileStem(100) + ".pt";
     otherModel.lossName = "mse";
     auto mismatch = replayStep(otherModel);
     ASSERT_FALSE(mismatch) << "a regression batch does not fit a classifier";

@@ -1,6 +1,7 @@
 #include "TestRuns.h"
 
 #include "core/run/RunReader.h"
+#include "core/run/RunFormat.h"
 #include "core/run/RunWriter.h"
 
 #include <cmath>
@@ -112,7 +113,7 @@ TEST(RunRoundTrip, FindsCheckpointsAndBatchesByStep)
         std::ofstream(path) << "x";
     std::ofstream(dir / "checkpoints/notes.txt") << "ignored";
     (*writer)->close();
-    EXPECT_EQ(stepFileStem(1234), "step_00001234");
+    EXPECT_EQ(runformat::stepFileStem(1234), "step_00001234");
 
     auto reader = RunReader::open(dir.path());
     ASSERT_TRUE(reader);

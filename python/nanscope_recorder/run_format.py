@@ -1,0 +1,32 @@
+"""The run directory contract's shared names (docs/run-format.md), from the one table both recorders
+read: run_format.json beside this file, which the C++ build compiles in (cmake/RunFormatTable.cmake).
+tests/python/test_run_format_table.py fails where the two recorders write different names."""
+import json
+import os
+import re
+
+_TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "run_format.json")
+
+with open(_TABLE, encoding="utf-8") as _file:
+    TABLE = {k: v for k, v in json.load(_file).items() if not k.startswith("_")}
+
+STEP_FILE_PREFIX = TABLE["step_file_prefix"]
+STEP_FILE_DIGITS = int(TABLE["step_file_digits"])
+# A step file the recorder wrote, finished or not: step_00000042.pt, .safetensors, .form (+ .partial).
+STEP_FILE = re.compile(r"%s\d{%d,}\.(pt|safetensors|form)(\.partial)?" % (re.escape(STEP_FILE_PREFIX), STEP_FILE_DIGITS))
+
+COLUMNS = {table: tuple(columns) for table, columns in TABLE["columns"].items()}
+EVENT_KINDS = tuple(TABLE["event_kinds"])
+RECORDER_DEFAULTS = dict(TABLE["recorder_defaults"])
+
+
+def step_file_stem(step):
+    """"step_00000042" for step 42: the stem of a checkpoint or batch file."""
+    return "%s%0*d" % (STEP_FILE_PREFIX, STEP_FILE_DIGITS, step)
+
+
+def event_kind(kind):
+    """kind, checked against the table: an event kind the readers do not know is a bug here."""
+    if kind not in EVENT_KINDS:
+        raise ValueError("%r is not an event kind of the run format (run_format.json)" % kind)
+    return kind

@@ -1,0 +1,103 @@
+"""The two recorders write one run format: the Python recorder and the C++ Guard (the demo runs
+are LibTorch loops under the Guard) name their tables' columns, event kinds and step files from
+one table (nanscope_recorder/run_format.json, compiled into the C++ side). This writes a run with
+the Python recorder and compares it with a demo run, file against file: before the table, each
+side spelt the names out on its own, and nothing noticed when they drifted."""
+import os
+import tempfile
+import unittest
+
+import h5py
+import torch
+import torch.nn.functional as F
+
+import recorder_fixtures as fx
+from nanscope_recorder import Recorder
+from nanscope_recorder.run_format import COLUMNS, EVENT_KINDS, RECORDER_DEFAULTS, STEP_FILE
+
+RUNS = os.environ.get("NANSCOPE_TEST_RUNS")
+# A demo run with every table: activations, inputs, BatchNorm buffers, events, checkpoints, batches.
+DEMO = "batchnorm-poisoned"
+ROW_AXES = {"steps", "names", "kinds"}
+
+
+def columns(run_dir):
+    with h5py.File(os.path.join(run_dir, "run.h5"), "r") as f:
+        tables = {name: set(f[name].keys()) - ROW_AXES for name in f if name != "scalars"}
+        kinds = set()
+        if "events" in f:
+            kinds = {k.decode() if isinstance(k, bytes) else k for k in f["events/kind"][:]}
+    return tables, kinds
+
+
+def step_files(run_dir):
+    names = []
+    for folder in ("checkpoints", "batches"):
+        path = os.path.join(run_dir, folder)
+        if os.path.isdir(path):
+            names += os.listdir(path)
+    return names
+
+
+@unittest.skipUnless(RUNS, "NANSCOPE_TEST_RUNS not set")
+class RunFormatTable(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls._tmp = tempfile.TemporaryDirectory()
+        cls.run_dir = os.path.join(cls._tmp.name, "python-run")
+        model = fx.bn_mlp()
+        opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+        with Recorder(cls.run_dir, model, loss_name="cross_entropy", checkpoint_every=5, activations_every=1,
+                      batch_ring=2) as rec:
+            for step in range(12):
+                x, y = fx.batch(step)
+                if step == 9:
+                    x = x.clone()
+                    x[0, 0] = float("nan")  # a non-finite step: skipped, captured, its events written
+                rec.begin_step(step, inputs=x, targets=y)
+                loss = F.cross_entropy(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                if rec.end_step(loss, lr=1e-2):
+                    opt.step()
+        cls.demo_dir = os.path.join(RUNS, DEMO)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._tmp.cleanup()
+
+    def test_both_recorders_write_the_same_columns_in_every_table(self):
+        python_tables, _ = columns(self.run_dir)
+        cpp_tables, _ = columns(self.demo_dir)
+        for table in ("layers", "activations", "inputs", "buffers", "events"):
+            self.assertIn(table, python_tables, "the Python recorder wrote no /%s" % table)
+            self.assertIn(table, cpp_tables, "the C++ Guard wrote no /%s" % table)
+            self.assertEqual(python_tables[table], cpp_tables[table], "/%s differs between the recorders" % table)
+            self.assertEqual(python_tables[table], set(COLUMNS[table]), "/%s is not the table's" % table)
+
+    def test_every_event_kind_either_recorder_writes_is_in_the_table(self):
+        _, python_kinds = columns(self.run_dir)
+        _, cpp_kinds = columns(self.demo_dir)
+        self.assertIn("skipped_step", python_kinds)
+        self.assertIn("skipped_step", cpp_kinds)
+        self.assertLessEqual(python_kinds, set(EVENT_KINDS))
+        self.assertLessEqual(cpp_kinds, set(EVENT_KINDS))
+
+    def test_both_recorders_name_step_files_alike(self):
+        for run_dir in (self.run_dir, self.demo_dir):
+            names = step_files(run_dir)
+            self.assertTrue(names, run_dir)
+            for name in names:
+                self.assertTrue(STEP_FILE.fullmatch(name), "%s in %s" % (name, run_dir))
+
+    def test_the_recorder_defaults_are_the_tables(self):
+        import inspect
+        signature = inspect.signature(Recorder.__init__)
+        self.assertEqual(signature.parameters["snapshot_every"].default, RECORDER_DEFAULTS["snapshot_every"])
+        self.assertEqual(signature.parameters["rollback_lr_factor"].default, RECORDER_DEFAULTS["rollback_lr_factor"])
+
+
+if __name__ == "__main__":
+    import sys
+    result = unittest.main(exit=False, verbosity=2).result
+    sys.exit(0 if result.wasSuccessful() else 1)
