@@ -8,10 +8,12 @@
 // 1,000 parameters; /activations for 1,000 modules every 10 steps; /buffers for 100 BatchNorm
 // layers every step; /inputs every step; a few events. A sudden blow-up at step 90,000 and one
 // layer whose gradient vanishes at step 40,000 give the scan something to find.
-#include "core/source/RunScan.h"
 #include "core/run/RunReader.h"
 #include "core/run/RunWriter.h"
+#include "core/scan/ScanRules.h"
+#include "core/source/RunScan.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -183,6 +185,35 @@ double baselineSeconds(const std::string& dir)
     return seconds(start);
 }
 
+// What each rule costs on this run: the rules run one by one, in the scan's order, on one context
+// (so each sees what the rules before it found, as in the scan), each timed alone.
+bool printRuleCosts(const std::string& dir, double scanSeconds)
+{
+    auto reader = RunReader::open(dir);
+    if (!reader)
+        return false;
+    const auto loadStart = std::chrono::steady_clock::now();
+    auto inputs = scan::ScanInputs::load(**reader);
+    if (!inputs)
+        return false;
+    scan::ScanContext context(*inputs, ScanConfig{});
+    const double loadSeconds = seconds(loadStart);
+    std::printf("per rule        (seconds, share of the scan)\n");
+    std::printf("  %-24s %6.3f  %4.1f%%\n", "scalars and context", loadSeconds, 100 * loadSeconds / scanSeconds);
+    double total = loadSeconds;
+    for (const scan::NamedRule& rule : scan::rulesInOrder()) {
+        const auto start = std::chrono::steady_clock::now();
+        if (!rule.run(context))
+            return false;
+        const double spent = seconds(start);
+        total += spent;
+        std::printf("  %-24s %6.3f  %4.1f%%\n", rule.name, spent, 100 * spent / scanSeconds);
+    }
+    std::printf("  %-24s %6.3f  %4.1f%%\n", "rest (spike scores, sort)", std::max(0.0, scanSeconds - total),
+                100 * std::max(0.0, scanSeconds - total) / scanSeconds);
+    return true;
+}
+
 // Runs in a fresh process so that its peak memory is the scan's alone.
 int scanOnly(const std::string& dir, bool quiet)
 {
@@ -217,7 +248,7 @@ int scanOnly(const std::string& dir, bool quiet)
     for (const auto& incident : report->report.incidents)
         std::printf(" %s@%lld", toString(incident.kind), static_cast<long long>(incident.onsetStep));
     std::printf("\n");
-    return 0;
+    return printRuleCosts(dir, scanSeconds) ? 0 : 1;
 }
 
 int runChild(const char* mode, const std::string& dir)

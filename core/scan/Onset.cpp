@@ -85,7 +85,7 @@ std::vector<double> smoothed(const LogSeries& s, size_t begin, size_t end, int64
             continue;
         }
         const double below = *std::prev(lower.end());
-        out.push_back((m >= kNonfiniteLog || below >= kNonfiniteLog) ? std::max(m, below) : 0.5 * (m + below));
+        out.push_back(middlePairMedian(below, m));
     }
     return out;
 }

@@ -21,7 +21,7 @@ double medianInPlace(std::vector<double>& values)
     double m = values[mid];
     if (values.size() % 2 == 0) {
         const double below = *std::max_element(values.begin(), values.begin() + mid);
-        m = (m >= kNonfiniteLog || below >= kNonfiniteLog) ? std::max(m, below) : 0.5 * (m + below);
+        m = middlePairMedian(below, m);
     }
     return m;
 }

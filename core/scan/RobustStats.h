@@ -4,6 +4,7 @@
 // absolute deviation as the noise, Theil-Sen slopes, and series on a log10 scale (the scale every
 // "how much worse" of the scan is measured on).
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -22,6 +23,11 @@ inline constexpr double kNonfiniteLog = 1e300;
 // An even count averages the two middle values, unless one is kNonfiniteLog: "worse than
 // anything" stays that, it is not averaged into a huge finite level.
 double medianInPlace(std::vector<double>& values);
+// The median of an even count from its two middle values (below <= above), by that rule.
+inline double middlePairMedian(double below, double above)
+{
+    return (above >= kNonfiniteLog || below >= kNonfiniteLog) ? std::max(above, below) : 0.5 * (above + below);
+}
 inline double medianOf(std::vector<double> values)
 {
     return medianInPlace(values);

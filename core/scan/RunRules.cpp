@@ -22,6 +22,7 @@ using namespace scan;
 
 struct RuleStep
 {
+    const char* name;
     ScanRule run;
     // Progress reported after the rule, when it has a label.
     double progressAfter;
@@ -43,22 +44,34 @@ struct RuleStep
 // explains a climb) and Adam epsilon (the caller's facts); last,
 // the spike score of the primary series goes into every incident's evidence.
 constexpr RuleStep kRules[] = {
-    {detectBadInputs, -1, nullptr},
-    {detectBatchNormCorruption, 0.1, "inputs and buffers"},
-    {detectNonfiniteAndBlowup, 0.2, "blow-ups"},
-    {detectSpikes, -1, nullptr},
-    {detectLossScaleCollapse, -1, nullptr},
-    {detectSkippedSteps, -1, nullptr},
-    {detectEvaluationNonfinite, -1, nullptr},
-    {detectNonfiniteMetrics, -1, nullptr},
-    {detectNonfiniteParameters, -1, nullptr},
-    {detectVanishing, -1, nullptr},
-    {detectDamagedValues, -1, nullptr},
-    {detectActivationGrowth, -1, nullptr},
-    {detectSpikeAftermath, -1, nullptr},
-    {detectDivergence, -1, nullptr},
-    {detectAdamEpsilon, -1, nullptr},
+    {"bad inputs", detectBadInputs, -1, nullptr},
+    {"BatchNorm", detectBatchNormCorruption, 0.1, "inputs and buffers"},
+    {"non-finite and blow-up", detectNonfiniteAndBlowup, 0.2, "blow-ups"},
+    {"spikes", detectSpikes, -1, nullptr},
+    {"loss scale", detectLossScaleCollapse, -1, nullptr},
+    {"skipped steps", detectSkippedSteps, -1, nullptr},
+    {"evaluation loss", detectEvaluationNonfinite, -1, nullptr},
+    {"non-finite metrics", detectNonfiniteMetrics, -1, nullptr},
+    {"non-finite parameters", detectNonfiniteParameters, -1, nullptr},
+    {"vanishing", detectVanishing, -1, nullptr},
+    {"damaged values", detectDamagedValues, -1, nullptr},
+    {"activation growth", detectActivationGrowth, -1, nullptr},
+    {"spike aftermath", detectSpikeAftermath, -1, nullptr},
+    {"divergence", detectDivergence, -1, nullptr},
+    {"Adam epsilon", detectAdamEpsilon, -1, nullptr},
 };
+
+} // namespace
+
+std::vector<scan::NamedRule> scan::rulesInOrder()
+{
+    std::vector<NamedRule> rules;
+    for (const RuleStep& rule : kRules)
+        rules.push_back({rule.name, rule.run});
+    return rules;
+}
+
+namespace {
 
 // The spike score (share of steps 7 robust deviations above a rolling 1,000-step median) of the
 // primary series up to each incident's end.

@@ -7,9 +7,20 @@
 #include "core/Result.h"
 #include "core/scan/ScanContext.h"
 
+#include <vector>
+
 namespace nanscope::scan {
 
 using ScanRule = Status (*)(ScanContext&);
+
+// The rules in the order the scan runs them (RunRules.cpp says why this order), by name: what
+// bench_scan times one by one, so that docs/scan.md can say what each rule costs.
+struct NamedRule
+{
+    const char* name;
+    ScanRule run;
+};
+std::vector<NamedRule> rulesInOrder();
 
 // Input batches with NaN/Inf or values far beyond the input's usual range (BadInput).
 Status detectBadInputs(ScanContext& context);

@@ -8,8 +8,6 @@ import tempfile
 import unittest
 
 import h5py
-import torch
-import torch.nn.functional as F
 
 import recorder_fixtures as fx
 from nanscope_recorder import Recorder
@@ -45,21 +43,8 @@ class RunFormatTable(unittest.TestCase):
     def setUpClass(cls):
         cls._tmp = tempfile.TemporaryDirectory()
         cls.run_dir = os.path.join(cls._tmp.name, "python-run")
-        model = fx.bn_mlp()
-        opt = torch.optim.SGD(model.parameters(), lr=1e-2)
-        with Recorder(cls.run_dir, model, loss_name="cross_entropy", checkpoint_every=5, activations_every=1,
-                      batch_ring=2) as rec:
-            for step in range(12):
-                x, y = fx.batch(step)
-                if step == 9:
-                    x = x.clone()
-                    x[0, 0] = float("nan")  # a non-finite step: skipped, captured, its events written
-                rec.begin_step(step, inputs=x, targets=y)
-                loss = F.cross_entropy(model(x), y)
-                opt.zero_grad()
-                loss.backward()
-                if rec.end_step(loss, lr=1e-2):
-                    opt.step()
+        # Every table; step 9's batch holds a NaN: skipped, captured, its events written.
+        fx.train(cls.run_dir, fx.bn_mlp(), 12, nan_at=9, activations_every=1, batch_ring=2)
         cls.demo_dir = os.path.join(RUNS, DEMO)
 
     @classmethod
