@@ -34,8 +34,7 @@ QString notAFileNote(const QString& folder, int64_t step)
     const QDir dir(folder);
     for (const QString& name : dir.entryList(QDir::AllEntries | QDir::System | QDir::NoDotAndDotDot)) {
         const auto parsed = runformat::parseStepFileName(name.toStdString());
-        if (!parsed || parsed->step != step
-            || (parsed->extension != "pt" && parsed->extension != "pth" && parsed->extension != "safetensors"))
+        if (!parsed || parsed->step != step || !runformat::isCheckpointExtension(parsed->extension))
             continue;
         const QFileInfo info(dir.filePath(name));
         if (!info.isFile() || !info.exists())

@@ -14,6 +14,7 @@
 // This measures the CPU path. On CUDA the Guard queues all of a step's reductions and reads them
 // back in one device-to-host copy (Guard.cpp, StepReadback); no GPU was lent where this was
 // written, so that path's cost is not measured here.
+#include "BenchTable.h"
 #include "core/torch/Guard.h"
 
 #include <torch/torch.h>
@@ -243,5 +244,12 @@ int main(int argc, char** argv)
     for (const auto& row : rows)
         std::printf("%-12s %-16s %12.2f %14.2f %21.3fx\n", row.model.c_str(), row.loop.c_str(), row.bareMs, row.guardedMs,
                     row.ratio);
+    // The targets: the C++ Guard within 2% of a bare step, the Python recorder within 5%.
+    namespace b = nanscope::bench;
+    for (const auto& row : rows) {
+        const double target = row.loop == "C++ Guard" ? 1.02 : 1.05;
+        b::tableRow("bench_guard", row.model + ", " + row.loop + ": guarded / bare step", b::formatted("%.3fx", row.ratio),
+                    b::milliseconds(row.bareMs) + " bare", b::formatted("<= %.2fx", target), row.ratio <= target);
+    }
     return 0;
 }

@@ -6,6 +6,7 @@
 //
 // usage: QT_QPA_PLATFORM=offscreen bench_gui [WORK_DIR] [STEPS] [LAYERS]
 #include "BenchRuns.h"
+#include "BenchTable.h"
 
 #include "app/MainWindow.h"
 #include "widgets/HeatmapView.h"
@@ -17,6 +18,7 @@
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QSignalSpy>
+#include <QTest>
 
 #include <algorithm>
 #include <cstdio>
@@ -79,6 +81,14 @@ int main(int argc, char** argv)
     const double openMs = timer.nsecsElapsed() / 1e6;
     if (!judged.wait(120000))
         return 1;
+    // The heatmap is built on the session's thread apart from the scan: wait for it too.
+    nanscope::HeatmapView& heatmap = *window.heatmap();
+    for (int waited = 0; heatmap.heatmap().bins() == 0 && waited < 120000; waited += 5)
+        QTest::qWait(5);
+    if (heatmap.heatmap().bins() == 0) {
+        std::fprintf(stderr, "the heatmap never arrived\n");
+        return 1;
+    }
     const double heatmapBuildMs = timer.nsecsElapsed() / 1e6;
 
     // 2. A 1,000,000-point series.
@@ -97,7 +107,6 @@ int main(int argc, char** argv)
     const double unsampled = timeReplots(series, 5);
 
     // 3. Drawing the heatmap.
-    nanscope::HeatmapView& heatmap = *window.heatmap();
     window.showView(nanscope::MainWindow::View::Heatmap);
     std::vector<double> heatmapTimes;
     for (int i = 0; i < 5; ++i) {
@@ -108,13 +117,25 @@ int main(int argc, char** argv)
     }
     const double heatmapDraw = median(heatmapTimes);
 
-    std::printf("open to a drawn overview            %8.1f ms   target < 1000 ms: %s\n", openMs,
-                openMs < 1000 ? "met" : "MISSED");
-    std::printf("  heatmap + layer health follow at  %8.1f ms (background, with progress)\n", heatmapBuildMs);
+    std::printf("open to a drawn overview            %8.1f ms   target < 500 ms: %s\n", openMs,
+                openMs < 500 ? "met" : "MISSED");
+    std::printf("  heatmap + layer health follow at  %8.1f ms (background, with progress)   target < 2 s: %s\n",
+                heatmapBuildMs, heatmapBuildMs < 2000 ? "met" : "MISSED");
     std::printf("pan/zoom redraw, 1,000,000 points   %8.2f ms   baseline without adaptive sampling %.1f ms (%.0fx)   target < 50 ms: %s\n",
                 sampled, unsampled, unsampled / sampled, sampled < 50 ? "met" : "MISSED");
     std::printf("heatmap draw (%lld layers x %zu bins) %8.1f ms   target < 200 ms: %s\n", (long long)layers,
                 heatmap.heatmap().bins(), heatmapDraw, heatmapDraw < 200 ? "met" : "MISSED");
+    namespace b = nanscope::bench;
+    const std::string size = std::to_string(steps) + " x " + std::to_string(layers);
+    b::tableRow("bench_gui", "open " + size + " to a drawn overview", b::milliseconds(openMs), "", "< 500 ms",
+                openMs < 500);
+    b::tableRow("bench_gui", "heatmap and layer health shown", b::milliseconds(heatmapBuildMs), "", "< 2 s",
+                heatmapBuildMs < 2000);
+    b::tableRow("bench_gui", "pan/zoom redraw, 1,000,000 points", b::milliseconds(sampled),
+                b::milliseconds(unsampled) + " without adaptive sampling", "< 50 ms", sampled < 50);
+    b::tableRow("bench_gui", "heatmap draw, " + std::to_string(layers) + " layers x " +
+                                 std::to_string(heatmap.heatmap().bins()) + " bins",
+                b::milliseconds(heatmapDraw), "", "< 200 ms", heatmapDraw < 200);
     QDir(dir).removeRecursively();
     return 0;
 }

@@ -10,6 +10,7 @@
 //
 // usage: QT_QPA_PLATFORM=offscreen bench_ranks [WORK_DIR] [RANKS] [STEPS] [LAYERS] [LAYER_EVERY] [--keep]
 //   defaults 64 ranks x 100000 steps x 1000 layers every 100 steps.
+#include "BenchTable.h"
 #include "app/MainWindow.h"
 #include "app/RankControls.h"
 #include "core/run/RankSet.h"
@@ -286,6 +287,20 @@ int main(int argc, char** argv)
     } else {
         printRow("window: open to a drawn overview", median(windowOpen), baseMs);
         printRow("window: switch rank to a drawn overview", median(switches), baseMs);
+    }
+    namespace b = nanscope::bench;
+    const std::string size = std::to_string(scale.ranks) + " ranks x " + std::to_string(scale.steps) + " steps";
+    const std::string base = b::milliseconds(baseMs) + " reading the same data";
+    b::tableRow("bench_ranks", "openRun, " + size, b::milliseconds(openMs), base, "", std::nullopt);
+    b::tableRow("bench_ranks", "scan every rank", b::milliseconds(scanMs), base, "< 30 s", scanMs < 30000);
+    if (!windowOpen.empty() && !switches.empty()) {
+        b::tableRow("bench_ranks", "window: open to a drawn overview", b::milliseconds(median(windowOpen)), base, "< 3 s",
+                    median(windowOpen) < 3000);
+        b::tableRow("bench_ranks", "window: switch rank to a drawn overview", b::milliseconds(median(switches)), base,
+                    "< 300 ms", median(switches) < 300);
+    } else {
+        b::tableRow("bench_ranks", "window", windowFailure.empty() ? "did not open the run" : windowFailure, base, "",
+                    false);
     }
     std::printf("\nscan: %zu incidents, first rank to look at: %d (expected %d)\n", incidents, focus, scale.ranks / 2);
     if (!keep)

@@ -5,6 +5,7 @@
 // cannot slice would do before it could show a single layer.
 //
 // usage: bench_run_reader [WORK_DIR] [STEPS] [LAYERS]
+#include "BenchTable.h"
 #include "core/run/RunReader.h"
 #include "core/run/RunWriter.h"
 
@@ -107,6 +108,11 @@ int main(int argc, char** argv)
                 (long long)steps, column, full / column, column < 50 ? "met" : "MISSED");
     std::printf("one step's row (%lld)       %9.3f ms   %6.0fx faster than baseline   target < 5 ms: %s\n",
                 (long long)layers, row, full / row, row < 5 ? "met" : "MISSED");
+    namespace b = nanscope::bench;
+    b::tableRow("bench_run_reader", "one layer's series of " + std::to_string(steps) + " x " + std::to_string(layers),
+                b::milliseconds(column), b::milliseconds(full) + " whole matrix", "< 50 ms", column < 50);
+    b::tableRow("bench_run_reader", "one step's row", b::milliseconds(row), b::milliseconds(full) + " whole matrix",
+                "< 5 ms", row < 5);
     std::filesystem::remove_all(dir);
     return 0;
 }

@@ -8,6 +8,7 @@
 //   - the naive way: separate LibTorch calls for isnan, isinf, zeros, then min, max, mean, std and
 //     norm over the finite values. The fused pass should be >= 3x faster.
 
+#include "BenchTable.h"
 #include "core/tensor/TensorStats.h"
 #include "core/torch/TorchTensorStats.h"
 
@@ -87,6 +88,17 @@ void run(const char* label, torch::ScalarType type, DType dtype, int64_t numel, 
                 "faster | LibTorch stats path %7.1f ms\n",
                 label, threads, double(bytes) / 1e6, gb / sumSeconds, gb / fusedSeconds, 100.0 * sumSeconds / fusedSeconds,
                 naiveSeconds * 1e3, naiveSeconds / fusedSeconds, torchPathSeconds * 1e3);
+    namespace b = nanscope::bench;
+    const std::string what = std::string(label) + ", " + std::to_string(threads) + " thread" + (threads > 1 ? "s" : "");
+    const double share = sumSeconds / fusedSeconds;
+    // The target is for float32 and bfloat16; the other types are printed for context.
+    const bool targeted = std::string(label) == "float32" || std::string(label) == "bfloat16";
+    b::tableRow("bench_tensor_stats", what + ": fused statistics, share of a torch sum's bandwidth", b::percent(share),
+                b::formatted("%.2f GB/s", gb / sumSeconds) + " torch sum", targeted ? ">= 70%" : "",
+                targeted ? std::optional<bool>(share >= 0.7) : std::nullopt);
+    b::tableRow("bench_tensor_stats", what + ": fused statistics against separate LibTorch calls",
+                b::times(naiveSeconds / fusedSeconds) + " faster", b::milliseconds(naiveSeconds * 1e3) + " separate calls",
+                ">= 3x", naiveSeconds / fusedSeconds >= 3);
 }
 
 void checkpointCase(int count, int64_t numel)

@@ -90,7 +90,7 @@ std::optional<CheckpointForm> readFormBeside(const std::string& checkpointPath)
 {
     fs::path path(checkpointPath);
     const auto name = runformat::parseStepFileName(path.filename().string());
-    if (!name || (name->extension != "pt" && name->extension != "pth"))
+    if (!name || !runformat::isTorchCheckpointExtension(name->extension))
         return std::nullopt;
     return readFormFile(path.replace_extension(".form"));
 }

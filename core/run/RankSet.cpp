@@ -119,6 +119,12 @@ Result<std::vector<float>> RankSet::readBlock(const std::string& table, const st
     return shown().readBlock(table, dataset, rowBegin, rowCount);
 }
 
+Status RankSet::readBlockInto(const std::string& table, const std::string& dataset, int64_t rowBegin,
+                              int64_t rowCount, std::vector<float>& out) const
+{
+    return shown().readBlockInto(table, dataset, rowBegin, rowCount, out);
+}
+
 Result<std::vector<std::string>> RankSet::readStrings(const std::string& table, const std::string& dataset) const
 {
     return shown().readStrings(table, dataset);

@@ -33,4 +33,14 @@ std::optional<StepFileName> parseStepFileName(const std::string& fileName)
     return StepFileName{step, std::move(extension)};
 }
 
+bool isTorchCheckpointExtension(const std::string& extension)
+{
+    return extension == "pt" || extension == "pth";
+}
+
+bool isCheckpointExtension(const std::string& extension)
+{
+    return isTorchCheckpointExtension(extension) || extension == "safetensors";
+}
+
 } // namespace nanscope::runformat

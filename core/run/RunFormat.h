@@ -77,7 +77,7 @@ inline constexpr const char* kRankStateRunning = "running";
 inline constexpr const char* kRankStateFinished = "finished";
 // The norm of the gradient a rank's own backward produced, before the all-reduce: /scalars (the
 // whole model) and /layers (per parameter).
-inline constexpr const char* kLocalGradNorm = "local_grad_norm";
+inline constexpr const char* kLocalGradNorm = column::kLocalGradNorm;
 // "rank_00002" for rank 2.
 inline std::string rankDirName(int rank)
 {
@@ -99,5 +99,10 @@ struct StepFileName
     std::string extension; // without its dot
 };
 std::optional<StepFileName> parseStepFileName(const std::string& fileName);
+
+// The extensions a step's checkpoint file has: a TorchScript or pickled checkpoint (pt, pth),
+// which replay can load and a .form file can describe, or weights alone (safetensors).
+bool isTorchCheckpointExtension(const std::string& extension);
+bool isCheckpointExtension(const std::string& extension);
 
 } // namespace nanscope::runformat

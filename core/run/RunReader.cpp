@@ -227,6 +227,27 @@ bool isMarkedOpenForWriting(const std::string& logPath)
     return (head[11] & 0x05) != 0;
 }
 
+namespace {
+
+// The dataset's chunks carry a Fletcher-32 checksum (read through its filters: asking for one
+// filter by id reports a missing one as an HDF5 error).
+bool hasChecksum(hid_t dataset)
+{
+    hdf5::Handle creation = hdf5::plist(H5Dget_create_plist(dataset));
+    const int filters = creation.get() < 0 ? 0 : H5Pget_nfilters(creation.get());
+    for (int i = 0; i < filters; ++i) {
+        unsigned flags = 0;
+        size_t values = 0;
+        unsigned config = 0;
+        if (H5Pget_filter2(creation.get(), unsigned(i), &flags, &values, nullptr, 0, nullptr, &config) ==
+            H5Z_FILTER_FLETCHER32)
+            return true;
+    }
+    return false;
+}
+
+} // namespace
+
 std::map<int64_t, std::string> listSteppedFiles(const std::string& directory)
 {
     std::map<int64_t, std::string> files;
@@ -235,12 +256,11 @@ std::map<int64_t, std::string> listSteppedFiles(const std::string& directory)
         return files;
     for (const auto& entry : fs::directory_iterator(directory, ec)) {
         const auto name = rf::parseStepFileName(entry.path().filename().string());
-        if (!name || (name->extension != "pt" && name->extension != "pth" && name->extension != "safetensors")
-            || !entry.is_regular_file(ec))
+        if (!name || !rf::isCheckpointExtension(name->extension) || !entry.is_regular_file(ec))
             continue;
         // A TorchScript/.pt checkpoint wins over a .safetensors one of the same step: it can replay.
         auto it = files.find(name->step);
-        if (it == files.end() || name->extension != "safetensors")
+        if (it == files.end() || rf::isTorchCheckpointExtension(name->extension))
             files[name->step] = entry.path().string();
     }
     return files;
@@ -501,6 +521,8 @@ Status RunReader::loadTable(const std::string& name)
                 return Error{where + " has " + std::to_string(dims[1]) + " columns but /" + name + "/names lists " +
                              std::to_string(table.names.size())};
             table.datasets.push_back(link);
+            if (hasChecksum(dset.get()))
+                table.checksummed.push_back(link);
         }
         if (Status fits = checkDeclaredRows(dset.get(), dims[0], rank == 2 ? dims[1] : 1, fileSize, where, "rows"); !fits)
             return fits;
@@ -613,6 +635,15 @@ Result<std::vector<float>> RunReader::readRow(const std::string& table, const st
 Result<std::vector<float>> RunReader::readBlock(const std::string& table, const std::string& dataset,
                                                 int64_t rowBegin, int64_t rowCount) const
 {
+    std::vector<float> values;
+    if (Status s = readBlockInto(table, dataset, rowBegin, rowCount, values); !s)
+        return Error{s.error()};
+    return values;
+}
+
+Status RunReader::readBlockInto(const std::string& table, const std::string& dataset, int64_t rowBegin,
+                                int64_t rowCount, std::vector<float>& values) const
+{
     auto id = checkedDataset(table, dataset, 2);
     if (!id)
         return Error{id.error()};
@@ -622,9 +653,10 @@ Result<std::vector<float>> RunReader::readBlock(const std::string& table, const 
                      ") are out of range for /" + table + "/" + dataset + " (" + std::to_string(info->rows) +
                      " rows)"};
     const hsize_t columns = info->names.size();
-    std::vector<float> values(size_t(rowCount) * columns);
+    // resize keeps the buffer's memory when it shrinks or stays (H5Dread overwrites every value).
+    values.resize(size_t(rowCount) * columns);
     if (values.empty())
-        return values;
+        return Status::success();
     hsize_t start[2] = {hsize_t(rowBegin), 0}, count[2] = {hsize_t(rowCount), columns};
     hdf5::Handle fileSpace = hdf5::space(H5Dget_space(hid_t(*id)));
     H5Sselect_hyperslab(fileSpace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr);
@@ -633,7 +665,7 @@ Result<std::vector<float>> RunReader::readBlock(const std::string& table, const 
             return H5Dread(hid_t(*id), H5T_NATIVE_FLOAT, memSpace.get(), fileSpace.get(), H5P_DEFAULT, values.data());
         }) < 0)
         return readFailure(table, dataset, rowBegin, rowBegin + rowCount);
-    return values;
+    return Status::success();
 }
 
 Error RunReader::readFailure(const std::string& table, const std::string& dataset, int64_t rowBegin, int64_t rowEnd) const

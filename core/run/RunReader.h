@@ -44,6 +44,8 @@ public:
                                        int64_t row) const override;
     Result<std::vector<float>> readBlock(const std::string& table, const std::string& dataset, int64_t rowBegin,
                                          int64_t rowCount) const override;
+    Status readBlockInto(const std::string& table, const std::string& dataset, int64_t rowBegin, int64_t rowCount,
+                         std::vector<float>& out) const override;
     Result<std::vector<std::string>> readStrings(const std::string& table, const std::string& dataset) const override;
 
     // Sees rows appended since open or the last refresh; also rescans checkpoints/ and batches/.

@@ -54,28 +54,28 @@ Status detectActivationGrowth(ScanContext& context)
     std::vector<int64_t> overflowStep(width, -1);
     const bool hasMin = inputs.hasDataset(rf::kActivations, rf::column::kMin);
     const bool hasInf = inputs.hasDataset(rf::kActivations, rf::column::kInf);
+    std::vector<float>& highs = inputs.blockBuffer(0);
+    std::vector<float>& lows = inputs.blockBuffer(1);
+    std::vector<float>& infs = inputs.blockBuffer(2);
     for (int64_t begin = 0; begin < rows; begin += context.config.blockRows) {
         const int64_t count = std::min<int64_t>(context.config.blockRows, rows - begin);
-        auto highs = inputs.readBlock(rf::kActivations, rf::column::kMax, begin, count);
-        if (!highs)
-            return Error{highs.error()};
-        Result<std::vector<float>> lows = std::vector<float>{};
+        if (Status st = inputs.readBlockInto(rf::kActivations, rf::column::kMax, begin, count, highs); !st)
+            return st;
         if (hasMin)
-            lows = inputs.readBlock(rf::kActivations, rf::column::kMin, begin, count);
-        Result<std::vector<float>> infs = std::vector<float>{};
+            if (Status st = inputs.readBlockInto(rf::kActivations, rf::column::kMin, begin, count, lows); !st)
+                return st;
         if (hasInf)
-            infs = inputs.readBlock(rf::kActivations, rf::column::kInf, begin, count);
-        if (!lows || !infs)
-            return Error{!lows ? lows.error() : infs.error()};
+            if (Status st = inputs.readBlockInto(rf::kActivations, rf::column::kInf, begin, count, infs); !st)
+                return st;
         for (int64_t r = 0; r < count; ++r) {
             const size_t row = size_t(begin + r);
             const size_t bucket = row / bucketRows;
             for (size_t c = 0; c < width; ++c) {
                 const size_t k = size_t(r) * width + c;
-                double v = std::fabs(double((*highs)[k]));
-                if (!lows->empty())
-                    v = std::max(v, std::fabs(double((*lows)[k])));
-                if (!infs->empty() && (*infs)[k] > 0 && overflowStep[c] < 0)
+                double v = std::fabs(double(highs[k]));
+                if (hasMin)
+                    v = std::max(v, std::fabs(double(lows[k])));
+                if (hasInf && infs[k] > 0 && overflowStep[c] < 0)
                     overflowStep[c] = steps[row];
                 double& slot = top[bucket * width + c];
                 if (std::isfinite(v) && v > 0 && !(slot >= v))

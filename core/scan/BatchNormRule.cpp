@@ -45,21 +45,16 @@ Status tallyBuffers(const ScanContext& context, int64_t rows, size_t width, Buff
     const bool haveNonfinite = inputs.hasDataset(rf::kBuffers, rf::column::kNonfinite);
     const bool haveVar = inputs.hasDataset(rf::kBuffers, rf::column::kRunningVarMin);
     const double floor = context.config.runningVarFloor;
+    std::vector<float>& nonfinite = inputs.blockBuffer(0);
+    std::vector<float>& var = inputs.blockBuffer(1);
     for (int64_t begin = 0; begin < rows; begin += context.config.blockRows) {
         const int64_t count = std::min(context.config.blockRows, rows - begin);
-        std::vector<float> nonfinite, var;
-        if (haveNonfinite) {
-            auto block = inputs.readBlock(rf::kBuffers, rf::column::kNonfinite, begin, count);
-            if (!block)
-                return Error{block.error()};
-            nonfinite = std::move(*block);
-        }
-        if (haveVar) {
-            auto block = inputs.readBlock(rf::kBuffers, rf::column::kRunningVarMin, begin, count);
-            if (!block)
-                return Error{block.error()};
-            var = std::move(*block);
-        }
+        if (haveNonfinite)
+            if (Status s = inputs.readBlockInto(rf::kBuffers, rf::column::kNonfinite, begin, count, nonfinite); !s)
+                return s;
+        if (haveVar)
+            if (Status s = inputs.readBlockInto(rf::kBuffers, rf::column::kRunningVarMin, begin, count, var); !s)
+                return s;
         // Fast path for the usual clean block: nothing non-finite, no variance at the floor, so
         // nothing judgeBuffers could call unhealthy. (NaN, no finite element, passes, as there.)
         bool clean = true;

@@ -23,15 +23,15 @@ Status detectNonfiniteParameters(ScanContext& context)
     const auto& steps = inputs.steps(rf::kLayers);
     const size_t width = layers->names.size();
     const int64_t rows = std::min<int64_t>(layers->rows, int64_t(steps.size()));
+    std::vector<float>& block = inputs.blockBuffer(0);
     for (int64_t begin = 0; begin < rows; begin += context.config.blockRows) {
         const int64_t count = std::min<int64_t>(context.config.blockRows, rows - begin);
-        auto block = inputs.readBlock(rf::kLayers, dataset, begin, count);
-        if (!block)
-            return Error{block.error()};
+        if (Status s = inputs.readBlockInto(rf::kLayers, dataset, begin, count, block); !s)
+            return s;
         for (int64_t r = 0; r < count; ++r) {
             NonfiniteParameterFacts facts;
             for (size_t c = 0; c < width; ++c) {
-                const float v = (*block)[size_t(r) * width + c];
+                const float v = block[size_t(r) * width + c];
                 if (std::isfinite(v) && v > 0) {
                     facts.layers.push_back(layers->names[c]);
                     facts.count += double(v);

@@ -97,6 +97,12 @@ Result<std::vector<float>> ScanInputs::readBlock(const char* table, const char* 
     return m_source->readBlock(table, dataset, rowBegin, rowCount);
 }
 
+Status ScanInputs::readBlockInto(const char* table, const char* dataset, int64_t rowBegin, int64_t rowCount,
+                                 std::vector<float>& out) const
+{
+    return m_source->readBlockInto(table, dataset, rowBegin, rowCount, out);
+}
+
 Result<std::vector<double>> ScanInputs::readSeries(const std::string& table, const std::string& dataset) const
 {
     return m_source->readSeries(table, dataset);
@@ -225,14 +231,14 @@ ScanInputs::readColumns(const char* table, std::initializer_list<const char*> da
             continue;
         auto& perColumn = columns[dataset];
         perColumn.assign(width, std::vector<float>(rows, 0.f));
+        std::vector<float> block;
         for (int64_t begin = 0; begin < int64_t(rows); begin += blockRows) {
             const int64_t count = std::min<int64_t>(blockRows, int64_t(rows) - begin);
-            auto block = readBlock(table, dataset, begin, count);
-            if (!block)
-                return Error{block.error()};
+            if (Status s = readBlockInto(table, dataset, begin, count, block); !s)
+                return Error{s.error()};
             for (int64_t r = 0; r < count; ++r)
                 for (size_t c = 0; c < width; ++c)
-                    perColumn[c][size_t(begin + r)] = (*block)[size_t(r) * width + c];
+                    perColumn[c][size_t(begin + r)] = block[size_t(r) * width + c];
         }
     }
     return columns;

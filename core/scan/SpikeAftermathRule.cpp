@@ -62,17 +62,17 @@ Result<std::vector<std::string>> deadAfter(const ScanContext& context, int64_t o
     const int64_t begin = std::max<int64_t>(0, onset - kRowsBefore);
     const size_t width = table->names.size();
     std::vector<uint8_t> aliveBefore(width, 0), zeroAfter(width, 1);
+    std::vector<float>& values = inputs.blockBuffer(0);
     for (int64_t block = begin; block < rows; block += context.config.blockRows) {
         if (block >= onset && block + context.config.blockRows <= firstAfter)
             continue; // inside the spike: neither before nor after
         const int64_t count = std::min<int64_t>(context.config.blockRows, rows - block);
-        auto values = inputs.readBlock(rf::kLayers, rf::column::kGradNorm, block, count);
-        if (!values)
-            return Error{values.error()};
+        if (Status s = inputs.readBlockInto(rf::kLayers, rf::column::kGradNorm, block, count, values); !s)
+            return Error{s.error()};
         for (int64_t r = 0; r < count; ++r) {
             const int64_t row = block + r;
             for (size_t c = 0; c < width; ++c) {
-                const float v = (*values)[size_t(r) * width + c];
+                const float v = values[size_t(r) * width + c];
                 if (row < onset && v != 0.f && std::isfinite(v))
                     aliveBefore[c] = 1;
                 else if (row >= firstAfter && v != 0.f)

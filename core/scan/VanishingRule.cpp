@@ -162,18 +162,20 @@ Status streamGradNorms(ScanContext& context, int64_t rows, size_t width, Vanishi
     // analysing cost about the same, so this halves the time. Only that thread reads
     // meanwhile, so HDF5 needs no thread safety; memory is two blocks.
     const ScanInputs& inputs = context.inputs;
-    auto readBlockAt = [&inputs, rows, blockRows](int64_t begin) {
-        return inputs.readBlock(rf::kLayers, rf::column::kGradNorm, begin, std::min(blockRows, rows - begin));
+    // Two buffers in turn: the helper fills one while this thread reads the other.
+    std::vector<float>* buffers[2] = {&inputs.blockBuffer(0), &inputs.blockBuffer(1)};
+    auto readBlockAt = [&inputs, rows, blockRows](int64_t begin, std::vector<float>* into) {
+        return inputs.readBlockInto(rf::kLayers, rf::column::kGradNorm, begin, std::min(blockRows, rows - begin), *into);
     };
-    std::future<Result<std::vector<float>>> next = std::async(std::launch::async, readBlockAt, int64_t(0));
-    for (int64_t begin = 0; begin < rows; begin += blockRows) {
+    std::future<Status> next = std::async(std::launch::async, readBlockAt, int64_t(0), buffers[0]);
+    size_t current = 0;
+    for (int64_t begin = 0; begin < rows; begin += blockRows, current = 1 - current) {
         const int64_t count = std::min(blockRows, rows - begin);
-        Result<std::vector<float>> block = next.get();
-        if (!block)
-            return Error{block.error()};
+        if (Status read = next.get(); !read)
+            return read;
         if (begin + blockRows < rows)
-            next = std::async(std::launch::async, readBlockAt, begin + blockRows);
-        const float* data = block->data();
+            next = std::async(std::launch::async, readBlockAt, begin + blockRows, buffers[1 - current]);
+        const float* data = buffers[current]->data();
         for (int64_t cell = 0; cell < count; cell += kCellRows) {
             const int64_t cellCount = std::min(kCellRows, count - cell);
             for (int64_t r = cell; r < cell + cellCount; ++r)

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Runs every benchmark at a size that fits in about five minutes on a quiet 2-core machine and
+# prints one Markdown table: figure, measured, baseline (measured in the same run), target, and
+# whether it was met. The table is what goes into the README and into the notes of issues that
+# touch the scan, replay, the readers or the window.
+#
+#   ./setup.sh bench && bench/run_all.sh [BUILD_DIR]     (default: build)
+#
+# Each benchmark prints its own readable lines too; they are kept in the work folder named at the
+# end when a benchmark failed. Sizes: bench_scan, bench_gui, bench_run_reader and bench_sources
+# run at the 100,000-step sizes their targets are set for; bench_ranks at 16 ranks (its target
+# scale, 64 ranks x 100,000 steps, takes minutes: bench_ranks with no arguments runs it);
+# bench_guard with 60 pairs. Nothing is written outside a temporary folder: HOME and the XDG
+# folders point into it, so the window's settings and recent runs stay out of the user's.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+build=${1:-build}
+if [ ! -x "$build/bench/bench_scan" ]; then
+  echo "run_all.sh: no benchmarks in $build/bench; build them with ./setup.sh bench" >&2
+  exit 2
+fi
+work=$(mktemp -d "${TMPDIR:-/tmp}/nanscope-bench-all.XXXXXX")
+export HOME="$work/home" XDG_CONFIG_HOME="$work/home/.config" XDG_CACHE_HOME="$work/home/.cache"
+export XDG_DATA_HOME="$work/home/.local/share" QT_QPA_PLATFORM=offscreen
+mkdir -p "$HOME"
+
+failed=0
+rows="$work/rows.tsv"
+: > "$rows"
+timings=()
+# run NAME ARGS...: one benchmark; its TABLE lines go into the table, a failure becomes a row.
+run() {
+  local name=$1
+  shift
+  echo "== $name $*" >&2
+  local start=$SECONDS
+  "$build/bench/$name" "$@" > "$work/$name.out" 2>&1
+  local rc=$?
+  grep '^TABLE' "$work/$name.out" | cut -f2- >> "$rows"
+  if [ "$rc" -ne 0 ] || ! grep -q '^TABLE' "$work/$name.out"; then
+    printf '%s\t%s\t%s\t-\t-\tmissed\n' "$name" "the benchmark failed" "exit code $rc (see $work/$name.out)" >> "$rows"
+    failed=1
+  fi
+  timings+=("$name $((SECONDS - start)) s")
+}
+
+total_start=$SECONDS
+run bench_scan "$work/scan"
+run bench_run_reader "$work/run-reader"
+run bench_sources "$work/sources"
+run bench_gui "$work/gui"
+run bench_ranks "$work/ranks" 16 100000 1000 100
+run bench_replay
+run bench_tensor_stats
+run bench_guard --pairs 60
+
+echo
+echo "| bench | figure | measured | baseline | target | verdict |"
+echo "|---|---|---|---|---|---|"
+awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, ($6 == "missed" ? "**missed**" : $6) }' "$rows"
+echo
+echo "time: ${timings[*]}; $((SECONDS - total_start)) s in all"
+if [ "$failed" -eq 0 ]; then
+  rm -rf "$work"
+else
+  echo "a benchmark failed; its output is in $work" >&2
+fi
+exit "$failed"
