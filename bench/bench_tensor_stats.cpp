@@ -7,6 +7,10 @@
 //     be one thread, which would flatter the fused pass).
 //   - the naive way: separate LibTorch calls for isnan, isinf, zeros, then min, max, mean, std and
 //     norm over the finite values. The fused pass should be >= 3x faster.
+//
+//     bench_tensor_stats [MEGABYTES]    float32 tensor size, default 128 (far beyond the caches);
+//                                       bench/run_all.sh uses 48, which the naive baseline's
+//                                       minutes of separate calls make worth it
 
 #include "BenchTable.h"
 #include "core/tensor/TensorStats.h"
@@ -15,6 +19,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -79,10 +84,11 @@ void run(const char* label, torch::ScalarType type, DType dtype, int64_t numel, 
         sumSeconds = std::min(sumSeconds, bestSeconds(1, [&] { sink += tensor.sum().item<double>(); }));
         fusedSeconds = std::min(fusedSeconds, bestSeconds(1, [&] { sink += computeTensorStats("x", view, 0, threads).norm; }));
     }
-    const double naiveSeconds = bestSeconds(2, [&] { naiveStats(tensor); });
+    // The two slow baselines once each: they take seconds, hundreds of times the fused pass.
+    const double naiveSeconds = bestSeconds(1, [&] { naiveStats(tensor); });
     StatsOptions torchPath;
     torchPath.device = StatsDevice::TorchCpu;
-    const double torchPathSeconds = bestSeconds(2, [&] { sink += (*computeCheckpointStats({named}, torchPath))[0].norm; });
+    const double torchPathSeconds = bestSeconds(1, [&] { sink += (*computeCheckpointStats({named}, torchPath))[0].norm; });
     const double gb = double(bytes) / 1e9;
     std::printf("%-9s %d thr %4.0f MB | torch sum %6.2f GB/s | fused %6.2f GB/s = %4.0f%% of sum | naive %7.1f ms, fused %4.1fx "
                 "faster | LibTorch stats path %7.1f ms\n",
@@ -147,12 +153,13 @@ void checkpointCase(int count, int64_t numel)
 
 } // namespace
 
-int main()
+int main(int argc, char** argv)
 {
+    const int64_t megabytes = argc > 1 ? std::max<int64_t>(8, std::atoll(argv[1])) : 128;
     nanscope::torchstats::installStatsBackend();
     const int hardware = int(std::max(1u, std::thread::hardware_concurrency()));
     std::printf("threads: LibTorch default intra-op %d, hardware %d\n", torch::get_num_threads(), hardware);
-    const int64_t numel = int64_t(32) << 20; // 128 MB of float32: far beyond the caches
+    const int64_t numel = megabytes << 18; // float32 elements: 4 bytes each
     std::vector<int> threadCounts{1};
     if (hardware > 1)
         threadCounts.push_back(hardware);
@@ -166,7 +173,7 @@ int main()
     // Checkpoint-shaped cases: many tensors below the size that gets split across threads. Small
     // ones measure per-call overhead; medium ones whether the tensors are spread over the cores.
     checkpointCase(2000, 4096);
-    checkpointCase(300, int64_t(1) << 19);
+    checkpointCase(300, std::max<int64_t>(int64_t(1) << 15, (int64_t(1) << 19) * megabytes / 128));
     std::printf("(checksum %g)\n", sink);
     return 0;
 }
