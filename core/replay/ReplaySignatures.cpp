@@ -20,7 +20,7 @@ void add(std::vector<ReplayFinding>& findings, ReplaySignal signal, int opIndex,
 
 bool lowFloat16Headroom(const PrecisionHeadroom& headroom)
 {
-    return headroom.float16Bits && *headroom.float16Bits < kFloat16HeadroomWarnBits;
+    return headroom.float16Bits && nearFloat16LimitBits(*headroom.float16Bits);
 }
 
 bool attentionLogitsGrown(const SoftmaxSignature& softmax, size_t inputDims)

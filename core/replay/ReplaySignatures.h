@@ -13,9 +13,9 @@
 
 namespace nanscope {
 
-// Under this many bits of headroom to float16's largest value an op is flagged: within a factor
-// of 16 of 65504, where a square, a sum over a few thousand values or an exp of it overflows.
-inline constexpr double kFloat16HeadroomWarnBits = 4.0;
+// Under this many bits of headroom to float16's largest value an op is flagged: the one "near
+// the float16 limit" of core/tensor/FloatLimits.h, which the scan judges by too.
+inline constexpr double kFloat16HeadroomWarnBits = kNearFloat16Bits;
 // A softmax over logits at least this large (exp(30) ~ 1e13) whose rows are near one-hot (mean
 // entropy under this share of a uniform row's): attention logit growth. Inputs of fewer than 3
 // dims (a classifier's [batch, classes]) are not attention, and a confident classifier is fine.

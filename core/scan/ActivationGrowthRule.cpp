@@ -21,7 +21,7 @@ namespace rf = runformat;
 // Buckets per module: enough to find an onset, few enough for a thousand modules.
 constexpr size_t kBuckets = 512;
 // Growth (decades over the module's early level) that, with a peak near the float16 limit
-// (nearFloat16Limit), makes a warning: x100 and within x10 of overflowing.
+// (nearFloat16Limit), makes a warning: x100 and within x16 of overflowing.
 constexpr double kGrowthDecades = 2.0;
 
 bool namedLikeAttention(std::string text)
@@ -108,7 +108,7 @@ Status detectActivationGrowth(ScanContext& context)
         const double earlyLevel = medianOf(early);
         const double peak = s.raw[peakRow];
         const double headroom = overflowStep[c] >= 0 ? 0.0 : headroomDecades(peak, kFloat16Max);
-        if (!(s.log[peakRow] - earlyLevel >= kGrowthDecades) || headroom > kNearFloat16Decades || peakRow < 4)
+        if (!(s.log[peakRow] - earlyLevel >= kGrowthDecades) || !nearFloat16LimitDecades(headroom) || peakRow < 4)
             continue;
         ScanConfig onsetConfig = context.config;
         onsetConfig.smoothingRows = 1;

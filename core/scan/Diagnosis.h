@@ -105,7 +105,7 @@ struct BlowupFacts
     std::string precursor;
     std::string precursorSource;
     double precursorRiseDecades = 0;
-    bool float16Overflow = false; // the precursor reached within a decade of the float16 maximum
+    bool float16Overflow = false; // the precursor came near the float16 maximum (nearFloat16Limit)
 };
 Diagnosis diagnoseBlowup(const BlowupFacts& facts);
 

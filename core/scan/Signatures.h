@@ -55,9 +55,9 @@ Result<std::optional<std::vector<std::string>>> nonfiniteParametersAt(const Scan
 // `limit`; <= 0 when it already did.
 double headroomDecades(double peak, double limit);
 
-// A value within a decade (x10) of float16's largest: the one "close to overflowing" the
-// activation-growth rule warns on and a blow-up's diagnosis names as a float16 overflow.
-inline constexpr double kNearFloat16Decades = 1.0;
-inline bool nearFloat16Limit(double peak) { return headroomDecades(peak, kFloat16Max) <= kNearFloat16Decades; }
+// A value near float16's largest (core/tensor/FloatLimits.h, the replay's judgement too): the
+// one "close to overflowing" the activation-growth rule warns on and a blow-up's diagnosis names
+// as a float16 overflow.
+inline bool nearFloat16Limit(double peak) { return nearFloat16LimitDecades(headroomDecades(peak, kFloat16Max)); }
 
 } // namespace nanscope::scan

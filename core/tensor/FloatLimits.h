@@ -7,4 +7,23 @@ namespace nanscope {
 inline constexpr double kFloat16Max = 65504.0;
 inline constexpr double kBFloat16Max = 3.3895313892515355e38;
 
+// "Near the float16 limit", one judgement for the scan (the activation-growth rule, a blow-up's
+// float16 cause) and the replay (an op's headroom, the pane's red mark): a largest |x| within a
+// factor of 16 of kFloat16Max (under 4 bits, 1.2 decades, of headroom), or past it. Within that
+// factor a square, a sum over a few thousand values or an exp of the value overflows float16.
+// (The scan used to say one decade, x10, the replay 4 bits, x16: a value between 4,094 and 6,550
+// was near the limit in a replay and not in the scan.)
+inline constexpr double kNearFloat16Bits = 4.0;
+inline constexpr double kNearFloat16Decades = kNearFloat16Bits * 0.30102999566398120; // log10(2)
+// `headroomBits`: log2(kFloat16Max / max|x|), negative once past it.
+inline bool nearFloat16LimitBits(double headroomBits)
+{
+    return headroomBits < kNearFloat16Bits;
+}
+// `headroomDecades`: log10(kFloat16Max / max|x|).
+inline bool nearFloat16LimitDecades(double headroomDecades)
+{
+    return headroomDecades < kNearFloat16Decades;
+}
+
 } // namespace nanscope
