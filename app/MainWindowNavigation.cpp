@@ -160,6 +160,12 @@ void MainWindow::showLayerTree()
     m_layerTree->expandAll();
     if (!current.isEmpty())
         m_layerTree->setCurrentIndex(m_layerFilter->mapFromSource(m_layerModel->indexOfParameter(current)));
+    // The normalisation layers' icons by the same judgement, once the scan has judged them.
+    std::vector<std::string> normalisation;
+    for (const BatchNormSeries& series : snapshot().batchNorm)
+        normalisation.push_back(series.name);
+    m_batchNorm->setHealth(m_context->scanned() ? judgeLayerHealth(normalisation, m_context->scan())
+                                                : std::vector<LayerHealth>{});
 }
 
 } // namespace nanscope

@@ -31,11 +31,6 @@ batchnorm::BufferHistory historyOf(const BatchNormSeries& s)
 {
     return batchnorm::judgeHistory(s.steps, s.nonfinite, s.varMin);
 }
-
-LayerHealth judge(const BatchNormSeries& s)
-{
-    return historyOf(s).healthy() ? LayerHealth::Ok : LayerHealth::Bad;
-}
 } // namespace
 
 BatchNormView::BatchNormView(QWidget* parent)
@@ -61,6 +56,7 @@ BatchNormView::BatchNormView(QWidget* parent)
     m_mean->setSeriesName(tr("max"));
     m_var->setSeriesName(tr("max"));
     connect(m_layer, qOverload<int>(&QComboBox::currentIndexChanged), this, &BatchNormView::showLayer);
+    connect(m_layer, qOverload<int>(&QComboBox::activated), this, [this] { m_layerChosen = true; });
     for (auto* plot : {m_mean, m_var})
         connect(plot, &SeriesPlot::stepClicked, this, &BatchNormView::stepClicked);
     connect(m_mean, &SeriesPlot::stepRangeChanged, m_var, &SeriesPlot::setStepRange);
@@ -69,25 +65,41 @@ BatchNormView::BatchNormView(QWidget* parent)
 
 void BatchNormView::setSeries(const std::vector<BatchNormSeries>& series)
 {
+    const QString shown = m_layer->currentText();
     m_series = series;
     m_layer->blockSignals(true);
     m_layer->clear();
     for (const auto& s : series)
-        m_layer->addItem(LayerTreeModel::healthIcon(judge(s)), QString::fromStdString(s.name));
+        m_layer->addItem(QString::fromStdString(s.name));
     m_layer->blockSignals(false);
-    // Open on the first poisoned layer: that is what the user came for.
-    int first = 0;
-    for (size_t i = 0; i < series.size(); ++i)
-        if (judge(series[i]) == LayerHealth::Bad) {
-            first = int(i);
-            break;
-        }
     if (series.empty()) {
         m_status->setText(tr("This run logged no normalisation buffers (/buffers)."));
         return;
     }
-    m_layer->setCurrentIndex(first);
-    showLayer(first);
+    // A run that grew keeps the layer shown; a new run opens on its first.
+    const int kept = m_layer->findText(shown);
+    m_layer->setCurrentIndex(kept >= 0 ? kept : 0);
+    showLayer(m_layer->currentIndex());
+    showHealth();
+}
+
+void BatchNormView::setHealth(const std::vector<LayerHealth>& health)
+{
+    m_health = health;
+    showHealth();
+}
+
+void BatchNormView::showHealth()
+{
+    const bool judged = m_health.size() == m_series.size();
+    for (int i = 0; i < m_layer->count(); ++i)
+        m_layer->setItemIcon(i, judged ? LayerTreeModel::healthIcon(m_health[size_t(i)]) : QIcon());
+    if (!judged || m_layerChosen)
+        return;
+    // Open on the first poisoned layer: that is what the user came for.
+    const auto bad = std::find(m_health.begin(), m_health.end(), LayerHealth::Bad);
+    if (bad != m_health.end() && int(bad - m_health.begin()) != m_layer->currentIndex())
+        m_layer->setCurrentIndex(int(bad - m_health.begin()));
 }
 
 void BatchNormView::showLayer(int index)
@@ -140,6 +152,8 @@ void BatchNormView::setSelectedStep(int64_t step)
 void BatchNormView::clear()
 {
     m_series.clear();
+    m_health.clear();
+    m_layerChosen = false;
     m_layer->blockSignals(true);
     m_layer->clear();
     m_layer->blockSignals(false);

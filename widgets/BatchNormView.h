@@ -2,6 +2,8 @@
 
 #include "ViewData.h"
 
+#include "core/scan/LayerHealth.h"
+
 #include <QWidget>
 
 class QComboBox;
@@ -13,7 +15,9 @@ class SeriesPlot;
 
 // Running mean and variance ranges of each normalisation layer over steps. These are buffers,
 // not parameters, so gradient checks never see them go bad: here NaN shows as markers and a
-// collapsed or negative variance is flagged, as judged by core/tensor/BatchNormHealth.h.
+// collapsed or negative variance is flagged, as judged by core/tensor/BatchNormHealth.h. Each
+// layer's icon in the list is its health from the scan (core/scan/LayerHealth, as the layer
+// tree's), so that the list never disagrees with the incidents.
 class BatchNormView : public QWidget
 {
     Q_OBJECT
@@ -21,6 +25,9 @@ public:
     explicit BatchNormView(QWidget* parent = nullptr);
 
     void setSeries(const std::vector<BatchNormSeries>& series);
+    // One per series, in its order (judgeLayerHealth of the layers' names); empty: not judged yet,
+    // no icons. Until the user picks a layer, the view moves to the first unhealthy one.
+    void setHealth(const std::vector<LayerHealth>& health);
     void showLayer(int index);
     void setSelectedStep(int64_t step);
     // Drops everything of the run shown (RunContext::runClosed).
@@ -37,7 +44,11 @@ private:
     QLabel* m_status = nullptr;
     SeriesPlot* m_mean = nullptr;
     SeriesPlot* m_var = nullptr;
+    void showHealth();
+
     std::vector<BatchNormSeries> m_series;
+    std::vector<LayerHealth> m_health;
+    bool m_layerChosen = false; // the user picked a layer: no longer follow the first bad one
 };
 
 } // namespace nanscope

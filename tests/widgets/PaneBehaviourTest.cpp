@@ -1,6 +1,7 @@
 // Small behaviours of the panes that a user noticed were missing (issue 17, window bugs 6 and 7).
 #include "widgets/BatchNormView.h"
 #include "widgets/CheckpointsView.h"
+#include "widgets/LayerTreeModel.h"
 #include "widgets/OptimizerStateModel.h"
 #include "widgets/ReplayOpModel.h"
 #include "widgets/ReplayView.h"
@@ -9,6 +10,7 @@
 
 #include <qcustomplot.h>
 
+#include <QComboBox>
 #include <QCoreApplication>
 #include <QHeaderView>
 #include <QLabel>
@@ -133,6 +135,47 @@ TEST(BatchNormView, LegendNamesTheMaxAndMinSeries)
         EXPECT_EQ(plot->plot()->graph(0)->name(), "max") << "the max series was named after the whole plot";
         EXPECT_EQ(plot->plot()->graph(1)->name(), "min");
     }
+}
+
+// Issue 28: the list's icons were the view's own judgement of the buffers (with the default floor,
+// not the scan's running_var_floor) while the layer tree's came from the scan's incidents.
+TEST(BatchNormView, ItsIconsAreTheScansAndItOpensOnTheFirstBadLayerUntilTheUserPicksOne)
+{
+    auto layer = [](const char* name, bool poisoned) {
+        BatchNormSeries series;
+        series.name = name;
+        series.steps = {0, 1, 2};
+        series.meanMin = {-1, -1, -1};
+        series.meanMax = {1, 1, 1};
+        series.varMin = {0.5, 0.5, 0.5};
+        series.varMax = {2, 2, 2};
+        series.nonfinite = {0, 0, poisoned ? 3.0 : 0.0};
+        return series;
+    };
+    BatchNormView view;
+    view.setSeries({layer("bn1", false), layer("bn2", true), layer("bn3", false)});
+    auto* list = view.findChild<QComboBox*>();
+    ASSERT_NE(list, nullptr);
+    auto iconIs = [&](int index, LayerHealth health) {
+        return list->itemIcon(index).pixmap(14).toImage() == LayerTreeModel::healthIcon(health).pixmap(14).toImage();
+    };
+    EXPECT_TRUE(list->itemIcon(1).isNull()) << "an icon before the scan judged the layers";
+    EXPECT_TRUE(view.summary().startsWith("bn1")) << view.summary().toStdString();
+    view.setHealth({LayerHealth::Ok, LayerHealth::Bad, LayerHealth::Ok});
+    EXPECT_TRUE(iconIs(0, LayerHealth::Ok));
+    EXPECT_TRUE(iconIs(1, LayerHealth::Bad));
+    EXPECT_TRUE(view.summary().startsWith("bn2: running statistics non-finite from step 2"))
+        << view.summary().toStdString();
+    // The user picks a layer: a later judgement colours the list but no longer moves it.
+    list->setCurrentIndex(2);
+    emit list->activated(2);
+    view.setHealth({LayerHealth::Bad, LayerHealth::Bad, LayerHealth::Ok});
+    EXPECT_TRUE(iconIs(0, LayerHealth::Bad));
+    EXPECT_TRUE(view.summary().startsWith("bn3")) << view.summary().toStdString();
+    // The run grows: the layer shown stays.
+    view.setSeries({layer("bn1", false), layer("bn2", true), layer("bn3", false)});
+    EXPECT_TRUE(view.summary().startsWith("bn3")) << view.summary().toStdString();
+    EXPECT_TRUE(iconIs(1, LayerHealth::Bad)) << "the icons were lost when the run grew";
 }
 
 TEST(CheckpointsView, SaysItIsReadingInsteadOfShowingTheOldCheckpoint)

@@ -97,6 +97,8 @@ TEST(BatchNormView, SummaryNamesTheStepWhereStatisticsWentNonFinite)
     BatchNormSeries healthy{"features.1", {0, 1, 2}, {0, 0, 0}, {1, 1, 1}, {0.5, 0.5, 0.5}, {2, 2, 2}, {0, 0, 0}};
     BatchNormSeries poisoned{"features.4", {0, 1, 2}, {0, NAN, NAN}, {1, NAN, NAN}, {0.5, NAN, NAN}, {2, NAN, NAN}, {0, 64, 64}};
     view.setSeries({healthy, poisoned});
+    // The scan judges the layers (the window passes judgeLayerHealth of their names).
+    view.setHealth({LayerHealth::Ok, LayerHealth::Bad});
     EXPECT_TRUE(view.summary().contains("features.4")) << "opens on the poisoned layer";
     EXPECT_TRUE(view.summary().contains("from step 1")) << view.summary().toStdString();
     EXPECT_EQ(view.varPlot()->nanCount(), 2);
