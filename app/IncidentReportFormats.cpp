@@ -6,6 +6,7 @@
 #include "ComparisonReport.h"
 #include "IncidentJson.h"
 #include "JsonNumbers.h"
+#include "ReplayJson.h"
 #include "TriageJson.h"
 
 #include "core/scan/Diagnosis.h"
@@ -144,36 +145,9 @@ QByteArray toJsonReport(const ReportContent& c)
     for (const auto& s : c.critical) {
         QJsonObject o = toJson(s.incident);
         if (s.replayed) {
-            QJsonObject replay{{"step", s.replayStep}};
-            if (!s.replay.error.isEmpty())
-                replay["error"] = s.replay.error;
-            else {
-                const ReplayResult& r = s.replay.result;
-                replay["first_nonfinite"] = !r.firstNonfinite ? QJsonValue()
-                                                               : QJsonValue(QJsonObject{{"op", text(r.firstNonfinite->op)},
-                                                                                        {"module", text(r.firstNonfinite->module)},
-                                                                                        {"source", text(r.firstNonfinite->source)},
-                                                                                        {"code", text(r.firstNonfinite->code)}});
-                QJsonArray bad;
-                for (int64_t i : r.badSamples)
-                    bad.append(qint64(i));
-                replay["bad_samples"] = bad;
-                replay["loss_convention"] = lossConventionKey(r.lossConvention);
-                if (r.gradCulprit)
-                    replay["backward_culprit"] = QJsonObject{{"op", text(r.gradCulprit->op)},
-                                                             {"module", text(r.gradCulprit->module)},
-                                                             {"source", text(r.gradCulprit->source)},
-                                                             {"code", text(r.gradCulprit->code)}};
-                if (r.logits) {
-                    replay["log_z_mean"] = jsonNumber(r.logits->logZMean);
-                    replay["log_z_max"] = jsonNumber(r.logits->logZMax);
-                }
-                QJsonArray findings;
-                for (const ReplayFinding& f : r.findings)
-                    findings.append(QJsonObject{{"signal", replaySignalKey(f.signal)}, {"cause", text(f.cause)},
-                                                {"suggestion", text(f.suggestion)}});
-                replay["findings"] = findings;
-            }
+            QJsonObject replay = s.replay.error.isEmpty() ? replaySummaryToJson(s.replay.result)
+                                                          : QJsonObject{{"error", s.replay.error}};
+            replay["step"] = s.replayStep;
             o["replay"] = replay;
         }
         if (s.triaged)

@@ -90,6 +90,32 @@ QJsonObject replayOpToJson(const ReplayOp& op, bool withInputs)
     return o;
 }
 
+QJsonObject replaySummaryToJson(const ReplayResult& r)
+{
+    auto where = [](const ReplayOp& op) {
+        return QJsonObject{{"op", text(op.op)}, {"module", text(op.module)}, {"source", text(op.source)}, {"code", text(op.code)}};
+    };
+    QJsonObject summary;
+    summary["first_nonfinite"] = r.firstNonfinite ? QJsonValue(where(*r.firstNonfinite)) : QJsonValue();
+    QJsonArray bad;
+    for (int64_t i : r.badSamples)
+        bad.append(qint64(i));
+    summary["bad_samples"] = bad;
+    summary["loss_convention"] = lossConventionKey(r.lossConvention);
+    if (r.gradCulprit)
+        summary["backward_culprit"] = where(*r.gradCulprit);
+    if (r.logits) {
+        summary["log_z_mean"] = jsonNumber(r.logits->logZMean);
+        summary["log_z_max"] = jsonNumber(r.logits->logZMax);
+    }
+    QJsonArray findings;
+    for (const ReplayFinding& f : r.findings)
+        findings.append(QJsonObject{{"signal", replaySignalKey(f.signal)}, {"cause", text(f.cause)},
+                                    {"suggestion", text(f.suggestion)}});
+    summary["findings"] = findings;
+    return summary;
+}
+
 QJsonObject replayResultToJson(const ReplayResult& r, int64_t step, const ReplayOptions& options)
 {
     QJsonArray ops;

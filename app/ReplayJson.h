@@ -19,6 +19,11 @@ namespace nanscope {
 QJsonObject replayValueToJson(const std::optional<TensorStats>& stats);
 QJsonObject replayOpToJson(const ReplayOp& op, bool withInputs);
 QJsonObject replayResultToJson(const ReplayResult& result, int64_t step, const ReplayOptions& options);
+// The replay as the incident report's JSON summarises it: where the first NaN/Inf came from and
+// the backward culprit (op, module, source line, code), the bad samples, the loss convention, the
+// log-partition figures and the findings. Beside `replay --json`'s encoder, so that a ReplayResult
+// is written to JSON in one file.
+QJsonObject replaySummaryToJson(const ReplayResult& result);
 
 std::optional<TensorStats> replayValueFromJson(const QJsonValue& value);
 ReplayOp replayOpFromJson(const QJsonObject& op);
