@@ -140,7 +140,7 @@ QVariant ReplayOpModel::headerData(int section, Qt::Orientation orientation, int
     if (role == Qt::ToolTipRole) {
         switch (Column(section)) {
         case Float16Headroom: return tr("Bits between the output's largest |value| and float16's largest value (65504); "
-                                        "red when an op comes within %1 bits").arg(kFloat16HeadroomWarnBits);
+                                        "red when an op comes within %1 bits").arg(kNearFloat16Bits);
         case DynamicRange: return tr("log2 of the output's largest over its smallest nonzero |value|, in bits");
         case Code: return tr("The line of source code the op came from");
         default: return {};

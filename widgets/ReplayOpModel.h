@@ -8,7 +8,7 @@ namespace nanscope {
 
 // The replay's ops in execution order. The first non-finite op is highlighted; non-finite
 // counts are red. Each op's precision headroom (bits to float16's largest value; red under
-// kFloat16HeadroomWarnBits) and dynamic range, and for softmax calls the max |input| and the
+// kNearFloat16Bits) and dynamic range, and for softmax calls the max |input| and the
 // entropy of the output (red when the attention logits have grown).
 class ReplayOpModel : public QAbstractTableModel
 {

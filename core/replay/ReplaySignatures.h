@@ -13,15 +13,14 @@
 
 namespace nanscope {
 
-// Under this many bits of headroom to float16's largest value an op is flagged: the one "near
-// the float16 limit" of core/tensor/FloatLimits.h, which the scan judges by too.
-inline constexpr double kFloat16HeadroomWarnBits = kNearFloat16Bits;
 // A softmax over logits at least this large (exp(30) ~ 1e13) whose rows are near one-hot (mean
 // entropy under this share of a uniform row's): attention logit growth. Inputs of fewer than 3
 // dims (a classifier's [batch, classes]) are not attention, and a confident classifier is fine.
 inline constexpr double kAttentionLogitAbsmax = 30.0;
 inline constexpr double kAttentionEntropyShare = 0.2;
 
+// Under kNearFloat16Bits of headroom to float16's largest value (core/tensor/FloatLimits.h, the
+// scan's "near the float16 limit" too).
 bool lowFloat16Headroom(const PrecisionHeadroom& headroom);
 // `inputDims`: the number of dimensions of the softmax's input (that of its output).
 bool attentionLogitsGrown(const SoftmaxSignature& softmax, size_t inputDims);

@@ -212,23 +212,6 @@ uint64_t fileSizeOf(const std::string& path)
     return ec ? 0 : uint64_t(size);
 }
 
-} // namespace
-
-bool isMarkedOpenForWriting(const std::string& logPath)
-{
-    // HDF5 file format specification, superblock versions 2 and 3: signature (8 bytes), version,
-    // size of offsets, size of lengths, then the file consistency flags; bit 0: opened for write
-    // access, bit 2: opened for SWMR writing. The library clears them when the writer closes.
-    std::ifstream in(logPath, std::ios::binary);
-    unsigned char head[12] = {};
-    in.read(reinterpret_cast<char*>(head), sizeof head);
-    if (in.gcount() != std::streamsize(sizeof head) || (head[8] != 2 && head[8] != 3))
-        return false;
-    return (head[11] & 0x05) != 0;
-}
-
-namespace {
-
 // The dataset's chunks carry a Fletcher-32 checksum (read through its filters: asking for one
 // filter by id reports a missing one as an HDF5 error).
 bool hasChecksum(hid_t dataset)
@@ -247,6 +230,19 @@ bool hasChecksum(hid_t dataset)
 }
 
 } // namespace
+
+bool isMarkedOpenForWriting(const std::string& logPath)
+{
+    // HDF5 file format specification, superblock versions 2 and 3: signature (8 bytes), version,
+    // size of offsets, size of lengths, then the file consistency flags; bit 0: opened for write
+    // access, bit 2: opened for SWMR writing. The library clears them when the writer closes.
+    std::ifstream in(logPath, std::ios::binary);
+    unsigned char head[12] = {};
+    in.read(reinterpret_cast<char*>(head), sizeof head);
+    if (in.gcount() != std::streamsize(sizeof head) || (head[8] != 2 && head[8] != 3))
+        return false;
+    return (head[11] & 0x05) != 0;
+}
 
 std::map<int64_t, std::string> listSteppedFiles(const std::string& directory)
 {
