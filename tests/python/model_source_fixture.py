@@ -1,5 +1,7 @@
 """Replay tests need models whose source is a real file (TorchScript keeps each op's source
-line): a test case writes its MODEL_SOURCE into a temporary module and imports it once."""
+line): a test case writes its MODEL_SOURCE into a temporary module and imports it once. Each test
+starts from the same random state, so the models it builds have the same initial weights on every
+run and machine (a failure can be replayed)."""
 import importlib
 import os
 import sys
@@ -18,6 +20,10 @@ class ModelSourceTestCase(unittest.TestCase):
             f.write(cls.MODEL_SOURCE)
         sys.path.insert(0, cls.tmp.name)
         cls.models = importlib.import_module(cls.MODULE_NAME)
+
+    def setUp(self):
+        import torch
+        torch.manual_seed(0)
 
     @classmethod
     def tearDownClass(cls):

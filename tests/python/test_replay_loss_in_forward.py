@@ -102,15 +102,22 @@ class ReplayLossInForward(ModelSourceTestCase):
 
     def batch_for(self, model):
         """Inputs where one sample's logits are so far apart that the probability of its label
-        underflows to exactly 0 in float32."""
+        underflows to exactly 0 in float32. The logits are linear in the input, so the extreme
+        sample is scaled until its gap passes float32's ~104 (exp(-104) is below the smallest
+        denormal): whatever the layer's initial weights, the fixture has its underflow."""
         torch.manual_seed(0)
         x = torch.rand(8, 6)
-        x[BAD_SAMPLE] = torch.tensor([400.0, -300.0, 250.0, -500.0, 350.0, -200.0])
-        with torch.no_grad():
-            probs = torch.softmax(model.body(x), dim=-1)
-        labels = torch.argmax(probs, dim=-1)
-        labels[BAD_SAMPLE] = int(torch.argmin(probs[BAD_SAMPLE]))
+        extreme = torch.tensor([400.0, -300.0, 250.0, -500.0, 350.0, -200.0])
+        for scale in (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0):
+            x[BAD_SAMPLE] = extreme * scale
+            with torch.no_grad():
+                probs = torch.softmax(model.body(x), dim=-1)
+            labels = torch.argmax(probs, dim=-1)
+            labels[BAD_SAMPLE] = int(torch.argmin(probs[BAD_SAMPLE]))
+            if float(probs[BAD_SAMPLE, labels[BAD_SAMPLE]]) == 0.0:
+                break
         self.assertEqual(float(probs[BAD_SAMPLE, labels[BAD_SAMPLE]]), 0.0, "the fixture needs an underflow")
+        self.assertTrue(torch.isfinite(probs).all(), "only the one probability underflows, nothing overflows")
         return x, labels
 
     def replay(self, model, name, extra=()):
