@@ -20,6 +20,9 @@ find_package(Protobuf REQUIRED)
 if(NOT Protobuf_PROTOC_EXECUTABLE)
   message(FATAL_ERROR "protoc not found: install protobuf-compiler (./setup.sh installs it)")
 endif()
+# JSON of other tools' logs (core/source/JsonFields): rapidjson-dev, header-only. Its CMake package
+# only names the include folder.
+find_package(RapidJSON REQUIRED)
 find_package(GTest REQUIRED)
 find_package(Threads REQUIRED)
 

@@ -1,5 +1,5 @@
-// libFuzzer harness: readTrainerState on a trainer_state.json that is the input (Qt's JSON parser
-// underneath, fed one log_history entry at a time by nanscope's own scanner).
+// libFuzzer harness: readTrainerState on a trainer_state.json that is the input (RapidJSON's SAX
+// reader underneath, core/source/JsonFields, fed one log_history entry at a time by JsonScan).
 
 #include "FuzzSupport.h"
 #include "core/source/TrainerStateReader.h"

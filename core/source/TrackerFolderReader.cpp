@@ -1,10 +1,6 @@
 #include "core/source/TrackerFolderReader.h"
 
-#include "core/source/JsonScan.h"
-
-#include <QByteArray>
-#include <QJsonDocument>
-#include <QJsonObject>
+#include "core/source/JsonFields.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -13,6 +9,8 @@
 #include <sstream>
 
 namespace nanscope {
+
+using json::JsonField;
 
 namespace fs = std::filesystem;
 
@@ -136,6 +134,7 @@ Result<ScalarLog> readWandbHistory(const std::string& path)
     uint64_t number = 0, bad = 0;
     uintmax_t bytes = 0;
     int64_t implicitStep = 0;
+    std::vector<json::JsonField> row; // one line's fields; its memory serves every line
     while (std::getline(in, line)) {
         ++number;
         bytes += line.size() + 1;
@@ -150,30 +149,33 @@ Result<ScalarLog> readWandbHistory(const std::string& path)
             ++bad;
             continue;
         }
-        const std::string strict = jsonscan::quoteNonFiniteTokens(line);
-        QJsonParseError error;
-        const QJsonDocument document =
-            QJsonDocument::fromJson(QByteArray(strict.data(), qsizetype(strict.size())), &error);
-        if (error.error != QJsonParseError::NoError || !document.isObject()) {
+        std::string error;
+        if (!json::readObjectFields(line, row, error)) {
             ++bad;
             continue;
         }
-        const QJsonObject row = document.object();
+        const auto field = [&](const char* key) -> const JsonField* {
+            for (const JsonField& f : row)
+                if (f.key == key)
+                    return &f;
+            return nullptr;
+        };
+        // The SDK's own fields are finite numbers; a NaN (or a number past int64) there is no step.
+        const auto finiteNumber = [](const JsonField* f) {
+            return f && f->kind == JsonField::Kind::Number && std::fabs(f->number) < 9.0e18;
+        };
         int64_t step = implicitStep;
-        if (row.contains("_step") && row["_step"].isDouble())
-            step = int64_t(row["_step"].toDouble());
+        if (const JsonField* stepField = field("_step"); finiteNumber(stepField))
+            step = int64_t(stepField->number);
         implicitStep = step + 1;
-        const double time = row["_timestamp"].isDouble() ? row["_timestamp"].toDouble() : std::nan("");
-        for (auto it = row.begin(); it != row.end(); ++it) {
-            const QString key = it.key();
-            if (key.startsWith('_'))
+        const JsonField* timeField = field("_timestamp");
+        const double time = finiteNumber(timeField) ? timeField->number : std::nan("");
+        for (const JsonField& f : row) {
+            if (!f.key.empty() && f.key.front() == '_')
                 continue; // _step, _runtime, _timestamp, _wandb: the SDK's own
-            double value = 0;
-            if (it.value().isDouble())
-                value = it.value().toDouble();
-            else if (!(it.value().isString() && jsonscan::nonFiniteSentinel(it.value().toString().toStdString(), value)))
+            if (f.kind != JsonField::Kind::Number)
                 continue; // a histogram, an image, a table: not a scalar
-            log.add(key.toStdString(), step, value, time);
+            log.add(f.key, step, f.number, time);
         }
     }
     if (bad > 0)

@@ -1,14 +1,8 @@
 #include "core/source/TrainerStateReader.h"
 
 #include "core/source/FileText.h"
+#include "core/source/JsonFields.h"
 #include "core/source/JsonScan.h"
-
-#include <QByteArray>
-#include <QJsonArray>
-#include <QJsonDocument>
-#include <QJsonObject>
-#include <QJsonParseError>
-#include <QJsonValue>
 
 #include <algorithm>
 #include <charconv>
@@ -21,6 +15,7 @@ namespace nanscope {
 
 namespace {
 
+using json::JsonField;
 using jsonscan::skipWhitespace;
 using jsonscan::ValueExtent;
 
@@ -28,10 +23,12 @@ using jsonscan::ValueExtent;
 constexpr uint64_t kMaxTrainerStateBytes = uint64_t(1) << 30;
 
 // The Trainer's closing log call carries run totals, which are not values at a step.
-bool isSummaryEntry(const QJsonObject& entry)
+bool isSummaryEntry(const std::vector<JsonField>& entry)
 {
-    return entry.contains(QLatin1String("train_runtime")) || entry.contains(QLatin1String("train_samples_per_second"))
-        || entry.contains(QLatin1String("train_steps_per_second")) || entry.contains(QLatin1String("total_flos"));
+    return std::any_of(entry.begin(), entry.end(), [](const JsonField& field) {
+        return field.key == "train_runtime" || field.key == "train_samples_per_second"
+            || field.key == "train_steps_per_second" || field.key == "total_flos";
+    });
 }
 
 std::string formatNumber(double value)
@@ -43,48 +40,6 @@ std::string formatNumber(double value)
     char buffer[32];
     const std::to_chars_result written = std::to_chars(buffer, buffer + sizeof buffer, value);
     return std::string(buffer, written.ptr);
-}
-
-QJsonDocument parseJson(std::string_view text, QJsonParseError& error)
-{
-    const std::string strict = jsonscan::quoteNonFiniteTokens(text);
-    return QJsonDocument::fromJson(QByteArray(strict.data(), qsizetype(strict.size())), &error);
-}
-
-// Qt 6 only parses objects and arrays as documents, so a lone value is read inside a list.
-bool parseValue(std::string_view text, QJsonValue& value)
-{
-    std::string wrapped = "[";
-    wrapped.append(text);
-    wrapped += ']';
-    QJsonParseError error;
-    const QJsonDocument document = parseJson(wrapped, error);
-    if (error.error != QJsonParseError::NoError || !document.isArray() || document.array().size() != 1)
-        return false;
-    value = document.array().at(0);
-    return true;
-}
-
-bool numberFrom(const QJsonValue& value, double& number)
-{
-    if (value.isDouble()) {
-        number = value.toDouble();
-        return true;
-    }
-    return value.isString() && jsonscan::nonFiniteSentinel(value.toString().toStdString(), number);
-}
-
-const char* kindOf(const QJsonValue& value)
-{
-    if (value.isString())
-        return "text";
-    if (value.isNull())
-        return "null";
-    if (value.isBool())
-        return "true/false";
-    if (value.isArray())
-        return "list";
-    return "object";
 }
 
 // A few printable characters of what is at `position`, for an error that says what the file holds.
@@ -113,7 +68,7 @@ public:
 private:
     enum class ListEnd { Closed, Stopped };
     ListEnd readLogHistory(size_t& position);
-    void readEntry(const QJsonObject& entry, int number, size_t byte);
+    void readEntry(const std::vector<JsonField>& entry, int number, size_t byte);
     void keepTopLevelField(const std::string& key, std::string_view raw, size_t byte);
     void addNotes();
 
@@ -132,6 +87,7 @@ private:
     bool m_anyStep = false;
     int64_t m_highestStep = 0;
     std::string m_firstStepBack; // where a resumed run starts writing steps again
+    std::vector<JsonField> m_entry; // one entry's fields; its memory serves every entry
 };
 
 Status TrainerStateParser::parse()
@@ -157,14 +113,15 @@ Status TrainerStateParser::parse()
         if (m_text[position] == '}')
             break;
         const ValueExtent keyExtent = jsonscan::scanValue(m_text, position);
-        QJsonValue key;
+        JsonField key;
+        std::string keyError;
         if (m_text[position] != '"' || keyExtent.kind != ValueExtent::Kind::Complete
-            || !parseValue(m_text.substr(position, keyExtent.end - position), key)) {
+            || !json::readValue(m_text.substr(position, keyExtent.end - position), key, keyError)) {
             stoppedBy = "byte " + std::to_string(position) + ": no field name in quotes where one should be (\""
                 + excerptAt(m_text, position) + "\")";
             break;
         }
-        const std::string name = key.toString().toStdString();
+        const std::string name = key.text;
         position = skipWhitespace(m_text, keyExtent.end);
         if (position >= m_text.size() || m_text[position] != ':') {
             stoppedBy = "byte " + std::to_string(position) + ": no ':' after the field name \"" + name + "\"";
@@ -235,15 +192,13 @@ TrainerStateParser::ListEnd TrainerStateParser::readLogHistory(size_t& position)
             return ListEnd::Stopped;
         }
 
-        QJsonParseError error;
-        const QJsonDocument entry = parseJson(m_text.substr(cursor, extent.end - cursor), error);
-        if (error.error != QJsonParseError::NoError)
-            warn(entryLabel(number, cursor) + ": not valid JSON (" + error.errorString().toStdString()
-                + "); this entry is skipped");
-        else if (!entry.isObject())
+        std::string error;
+        if (json::readObjectFields(m_text.substr(cursor, extent.end - cursor), m_entry, error))
+            readEntry(m_entry, number, cursor);
+        else if (error == "not a JSON object")
             warn(entryLabel(number, cursor) + ": not a JSON object; this entry is skipped");
         else
-            readEntry(entry.object(), number, cursor);
+            warn(entryLabel(number, cursor) + ": not valid JSON (" + error + "); this entry is skipped");
 
         cursor = skipWhitespace(m_text, extent.end);
         if (cursor < m_text.size() && m_text[cursor] == ',') {
@@ -260,11 +215,11 @@ TrainerStateParser::ListEnd TrainerStateParser::readLogHistory(size_t& position)
     }
 }
 
-void TrainerStateParser::readEntry(const QJsonObject& entry, int number, size_t byte)
+void TrainerStateParser::readEntry(const std::vector<JsonField>& entry, int number, size_t byte)
 {
-    double stepValue = 0;
-    if (!numberFrom(entry.value(QLatin1String("step")), stepValue) || !std::isfinite(stepValue)
-        || stepValue != std::floor(stepValue) || std::fabs(stepValue) > 9.0e18) {
+    const auto stepField = std::find_if(entry.begin(), entry.end(), [](const JsonField& f) { return f.key == "step"; });
+    const double stepValue = stepField != entry.end() && stepField->kind == JsonField::Kind::Number ? stepField->number : NAN;
+    if (!std::isfinite(stepValue) || stepValue != std::floor(stepValue) || std::fabs(stepValue) > 9.0e18) {
         warn(entryLabel(number, byte) + ": no whole-number \"step\"; this entry is skipped");
         return;
     }
@@ -272,15 +227,15 @@ void TrainerStateParser::readEntry(const QJsonObject& entry, int number, size_t 
     ++m_entriesRead;
 
     const bool summary = isSummaryEntry(entry);
-    for (auto field = entry.begin(); field != entry.end(); ++field) {
-        const std::string key = field.key().toStdString();
+    for (const JsonField& field : entry) {
+        const std::string& key = field.key;
         if (key == "step")
             continue;
-        double value = 0;
-        if (!numberFrom(field.value(), value)) {
-            ++m_skippedValues[key][kindOf(field.value())];
+        if (field.kind != JsonField::Kind::Number) {
+            ++m_skippedValues[key][json::kindName(field.kind)];
             continue;
         }
+        const double value = field.number;
         if (summary) {
             // The summary's epoch repeats the top-level one.
             if (key != "epoch")
@@ -309,18 +264,18 @@ void TrainerStateParser::readEntry(const QJsonObject& entry, int number, size_t 
 
 void TrainerStateParser::keepTopLevelField(const std::string& key, std::string_view raw, size_t byte)
 {
-    QJsonValue value;
-    if (!parseValue(raw, value)) {
+    JsonField value;
+    std::string error;
+    if (!json::readValue(raw, value, error)) {
         warn("top-level field \"" + key + "\" (byte " + std::to_string(byte) + "): not valid JSON; skipped");
         return;
     }
-    double number = 0;
-    if (value.isString() && !numberFrom(value, number))
-        m_log.attributes[key] = value.toString().toStdString();
-    else if (numberFrom(value, number))
+    if (value.kind == JsonField::Kind::Text)
+        m_log.attributes[key] = value.text;
+    else if (value.kind == JsonField::Kind::Number)
         m_log.attributes[key] = std::string(raw); // as written: "5785036350898176.0", "NaN"
-    else if (!value.isNull()) // null means "not set" (best_metric before any eval)
-        m_skippedTopLevelFields.push_back(key + " (" + kindOf(value) + ")");
+    else if (value.kind != JsonField::Kind::Null) // null means "not set" (best_metric before any eval)
+        m_skippedTopLevelFields.push_back(key + " (" + json::kindName(value.kind) + ")");
 }
 
 void TrainerStateParser::addNotes()

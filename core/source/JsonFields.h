@@ -1,0 +1,37 @@
+#pragma once
+
+// The one JSON decoder of the log readers (trainer_state.json entries, W&B history lines): RapidJSON's
+// SAX reader, with no document tree built. Python's json module writes NaN, Infinity and -Infinity
+// as bare words, which strict JSON rejects; they read here as the numbers they stand for. Numbers
+// are converted with std::from_chars, correctly rounded, as Python wrote them and Qt read them.
+// How a damaged document is cut into values is JsonScan's job; this decodes one value.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nanscope::json {
+
+struct JsonField {
+    enum class Kind { Number, Text, Null, Bool, List, Object };
+    std::string key;   // empty for a lone value
+    Kind kind = Kind::Null;
+    double number = 0; // Kind::Number
+    std::string text;  // Kind::Text
+};
+
+// What a person calls a value of that kind, in a note about skipped values: "text", "list", ...
+const char* kindName(JsonField::Kind kind);
+
+// The fields of the JSON object that is the whole of `text` (whitespace around it allowed), in file
+// order; a key written twice keeps its last value. Nested lists and objects are kept as their kind
+// only. False, with `error` saying what is wrong and at which byte of `text`, when `text` is not
+// one valid JSON object. `fields` is cleared first; a caller reading many objects passes the same
+// vector to reuse its memory.
+bool readObjectFields(std::string_view text, std::vector<JsonField>& fields, std::string& error);
+
+// The one JSON value that is the whole of `text`: a number, a string, null, true/false, or (by
+// kind only) a list or an object. False, with `error`, when it is not one valid JSON value.
+bool readValue(std::string_view text, JsonField& value, std::string& error);
+
+} // namespace nanscope::json
