@@ -37,10 +37,12 @@ using namespace nanscope;
 using test::openAndWait;
 
 namespace {
-// A run being written by another process, 400 rows 20 ms apart; true once its first row is flushed.
+// A run being written by another process, a row every 20 ms for longer than any test waits (each
+// test kills it): a slow machine or a sanitizer build that takes seconds to open the window still
+// finds it writing. True once its first row is flushed.
 bool startLiveWriter(QProcess& writer, const QString& run)
 {
-    writer.start(NANSCOPE_TEST_WRITER, {run, "400", "20"});
+    writer.start(NANSCOPE_TEST_WRITER, {run, "100000", "20"});
     return writer.waitForReadyRead(30000);
 }
 } // namespace

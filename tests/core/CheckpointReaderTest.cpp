@@ -115,14 +115,16 @@ TEST_F(CheckpointReaderTest, ArchiveWithoutChecksumsIsRead)
 
 TEST_F(CheckpointReaderTest, PickleCallingOsSystemIsRefused)
 {
+    // The file the command would create is this test's own: a stale one elsewhere proves nothing.
+    const std::string pwned = m_dir / "pwned";
     PickleWriter p;
-    p.global("os", "system").mark().text("touch /tmp/nanscope-pwned").tuple().op('R');
+    p.global("os", "system").mark().text("touch " + pwned).tuple().op('R');
     const auto path = write("evil.pt", archiveWithPickle(p.finish()));
     auto checkpoint = readCheckpoint(path);
     ASSERT_FALSE(checkpoint);
     EXPECT_NE(checkpoint.error().find("os.system"), std::string::npos) << checkpoint.error();
     EXPECT_NE(checkpoint.error().find(path), std::string::npos);
-    EXPECT_FALSE(fs::exists("/tmp/nanscope-pwned"));
+    EXPECT_FALSE(fs::exists(pwned));
 }
 
 TEST_F(CheckpointReaderTest, BuiltinsEvalThroughStackGlobalIsRefused)

@@ -19,26 +19,45 @@ using namespace std::chrono_literals;
 namespace {
 
 // Starts the writer with its stdout on a pipe, so the test can read how far it got.
+// A held writer keeps the run open after its last row until release().
 struct WriterProcess
 {
+    enum class Close { WhenDone, OnRelease };
     pid_t pid = -1;
     FILE* output = nullptr;
+    int hold = -1; // the write end of a held writer's stdin
 
-    WriterProcess(const std::string& dir, int rows, int delayMs)
+    WriterProcess(const std::string& dir, int rows, int delayMs, Close close = Close::WhenDone)
     {
-        int fds[2];
-        if (pipe(fds) != 0)
+        int fds[2], in[2] = {-1, -1};
+        if (pipe(fds) != 0 || (close == Close::OnRelease && pipe(in) != 0))
             return;
         pid = fork();
         if (pid == 0) {
             dup2(fds[1], STDOUT_FILENO);
-            close(fds[0]);
+            ::close(fds[0]);
+            if (in[0] >= 0) {
+                dup2(in[0], STDIN_FILENO);
+                ::close(in[1]);
+            }
             execl(NANSCOPE_TEST_WRITER, NANSCOPE_TEST_WRITER, dir.c_str(), std::to_string(rows).c_str(),
-                  std::to_string(delayMs).c_str(), static_cast<char*>(nullptr));
+                  std::to_string(delayMs).c_str(), close == Close::OnRelease ? "--hold" : static_cast<char*>(nullptr),
+                  static_cast<char*>(nullptr));
             _exit(127);
         }
-        close(fds[1]);
+        ::close(fds[1]);
+        if (in[0] >= 0) {
+            ::close(in[0]);
+            hold = in[1];
+        }
         output = fdopen(fds[0], "r");
+    }
+    // A held writer closes its run and exits.
+    void release()
+    {
+        if (hold >= 0)
+            ::close(hold);
+        hold = -1;
     }
     // Blocks until the writer reports that row `row` is flushed. False if it died first.
     bool waitForRow(int row)
@@ -58,6 +77,7 @@ struct WriterProcess
     }
     ~WriterProcess()
     {
+        release();
         if (pid > 0) {
             kill(pid, SIGKILL);
             wait();
@@ -162,10 +182,11 @@ TEST(RunFollow, TheFileSaysWhetherItsWriterClosedIt)
 {
     test::ScratchDir finished;
     {
-        WriterProcess writer(finished.path(), 5, 1);
-        ASSERT_TRUE(writer.waitForRow(1));
-        EXPECT_TRUE(isMarkedOpenForWriting(finished / "run.h5")) << "marked while its writer runs";
+        // Held open after its last row: the check below cannot race the writer's close.
+        WriterProcess writer(finished.path(), 5, 1, WriterProcess::Close::OnRelease);
         ASSERT_TRUE(writer.waitForRow(4));
+        EXPECT_TRUE(isMarkedOpenForWriting(finished / "run.h5")) << "marked while its writer runs";
+        writer.release();
         const int status = writer.wait();
         ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     }

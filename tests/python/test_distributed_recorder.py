@@ -4,7 +4,6 @@ stopped while the others' files read back whole."""
 import datetime
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,12 +25,6 @@ KILLED_RANK, KILLED_AT = 3, 5
 FEATURES, CLASSES, BATCH = 8, 3, 16
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def batch(rank, step):
     g = torch.Generator().manual_seed(1000 * rank + step)
     y = torch.randint(0, CLASSES, (BATCH,), generator=g)
@@ -39,10 +32,12 @@ def batch(rank, step):
     return x, y
 
 
-def train(rank, run_dir, port, scenario):
+def train(rank, run_dir, store_file, scenario):
     torch.set_num_threads(1)
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=WORLD, timeout=datetime.timedelta(seconds=30))
+    # The ranks meet through a file, not a TCP port: a free port found first could be taken by
+    # another program before the ranks bind it.
+    dist.init_process_group("gloo", init_method="file://" + store_file, rank=rank, world_size=WORLD,
+                            timeout=datetime.timedelta(seconds=30))
     from nanscope_recorder.distributed import DistributedRecorder
     torch.manual_seed(0)
     model = DDP(nn.Sequential(nn.Linear(FEATURES, 16), nn.ReLU(), nn.Linear(16, CLASSES)))
@@ -69,17 +64,18 @@ def train(rank, run_dir, port, scenario):
 
 
 def run_world(run_dir, scenario):
-    port = free_port()
     context = mp.get_context("spawn")
-    procs = [context.Process(target=train, args=(rank, run_dir, port, scenario)) for rank in range(WORLD)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-    for p in procs:
-        if p.is_alive():
-            p.kill()
-    return [p.exitcode for p in procs]
+    with tempfile.TemporaryDirectory() as store:
+        store_file = os.path.join(store, "rendezvous")
+        procs = [context.Process(target=train, args=(rank, run_dir, store_file, scenario)) for rank in range(WORLD)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(120)
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+        return [p.exitcode for p in procs]
 
 
 def nanscope(*args):

@@ -15,6 +15,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scan_runs"))
 import family_runs  # noqa: E402
+import torch  # noqa: E402
 
 BINARY = os.environ.get("NANSCOPE_BINARY")
 # The floor a class must reach over all its runs (tuned and held out together): three in four, except
@@ -22,17 +23,22 @@ BINARY = os.environ.get("NANSCOPE_BINARY")
 # attention-logit growth 12/12 pattern, onset and first layer; the NaN from the optimizer update
 # 12/12 pattern and onset but 6/12 first layer (the other six name none: every parameter was already
 # non-finite at the first logged bad row); one huge LR step 12/12 right; gradual pattern 11/12 and
-# onsets 10/12 (since the divergence rule: a finite loss that climbed x20 without NaN). The
-# floors sit just below what was measured, so that a regression fails; raise them as the scan improves.
+# onsets 10/12 (since the divergence rule: a finite loss that climbed x20 without NaN); the same
+# again on 2026-12-03 with the runs trained on one thread each. The
+# floors sit one run below what was measured (another CPU's kernels may flip one run of twelve), so
+# that a regression of two fails; raise them as the scan improves.
 FLOOR = 0.75
 FLOORS = {("attn_growth", 0): 0.9, ("attn_growth", 1): 0.9, ("attn_growth", 2): 0.9,
-          ("param_nan", 2): 0.45, ("lr_spike", 0): 0.9}
+          ("param_nan", 2): 0.4, ("lr_spike", 0): 0.9}
 
 
 def _generate(args):
     """Trains the run, or, in a kept folder (NANSCOPE_KEEP_FAMILY_RUNS) that has it already with its
     truth, reuses it: rescanning after a scan change then takes seconds, not minutes of training."""
     directory, spec, keep = args
+    # One thread: a reduction split over more threads sums in another order, and a blow-up magnifies
+    # the last bit, so the runs (and the verdicts) would depend on the machine's core count.
+    torch.set_num_threads(1)
     run_dir = os.path.join(directory, family_runs.run_name(spec))
     truth_file = os.path.join(directory, family_runs.run_name(spec) + ".truth.json")
     if keep and os.path.exists(truth_file) and os.path.isdir(run_dir):

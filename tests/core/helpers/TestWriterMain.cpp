@@ -1,18 +1,22 @@
 // A writer in its own process, for the tests that follow a run while it is written and that
 // kill a writer mid-run. Writes ROWS rows to RUN_DIR, one every DELAY_MS milliseconds, and prints
-// "row N" after each flushed append so the test knows what must be readable.
+// "row N" after each flushed append so the test knows what must be readable. With --hold, after
+// the last row it waits for its stdin to close before it closes the run: a test then sees the run
+// while its writer holds it open for as long as it needs, on any machine.
 #include "core/run/RunWriter.h"
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <thread>
 
 int main(int argc, char** argv)
 {
-    if (argc != 4) {
-        std::fprintf(stderr, "usage: nanscope_test_writer RUN_DIR ROWS DELAY_MS\n");
+    const bool hold = argc == 5 && std::string(argv[4]) == "--hold";
+    if (argc != 4 && !hold) {
+        std::fprintf(stderr, "usage: nanscope_test_writer RUN_DIR ROWS DELAY_MS [--hold]\n");
         return 2;
     }
     const int rows = std::atoi(argv[2]);
@@ -38,5 +42,8 @@ int main(int argc, char** argv)
         std::fflush(stdout);
         std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));
     }
-    return 0;
+    if (hold)
+        while (std::fgetc(stdin) != EOF) {
+        }
+    return 0; // the writer closes the run here
 }
