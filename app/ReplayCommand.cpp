@@ -5,6 +5,7 @@
 
 #include "core/torch/Replay.h"
 #include "core/run/CheckpointForm.h"
+#include "core/run/CheckpointPairing.h"
 #include "core/run/RunFormat.h"
 #include "core/run/RunReader.h"
 #include "core/run/RunWriter.h"
@@ -80,13 +81,12 @@ private:
     int m_savedStdout = -1;
 };
 
-QString stepList(const std::map<int64_t, std::string>& a, const std::map<int64_t, std::string>& b)
+QString stepList(const std::vector<int64_t>& steps)
 {
-    QStringList both;
-    for (const auto& [step, path] : a)
-        if (b.count(step))
-            both << QString::number(step);
-    return both.isEmpty() ? QString("none") : both.join(", ");
+    QStringList list;
+    for (int64_t step : steps)
+        list << QString::number(step);
+    return list.isEmpty() ? QString("none") : list.join(", ");
 }
 
 } // namespace
@@ -138,7 +138,7 @@ int runReplay(const QStringList& arguments)
     const auto batches = listSteppedFiles(QDir(runDir).filePath("batches").toStdString());
     // The steps offered instead: RunInfo's judgement (it leaves out state_dict checkpoints) where
     // run.h5 opens, else every step with both files.
-    QString replayable = stepList(checkpoints, batches);
+    QString replayable = stepList(stepsWithCheckpointAndBatch(checkpoints, batches));
     // run.h5 supplies the loss name when the batch lacks one; replay works without it.
     std::map<std::string, std::string> runAttributes;
     if (auto reader = RunReader::open(runDir.toStdString())) {
@@ -146,20 +146,25 @@ int runReplay(const QStringList& arguments)
         runAttributes = attributes;
         if (auto it = attributes.find("loss_name"); it != attributes.end())
             options.lossName = it->second;
-        QStringList steps;
-        for (int64_t replayableStep : (*reader)->info().replayableSteps())
-            steps << QString::number(replayableStep);
-        replayable = steps.isEmpty() ? QString("none") : steps.join(", ");
+        replayable = stepList((*reader)->info().replayableSteps());
     }
     options.checkpoint = parser.value("checkpoint").toStdString();
     options.batch = parser.value("batch").toStdString();
     if (options.checkpoint.empty()) {
-        auto it = checkpoints.find(step);
-        if (it == checkpoints.end())
-            return fail(QString("%1 has no checkpoint for step %2%3. Steps with both a checkpoint and a batch: %4")
+        // Step N replays on its own checkpoint only; an earlier one is triage's question.
+        const auto paired = checkpointForStep(checkpoints, step);
+        if (!paired || !paired->ownStep) {
+            // With batch N saved, triage replays it on the latest earlier checkpoint: say so.
+            const QString earlier = paired && batches.count(step)
+                                        ? QString(" (the latest checkpoint before it is step %1: `nanscope triage "
+                                                  "RUN_DIR --step %2` replays batch %2 on it)")
+                                              .arg(paired->step).arg(step)
+                                        : QString();
+            return fail(QString("%1 has no checkpoint for step %2%3%4. Steps with both a checkpoint and a batch: %5")
                             .arg(runDir).arg(step).arg(notAFileNote(QDir(runDir).filePath("checkpoints"), step))
-                            .arg(replayable));
-        options.checkpoint = it->second;
+                            .arg(earlier).arg(replayable));
+        }
+        options.checkpoint = checkpoints.at(paired->step);
     }
     if (options.batch.empty()) {
         auto it = batches.find(step);

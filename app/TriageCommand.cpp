@@ -3,6 +3,7 @@
 #include "Subcommands.h"
 #include "TriageJson.h"
 
+#include "core/run/CheckpointPairing.h"
 #include "core/run/RunFormat.h"
 #include "core/run/RunReader.h"
 #include "core/scan/RobustStats.h"
@@ -171,21 +172,19 @@ int runTriage(const QStringList& arguments)
     const auto batch = batches.find(step);
     if (batch == batches.end())
         return fail(QString("%1 has no saved batch for step %2. Saved batches: %3").arg(runDir).arg(step).arg(savedSteps(batches)));
-    // The state step N ran on: checkpoint N when saved (it is taken before the step's update),
-    // else the latest before it.
-    auto paired = checkpoints.upper_bound(step);
-    if (paired == checkpoints.begin())
+    // The state step N ran on: checkpoint N when saved, else the latest before it (CheckpointPairing).
+    const auto paired = checkpointForStep(checkpoints, step);
+    if (!paired)
         return fail(QString("%1 has no checkpoint at or before step %2. Saved checkpoints: %3")
                         .arg(runDir).arg(step).arg(savedSteps(checkpoints)));
-    paired = std::prev(paired);
-    const int64_t checkpointStep = paired->first;
+    const int64_t checkpointStep = paired->step;
 
     std::vector<PlannedReplay> plan{{TriageRole::Incident, checkpointStep, step, {}},
                                     {TriageRole::IncidentAgain, checkpointStep, step, {}}};
-    if (paired == checkpoints.begin())
+    if (!paired->earlierStep)
         plan.push_back({TriageRole::EarlierCheckpoint, -1, step, QString("no checkpoint before %1").arg(checkpointStep)});
     else
-        plan.push_back({TriageRole::EarlierCheckpoint, std::prev(paired)->first, step, {}});
+        plan.push_back({TriageRole::EarlierCheckpoint, *paired->earlierStep, step, {}});
     // Neighbours: the nearest saved batches of healthy steps, up to kNeighboursEachSide on each
     // side. A nearer batch of a step that was itself an incident is replayed and shown, marked,
     // but proves nothing about the state (judgeTriage does not count it).

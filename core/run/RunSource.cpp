@@ -1,5 +1,6 @@
 #include "core/run/RunSource.h"
 
+#include "core/run/CheckpointPairing.h"
 #include "core/run/RunFormat.h"
 
 #include <algorithm>
@@ -20,7 +21,8 @@ std::vector<int64_t> RunInfo::replayableSteps() const
 std::string RunInfo::whyNotReplayable(int64_t step) const
 {
     const std::string n = std::to_string(step);
-    if (!checkpoints.count(step))
+    // Replay reproduces step N on checkpoint N only (CheckpointPairing): an earlier one is triage's.
+    if (const auto paired = checkpointForStep(checkpoints, step); !paired || !paired->ownStep)
         return "no checkpoint of step " + n + " was saved";
     // A state_dict replays eagerly when the run names how to rebuild its model.
     if (auto form = checkpointForms.find(step); form != checkpointForms.end() && !replaysEagerly())

@@ -2,6 +2,7 @@
 // few threads when the reads allow it, then the rank rules (Rank*Rule.cpp), and merges the lot.
 #include "core/scan/RankScan.h"
 
+#include "core/run/CheckpointPairing.h"
 #include "core/run/RunFormat.h"
 #include "core/scan/Diagnosis.h"
 #include "core/scan/RunRules.h"
@@ -290,7 +291,7 @@ int rankToExplain(const RankSet& ranks, std::optional<int64_t> step, std::string
         if (!member || !member->run || !step)
             return false;
         const RunInfo& info = member->run->info();
-        return info.checkpoints.count(*step) && info.batches.count(*step);
+        return hasCheckpointAndBatch(info.checkpoints, info.batches, *step);
     };
     const auto say = [&](const std::string& text) {
         if (why)

@@ -120,6 +120,19 @@ TEST(CommandLine, ReplayOfAStepWithoutCheckpointListsTheStepsThatHaveOne)
     EXPECT_EQ(result.exitCode, 2);
     EXPECT_TRUE(result.err.contains("no checkpoint for step 7")) << result.err.toStdString();
     EXPECT_TRUE(result.err.contains("0, 50, 100")) << result.err.toStdString();
+    EXPECT_FALSE(result.err.contains("triage")) << "no batch of step 7 either: triage could not help";
+}
+
+// A saved batch without its own checkpoint (the recorder saves every incident's batch) replays on
+// no checkpoint, but triage replays it on the latest earlier one (core/run/CheckpointPairing): the
+// message says which, and how.
+TEST(CommandLine, ReplayOfABatchWithoutItsCheckpointPointsToTriageOnTheLatestEarlierOne)
+{
+    const auto result = runNanscope({"replay", demoRun("division-by-zero"), "--step", "179"});
+    EXPECT_EQ(result.exitCode, 2);
+    EXPECT_TRUE(result.err.contains("no checkpoint for step 179 (the latest checkpoint before it is step 150: "
+                                    "`nanscope triage RUN_DIR --step 179` replays batch 179 on it)"))
+        << result.err.toStdString();
 }
 
 // A checkpoint that is a FIFO (or a directory, a broken link) is skipped by the run's listing;
