@@ -1,6 +1,7 @@
 #include "core/tensor/TensorStats.h"
 
 #include "core/tensor/ElementConversion.h"
+#include "core/tensor/Moments.h"
 
 
 
@@ -65,19 +66,10 @@ struct Moments
 
     void addMoments(int64_t n, double blockMean, double blockM2)
     {
-        if (n == 0)
-            return;
-        if (count == 0) {
-            count = n;
-            mean = blockMean;
-            m2 = blockM2;
-            return;
-        }
-        const double total = double(count + n);
-        const double delta = blockMean - mean;
-        mean += delta * (double(n) / total);
-        m2 += blockM2 + delta * delta * (double(count) * double(n) / total);
-        count += n;
+        const MomentSums sum = combineMoments({count, mean, m2}, {n, blockMean, blockM2});
+        count = sum.count;
+        mean = sum.mean;
+        m2 = sum.m2;
     }
     void merge(const Moments& o)
     {

@@ -1,6 +1,7 @@
 #include "core/torch/GuardReadback.h"
 
 #include "core/run/RunFormat.h"
+#include "core/tensor/Moments.h"
 #include "core/torch/TensorRange.h"
 #include "core/torch/TorchReductions.h"
 
@@ -62,7 +63,7 @@ std::vector<double> mergeSlots(const std::vector<const double*>& parts)
         merged.assign(parts.front(), parts.front() + ts::kSlots);
         return merged;
     }
-    double total = 0, weightedMean = 0;
+    MomentSums moments;
     merged[ts::kMin] = std::numeric_limits<double>::infinity();
     merged[ts::kMax] = -std::numeric_limits<double>::infinity();
     merged[ts::kNonzeroAbsmin] = std::numeric_limits<double>::infinity();
@@ -73,17 +74,11 @@ std::vector<double> mergeSlots(const std::vector<const double*>& parts)
         if (r[ts::kCount] > 0) {
             merged[ts::kMin] = std::min(merged[ts::kMin], r[ts::kMin]);
             merged[ts::kMax] = std::max(merged[ts::kMax], r[ts::kMax]);
-            total += r[ts::kCount];
-            weightedMean += r[ts::kCount] * r[ts::kMean];
+            moments = combineMoments(moments, {int64_t(r[ts::kCount]), r[ts::kMean], r[ts::kM2]});
         }
     }
-    const double mean = total > 0 ? weightedMean / total : 0.0;
-    double m2 = 0;
-    for (const double* r : parts)
-        if (r[ts::kCount] > 0)
-            m2 += r[ts::kM2] + r[ts::kCount] * (r[ts::kMean] - mean) * (r[ts::kMean] - mean);
-    merged[ts::kMean] = mean;
-    merged[ts::kM2] = m2;
+    merged[ts::kMean] = moments.mean;
+    merged[ts::kM2] = moments.m2;
     return merged;
 }
 

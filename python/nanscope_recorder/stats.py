@@ -64,6 +64,19 @@ def _masked_range_stats(x):
                         nan, inf, count])
 
 
+def combine_moments(a, b):
+    """Chan's pairwise update of two parts' (count, mean, m2): core/tensor/Moments.h's combineMoments,
+    the same formula in the same order of operations (tests/data/moment_merge_cases.json checks both)."""
+    (na, ma, m2a), (nb, mb, m2b) = a, b
+    if nb == 0:
+        return a
+    if na == 0:
+        return b
+    total = na + nb
+    delta = mb - ma
+    return total, ma + delta * (nb / total), m2a + (m2b + delta * delta * (na * nb / total))
+
+
 def merge_range_stats(rows):
     """Host-side merge of several range_stats vectors (a module called more than once)."""
     if len(rows) == 1:
@@ -71,11 +84,12 @@ def merge_range_stats(rows):
     nan = sum(r[4] for r in rows)
     inf = sum(r[5] for r in rows)
     parts = [r for r in rows if r[6] > 0]
-    total = sum(r[6] for r in parts)
+    moments = (0, 0.0, 0.0)
+    for r in parts:
+        moments = combine_moments(moments, (r[6], r[2], (r[6] - 1) * r[3] * r[3]))
+    total, mean, m2 = moments
     if total == 0:
         return [_NAN, _NAN, _NAN, _NAN, nan, inf]
-    mean = sum(r[6] * r[2] for r in parts) / total
-    m2 = sum((r[6] - 1) * r[3] * r[3] + r[6] * (r[2] - mean) ** 2 for r in parts)
     std = math.sqrt(m2 / (total - 1)) if total > 1 else 0.0
     return [min(r[0] for r in parts), max(r[1] for r in parts), mean, std, nan, inf]
 

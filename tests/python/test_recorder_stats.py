@@ -1,6 +1,8 @@
 """The recorder's tensor statistics: the synchronisation-free path a GPU takes agrees with the CPU
 path, NaN and Inf are counted and left out of the ranges, and merged calls equal one big tensor."""
+import json
 import math
+import os
 import sys
 import unittest
 
@@ -56,6 +58,20 @@ class RangeStats(unittest.TestCase):
         parts = [torch.randn(50) * 2, torch.randn(70) + 3, torch.tensor([math.nan, 1.0, math.inf])]
         merged = stats.merge_range_stats([stats.range_stats(p).tolist() for p in parts])
         self.assert_stats(merged, reference(torch.cat(parts)), "merged")
+
+    def test_the_shared_merge_cases_as_the_cpp_side(self):
+        """tests/data/moment_merge_cases.json: the parts merged give the whole's mean and sample
+        deviation, as core/tensor/Moments.h does (tests/core/MomentsTest.cpp)."""
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "moment_merge_cases.json")) as f:
+            cases = json.load(f)["cases"]
+        self.assertGreaterEqual(len(cases), 5)
+        for case in cases:
+            parts = [torch.tensor(p, dtype=torch.float64) for p in case["parts"]]
+            merged = stats.merge_range_stats([stats.range_stats(p).tolist() for p in parts])
+            whole = np.concatenate([np.asarray(p, dtype=np.float64) for p in case["parts"]])
+            self.assertAlmostEqual(merged[2], whole.mean(), delta=1e-12 * abs(whole.mean()) + 1e-300, msg=case["name"])
+            expected_std = whole.std(ddof=1) if whole.size > 1 else 0.0
+            self.assertAlmostEqual(merged[3], expected_std, delta=1e-7 * expected_std, msg=case["name"])
 
     def test_finite_min_max_and_norms(self):
         t = torch.tensor([math.nan, -2.0, 5.0, math.inf])
