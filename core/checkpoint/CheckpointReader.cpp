@@ -1,6 +1,7 @@
 #include "core/checkpoint/CheckpointReader.h"
 
 #include "core/checkpoint/PickleReader.h"
+#include "core/checkpoint/SafetensorsHeader.h"
 #include "core/checkpoint/ZipArchive.h"
 
 #include <cerrno>
@@ -9,7 +10,6 @@
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <set>
 
 namespace nanscope {
 
@@ -146,297 +146,10 @@ Result<ZipPickle> readZipPickle(const std::string& path)
 }
 
 // --- safetensors -------------------------------------------------------------------------------
-// The header is JSON: {"name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}, ...}.
-// A small parser is enough; core stays free of Qt and of a JSON dependency.
+// The header is JSON: {"name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}, ...},
+// decoded by core/checkpoint/SafetensorsHeader.
 
-struct Json
-{
-    enum class Kind { Null, Bool, Number, String, Array, Object } kind = Kind::Null;
-    double number = 0;
-    bool numberIsInteger = false;
-    int64_t integer = 0;
-    std::string text;
-    std::vector<Json> items;
-    std::vector<std::pair<std::string, Json>> members;
-};
-
-class JsonParser
-{
-public:
-    JsonParser(const std::string& text)
-        : m_text(text)
-    {
-    }
-    bool parse(Json& out, std::string& error)
-    {
-        if (!value(out, 0)) {
-            error = m_error + " at byte " + std::to_string(m_pos);
-            return false;
-        }
-        skipSpace();
-        if (m_pos != m_text.size()) {
-            error = "trailing bytes after the JSON header";
-            return false;
-        }
-        return true;
-    }
-
-private:
-    void skipSpace()
-    {
-        while (m_pos < m_text.size() && (m_text[m_pos] == ' ' || m_text[m_pos] == '\n' || m_text[m_pos] == '\r' || m_text[m_pos] == '\t'))
-            ++m_pos;
-    }
-    bool failWith(const std::string& message)
-    {
-        m_error = message;
-        return false;
-    }
-    // After a member of an object or an item of an array: ',' goes on, `close` ends the list,
-    // anything else is an error.
-    enum class Next { More, Closed, Error };
-    Next afterItem(char close)
-    {
-        skipSpace();
-        if (m_pos < m_text.size() && m_text[m_pos] == ',') {
-            ++m_pos;
-            return Next::More;
-        }
-        if (m_pos < m_text.size() && m_text[m_pos] == close) {
-            ++m_pos;
-            return Next::Closed;
-        }
-        failWith(std::string("expected ',' or '") + close + "'");
-        return Next::Error;
-    }
-    bool literal(const char* word)
-    {
-        const size_t n = std::strlen(word);
-        if (m_text.compare(m_pos, n, word) != 0)
-            return failWith("bad JSON literal");
-        m_pos += n;
-        return true;
-    }
-    // Four hex digits of a \u escape, or false: stoul would accept "  12" and throw on "ZZZZ".
-    bool hexQuad(unsigned& code)
-    {
-        if (m_text.size() - m_pos < 4)
-            return failWith("\\u escape needs four hex digits");
-        code = 0;
-        for (int k = 0; k < 4; ++k) {
-            const char h = m_text[m_pos++];
-            unsigned digit = 0;
-            if (h >= '0' && h <= '9')
-                digit = unsigned(h - '0');
-            else if (h >= 'a' && h <= 'f')
-                digit = unsigned(h - 'a' + 10);
-            else if (h >= 'A' && h <= 'F')
-                digit = unsigned(h - 'A' + 10);
-            else
-                return failWith("\\u escape needs four hex digits");
-            code = code * 16 + digit;
-        }
-        return true;
-    }
-    static void appendUtf8(std::string& out, unsigned code)
-    {
-        if (code < 0x80) {
-            out += char(code);
-        } else if (code < 0x800) {
-            out += char(0xc0 | (code >> 6));
-            out += char(0x80 | (code & 0x3f));
-        } else if (code < 0x10000) {
-            out += char(0xe0 | (code >> 12));
-            out += char(0x80 | ((code >> 6) & 0x3f));
-            out += char(0x80 | (code & 0x3f));
-        } else {
-            out += char(0xf0 | (code >> 18));
-            out += char(0x80 | ((code >> 12) & 0x3f));
-            out += char(0x80 | ((code >> 6) & 0x3f));
-            out += char(0x80 | (code & 0x3f));
-        }
-    }
-    bool escapedCodePoint(std::string& out)
-    {
-        unsigned code = 0;
-        if (!hexQuad(code))
-            return false;
-        if (code >= 0xdc00 && code <= 0xdfff)
-            return failWith("\\u escape holds a lone low surrogate");
-        if (code >= 0xd800 && code <= 0xdbff) {
-            unsigned low = 0;
-            if (m_text.compare(m_pos, 2, "\\u") != 0)
-                return failWith("\\u escape holds a high surrogate without its low half");
-            m_pos += 2;
-            if (!hexQuad(low))
-                return false;
-            if (low < 0xdc00 || low > 0xdfff)
-                return failWith("\\u escape holds a high surrogate without its low half");
-            code = 0x10000 + ((code - 0xd800) << 10) + (low - 0xdc00);
-        }
-        appendUtf8(out, code);
-        return true;
-    }
-    bool string(std::string& out)
-    {
-        ++m_pos; // opening quote
-        while (m_pos < m_text.size()) {
-            const char c = m_text[m_pos++];
-            if (c == '"')
-                return true;
-            if (static_cast<unsigned char>(c) < 0x20)
-                return failWith("control character inside a JSON string");
-            if (c != '\\') {
-                out += c;
-                continue;
-            }
-            if (m_pos >= m_text.size())
-                break;
-            const char e = m_text[m_pos++];
-            switch (e) {
-            case '"': out += '"'; break;
-            case '\\': out += '\\'; break;
-            case '/': out += '/'; break;
-            case 'n': out += '\n'; break;
-            case 't': out += '\t'; break;
-            case 'r': out += '\r'; break;
-            case 'b': out += '\b'; break;
-            case 'f': out += '\f'; break;
-            case 'u':
-                if (!escapedCodePoint(out))
-                    return false;
-                break;
-            default: return failWith(std::string("unknown JSON escape \\") + e);
-            }
-        }
-        return failWith("unterminated JSON string");
-    }
-    // JSON's number grammar, strictly: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?. A looser scan
-    // read "6-2" as 6.
-    bool number(Json& out)
-    {
-        const size_t start = m_pos;
-        auto digits = [&] {
-            const size_t first = m_pos;
-            while (m_pos < m_text.size() && m_text[m_pos] >= '0' && m_text[m_pos] <= '9')
-                ++m_pos;
-            return m_pos - first;
-        };
-        if (m_pos < m_text.size() && m_text[m_pos] == '-')
-            ++m_pos;
-        const size_t integerStart = m_pos;
-        const size_t integerDigits = digits();
-        if (integerDigits == 0)
-            return failWith("unexpected character in JSON");
-        if (integerDigits > 1 && m_text[integerStart] == '0')
-            return failWith("JSON number with a leading zero");
-        bool integer = true;
-        if (m_pos < m_text.size() && m_text[m_pos] == '.') {
-            ++m_pos;
-            integer = false;
-            if (digits() == 0)
-                return failWith("JSON number without digits after '.'");
-        }
-        if (m_pos < m_text.size() && (m_text[m_pos] == 'e' || m_text[m_pos] == 'E')) {
-            ++m_pos;
-            integer = false;
-            if (m_pos < m_text.size() && (m_text[m_pos] == '+' || m_text[m_pos] == '-'))
-                ++m_pos;
-            if (digits() == 0)
-                return failWith("JSON number without exponent digits");
-        }
-        const std::string token = m_text.substr(start, m_pos - start);
-        out.kind = Json::Kind::Number;
-        out.numberIsInteger = integer;
-        char* end = nullptr;
-        errno = 0;
-        out.number = std::strtod(token.c_str(), &end);
-        if (integer) {
-            errno = 0;
-            out.integer = std::strtoll(token.c_str(), &end, 10);
-            if (errno == ERANGE)
-                return failWith("JSON integer " + token + " does not fit 64 bits");
-        }
-        return true;
-    }
-    bool value(Json& out, int depth)
-    {
-        if (depth > 64)
-            return failWith("JSON nested too deep");
-        skipSpace();
-        if (m_pos >= m_text.size())
-            return failWith("JSON ends early");
-        const char c = m_text[m_pos];
-        if (c == '{') {
-            out.kind = Json::Kind::Object;
-            std::set<std::string> keys;
-            ++m_pos;
-            skipSpace();
-            if (m_pos < m_text.size() && m_text[m_pos] == '}') {
-                ++m_pos;
-                return true;
-            }
-            while (true) {
-                skipSpace();
-                if (m_pos >= m_text.size() || m_text[m_pos] != '"')
-                    return failWith("expected a JSON key");
-                std::string key;
-                if (!string(key))
-                    return false;
-                skipSpace();
-                if (m_pos >= m_text.size() || m_text[m_pos] != ':')
-                    return failWith("expected ':'");
-                ++m_pos;
-                if (!keys.insert(key).second)
-                    return failWith("duplicate JSON key \"" + key + "\"");
-                Json member;
-                if (!value(member, depth + 1))
-                    return false;
-                out.members.emplace_back(std::move(key), std::move(member));
-                if (const Next next = afterItem('}'); next != Next::More)
-                    return next == Next::Closed;
-            }
-        }
-        if (c == '[') {
-            out.kind = Json::Kind::Array;
-            ++m_pos;
-            skipSpace();
-            if (m_pos < m_text.size() && m_text[m_pos] == ']') {
-                ++m_pos;
-                return true;
-            }
-            while (true) {
-                Json item;
-                if (!value(item, depth + 1))
-                    return false;
-                out.items.push_back(std::move(item));
-                if (const Next next = afterItem(']'); next != Next::More)
-                    return next == Next::Closed;
-            }
-        }
-        if (c == '"') {
-            out.kind = Json::Kind::String;
-            return string(out.text);
-        }
-        if (c == 't') {
-            out.kind = Json::Kind::Bool;
-            return literal("true");
-        }
-        if (c == 'f') {
-            out.kind = Json::Kind::Bool;
-            return literal("false");
-        }
-        if (c == 'n')
-            return literal("null");
-        if (c == '-' || (c >= '0' && c <= '9'))
-            return number(out);
-        return failWith("unexpected character in JSON");
-    }
-
-    const std::string& m_text;
-    size_t m_pos = 0;
-    std::string m_error;
-};
+using safetensors::HeaderJson;
 
 bool safetensorsDtype(const std::string& name, DType& dtype)
 {
@@ -470,11 +183,11 @@ Result<Checkpoint> readSafetensors(const std::string& path, uint64_t fileSize)
     std::string header(headerLength, '\0');
     if (!file.read(header.data(), std::streamsize(headerLength)))
         return fail("truncated safetensors header");
-    Json json;
+    HeaderJson json;
     std::string jsonError;
-    if (!JsonParser(header).parse(json, jsonError))
+    if (!safetensors::parseHeader(header, json, jsonError))
         return fail("bad safetensors header: " + jsonError);
-    if (json.kind != Json::Kind::Object)
+    if (json.kind != HeaderJson::Kind::Object)
         return fail("bad safetensors header: not a JSON object");
     const uint64_t dataSize = fileSize - 8 - headerLength;
     const uint64_t dataStart = 8 + headerLength;
@@ -485,9 +198,9 @@ Result<Checkpoint> readSafetensors(const std::string& path, uint64_t fileSize)
     for (const auto& [name, info] : json.members) {
         if (name == "__metadata__")
             continue;
-        const Json* dtypeField = nullptr;
-        const Json* shapeField = nullptr;
-        const Json* offsetsField = nullptr;
+        const HeaderJson* dtypeField = nullptr;
+        const HeaderJson* shapeField = nullptr;
+        const HeaderJson* offsetsField = nullptr;
         for (const auto& [key, field] : info.members) {
             if (key == "dtype")
                 dtypeField = &field;
@@ -496,25 +209,25 @@ Result<Checkpoint> readSafetensors(const std::string& path, uint64_t fileSize)
             else if (key == "data_offsets")
                 offsetsField = &field;
         }
-        if (!dtypeField || !shapeField || !offsetsField || dtypeField->kind != Json::Kind::String
-            || shapeField->kind != Json::Kind::Array || offsetsField->kind != Json::Kind::Array
+        if (!dtypeField || !shapeField || !offsetsField || dtypeField->kind != HeaderJson::Kind::String
+            || shapeField->kind != HeaderJson::Kind::Array || offsetsField->kind != HeaderJson::Kind::Array
             || offsetsField->items.size() != 2)
             return fail("tensor '" + name + "': header entry lacks dtype, shape or data_offsets");
         TensorView view;
         if (!safetensorsDtype(dtypeField->text, view.dtype))
             return fail("tensor '" + name + "': unsupported dtype " + dtypeField->text);
         int64_t numel = 1;
-        for (const Json& extent : shapeField->items) {
-            if (extent.kind != Json::Kind::Number || !extent.numberIsInteger || extent.integer < 0
+        for (const HeaderJson& extent : shapeField->items) {
+            if (extent.kind != HeaderJson::Kind::Number || !extent.numberIsInteger || extent.integer < 0
                 || __builtin_mul_overflow(numel, extent.integer, &numel))
                 return fail("tensor '" + name + "': bad shape");
             view.shape.push_back(extent.integer);
         }
         if (view.shape.size() > 64)
             return fail("tensor '" + name + "': too many dimensions");
-        const Json& begin = offsetsField->items[0];
-        const Json& end = offsetsField->items[1];
-        if (begin.kind != Json::Kind::Number || end.kind != Json::Kind::Number || !begin.numberIsInteger
+        const HeaderJson& begin = offsetsField->items[0];
+        const HeaderJson& end = offsetsField->items[1];
+        if (begin.kind != HeaderJson::Kind::Number || end.kind != HeaderJson::Kind::Number || !begin.numberIsInteger
             || !end.numberIsInteger || begin.integer < 0 || end.integer < begin.integer || uint64_t(end.integer) > dataSize)
             return fail("tensor '" + name + "': data_offsets lie outside the file's " + std::to_string(dataSize)
                         + " data bytes");

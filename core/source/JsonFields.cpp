@@ -145,8 +145,12 @@ bool parse(std::string_view text, std::vector<JsonField>& fields, bool rootIsObj
         else if (!collector.badNumber().empty())
             error = "\"" + collector.badNumber() + "\" is no number (byte " + std::to_string(result.Offset()) + ")";
         else
-            error = std::string(rapidjson::GetParseError_En(result.Code())) + " (byte " + std::to_string(result.Offset())
-                + ")";
+        {
+            std::string why = rapidjson::GetParseError_En(result.Code());
+            if (!why.empty() && why.back() == '.') // RapidJSON's sentences end with one
+                why.pop_back();
+            error = why + " (byte " + std::to_string(result.Offset()) + ")";
+        }
         return false;
     }
     // kParseStopWhenDoneFlag ends at the value's end: only whitespace may follow it.

@@ -1,0 +1,48 @@
+// The safetensors header decoder (core/checkpoint/SafetensorsHeader, RapidJSON underneath): the
+// tree a reader needs, and every strictness the hand-written parser it replaced had, on untrusted
+// bytes: no repeated key, no lone surrogate, 64-bit integers, bounded depth without recursion.
+#include "core/checkpoint/SafetensorsHeader.h"
+
+#include <gtest/gtest.h>
+
+using namespace nanscope::safetensors;
+
+TEST(SafetensorsHeader, ATensorEntryReadsAsATree)
+{
+    HeaderJson json;
+    std::string error;
+    ASSERT_TRUE(parseHeader(R"({"__metadata__": {"format": "pt"}, "w": {"dtype": "BF16", "shape": [2, 3], "data_offsets": [0, 12]}})",
+                            json, error))
+        << error;
+    ASSERT_EQ(json.kind, HeaderJson::Kind::Object);
+    ASSERT_EQ(json.members.size(), 2u);
+    const HeaderJson& w = json.members[1].second;
+    EXPECT_EQ(json.members[1].first, "w");
+    EXPECT_EQ(w.members[0].second.text, "BF16");
+    ASSERT_EQ(w.members[1].second.items.size(), 2u);
+    EXPECT_TRUE(w.members[1].second.items[1].numberIsInteger);
+    EXPECT_EQ(w.members[1].second.items[1].integer, 3);
+    EXPECT_EQ(w.members[2].second.items[1].integer, 12);
+}
+
+TEST(SafetensorsHeader, StrictOnWhatAHostileFileHolds)
+{
+    HeaderJson json;
+    std::string error;
+    const std::pair<std::string, std::string> refused[] = {
+        {R"({"w": 1, "w": 2})", "duplicate JSON key \"w\""},
+        {R"({"\udc00": 1})", "lone low surrogate"},
+        {R"({"\ud800": 1})", "surrogate"},
+        {R"({"w": [18446744073709551616]})", "does not fit 64 bits"},
+        {R"({"w": [6-2]})", "at byte"},
+        {R"({"w": [01]})", "at byte"},
+        {R"({"w": 1} x)", "at byte"},
+        {std::string(100000, '[') + std::string(100000, ']'), "nested too deep"},
+        {"", "at byte 0"},
+    };
+    for (const auto& [text, why] : refused) {
+        EXPECT_FALSE(parseHeader(text, json, error)) << text.substr(0, 40);
+        EXPECT_NE(error.find(why), std::string::npos) << text.substr(0, 40) << ": " << error;
+    }
+    EXPECT_TRUE(parseHeader(std::string(64, '[') + std::string(64, ']'), json, error)) << "64 levels are allowed: " << error;
+}
