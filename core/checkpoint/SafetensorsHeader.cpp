@@ -1,6 +1,7 @@
 #include "core/checkpoint/SafetensorsHeader.h"
 
-#include <rapidjson/error/en.h>
+#include "core/RapidJsonErrors.h"
+
 #include <rapidjson/memorystream.h>
 #include <rapidjson/reader.h>
 
@@ -138,9 +139,7 @@ bool parseHeader(const std::string& text, HeaderJson& out, std::string& error)
     const rapidjson::ParseResult result = reader.Parse<kParseFlags>(bytes, builder);
     if (!result.IsError())
         return true;
-    std::string why = builder.error().empty() ? rapidjson::GetParseError_En(result.Code()) : builder.error();
-    if (!why.empty() && why.back() == '.') // RapidJSON's sentences end with one
-        why.pop_back();
+    const std::string why = builder.error().empty() ? rapidJsonErrorText(result.Code()) : builder.error();
     error = why + " at byte " + std::to_string(result.Offset());
     return false;
 }

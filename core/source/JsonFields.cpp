@@ -1,13 +1,12 @@
 #include "core/source/JsonFields.h"
 
-#include <rapidjson/error/en.h>
+#include "core/RapidJsonErrors.h"
+
 #include <rapidjson/memorystream.h>
 #include <rapidjson/reader.h>
 
 #include <algorithm>
 #include <charconv>
-#include <cmath>
-#include <limits>
 #include <unordered_map>
 
 namespace nanscope::json {
@@ -16,8 +15,9 @@ namespace {
 
 // Numbers come as their text (converted by std::from_chars, correctly rounded: RapidJSON's own
 // full-precision path is slower and has been wrong on rare inputs), NaN and Infinity among them.
-constexpr unsigned kParseFlags = rapidjson::kParseNanAndInfFlag | rapidjson::kParseNumbersAsStringsFlag
-    | rapidjson::kParseStopWhenDoneFlag;
+// Iterative: an entry nested 200,000 lists deep overflowed the recursive parser's stack.
+constexpr unsigned kParseFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseNanAndInfFlag
+    | rapidjson::kParseNumbersAsStringsFlag | rapidjson::kParseStopWhenDoneFlag;
 
 bool numberFromText(const char* text, size_t length, double& number)
 {
@@ -25,16 +25,9 @@ bool numberFromText(const char* text, size_t length, double& number)
     // as strtod does.
     const std::from_chars_result read = std::from_chars(text, text + length, number);
     if (read.ec == std::errc::result_out_of_range) {
-        // RapidJSON has already rejected an overflow (1e999); an underflow (1e-400) reads as zero,
-        // as in Python.
-        const bool negative = length > 0 && text[0] == '-';
-        double magnitude = 0;
-        bool exponentPositive = true;
-        for (size_t i = 0; i < length; ++i)
-            if (text[i] == 'e' || text[i] == 'E')
-                exponentPositive = i + 1 >= length || text[i + 1] != '-';
-        magnitude = exponentPositive ? std::numeric_limits<double>::infinity() : 0.0;
-        number = negative ? -magnitude : magnitude;
+        // RapidJSON has already refused an overflow (1e999), so this is an underflow (1e-400):
+        // zero, as Python reads it.
+        number = length > 0 && text[0] == '-' ? -0.0 : 0.0;
         return read.ptr == text + length;
     }
     return read.ec == std::errc() && read.ptr == text + length;
@@ -145,12 +138,7 @@ bool parse(std::string_view text, std::vector<JsonField>& fields, bool rootIsObj
         else if (!collector.badNumber().empty())
             error = "\"" + collector.badNumber() + "\" is no number (byte " + std::to_string(result.Offset()) + ")";
         else
-        {
-            std::string why = rapidjson::GetParseError_En(result.Code());
-            if (!why.empty() && why.back() == '.') // RapidJSON's sentences end with one
-                why.pop_back();
-            error = why + " (byte " + std::to_string(result.Offset()) + ")";
-        }
+            error = rapidJsonErrorText(result.Code()) + " (byte " + std::to_string(result.Offset()) + ")";
         return false;
     }
     // kParseStopWhenDoneFlag ends at the value's end: only whitespace may follow it.
@@ -181,6 +169,14 @@ const char* kindName(JsonField::Kind kind)
         return "object";
     }
     return "value";
+}
+
+const JsonField* findField(const std::vector<JsonField>& fields, std::string_view key)
+{
+    for (const JsonField& field : fields)
+        if (field.key == key)
+            return &field;
+    return nullptr;
 }
 
 bool readObjectFields(std::string_view text, std::vector<JsonField>& fields, std::string& error)

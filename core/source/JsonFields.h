@@ -30,6 +30,9 @@ const char* kindName(JsonField::Kind kind);
 // vector to reuse its memory.
 bool readObjectFields(std::string_view text, std::vector<JsonField>& fields, std::string& error);
 
+// The field named `key`, or null.
+const JsonField* findField(const std::vector<JsonField>& fields, std::string_view key);
+
 // The one JSON value that is the whole of `text`: a number, a string, null, true/false, or (by
 // kind only) a list or an object. False, with `error`, when it is not one valid JSON value.
 bool readValue(std::string_view text, JsonField& value, std::string& error);

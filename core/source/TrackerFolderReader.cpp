@@ -134,7 +134,7 @@ Result<ScalarLog> readWandbHistory(const std::string& path)
     uint64_t number = 0, bad = 0;
     uintmax_t bytes = 0;
     int64_t implicitStep = 0;
-    std::vector<json::JsonField> row; // one line's fields; its memory serves every line
+    std::vector<JsonField> row; // one line's fields; its memory serves every line
     while (std::getline(in, line)) {
         ++number;
         bytes += line.size() + 1;
@@ -154,21 +154,15 @@ Result<ScalarLog> readWandbHistory(const std::string& path)
             ++bad;
             continue;
         }
-        const auto field = [&](const char* key) -> const JsonField* {
-            for (const JsonField& f : row)
-                if (f.key == key)
-                    return &f;
-            return nullptr;
-        };
         // The SDK's own fields are finite numbers; a NaN (or a number past int64) there is no step.
         const auto finiteNumber = [](const JsonField* f) {
             return f && f->kind == JsonField::Kind::Number && std::fabs(f->number) < 9.0e18;
         };
         int64_t step = implicitStep;
-        if (const JsonField* stepField = field("_step"); finiteNumber(stepField))
+        if (const JsonField* stepField = json::findField(row, "_step"); finiteNumber(stepField))
             step = int64_t(stepField->number);
         implicitStep = step + 1;
-        const JsonField* timeField = field("_timestamp");
+        const JsonField* timeField = json::findField(row, "_timestamp");
         const double time = finiteNumber(timeField) ? timeField->number : std::nan("");
         for (const JsonField& f : row) {
             if (!f.key.empty() && f.key.front() == '_')

@@ -217,8 +217,8 @@ TrainerStateParser::ListEnd TrainerStateParser::readLogHistory(size_t& position)
 
 void TrainerStateParser::readEntry(const std::vector<JsonField>& entry, int number, size_t byte)
 {
-    const auto stepField = std::find_if(entry.begin(), entry.end(), [](const JsonField& f) { return f.key == "step"; });
-    const double stepValue = stepField != entry.end() && stepField->kind == JsonField::Kind::Number ? stepField->number : NAN;
+    const JsonField* stepField = json::findField(entry, "step");
+    const double stepValue = stepField && stepField->kind == JsonField::Kind::Number ? stepField->number : NAN;
     if (!std::isfinite(stepValue) || stepValue != std::floor(stepValue) || std::fabs(stepValue) > 9.0e18) {
         warn(entryLabel(number, byte) + ": no whole-number \"step\"; this entry is skipped");
         return;

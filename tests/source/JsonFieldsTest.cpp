@@ -105,6 +105,18 @@ TEST(JsonFields, DamageIsNamedWithItsByte)
     EXPECT_FALSE(json::readObjectFields("", fields, error));
 }
 
+// A log entry is untrusted bytes: nesting as deep as the file allows is an entry read by kind (the
+// recursive parser it first used crashed on 200,000 lists, where Qt's had refused them).
+TEST(JsonFields, DeepNestingIsReadWithoutRecursion)
+{
+    std::vector<JsonField> fields;
+    std::string error;
+    const std::string deep = "{\"step\": 2, \"x\": " + std::string(200000, '[') + std::string(200000, ']') + "}";
+    ASSERT_TRUE(json::readObjectFields(deep, fields, error)) << error;
+    ASSERT_EQ(fields.size(), 2u);
+    EXPECT_EQ(fields[1].kind, JsonField::Kind::List);
+}
+
 TEST(JsonFields, ALoneValue)
 {
     JsonField value;
