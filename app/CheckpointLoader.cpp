@@ -3,6 +3,8 @@
 #include "CheckpointJson.h"
 #include "OptimizerJson.h"
 
+#include "core/source/CheckpointFiles.h"
+
 #include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
@@ -27,9 +29,7 @@ CheckpointLoader::CheckpointLoader(QObject* parent)
 QString CheckpointLoader::optimizerFileBeside(const QString& weightsFile)
 {
     const QFileInfo weights(weightsFile);
-    static const QStringList trainerWeights{"model.safetensors", "pytorch_model.bin", "adapter_model.safetensors",
-                                            "adapter_model.bin"};
-    if (!trainerWeights.contains(weights.fileName()))
+    if (!isTrainerWeightsFileName(weights.fileName().toStdString()))
         return {};
     const QFileInfo optimizer(weights.dir().filePath("optimizer.pt"));
     return optimizer.isFile() ? optimizer.filePath() : QString();

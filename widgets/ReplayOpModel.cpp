@@ -1,4 +1,5 @@
 #include "ReplayOpModel.h"
+#include "core/NumberText.h"
 
 #include "core/replay/ReplaySignatures.h"
 
@@ -13,7 +14,8 @@ namespace nanscope {
 namespace {
 QString number(double v)
 {
-    return std::isfinite(v) ? QString::number(v, 'g', 4) : QString("\u2014");
+    // A cell without a finite figure is blank-like; the op's NaN and Inf counts are columns of their own.
+    return std::isfinite(v) ? QString::fromStdString(numberText(v, 4)) : QString("\u2014");
 }
 
 QString number(const std::optional<double>& v)

@@ -1,4 +1,5 @@
 #include "SeriesData.h"
+#include "core/NumberText.h"
 
 #include <QLocale>
 
@@ -48,11 +49,7 @@ int64_t nearestStepIndex(const std::vector<int64_t>& steps, double step)
 
 QString readoutValue(double v)
 {
-    if (std::isnan(v))
-        return "NaN";
-    if (std::isinf(v))
-        return v > 0 ? "+Inf" : "-Inf";
-    return QString::number(v, 'g', 6);
+    return QString::fromStdString(numberText(v, 6));
 }
 
 namespace {

@@ -1,4 +1,5 @@
 #include "core/compare/RunComparison.h"
+#include "core/NumberText.h"
 
 #include "core/run/Hdf5Handle.h"
 #include "core/run/RunFormat.h"
@@ -196,13 +197,7 @@ namespace {
 
 std::string number(double value)
 {
-    if (std::isnan(value))
-        return "NaN";
-    if (std::isinf(value))
-        return value > 0 ? "+Inf" : "-Inf";
-    char text[32];
-    std::snprintf(text, sizeof text, "%.4g", value);
-    return text;
+    return numberText(value, 4);
 }
 
 std::string incidentFacts(const Incident& incident)

@@ -1,4 +1,5 @@
 #include "Triage.h"
+#include "core/NumberText.h"
 
 #include <cmath>
 #include <cstdio>
@@ -32,9 +33,7 @@ constexpr LabelNames kLabels[] = {{TriageLabel::Data, "data", "data"},
 
 std::string number(double value)
 {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.6g", value);
-    return text;
+    return numberText(value, 6);
 }
 
 std::string steps(const std::vector<const TriageReplay*>& replays)

@@ -2,8 +2,11 @@
 
 #include "core/run/RunFormat.h"
 
+#include "CheckpointFormTable.h"
+
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 
 namespace nanscope {
 
@@ -37,6 +40,26 @@ std::string trimmed(const std::string& text)
     return text.substr(begin, end - begin + 1);
 }
 
+// The reason as one line: a multi-line message would break the one-line lists it goes into.
+std::string oneLine(std::string text)
+{
+    for (char& c : text)
+        if (c == '\n' || c == '\r' || c == '\t')
+            c = ' ';
+    return trimmed(text);
+}
+
+struct KindWord
+{
+    CheckpointForm::Kind kind;
+    const char* word;
+};
+constexpr KindWord kKindWords[] = {
+    { CheckpointForm::Kind::Scripted, runformat::form::kScripted },
+    { CheckpointForm::Kind::Traced, runformat::form::kTraced },
+    { CheckpointForm::Kind::StateDict, runformat::form::kStateDict },
+};
+
 } // namespace
 
 CheckpointForm parseCheckpointForm(const std::string& text)
@@ -44,21 +67,25 @@ CheckpointForm parseCheckpointForm(const std::string& text)
     CheckpointForm form;
     const auto lineEnd = text.find('\n');
     form.word = trimmed(text.substr(0, lineEnd));
-    if (lineEnd != std::string::npos) {
-        // The reason as one line: a multi-line message would break the one-line lists it goes into.
-        std::string rest = text.substr(lineEnd + 1);
-        for (char& c : rest)
-            if (c == '\n' || c == '\r' || c == '\t')
-                c = ' ';
-        form.whyNotReplayable = trimmed(rest);
-    }
-    if (form.word == "scripted")
-        form.kind = CheckpointForm::Kind::Scripted;
-    else if (form.word == "traced")
-        form.kind = CheckpointForm::Kind::Traced;
-    else if (form.word == "state_dict")
-        form.kind = CheckpointForm::Kind::StateDict;
+    if (lineEnd != std::string::npos)
+        form.whyNotReplayable = oneLine(text.substr(lineEnd + 1));
+    for (const KindWord& known : kKindWords)
+        if (form.word == known.word)
+            form.kind = known.kind;
     return form;
+}
+
+std::string checkpointFormText(CheckpointForm::Kind kind, const std::string& whyNotReplayable)
+{
+    std::string text;
+    for (const KindWord& known : kKindWords)
+        if (known.kind == kind)
+            text = std::string(known.word) + "\n";
+    if (text.empty())
+        throw std::invalid_argument("checkpointFormText: an unknown form has no word to write");
+    if (const std::string why = oneLine(whyNotReplayable); !why.empty())
+        text += why + "\n";
+    return text;
 }
 
 std::string whyFormCannotReplay(const CheckpointForm& form)

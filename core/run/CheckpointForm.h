@@ -20,6 +20,11 @@ struct CheckpointForm
     std::string whyNotReplayable;  // the writer's words after it (a state_dict's reason), one line
 };
 
+// The text of a form file, as both recorders write it (the C++ Guard through this, the Python one
+// through run_format.checkpoint_form_text; tests/data/checkpoint_form_cases.json holds both to the
+// same bytes): the kind's word on the first line, then the reason on one line when there is one.
+std::string checkpointFormText(CheckpointForm::Kind kind, const std::string& whyNotReplayable = {});
+
 // Reads a form file's text. An unknown first word is Kind::Unknown (a newer writer's form).
 CheckpointForm parseCheckpointForm(const std::string& text);
 

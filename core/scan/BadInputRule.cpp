@@ -29,11 +29,11 @@ struct BadRow
 // The extreme value in words, naming a fill or saturation value when it is one.
 std::string extremeValueNote(double magnitude, double typicalLog)
 {
-    std::string note = "largest magnitude " + formatNumber(magnitude, 10);
+    std::string note = "largest magnitude " + numberText(magnitude, 10);
     for (double sentinel : kSentinels)
         if (std::fabs(magnitude - sentinel) <= 1e-6 * sentinel)
-            note += ", the fill or saturation value " + formatNumber(sentinel, 10);
-    return note + "; typically " + formatNumber(std::pow(10.0, typicalLog));
+            note += ", the fill or saturation value " + numberText(sentinel, 10);
+    return note + "; typically " + numberText(std::pow(10.0, typicalLog));
 }
 
 // The bad rows of one input column: non-finite counts, or a magnitude inputDecades above the

@@ -169,7 +169,7 @@ void reportFault(ScanContext& context, const BufferTally& tally, BufferFault fau
             if (first[b] != kNever)
                 lowest = std::min(lowest, tally.lowestVar[b]);
         incident.evidence.peak = lowest;
-        incident.evidence.note = "lowest running variance " + formatNumber(lowest);
+        incident.evidence.note = "lowest running variance " + numberText(lowest);
     }
     applyDiagnosis(incident, diagnoseBufferCorruption(facts));
     context.report.incidents.push_back(std::move(incident));

@@ -13,14 +13,6 @@ void applyDiagnosis(Incident& incident, Diagnosis diagnosis)
     incident.suggestion = std::move(diagnosis.suggestion);
 }
 
-std::string formatNumber(double v, int precision)
-{
-    std::ostringstream out;
-    out.precision(precision);
-    out << v;
-    return out.str();
-}
-
 std::string joinNames(const std::vector<std::string>& names, size_t limit)
 {
     std::string out;
@@ -76,7 +68,7 @@ Diagnosis diagnoseBufferCorruption(const BufferFacts& facts)
                                                               : nullptr;
     d.cause =
         "Running statistics of " + joinNames(facts.layers) + " " +
-        (what ? std::string(what) : "collapsed to ~0 (running_var <= " + formatNumber(facts.varianceFloor) + ")") +
+        (what ? std::string(what) : "collapsed to ~0 (running_var <= " + numberText(facts.varianceFloor) + ")") +
         " at step " + std::to_string(facts.onsetStep) + ".";
     if (facts.fault != BufferFault::Nonfinite) {
         d.suggestion = "A collapsed or negative running variance divides by ~eps in evaluation. Check for constant "
@@ -104,111 +96,16 @@ Diagnosis diagnoseBufferCorruption(const BufferFacts& facts)
     return d;
 }
 
-Diagnosis diagnoseNanFromUpdate(const BlowupFacts& facts);
-Diagnosis diagnoseGrowthPrecursor(const BlowupFacts& facts);
-
-Diagnosis diagnoseBlowupCause(const BlowupFacts& facts);
-
-Diagnosis diagnoseBlowup(const BlowupFacts& facts)
-{
-    Diagnosis d = diagnoseBlowupCause(facts);
-    if (facts.firstLayerUndetermined && facts.nonfiniteStep) {
-        const std::string at = std::to_string(*facts.nonfiniteStep);
-        const bool apart = facts.previousLoggedStep && *facts.previousLoggedStep < *facts.nonfiniteStep - 1;
-        d.cause += " The first bad layer cannot be read from the logs: every parameter is already non-finite at "
-                   "step " + at +
-                   (apart ? ", the first bad logged row (the one before is step " +
-                                std::to_string(*facts.previousLoggedStep) +
-                                "), so the NaN had steps to spread through the updates in between"
-                          : std::string(", all in the same update")) +
-                   ".";
-        d.suggestion += " To find the layer, replay the checkpoint before step " + at +
-                        " with its batches (nanscope replay / triage), or log the per-layer tables every step "
-                        "around it (the nanscope recorder logs the first non-finite step whatever its interval).";
-    }
-    return d;
-}
-
-Diagnosis diagnoseBlowupCause(const BlowupFacts& facts)
-{
-    if (facts.bornInWeights && !facts.input)
-        return diagnoseNanFromUpdate(facts);
-    if (!facts.precursor.empty() && !facts.input)
-        return diagnoseGrowthPrecursor(facts);
-    Diagnosis d;
-    const std::string ratio = facts.jumpRatio ? formatNumber(*facts.jumpRatio, 2) : std::string("?");
-    const std::string onset = std::to_string(facts.onsetStep);
-    if (const auto& input = facts.input) {
-        d.cause = "Sudden blow-up at one batch: the input batch of step " + std::to_string(input->step) + " holds " +
-                  (input->nonfinite ? "NaN/Inf" : "extreme values") +
-                  (input->note.empty() ? "" : " (" + input->note + ")") + "; the " + facts.series +
-                  (facts.jumpRatio ? " jumped x" + ratio : std::string(" went non-finite at step " + onset)) +
-                  " and the update destroyed the weights.";
-        d.suggestion = "Inspect that batch and fix or filter the records it came from; clip gradients "
-                       "(clip_grad_norm_) so one batch cannot destroy the weights." +
-                       input->batchNote;
-    } else if (facts.nanInFirstSteps) {
-        d.cause = "Non-finite from the first logged step (" + std::to_string(facts.firstLoggedStep) +
-                  "): dirty data or a broken initialisation; there is no growth before it to see.";
-        d.suggestion = "Check the first batches for NaN/Inf (torch.isfinite) and the model's initial weights before "
-                       "training.";
-    } else if (facts.sudden) {
-        d.cause = "Sudden blow-up at one batch: the " + facts.series +
-                  (facts.jumpRatio ? " jumped x" + ratio : std::string(" went non-finite")) + " at step " + onset +
-                  " from a stable baseline" + (facts.firstLayer.empty() ? "" : ", first in " + facts.firstLayer) + ".";
-        d.suggestion = "Inspect the batch of step " + onset +
-                       " (save it and replay it with the checkpoint before it); clip gradients so one batch cannot "
-                       "destroy the weights." +
-                       facts.batchNote;
-        if (facts.fp16)
-            d.suggestion += " Under float16 AMP, check for overflow (values > 65504): compute the loss in fp32 and "
-                            "check the GradScaler.";
-    } else {
-        const std::string lrNote = facts.learningRateRise ? "; the learning rate rose x" +
-                                                                formatNumber(*facts.learningRateRise, 2) + " meanwhile"
-                                                          : "";
-        const double slope = facts.growthDecadesPerStep.value_or(std::nan(""));
-        const std::string rate = slope > 0 ? ", x10 every " + formatNumber(1.0 / slope, 2) + " steps" : "";
-        if (facts.lossClimb) {
-            d.cause = "Gradual divergence: the loss rose x" + formatNumber(*facts.lossClimb, 2) +
-                      (facts.paramNormClimb ? " and the parameter norm x" + formatNumber(*facts.paramNormClimb, 2)
-                                            : std::string()) +
-                      " over " + std::to_string(facts.windowEndStep - facts.onsetStep) + " steps from step " + onset +
-                      ", while the logged " + facts.series + " rose only x" +
-                      formatNumber(facts.primaryRise.value_or(1.0), 2) +
-                      " (clipped, or flat: it does not show the climb)" + lrNote +
-                      (facts.nonfiniteStep ? ", until NaN at step " + std::to_string(*facts.nonfiniteStep) : "") +
-                      ". Not one bad batch: the updates themselves were too large for this point of training.";
-            d.suggestion = "Lower the learning rate (or its schedule's peak) and resume from a checkpoint before step " +
-                           onset + "; gradient clipping bounds each update's norm, not the learning rate times it, "
-                           "so it cannot stop this climb. Watch the loss and the parameter norm, not the clipped "
-                           "gradient norm.";
-            return d;
-        }
-        d.cause = "Gradient explosion: the " + facts.series + " grew for " +
-                  std::to_string(facts.windowEndStep - facts.onsetStep) + " steps from step " + onset + rate + lrNote +
-                  (facts.nonfiniteStep ? ", until NaN at step " + std::to_string(*facts.nonfiniteStep) : "") +
-                  ". Learning rate too high for this point of training.";
-        d.suggestion = "Lower the learning rate (or its schedule's peak), clip gradients (clip_grad_norm_ at a few "
-                       "times the baseline norm" +
-                       (facts.baseline ? " of " + formatNumber(*facts.baseline, 2) : std::string()) +
-                       "), and consider warm-up. Resume from a checkpoint before step " + onset + ".";
-        if (facts.fp16)
-            d.suggestion += " Under float16 AMP, keep the loss in fp32 and check the GradScaler.";
-    }
-    return d;
-}
-
 Diagnosis diagnoseDivergence(const DivergenceFacts& facts)
 {
     Diagnosis d;
     const std::string onset = std::to_string(facts.onsetStep);
-    d.cause = "The training loss diverged without NaN: from its best level (" + formatNumber(facts.bestLevel, 3) +
+    d.cause = "The training loss diverged without NaN: from its best level (" + numberText(facts.bestLevel, 3) +
               " around step " + std::to_string(facts.bestStep) + ") it climbed from step " + onset + " to " +
-              formatNumber(facts.endLevel, 3) + " (x" + formatNumber(facts.endLevel / facts.bestLevel, 2) +
+              numberText(facts.endLevel, 3) + " (x" + numberText(facts.endLevel / facts.bestLevel, 2) +
               ") and is still there at step " + std::to_string(facts.endStep) + ".";
     if (facts.learningRateRise) {
-        d.cause += " The learning rate rose x" + formatNumber(*facts.learningRateRise, 2) +
+        d.cause += " The learning rate rose x" + numberText(*facts.learningRateRise, 2) +
                    " meanwhile: too high for this point of training.";
         d.suggestion = "Lower the learning rate (or its schedule's peak) and resume from a checkpoint before step " +
                        onset + "; clipping gradients does not stop a climb the step size itself causes.";
@@ -262,7 +159,7 @@ Diagnosis diagnoseNonfiniteBurst(const NonfiniteBurstFacts& facts)
               (facts.logEndsAtBurst ? " where the log ends: whether training went on is not seen."
                                     : " and training recovered.");
     if (facts.lossFinite && !facts.nanInput && facts.lossJump >= kExtremeBatchLossJump) {
-        d.cause = "Non-finite gradient norm " + at + " with the loss x" + formatNumber(facts.lossJump, 2) +
+        d.cause = "Non-finite gradient norm " + at + " with the loss x" + numberText(facts.lossJump, 2) +
                   " its recent median: one extreme batch." +
                   (facts.logEndsAtBurst ? std::string(" The log ends there.")
                                         : std::string(" Training recovered at once, so its update was skipped (a NaN "
@@ -328,7 +225,7 @@ Diagnosis diagnoseSpike(const SpikeFacts& facts)
 {
     Diagnosis d;
     const std::string step = std::to_string(facts.onsetStep);
-    d.cause = "An isolated jump (x" + formatNumber(facts.jumpRatio, 2) + " the running median) in " + facts.series +
+    d.cause = "An isolated jump (x" + numberText(facts.jumpRatio, 2) + " the running median) in " + facts.series +
               " at step " + step +
               (facts.recovered ? std::string(" that recovered") + kAbsorbedReading
                                : std::string("; the log ends before it could recover."));
@@ -381,7 +278,7 @@ Diagnosis diagnoseVanishing(const VanishingFacts& facts)
               " a gradient norm " +
               (facts.zeroFraction > 0.5
                    ? std::string("of zero")
-                   : "over " + formatNumber(facts.decades) + " orders of magnitude below the other layers") +
+                   : "over " + numberText(facts.decades) + " orders of magnitude below the other layers") +
               " from step " + std::to_string(facts.onsetStep) + " to " + std::to_string(facts.endStep) + ".";
     d.suggestion = "Look for dead activations (ReLU units stuck at zero), saturated sigmoid/tanh, a learning rate "
                    "that collapsed, or too deep a stack without residuals or normalisation; check the layer's "
@@ -410,7 +307,7 @@ Diagnosis diagnoseNonfiniteParameters(const NonfiniteParameterFacts& facts)
 {
     Diagnosis d;
     d.cause = "The weights hold NaN/Inf at step " + std::to_string(facts.firstStep) + " (" +
-              formatNumber(facts.count) + " elements in " + std::to_string(facts.layers.size()) + " of " +
+              numberText(facts.count) + " elements in " + std::to_string(facts.layers.size()) + " of " +
               std::to_string(facts.parameterCount) + " parameters: " + joinNames(facts.layers, 4) + ")" +
               (facts.previousStep >= 0 ? ", finite at step " + std::to_string(facts.previousStep)
                                        : ", from the first checkpoint read") +
@@ -434,198 +331,6 @@ Diagnosis diagnoseDamagedData(const DamagedDataFacts& facts)
     return d;
 }
 
-// ---- replay signatures ----
-
-namespace {
-std::string replayOpText(const ReplayOpName& op)
-{
-    return op.op + " (op #" + std::to_string(op.index) + ") in " + (op.module.empty() ? "the root module" : "'" + op.module + "'");
-}
-} // namespace
-
-Diagnosis diagnoseReplayAttentionLogits(const AttentionLogitFacts& facts)
-{
-    Diagnosis d;
-    d.cause = "Attention logits have grown: the softmax " + replayOpText(facts.softmax) + " reads logits up to |x| = " +
-              formatNumber(facts.inputAbsmax) + " and its rows are near one-hot (entropy " + formatNumber(facts.entropy, 2) +
-              " of at most " + formatNumber(facts.uniformEntropy, 3) + " nats)" +
-              (facts.calls > 1 ? ", as in " + std::to_string(facts.calls - 1) + " more softmax call(s)" : std::string()) +
-              ". Logits that keep growing collapse the attention entropy and then overflow a float16 softmax.";
-    d.suggestion = "Normalise queries and keys (QK normalisation: a LayerNorm or RMSNorm on q and k before q·k), lower the "
-                   "learning rate (or lengthen the warm-up), or add a z-loss on the logits to keep them near 0.";
-    return d;
-}
-
-Diagnosis diagnoseReplayLossInLowPrecision(const LossPrecisionFacts& facts)
-{
-    Diagnosis d;
-    d.cause = "The loss is computed in " + facts.dtype + ": the loss op " + replayOpText(facts.lossOp) + " reads " +
-              facts.dtype + " values, where a log, an exp or a sum over a large batch overflows or loses the small "
-              "differences the gradient is made of.";
-    d.suggestion = "Compute the loss in float32: cast the logits with .float() before the loss (autocast does this for its "
-                   "own loss functions, not for a loss written by hand inside forward).";
-    return d;
-}
-
-Diagnosis diagnoseReplayFloat16Headroom(const Float16HeadroomFacts& facts)
-{
-    Diagnosis d;
-    // Negative headroom is a value already past float16's range: say "beyond", never "within".
-    const std::string where = facts.bits >= 0 ? formatNumber(facts.bits, 2) + " bits of headroom"
-                                              : formatNumber(-facts.bits, 2) + " bits beyond it: Inf in float16";
-    d.cause = std::to_string(facts.ops) + " op(s) come within " + formatNumber(facts.thresholdBits, 2) +
-              " bits of float16's largest value (65504) or go past it; the first, " + replayOpText(facts.first) +
-              ", reaches |x| = " + formatNumber(facts.absmax) + " (" + where + ")." +
-              (facts.bits >= 0 ? " In float16 these values overflow to Inf after little more growth." : "");
-    d.suggestion = "Train these ops in bfloat16 or float32, or keep their values small: normalise before them, scale down "
-                   "(attention by 1/sqrt(d)), lower the learning rate; with a loss scaler, watch its scale fall.";
-    return d;
-}
-
-namespace {
-std::string rankList(const std::vector<int>& ranks)
-{
-    std::vector<std::string> names;
-    for (int rank : ranks)
-        names.push_back(std::to_string(rank));
-    return joinNames(names, 6);
-}
-} // namespace
-
-Diagnosis diagnoseRankNonfinite(const RankNonfiniteFacts& facts)
-{
-    Diagnosis d;
-    const std::string rank = "rank " + std::to_string(facts.rank);
-    d.cause = "Rank " + std::to_string(facts.rank) + " went non-finite first, at step " + std::to_string(facts.step) +
-              (facts.sameStepRanks.empty() ? "" : " (with rank(s) " + rankList(facts.sameStepRanks) + ")") + ": its " +
-              (facts.lossNonfinite ? "own loss" : "local gradient (before the all-reduce)") + " was NaN/Inf" +
-              (facts.othersStep ? ", the other ranks' from step " + std::to_string(*facts.othersStep)
-                                : ", while the other ranks' stayed finite") +
-              ". ";
-    if (!facts.badInputs.empty())
-        d.cause += "The batch it was given held non-finite values (" + joinNames(facts.badInputs, 4) +
-                   "): bad data on one rank, spread to every rank by the gradient all-reduce.";
-    else if (!facts.extremeInputs.empty())
-        d.cause += "The batch it was given held extreme values (" + joinNames(facts.extremeInputs, 4) +
-                   "): finite, but large enough to overflow in the forward or backward pass; bad data on one rank, "
-                   "spread to every rank by the gradient all-reduce.";
-    else if (facts.inputsLogged)
-        d.cause += "Its inputs were finite: the NaN arose in its forward or backward pass" +
-                   (facts.badLayers.empty() ? std::string(".") : ", first in the gradient of " + joinNames(facts.badLayers, 3) + ".");
-    else
-        d.cause += facts.badLayers.empty() ? std::string("Its inputs are not logged.")
-                                           : "Its local gradient was non-finite in " + joinNames(facts.badLayers, 3) + ".";
-    d.suggestion = "Look at " + rank + "'s batch of step " + std::to_string(facts.step) +
-                   " (its data shard, its loader worker, its augmentation) rather than at the model: the other ranks "
-                   "computed finite values from the same weights. Guard against one rank's bad batch with a "
-                   "finite check before the all-reduce (skip the step on every rank), and open the run with --rank " +
-                   std::to_string(facts.rank) + " to see its series." + facts.batchNote;
-    return d;
-}
-
-std::string spreadFromRankNote(int leaderRank, int64_t step)
-{
-    return "Rank " + std::to_string(leaderRank) + " went non-finite first at step " + std::to_string(step) +
-           " (rank_nonfinite): this rank's own values were finite, and the NaN reached it through the gradient "
-           "all-reduce.";
-}
-
-Diagnosis diagnoseRankDivergence(const RankDivergenceFacts& facts)
-{
-    Diagnosis d;
-    const bool above = facts.decades > 0;
-    d.cause = "Rank " + std::to_string(facts.rank) + "'s " + facts.series + " departs from the other ranks' on " +
-              std::to_string(facts.steps) + " step(s) from step " + std::to_string(facts.firstStep) + ", at most x" +
-              formatNumber(std::pow(10.0, std::fabs(facts.decades)), 2) + (above ? " above" : " below") +
-              " their median (step " + std::to_string(facts.worstStep) + "). The replicas share their weights, so " +
-              "a difference this large comes from what that rank is given or computes: " +
-              (above ? "an extreme or mislabelled batch, a shard of other data, " : "an empty, padded or constant batch, ") +
-              "or a fault of its device.";
-    d.suggestion = "Compare rank " + std::to_string(facts.rank) + "'s input batches around step " +
-                   std::to_string(facts.worstStep) + " with another rank's (open the run with --rank " +
-                   std::to_string(facts.rank) + "); check how the sampler shards the data, and whether the rank's " +
-                   "device reports errors." + facts.batchNote;
-    return d;
-}
-
-Diagnosis diagnoseRankStopped(const RankStoppedFacts& facts)
-{
-    Diagnosis d;
-    const std::string rank = "Rank " + std::to_string(facts.rank);
-    if (!facts.readable) {
-        d.cause = rank + " left no readable run (" + facts.error + "): it died before its first step was logged, " +
-                  "or its files are elsewhere or damaged.";
-        d.suggestion = "Look at that rank's own output (stderr, the launcher's log of its node) for why it ended; " +
-                       std::string("a rank that never logs usually failed to initialise (device, memory, data path).");
-        return d;
-    }
-    const std::string last = facts.lastStep ? std::to_string(*facts.lastStep) : std::string("-");
-    if (facts.closedItself) {
-        d.cause = rank + " closed its recorder after step " + last + " while the furthest rank reached step " +
-                  std::to_string(facts.furthestStep) + ": it finished early (fewer batches in its data shard, " +
-                  "or a loop that ended on that rank alone).";
-        d.suggestion = "Give every rank the same number of steps (a sampler with drop_last, or a join context for "
-                       "uneven inputs); a rank that leaves early makes the others hang in their next all-reduce.";
-        return d;
-    }
-    d.cause = rank + " stopped after step " + last + " without closing its recorder (its rank.json still says " +
-              "running), while " +
-              (facts.othersFinished ? "other ranks closed theirs" : "the furthest rank reached step " +
-                                                                        std::to_string(facts.furthestStep)) +
-              ": it was killed (out of memory, the node's OOM killer, a signal) or crashed or hung there.";
-    d.suggestion = "Read that rank's own stderr and its node's kernel log (dmesg: OOM kills) around that time; its "
-                   "steps up to " + last + " are intact in its run.h5. The other ranks stopped because their next "
-                   "all-reduce could not complete without it.";
-    return d;
-}
-
-// ---- instability signatures (issue 14) --------------------------------------------------------
-
-Diagnosis diagnoseNanFromUpdate(const BlowupFacts& facts)
-{
-    Diagnosis d;
-    const std::string at = std::to_string(facts.onsetStep);
-    const bool apart = facts.previousLoggedStep && *facts.previousLoggedStep < facts.onsetStep - 1;
-    d.cause = "NaN born in the parameters: at step " + at + " the weights of " + joinNames(facts.nanParameters, 4) +
-              " are already non-finite, while the loss and gradient norm " +
-              (facts.previousLoggedStep ? "of step " + std::to_string(*facts.previousLoggedStep) + " were"
-                                        : std::string("before were")) +
-              (facts.stableBefore ? " finite and stable: " : " finite: ") +
-              (apart ? "an optimizer update between those steps most likely wrote them, though a NaN from a forward "
-                       "pass at an unlogged step spreads the same way,"
-                     : "the optimizer update before step " + at + " wrote them, not the forward pass") +
-              " (division 0/0 or by ~0 in the step: Adam with eps=0 and a zero "
-              "gradient, a gradient normalised by its own norm, a custom update rule).";
-    d.suggestion = "Check the optimizer step for divisions that can meet a zero gradient (an exactly-zero gradient "
-                   "appears when a feature is missing from a batch or a unit is dead); keep Adam's eps > 0 (1e-8, "
-                   "or 1e-6 and above in float16/bfloat16); guard normalisations with an eps. Resume from a "
-                   "checkpoint before step " +
-                   at + ".";
-    return d;
-}
-
-Diagnosis diagnoseGrowthPrecursor(const BlowupFacts& facts)
-{
-    Diagnosis d;
-    const bool activation = facts.precursorSource == "activations";
-    const double slope = facts.growthDecadesPerStep.value_or(std::nan(""));
-    const std::string rate = slope > 0 ? ", x10 every " + formatNumber(1.0 / slope, 2) + " steps" : "";
-    d.cause = "Gradual blow-up that began in " + std::string(activation ? "the output of " : "the weights of ") +
-              facts.precursor + ": it grew " + formatNumber(facts.precursorRiseDecades, 2) +
-              " orders of magnitude from step " + std::to_string(facts.onsetStep) + rate +
-              (facts.nonfiniteStep ? ", until NaN at step " + std::to_string(*facts.nonfiniteStep) : std::string()) +
-              ", while the " + facts.series + " showed little of it" +
-              (facts.float16Overflow ? "; it reached the float16 limit (65504), where softmax/exp overflow" : "") + ".";
-    if (activation)
-        d.suggestion = "If these are attention logits: normalise queries and keys (QK-norm / LayerNorm on q and k), "
-                       "lower the learning rate (of the attention projections and any temperature parameter), "
-                       "add a z-loss on the logits (1e-4 * logsumexp^2), or compute the softmax in float32. ";
-    else
-        d.suggestion = "Lower the learning rate of that parameter (or add weight decay / clamp it); ";
-    d.suggestion += "Resume from a checkpoint before step " + std::to_string(facts.onsetStep) + ".";
-    return d;
-}
-
 Diagnosis diagnoseActivationGrowth(const ActivationGrowthFacts& facts)
 {
     Diagnosis d;
@@ -633,16 +338,16 @@ Diagnosis diagnoseActivationGrowth(const ActivationGrowthFacts& facts)
     // A rise within one logged step is a jump, not a growth rate.
     const bool oneStep = facts.peakStep <= facts.onsetStep + 1;
     d.cause = "The output of " + facts.module +
-              (oneStep ? " jumped from " + formatNumber(facts.baseline, 2) + " to " + formatNumber(facts.peak, 2) +
+              (oneStep ? " jumped from " + numberText(facts.baseline, 2) + " to " + numberText(facts.peak, 2) +
                              " at step " + std::to_string(facts.peakStep)
-                       : " grew from " + formatNumber(facts.baseline, 2) + " to " + formatNumber(facts.peak, 2) +
+                       : " grew from " + numberText(facts.baseline, 2) + " to " + numberText(facts.peak, 2) +
                              " between steps " + std::to_string(facts.onsetStep) + " and " +
                              std::to_string(facts.peakStep) +
                              (facts.decadesPerStep > 0
-                                  ? " (x10 every " + formatNumber(1.0 / facts.decadesPerStep, 2) + " steps)"
+                                  ? " (x10 every " + numberText(1.0 / facts.decadesPerStep, 2) + " steps)"
                                   : std::string())) +
               (overflowed ? ": it passed the float16 maximum (65504)"
-                          : ": " + formatNumber(facts.float16HeadroomDecades, 2) +
+                          : ": " + numberText(facts.float16HeadroomDecades, 2) +
                                 " decades below the float16 maximum (65504)") +
               (facts.looksLikeAttention ? "; attention logits this large make softmax one-hot and overflow in float16"
                                         : "") +
@@ -669,10 +374,10 @@ void addSpikeAftermath(Diagnosis& d, const SpikeAftermathFacts& facts)
                    " dead: their gradient is exactly zero on every step from it on (non-zero before), the "
                    "signature of ReLU units pushed below zero for every input by one huge update.";
     if (plateauMoved)
-        d.cause += " The loss settled x" + formatNumber(*facts.lossPlateauRatio, 2) +
+        d.cause += " The loss settled x" + numberText(*facts.lossPlateauRatio, 2) +
                    " of its level before the spike: the model did not come back to where it was.";
     if (facts.gradientLevelRatio)
-        d.cause += " The loss came back, but the gradient norm stayed x" + formatNumber(*facts.gradientLevelRatio, 2) +
+        d.cause += " The loss came back, but the gradient norm stayed x" + numberText(*facts.gradientLevelRatio, 2) +
                    " above its level before: an adaptive optimizer (Adam, RMSprop, Adagrad) whose second-moment "
                    "estimate the huge gradients inflated takes many steps to settle; a level left behind, not a "
                    "blow-up.";
@@ -686,8 +391,8 @@ void addSpikeAftermath(Diagnosis& d, const SpikeAftermathFacts& facts)
 Diagnosis diagnoseAdamEpsilon(const AdamEpsilonFacts& facts)
 {
     Diagnosis d;
-    d.cause = formatNumber(100.0 * facts.share, 3) + "% of the optimizer's elements have sqrt(v_hat) <= eps" +
-              (facts.eps ? " (eps = " + formatNumber(*facts.eps, 2) + ")" : std::string()) + " at step " +
+    d.cause = numberText(100.0 * facts.share, 3) + "% of the optimizer's elements have sqrt(v_hat) <= eps" +
+              (facts.eps ? " (eps = " + numberText(*facts.eps, 2) + ")" : std::string()) + " at step " +
               std::to_string(facts.step) + " (" + facts.file + "), most in " + joinNames(facts.parameters, 4) +
               ": there Adam's step is lr * m / eps, no longer normalised; the update shrinks with the gradient "
               "(an eps too large for these gradients stalls them; one too small, or 0, divides by ~0).";

@@ -3,6 +3,7 @@
 // Every cause and suggestion the scan writes, in one place. The rules measure and decide; they
 // hand the facts to these functions as named fields, and the prose is built here.
 
+#include "core/NumberText.h" // numberText: a number in a sentence
 #include "core/run/RunSource.h"
 #include "core/scan/Incident.h"
 
@@ -23,8 +24,6 @@ struct Diagnosis
 // Sets the incident's cause and suggestion.
 void applyDiagnosis(Incident& incident, Diagnosis diagnosis);
 
-// A number in a sentence: `precision` significant digits.
-std::string formatNumber(double v, int precision = 3);
 // "a, b, c and 2 more".
 std::string joinNames(const std::vector<std::string>& names, size_t limit = 3);
 // " The batch of step N was saved (batches/x); replay it from checkpoint step M." when the run

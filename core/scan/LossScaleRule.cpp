@@ -50,8 +50,8 @@ Status detectLossScaleCollapse(ScanContext& context)
         int64_t skipped = 0;
         for (size_t k = start; k < stay; ++k)
             skipped += scalars.skippedAt(k);
-        e.note = std::to_string(decreases) + " consecutive decreases from " + formatNumber(from) + " to " +
-                 formatNumber(to) + (skipped ? "; " + std::to_string(skipped) + " steps skipped" : "") +
+        e.note = std::to_string(decreases) + " consecutive decreases from " + numberText(from) + " to " +
+                 numberText(to) + (skipped ? "; " + std::to_string(skipped) + " steps skipped" : "") +
                  (stay == n ? "; still down at the end of the log" : "");
         applyDiagnosis(incident, diagnoseLossScaleCollapse(e.note));
         context.collapseWindows.push_back({startStep, e.windowEndStep});

@@ -45,9 +45,9 @@ void readInputs(const RunSource& run, int64_t step, RankNonfiniteFacts& facts)
     for (size_t i = 0; i < inputs->names.size() && i < nan->size() && i < inf->size(); ++i) {
         std::string counts;
         if ((*nan)[i] > 0)
-            counts = formatNumber((*nan)[i]) + " NaN";
+            counts = numberText((*nan)[i]) + " NaN";
         if ((*inf)[i] > 0)
-            counts += (counts.empty() ? "" : ", ") + formatNumber((*inf)[i]) + " Inf";
+            counts += (counts.empty() ? "" : ", ") + numberText((*inf)[i]) + " Inf";
         if (!counts.empty())
             facts.badInputs.push_back(inputs->names[i] + " (" + counts + ")");
     }

@@ -224,7 +224,7 @@ void reportGroup(ScanContext& context, std::vector<VanishedRun> group, bool froz
         applyDiagnosis(incident, diagnoseVanishing(VanishingFacts{incident.layers, group.size(), zeroFraction,
                                                                   context.config.vanishingDecades, incident.onsetStep,
                                                                   e.windowEndStep}));
-        e.note = "zero on " + formatNumber(100 * zeroFraction, 3) + "% of the rows";
+        e.note = "zero on " + numberText(100 * zeroFraction, 3) + "% of the rows";
     }
     context.report.incidents.push_back(std::move(incident));
 }

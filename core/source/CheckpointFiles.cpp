@@ -78,6 +78,66 @@ std::vector<std::string> shardsByName(const fs::path& folder, const std::regex& 
     return shards;
 }
 
+// How a Trainer saves one model's weights: a single file, or shards listed by an index (or, when
+// the index is lost, found by name). In precedence order: safetensors first, since Trainer writes
+// it by default and it holds the same weights as the pickled form beside it.
+struct WeightsForm
+{
+    const char* single;
+    const char* index;        // nullptr: never sharded
+    const char* shardPattern; // likewise
+    bool inModelOrder;        // a pickled state_dict keeps the registration order; safetensors sorts by name
+};
+
+const WeightsForm kModelForms[] = {
+    { "model.safetensors", "model.safetensors.index.json", R"(model-\d+-of-\d+\.safetensors)", false },
+    { "pytorch_model.bin", "pytorch_model.bin.index.json", R"(pytorch_model-\d+-of-\d+\.bin)", true },
+};
+// A PEFT adapter, saved beside or instead of the full model.
+const WeightsForm kAdapterForms[] = {
+    { "adapter_model.safetensors", nullptr, nullptr, false },
+    { "adapter_model.bin", nullptr, nullptr, true },
+};
+
+const std::regex& shardRegex(const WeightsForm& form)
+{
+    static const std::regex safetensorsShards(kModelForms[0].shardPattern);
+    static const std::regex pickledShards(kModelForms[1].shardPattern);
+    return &form == &kModelForms[0] ? safetensorsShards : pickledShards;
+}
+
+// Whether the folder holds this form, by names alone.
+bool presentForm(const fs::path& folder, const WeightsForm& form)
+{
+    if (isRegularFile(folder / form.single))
+        return true;
+    if (!form.index)
+        return false;
+    return isRegularFile(folder / form.index) || !shardsByName(folder, shardRegex(form)).empty();
+}
+
+// The files of one form: its single file, the shards its index lists, or the shards found by name;
+// none when the folder does not hold it. Fails on an index that names a missing shard.
+Result<CheckpointFiles> filesOfForm(const fs::path& folder, const WeightsForm& form)
+{
+    if (isRegularFile(folder / form.single))
+        return CheckpointFiles { { (folder / form.single).string() }, {} };
+    if (!form.index)
+        return CheckpointFiles {};
+    if (isRegularFile(folder / form.index)) {
+        auto shards = shardsOfIndex(folder / form.index);
+        if (!shards)
+            return Error { shards.error() };
+        return CheckpointFiles { std::move(*shards), {} };
+    }
+    std::vector<std::string> shards = shardsByName(folder, shardRegex(form));
+    if (shards.empty())
+        return CheckpointFiles {};
+    const std::string note
+        = "no " + std::string(form.index) + "; read the " + std::to_string(shards.size()) + " shards found by name";
+    return CheckpointFiles { std::move(shards), { note } };
+}
+
 } // namespace
 
 Result<CheckpointFiles> findCheckpointFiles(const std::string& checkpointPath)
@@ -91,40 +151,20 @@ Result<CheckpointFiles> findCheckpointFiles(const std::string& checkpointPath)
     }
 
     CheckpointFiles found;
-    const auto present = [&](const char* name) { return isRegularFile(folder / name); };
-    struct ModelForm
-    {
-        const char* single;
-        const char* index;
-        std::regex shardPattern;
-    };
-    const ModelForm forms[] = {
-        { "model.safetensors", "model.safetensors.index.json", std::regex(R"(model-\d+-of-\d+\.safetensors)") },
-        { "pytorch_model.bin", "pytorch_model.bin.index.json", std::regex(R"(pytorch_model-\d+-of-\d+\.bin)") },
-    };
-    for (const ModelForm& form : forms) {
-        if (present(form.single)) {
-            found.files.push_back((folder / form.single).string());
-        } else if (present(form.index)) {
-            auto shards = shardsOfIndex(folder / form.index);
-            if (!shards)
-                return Error { shards.error() };
-            found.files = std::move(*shards);
-        } else {
-            std::vector<std::string> shards = shardsByName(folder, form.shardPattern);
-            if (shards.empty())
-                continue;
-            found.notes.push_back("no " + std::string(form.index) + "; read the " + std::to_string(shards.size())
-                + " shards found by name");
-            found.files = std::move(shards);
-        }
-        if (&form == &forms[0] && (present("pytorch_model.bin") || present("pytorch_model.bin.index.json")))
+    for (const WeightsForm& form : kModelForms) {
+        auto files = filesOfForm(folder, form);
+        if (!files)
+            return Error { files.error() };
+        if (files->files.empty())
+            continue;
+        found = std::move(*files);
+        if (&form == &kModelForms[0] && presentForm(folder, kModelForms[1]))
             found.notes.push_back("pytorch_model.bin skipped; the safetensors files hold the same weights");
         break;
     }
-    for (const char* adapter : { "adapter_model.safetensors", "adapter_model.bin" })
-        if (present(adapter)) {
-            found.files.push_back((folder / adapter).string());
+    for (const WeightsForm& adapter : kAdapterForms)
+        if (isRegularFile(folder / adapter.single)) {
+            found.files.push_back((folder / adapter.single).string());
             break;
         }
     if (found.files.empty())
@@ -132,6 +172,49 @@ Result<CheckpointFiles> findCheckpointFiles(const std::string& checkpointPath)
             + ": a folder without model.safetensors, pytorch_model.bin, their shards or "
               "adapter_model.*: no model weights to read" };
     return found;
+}
+
+bool isTrainerWeightsFileName(const std::string& fileName)
+{
+    for (const auto* forms : { &kModelForms, &kAdapterForms })
+        for (const WeightsForm& form : *forms)
+            if (fileName == form.single)
+                return true;
+    return false;
+}
+
+std::string trainerWeightsFile(const std::string& folderPath)
+{
+    const fs::path folder(folderPath);
+    for (const auto* forms : { &kModelForms, &kAdapterForms })
+        for (const WeightsForm& form : *forms)
+            if (isRegularFile(folder / form.single))
+                return (folder / form.single).string();
+    return {};
+}
+
+bool holdsTrainerWeights(const std::string& folderPath)
+{
+    const fs::path folder(folderPath);
+    for (const auto* forms : { &kModelForms, &kAdapterForms })
+        for (const WeightsForm& form : *forms)
+            if (presentForm(folder, form))
+                return true;
+    return false;
+}
+
+Result<CheckpointFiles> findTrainedParameterFiles(const std::string& folderPath)
+{
+    const fs::path folder(folderPath);
+    for (const auto* forms : { &kAdapterForms, &kModelForms }) {
+        const WeightsForm* chosen = nullptr;
+        for (const WeightsForm& form : *forms)
+            if (presentForm(folder, form) && (!chosen || (form.inModelOrder && !chosen->inModelOrder)))
+                chosen = &form;
+        if (chosen)
+            return filesOfForm(folder, *chosen);
+    }
+    return findCheckpointFiles(folderPath); // names the folder and what it lacks
 }
 
 Result<ModelTensors> readModelTensors(const std::string& path)

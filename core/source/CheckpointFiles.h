@@ -1,8 +1,10 @@
 #pragma once
 
 // Where a training tool put a checkpoint's weights, and their tensors as a model's state_dict.
-// Used by the checkpoint series (CheckpointSeries.h); plain C++ plus Qt Core for the shard index
-// JSON.
+// Used by the checkpoint series (CheckpointSeries.h), the run finder (OpenRun), the optimizer's
+// parameter names (OptimizerState) and the window's checkpoint loader: which file of a Trainer's
+// checkpoint-N/ folder holds the weights is judged here alone. Plain C++ plus Qt Core for the shard
+// index JSON.
 
 #include "core/Result.h"
 #include "core/tensor/Tensor.h"
@@ -28,6 +30,23 @@ struct CheckpointFiles
 // comes last. Fails naming the folder when it holds none, or when an index names a shard that is
 // missing or outside the folder.
 Result<CheckpointFiles> findCheckpointFiles(const std::string& checkpointPath);
+
+// True for a file name a Hugging Face Trainer writes a checkpoint's weights under
+// (model.safetensors, pytorch_model.bin, adapter_model.safetensors, adapter_model.bin).
+bool isTrainerWeightsFileName(const std::string& fileName);
+
+// The one file that stands for a checkpoint-N/ folder: the full model's single file, safetensors
+// before the pickled form, else the PEFT adapter's; empty when the model is sharded or absent.
+std::string trainerWeightsFile(const std::string& folder);
+
+// Whether findCheckpointFiles would find weights in `folder` (a single file, an index, shards by
+// name or an adapter), judged by the names alone: a folder may hold only an optimizer.
+bool holdsTrainerWeights(const std::string& folder);
+
+// The files that name the parameters an optimizer of this checkpoint trained: a PEFT adapter alone
+// when there is one (its optimizer holds only the adapter), else the full model; of each, the form
+// that keeps the model's order (a pickled state_dict) before safetensors, which sorts by name.
+Result<CheckpointFiles> findTrainedParameterFiles(const std::string& folder);
 
 struct ModelTensors
 {

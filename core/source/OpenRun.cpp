@@ -1,5 +1,7 @@
 #include "core/source/OpenRun.h"
 
+#include "core/source/CheckpointFiles.h"
+
 #include "core/run/RunFormat.h"
 #include "core/run/RunReader.h"
 #include "core/run/ChildProcessCall.h"
@@ -43,31 +45,6 @@ bool isTextLogName(const fs::path& path)
 {
     const std::string ext = path.extension().string();
     return ext == ".log" || ext == ".txt" || ext == ".out";
-}
-
-// The weights file of a Trainer checkpoint-N/ folder, full model before adapter.
-std::string trainerWeights(const fs::path& folder)
-{
-    std::error_code ec;
-    for (const char* name : {"model.safetensors", "pytorch_model.bin", "adapter_model.safetensors",
-                             "adapter_model.bin"})
-        if (fs::is_regular_file(folder / name, ec))
-            return (folder / name).string();
-    return {};
-}
-
-// A checkpoint-N/ folder may hold only the optimizer or the Trainer's state; sharded weights have
-// no single weights file but many.
-bool holdsWeights(const fs::path& folder)
-{
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(folder, ec)) {
-        const std::string ext = entry.path().extension().string();
-        const std::string name = entry.path().filename().string();
-        if (ext == ".safetensors" || (ext == ".bin" && name.find("model") != std::string::npos))
-            return true;
-    }
-    return false;
 }
 
 // Lightning names checkpoints `epoch=3-step=1200.ckpt`; others `step_1200.pt`, `model_1200.ckpt`.
@@ -242,9 +219,9 @@ FoundLogs findLogs(const std::string& pathText)
                 it.disable_recursion_pending();
             } else if (std::regex_match(name, match, checkpointFolder)) {
                 const int64_t step = std::stoll(match[1].str());
-                if (std::string weights = trainerWeights(entry); !weights.empty())
+                if (std::string weights = trainerWeightsFile(entry.string()); !weights.empty())
                     found.checkpoints[step] = weights;
-                if (holdsWeights(entry))
+                if (holdsTrainerWeights(entry.string()))
                     found.checkpointSources[step] = entry.string();
                 if (fs::is_regular_file(entry / "trainer_state.json", ec))
                     addFile(found, entry / "trainer_state.json", trainerStateSize);

@@ -1,4 +1,5 @@
 #include "core/source/OptimizerState.h"
+#include "core/NumberText.h"
 
 #include "core/checkpoint/CheckpointReader.h"
 #include "core/source/CheckpointFiles.h"
@@ -325,10 +326,7 @@ namespace {
 
 std::string shortNumber(double value)
 {
-    std::ostringstream text;
-    text.precision(value >= 0.01 && value < 1000 ? 3 : 2);
-    text << value;
-    return text.str();
+    return numberText(value, value >= 0.01 && value < 1000 ? 3 : 2);
 }
 
 std::string percent(double share)
@@ -403,20 +401,12 @@ ModelParametersFound findModelParameters(const std::string& modelFileOrFolder)
     const fs::path folder(modelFileOrFolder);
     std::vector<std::string> files;
     if (fs::is_directory(folder, error)) {
-        const auto present = [&](const char* name) { return fs::is_regular_file(folder / name, error); };
-        if (present("adapter_model.bin") || present("adapter_model.safetensors")) {
-            // PEFT trains the adapter alone: the base model's weights have no optimizer state.
-            files.push_back((folder / (present("adapter_model.bin") ? "adapter_model.bin" : "adapter_model.safetensors")).string());
-        } else if (present("pytorch_model.bin")) {
-            files.push_back((folder / "pytorch_model.bin").string()); // in model order, unlike model.safetensors
-        } else {
-            auto listed = findCheckpointFiles(modelFileOrFolder);
-            if (!listed) {
-                found.notes.push_back(listed.error());
-                return found;
-            }
-            files = listed->files;
+        auto listed = findTrainedParameterFiles(modelFileOrFolder);
+        if (!listed) {
+            found.notes.push_back(listed.error());
+            return found;
         }
+        files = listed->files;
     } else {
         files.push_back(modelFileOrFolder);
     }

@@ -1,6 +1,7 @@
 // A checkpoint's statistics: the per-tensor kernel (TensorStats.cpp) spread over threads, or the
 // LibTorch backend when one is installed and asked for; spectral norms; health flags.
 #include "core/tensor/TensorStats.h"
+#include "core/NumberText.h"
 
 #include "core/tensor/BatchNormHealth.h"
 
@@ -142,9 +143,7 @@ Result<std::vector<TensorStats>> computeCheckpointStats(const std::vector<NamedT
 namespace {
 std::string shortNumber(double value)
 {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.3g", value);
-    return text;
+    return numberText(value, 3);
 }
 } // namespace
 

@@ -1,11 +1,13 @@
 #include "core/torch/Guard.h"
 
+#include "core/record/DefencePolicy.h"
 #include "core/run/RunFormat.h"
 #include "core/run/RunWriter.h"
 #include "core/scan/OnlineSpikeDetector.h"
 #include "core/torch/GuardFiles.h"
 #include "core/torch/GuardModel.h"
 #include "core/torch/GuardReadback.h"
+#include "core/torch/GuardRunLog.h"
 #include "core/torch/OptimizerSnapshot.h"
 #include "core/torch/TensorRange.h"
 #include "core/torch/TorchReductions.h"
@@ -33,6 +35,7 @@ namespace rf = runformat;
 namespace ts = torchstats;
 using guardfiles::saveAtomically;
 using guardfiles::saveBatchFile;
+using guardfiles::saveCheckpointFiles;
 
 using namespace guardmodel;
 using namespace guardreadback;
@@ -80,18 +83,12 @@ struct Guard::State
     // gradient norm, as the Python recorder applies it; made in open(), with the options.
     OnlineSpikeDetector lossSpikes, gradNormSpikes;
     CapturePolicy capturePolicy;
-    int badStreak = 0;
+    DefencePolicy defences;
     double lrScale = 1.0;
     GuardStepResult result;
     bool noteCheckpointKind = true;
 
-    struct Snapshot
-    {
-        int64_t step = -1;
-        std::vector<torch::Tensor> parameters, buffers;
-        std::vector<std::pair<std::string, std::unique_ptr<torch::optim::OptimizerParamState>>> optimizer;
-    };
-    std::optional<Snapshot> good;
+    std::optional<GoodState> good; // what a rollback returns to
 
     void open(const std::string& runDirectory, GuardOptions guardOptions, std::unique_ptr<ModelAccess> access)
     {
@@ -102,6 +99,8 @@ struct Guard::State
         lossSpikes = OnlineSpikeDetector(options.spikeMads, spikeWindow);
         gradNormSpikes = OnlineSpikeDetector(options.spikeMads, spikeWindow);
         capturePolicy = CapturePolicy(CaptureBudget{options.spikeCaptures, options.laterNonfiniteCaptures});
+        defences = DefencePolicy(DefenceOptions{options.skipNonfinite, options.rollbackAfter, options.snapshotEvery,
+                                                options.restoreBuffersOnSkip});
         std::error_code ec;
         if (fs::exists(logPath(), ec))
             throw GuardError(logPath() + " already exists; a run directory is written once (give the Guard a new one)");
@@ -153,43 +152,7 @@ struct Guard::State
     void saveCheckpoint(bool preForwardBuffers)
     {
         const std::string path = stepFile(rf::kCheckpointDir, step);
-        std::vector<torch::Tensor> current;
-        std::vector<torch::Tensor*> live;
-        torch::NoGradGuard noGrad;
-        if (preForwardBuffers && !bufferSnapshot.empty()) {
-            // Every live value is copied before the first write: buffers that share storage
-            // (one registered under two names) would otherwise be put back with a written value.
-            for (auto& layer : model->norms)
-                for (auto& b : layer.buffers) {
-                    current.push_back(b.tensor.clone());
-                    live.push_back(&b.tensor);
-                }
-            for (size_t i = 0; i < live.size(); ++i)
-                live[i]->copy_(bufferSnapshot[i]);
-        }
-        // The form first (docs/run-format.md, core/run/CheckpointForm): a checkpoint found without
-        // its form would be tried as TorchScript, and a C++ module's archive cannot replay.
-        const bool scripted = std::string(model->checkpointKind()) == "TorchScript";
-        const std::string form = scripted
-            ? std::string("scripted\n")
-            : std::string("state_dict\nthe model is a C++ torch::nn::Module, saved as a LibTorch archive of its "
-                          "tensors; guard a TorchScript module (torch::jit::Module) to make its checkpoints replayable\n");
-        saveAtomically(fs::path(path).replace_extension(".form").string(), [&](const std::string& partial) {
-            std::ofstream out(partial, std::ios::binary);
-            out << form;
-            if (!out.flush())
-                throw std::runtime_error("cannot write " + partial);
-        });
-        try {
-            saveAtomically(path, [&](const std::string& partial) { model->save(partial); });
-        } catch (...) {
-            for (size_t i = live.size(); i-- > 0;)
-                live[i]->copy_(current[i]);
-            throw;
-        }
-        // In reverse: where two names share storage, the first copy (the untouched value) is written last.
-        for (size_t i = live.size(); i-- > 0;)
-            live[i]->copy_(current[i]);
+        saveCheckpointFiles(path, *model, preForwardBuffers ? &bufferSnapshot : nullptr);
         if (noteCheckpointKind && std::string(model->checkpointKind()) != "TorchScript") {
             event(step, rf::event::kNote,
                   "the model is a C++ torch::nn::Module: checkpoints are LibTorch archives of its tensors "
@@ -232,20 +195,9 @@ struct Guard::State
 
     void takeSnapshot(torch::optim::Optimizer& optimizer)
     {
-        Snapshot s;
-        s.step = step;
-        torch::NoGradGuard noGrad;
-        for (const auto& p : model->parameters)
-            s.parameters.push_back(p.tensor.detach().clone());
-        for (const auto& b : model->buffers)
-            s.buffers.push_back(deepCopy(b.tensor));
-        for (const auto& [key, state] : optimizer.state()) {
-            auto copy = deepCopy(*state);
-            if (!copy) // an optimizer we know, with a state type we do not: no snapshot is better than half of one
-                return;
-            s.optimizer.push_back({key, std::move(copy)});
-        }
-        good = std::move(s);
+        // An optimizer we know with a state type we do not keeps the last snapshot.
+        if (auto state = takeGoodState(*model, optimizer, step))
+            good = std::move(state);
     }
 
     void rollback(torch::optim::Optimizer& optimizer, int streak)
@@ -255,16 +207,7 @@ struct Guard::State
                                               std::to_string(step) + "): steps are skipped");
             return;
         }
-        torch::NoGradGuard noGrad;
-        for (size_t i = 0; i < model->parameters.size(); ++i)
-            model->parameters[i].tensor.copy_(good->parameters[i]);
-        for (size_t i = 0; i < model->buffers.size(); ++i)
-            if (good->buffers[i].defined())
-                model->buffers[i].tensor.copy_(good->buffers[i]);
-        auto& state = optimizer.state();
-        state.clear();
-        for (const auto& [key, saved] : good->optimizer)
-            state[key] = deepCopy(*saved); // the snapshot stays intact for a later rollback
+        restoreGoodState(*good, *model, optimizer);
         double before = 0, after = 0;
         for (auto& group : optimizer.param_groups()) {
             const double lr = group.options().get_lr();
@@ -312,39 +255,15 @@ struct Guard::State
 
     void createFile(const std::map<std::string, double>& scalars)
     {
-        RunSchema schema;
-        std::string runName = options.runName;
-        if (runName.empty()) {
-            fs::path p = fs::path(directory).lexically_normal();
-            runName = (p.has_filename() ? p.filename() : p.parent_path().filename()).string();
-        }
-        schema.attributes = {{"run_name", runName},
-                             {"framework", std::string("libtorch ") + TORCH_VERSION + " (nanscope::Guard)"},
-                             {"amp_dtype", options.ampDtype}};
-        if (!options.lossName.empty())
-            schema.attributes["loss_name"] = options.lossName;
-        for (const auto& [key, value] : options.attributes)
-            schema.attributes[key] = value;
-        schema.scalars = {"loss", "grad_norm"};
-        if (logLearningRate)
-            schema.scalars.push_back("lr");
-        schema.scalars.push_back("skipped");
-        schema.scalars.push_back("param_norm");
-        schema.scalars.push_back(rf::kWallTime);
-        for (const auto& [name, value] : scalars) {
+        guardrunlog::FirstStepColumns columns;
+        columns.logLearningRate = logLearningRate;
+        for (const auto& [name, value] : scalars)
             scalarNames.push_back(name);
-            schema.scalars.push_back(name);
-        }
-        for (const auto& p : model->parameters)
-            schema.layers.push_back(p.name);
-        for (const auto& column : activationColumns) {
-            schema.activations.push_back(column);
-            schema.activationKinds.push_back(observedKinds[column]);
-        }
-        for (const auto& layer : model->norms)
-            schema.buffers.push_back(layer.path.empty() ? "(model)" : layer.path);
-        schema.inputs = inputNames;
-        auto created = RunWriter::create(directory, schema);
+        columns.userScalars = scalarNames;
+        columns.activations = activationColumns;
+        columns.activationKinds = observedKinds;
+        columns.inputs = inputNames;
+        auto created = RunWriter::create(directory, guardrunlog::runSchema(options, directory, *model, columns));
         if (!created)
             throw GuardError("nanscope::Guard: " + created.error());
         writer = std::move(*created);
@@ -359,64 +278,10 @@ struct Guard::State
         result = GuardStepResult{};
         result.step = step;
 
-        // Everything the step logs, queued on the device, then one copy to the host.
-        StepReadback readback;
-        const size_t lossAt = readback.queue(loss.detach().reshape({1}));
-        std::vector<torch::Tensor> params, grads;
-        std::vector<size_t> gradOwner; // index into parameters of each defined gradient
-        for (size_t i = 0; i < model->parameters.size(); ++i) {
-            params.push_back(model->parameters[i].tensor.detach());
-            const auto& grad = model->parameters[i].tensor.grad();
-            if (grad.defined()) {
-                grads.push_back(grad.detach());
-                gradOwner.push_back(i);
-            }
-        }
-        const size_t paramAt = readback.queue(tensorNorms(params));
-        const size_t gradAt = readback.queue(tensorNorms(grads));
-        std::vector<torch::Tensor> bufferSlots;
-        for (const auto& layer : model->norms) {
-            bufferSlots.push_back(rangeSlots(layer.runningMean));
-            bufferSlots.push_back(rangeSlots(layer.runningVar));
-        }
-        const size_t bufferAt = bufferSlots.empty() ? 0 : readback.queue(torch::stack(bufferSlots));
-        std::vector<torch::Tensor> inputParts;
-        for (const auto& [name, slots] : inputSlots)
-            inputParts.push_back(slots.to(loss.device()));
-        const size_t inputAt = inputParts.empty() ? 0 : readback.queue(torch::stack(inputParts));
-        std::vector<torch::Tensor> observedParts;
-        for (const auto& [name, slots] : observed)
-            observedParts.push_back(slots.to(loss.device()));
-        const size_t observedAt = observedParts.empty() ? 0 : readback.queue(torch::stack(observedParts));
-        const std::vector<double> host = readback.read(loss.device());
-
-        const double lossValue = host[lossAt];
-        std::vector<float> paramNorms(params.size()), gradNorms(params.size(), 0.f), gradNonfinite(params.size(), 0.f);
-        double paramSquared = 0, gradSquared = 0;
-        for (size_t i = 0; i < params.size(); ++i) {
-            paramNorms[i] = float(host[paramAt + i]);
-            paramSquared += host[paramAt + i] * host[paramAt + i];
-        }
-        std::vector<size_t> nonfiniteGrads; // positions in grads
-        for (size_t j = 0; j < grads.size(); ++j) {
-            const double g = host[gradAt + j];
-            gradNorms[gradOwner[j]] = float(g);
-            gradSquared += g * g;
-            if (!std::isfinite(g))
-                nonfiniteGrads.push_back(j);
-        }
-        // The failure path only: count the non-finite values of the gradients whose norm is not
-        // finite, all in one more copy (a finite norm means a finite gradient).
-        if (!nonfiniteGrads.empty()) {
-            std::vector<torch::Tensor> counts;
-            for (size_t j : nonfiniteGrads)
-                counts.push_back(torch::logical_not(torch::isfinite(grads[j])).sum().to(loss.device()));
-            const torch::Tensor hostCounts = torch::stack(counts).to(torch::kFloat64).cpu();
-            for (size_t k = 0; k < nonfiniteGrads.size(); ++k)
-                gradNonfinite[gradOwner[nonfiniteGrads[k]]] = float(hostCounts[int64_t(k)].item<double>());
-        }
-        const double gradNorm = std::sqrt(gradSquared);
-        const bool finite = std::isfinite(lossValue) && std::isfinite(gradNorm);
+        const StepFigures figures = readStepFigures(loss, *model, inputSlots, observed);
+        const double lossValue = figures.loss;
+        const double gradNorm = figures.gradNorm;
+        const bool finite = figures.finite();
 
         // The first step fixes run.h5's columns.
         if (!writer) {
@@ -459,38 +324,29 @@ struct Guard::State
         }
         if (!std::isfinite(lossValue))
             event(step, rf::event::kNonfiniteLoss, "loss = " + std::to_string(lossValue));
-        bool apply = true;
-        if (!finite) {
-            ++badStreak;
-            if (options.skipNonfinite) {
-                apply = false;
-                event(step, rf::event::kSkippedStep, skipReason(lossValue, nonfiniteGrads, gradOwner));
-            }
-            if (rollbackUsable && badStreak >= options.rollbackAfter) {
-                rollback(optimizer, badStreak);
-                if (result.rolledBack) {
-                    apply = false;
-                    badStreak = 0;
-                }
-            }
-            if (!apply && !result.rolledBack && options.restoreBuffersOnSkip && !bufferSnapshot.empty()) {
-                restoreBuffers();
-                std::string names;
-                for (const auto& layer : model->norms)
-                    names += (names.empty() ? "" : ", ") + layer.path;
-                event(step, rf::event::kBuffersRestored,
-                      "running statistics of " + names + " put back to their values before step " + std::to_string(step));
-            }
-            if (!apply)
-                zeroGradients();
-        } else {
-            badStreak = 0;
+        // The defences (core/record/DefencePolicy decides, this carries it out).
+        const DefencePolicy::Plan plan = defences.planStep(finite, rollbackUsable);
+        if (plan.skip)
+            event(step, rf::event::kSkippedStep, skipReason(lossValue, figures.nonfiniteGradients));
+        if (plan.tryRollback)
+            rollback(optimizer, defences.badStreak());
+        const DefencePolicy::Outcome outcome = defences.settle(plan, result.rolledBack, !bufferSnapshot.empty());
+        if (outcome.restoreBuffers) {
+            restoreBuffers();
+            std::string names;
+            for (const auto& layer : model->norms)
+                names += (names.empty() ? "" : ", ") + layer.path;
+            event(step, rf::event::kBuffersRestored,
+                  "running statistics of " + names + " put back to their values before step " + std::to_string(step));
         }
+        if (outcome.zeroGradients)
+            zeroGradients();
+        const bool apply = outcome.apply;
 
         // The step's rows.
         scalarRow["loss"] = lossValue;
         scalarRow["grad_norm"] = gradNorm;
-        scalarRow["param_norm"] = std::sqrt(paramSquared);
+        scalarRow["param_norm"] = figures.paramNorm;
         scalarRow["skipped"] = apply ? 0.0 : 1.0;
         // Lets the window plot against time, and shows pauses and slow steps.
         scalarRow[rf::kWallTime] =
@@ -498,15 +354,14 @@ struct Guard::State
         if (logLearningRate)
             scalarRow["lr"] = optimizer.param_groups().at(0).options().get_lr();
         check(writer->appendScalars(step, scalarRow));
-        if (!params.empty())
-            check(writer->appendRow(rf::kLayers, step,
-                                    {{"grad_norm", gradNorms}, {"param_norm", paramNorms}, {"grad_nonfinite", gradNonfinite}}));
+        if (!model->parameters.empty())
+            check(writer->appendRow(rf::kLayers, step, layerRow(figures)));
         if (!model->norms.empty())
-            check(writer->appendRow(rf::kBuffers, step, bufferRow(host.data() + bufferAt)));
-        appendInputs(host.data() + inputAt);
-        appendActivations(host.data() + observedAt);
+            check(writer->appendRow(rf::kBuffers, step, bufferRow(model->norms.size(), figures.slots.data() + figures.bufferAt)));
+        appendInputs(figures.slots.data() + figures.inputAt);
+        appendActivations(figures.slots.data() + figures.observedAt);
 
-        if (finite && rollbackUsable && (!good || step - good->step >= options.snapshotEvery))
+        if (defences.snapshotDue(finite, rollbackUsable, good ? std::optional<int64_t>(good->step) : std::nullopt, step))
             takeSnapshot(optimizer);
         flushEvents();
 
@@ -519,13 +374,13 @@ struct Guard::State
         return apply;
     }
 
-    std::string skipReason(double lossValue, const std::vector<size_t>& nonfiniteGrads, const std::vector<size_t>& owner) const
+    std::string skipReason(double lossValue, const std::vector<size_t>& nonfiniteParameters) const
     {
         if (!std::isfinite(lossValue))
             return "non-finite loss (" + std::to_string(lossValue) + "): optimizer step skipped";
-        if (!nonfiniteGrads.empty())
-            return "non-finite gradients in " + std::to_string(nonfiniteGrads.size()) + " parameter(s) (first: " +
-                   model->parameters[owner[nonfiniteGrads.front()]].name + "): optimizer step skipped";
+        if (!nonfiniteParameters.empty())
+            return "non-finite gradients in " + std::to_string(nonfiniteParameters.size()) + " parameter(s) (first: " +
+                   model->parameters[nonfiniteParameters.front()].name + "): optimizer step skipped";
         return "the gradient norm overflowed, though every gradient value is finite: optimizer step skipped";
     }
 
@@ -541,38 +396,12 @@ struct Guard::State
 
     std::map<std::string, double> userScalars(const std::map<std::string, double>& given)
     {
-        static const std::set<std::string> reserved{"loss", "grad_norm", "param_norm", "skipped", "lr", rf::kWallTime};
-        std::map<std::string, double> row;
-        for (const auto& [name, value] : given) {
-            if (reserved.count(name))
-                throw GuardError("nanscope::Guard::endStep: scalar '" + name +
-                                 "' is computed by the Guard; log your own value under another name");
-            if (std::find(scalarNames.begin(), scalarNames.end(), name) != scalarNames.end())
-                row[name] = value;
-            else
-                warnOnce("scalar:" + name, step,
-                         "scalar " + name + " was not given at the first step and is not logged "
-                         "(run.h5's columns are fixed at the first step)");
-        }
-        for (const auto& name : scalarNames)
-            if (!row.count(name))
-                throw GuardError("nanscope::Guard::endStep(step " + std::to_string(step) + "): scalar '" + name +
-                                 "' was logged from the first step on and must be given at every step");
-        return row;
-    }
-
-    std::map<std::string, std::vector<float>> bufferRow(const double* slots) const
-    {
-        std::map<std::string, std::vector<float>> row;
-        for (size_t i = 0; i < model->norms.size(); ++i) {
-            const TensorStats mean = statsOf(slots + (2 * i) * ts::kSlots);
-            const TensorStats var = statsOf(slots + (2 * i + 1) * ts::kSlots);
-            row["running_mean_min"].push_back(torchutil::runFileFigure(mean.min));
-            row["running_mean_max"].push_back(torchutil::runFileFigure(mean.max));
-            row["running_var_min"].push_back(torchutil::runFileFigure(var.min));
-            row["running_var_max"].push_back(torchutil::runFileFigure(var.max));
-            row["nonfinite"].push_back(float(mean.nonfinite() + var.nonfinite()));
-        }
+        std::vector<std::string> notLogged;
+        std::map<std::string, double> row = guardrunlog::userScalarRow(given, scalarNames, step, notLogged);
+        for (const auto& name : notLogged)
+            warnOnce("scalar:" + name, step,
+                     "scalar " + name + " was not given at the first step and is not logged "
+                     "(run.h5's columns are fixed at the first step)");
         return row;
     }
 
@@ -580,43 +409,22 @@ struct Guard::State
     {
         if (inputNames.empty())
             return;
-        std::vector<std::string> names;
-        for (const auto& [name, s] : inputSlots)
-            names.push_back(name);
-        if (names != inputNames) {
-            warnOnce("inputs", step, "inputs not logged at step " + std::to_string(step) +
-                                         ": the first step gave " + std::to_string(inputNames.size()) +
-                                         " input tensor(s), this one " + std::to_string(names.size()));
-            return;
-        }
-        std::vector<TensorStats> stats;
-        for (size_t i = 0; i < names.size(); ++i)
-            stats.push_back(statsOf(slots + i * ts::kSlots));
-        check(writer->appendRow(rf::kInputs, step, rangeRow(stats)));
+        std::string whyNot;
+        if (auto row = guardrunlog::inputsRow(inputNames, inputSlots, slots, step, whyNot))
+            check(writer->appendRow(rf::kInputs, step, *row));
+        else
+            warnOnce("inputs", step, whyNot);
     }
 
     void appendActivations(const double* slots)
     {
         if (observed.empty() || activationColumns.empty())
             return;
-        std::map<std::string, std::vector<const double*>> byModule;
-        for (size_t i = 0; i < observed.size(); ++i)
-            byModule[observed[i].first].push_back(slots + i * ts::kSlots);
-        std::vector<std::string> missing;
-        std::vector<TensorStats> stats;
-        for (const auto& column : activationColumns) {
-            auto it = byModule.find(column);
-            if (it == byModule.end())
-                missing.push_back(column);
-            else
-                stats.push_back(statsOf(mergeSlots(it->second).data()));
-        }
-        if (!missing.empty()) { // no value was measured for these: the step gets no activation row
-            warnOnce("activations", step, "activations not logged at step " + std::to_string(step) + ": module " +
-                                              missing.front() + " was not observed");
-            return;
-        }
-        check(writer->appendRow(rf::kActivations, step, rangeRow(stats)));
+        std::string whyNot;
+        if (auto row = guardrunlog::activationsRow(activationColumns, observed, slots, step, whyNot))
+            check(writer->appendRow(rf::kActivations, step, *row));
+        else
+            warnOnce("activations", step, whyNot);
     }
 
     void endOfStep()

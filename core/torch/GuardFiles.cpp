@@ -1,9 +1,11 @@
 #include "core/torch/GuardFiles.h"
 
+#include "core/run/CheckpointForm.h"
 #include "core/torch/Guard.h"
 
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 
 namespace nanscope::guardfiles {
 
@@ -14,6 +16,47 @@ void saveAtomically(const std::string& path, const std::function<void(const std:
     const std::string partial = path + ".partial";
     save(partial);
     fs::rename(partial, path);
+}
+
+void saveCheckpointFiles(const std::string& path, guardmodel::ModelAccess& model,
+                         const std::vector<torch::Tensor>* preForwardBuffers)
+{
+    std::vector<torch::Tensor> current;
+    std::vector<torch::Tensor*> live;
+    torch::NoGradGuard noGrad;
+    if (preForwardBuffers && !preForwardBuffers->empty()) {
+        // Every live value is copied before the first write: buffers that share storage
+        // (one registered under two names) would otherwise be put back with a written value.
+        for (auto& layer : model.norms)
+            for (auto& b : layer.buffers) {
+                current.push_back(b.tensor.clone());
+                live.push_back(&b.tensor);
+            }
+        for (size_t i = 0; i < live.size(); ++i)
+            live[i]->copy_((*preForwardBuffers)[i]);
+    }
+    const bool scripted = std::string(model.checkpointKind()) == "TorchScript";
+    const std::string form = scripted
+        ? checkpointFormText(CheckpointForm::Kind::Scripted)
+        : checkpointFormText(CheckpointForm::Kind::StateDict,
+                             "the model is a C++ torch::nn::Module, saved as a LibTorch archive of its tensors; "
+                             "guard a TorchScript module (torch::jit::Module) to make its checkpoints replayable");
+    saveAtomically(std::filesystem::path(path).replace_extension(".form").string(), [&](const std::string& partial) {
+        std::ofstream out(partial, std::ios::binary);
+        out << form;
+        if (!out.flush())
+            throw std::runtime_error("cannot write " + partial);
+    });
+    try {
+        saveAtomically(path, [&](const std::string& partial) { model.save(partial); });
+    } catch (...) {
+        for (size_t i = live.size(); i-- > 0;)
+            live[i]->copy_(current[i]);
+        throw;
+    }
+    // In reverse: where two names share storage, the first copy (the untouched value) is written last.
+    for (size_t i = live.size(); i-- > 0;)
+        live[i]->copy_(current[i]);
 }
 
 void saveBatchFile(const std::string& path, const torch::Tensor& inputs, const torch::Tensor& targets, int64_t step,

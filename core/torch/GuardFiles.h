@@ -4,17 +4,28 @@
 // process killed mid-save leaves no half file under the contract's name), and the healthy batch it
 // holds so that each capture leaves triage one batch of a healthy step to compare with.
 
+#include "core/torch/GuardModel.h"
+
 #include <torch/torch.h>
 
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace nanscope::guardfiles {
 
 // Writes `path` through save(path + ".partial") and a rename.
 void saveAtomically(const std::string& path, const std::function<void(const std::string&)>& save);
+
+// Checkpoint N of the run format (checkpoints/step_N.pt) and its form file beside it, written
+// first: a checkpoint found without its form would be tried as TorchScript, and a C++ module's
+// archive cannot replay. With `preForwardBuffers` (one per buffer of model.norms, in order), the
+// norm layers' buffers are saved as they were before the step's forward changed them, and the live
+// ones are left as they were.
+void saveCheckpointFiles(const std::string& path, guardmodel::ModelAccess& model,
+                         const std::vector<torch::Tensor>* preForwardBuffers);
 
 // A batch file of the run format (batches/step_N.pt): inputs, targets, loss name and step.
 void saveBatchFile(const std::string& path, const torch::Tensor& inputs, const torch::Tensor& targets, int64_t step,

@@ -5,6 +5,7 @@
 // run.h5 rows.
 
 #include "core/tensor/TensorStats.h"
+#include "core/torch/GuardModel.h"
 
 #include <torch/torch.h>
 
@@ -68,5 +69,33 @@ TensorStats statsOf(const double* slots);
 
 // The row of /activations or /inputs: one column per statistic, one entry per logged tensor.
 std::map<std::string, std::vector<float>> rangeRow(const std::vector<TensorStats>& stats);
+
+// The figures of one step, read back in one copy: the loss, each parameter's norm and gradient
+// norm (with the non-finite count of a gradient whose norm is not finite: the failure path's one
+// extra copy), and the statistics slots of the norm layers' buffers, the inputs and the observed
+// modules' outputs.
+struct StepFigures
+{
+    double loss = 0;
+    std::vector<float> paramNorms, gradNorms, gradNonfinite; // one per parameter, in the model's order
+    double paramNorm = 0, gradNorm = 0;                       // over every parameter
+    std::vector<size_t> nonfiniteGradients;                   // parameters whose gradient norm is not finite
+    std::vector<double> slots;                                // the statistics slots below, in one copy
+    size_t bufferAt = 0, inputAt = 0, observedAt = 0;         // where each part starts in `slots`
+
+    bool finite() const;
+};
+
+using NamedSlots = std::vector<std::pair<std::string, torch::Tensor>>;
+
+StepFigures readStepFigures(const torch::Tensor& loss, const guardmodel::ModelAccess& model,
+                            const NamedSlots& inputSlots, const NamedSlots& observed);
+
+// The row of /layers: gradient norm, parameter norm and non-finite gradient count per parameter.
+std::map<std::string, std::vector<float>> layerRow(const StepFigures& figures);
+
+// The row of /buffers: the range of each norm layer's running mean and variance (`slots` holds two
+// statistics slots per layer, mean then variance).
+std::map<std::string, std::vector<float>> bufferRow(size_t normLayers, const double* slots);
 
 } // namespace nanscope::guardreadback

@@ -49,4 +49,37 @@ bool rollbackKnows(torch::optim::Optimizer& optimizer)
            dynamic_cast<o::Adagrad*>(&optimizer);
 }
 
+std::optional<GoodState> takeGoodState(const guardmodel::ModelAccess& model, torch::optim::Optimizer& optimizer,
+                                       int64_t step)
+{
+    GoodState s;
+    s.step = step;
+    torch::NoGradGuard noGrad;
+    for (const auto& p : model.parameters)
+        s.parameters.push_back(p.tensor.detach().clone());
+    for (const auto& b : model.buffers)
+        s.buffers.push_back(deepCopy(b.tensor));
+    for (const auto& [key, state] : optimizer.state()) {
+        auto copy = deepCopy(*state);
+        if (!copy)
+            return std::nullopt;
+        s.optimizer.push_back({key, std::move(copy)});
+    }
+    return s;
+}
+
+void restoreGoodState(const GoodState& good, guardmodel::ModelAccess& model, torch::optim::Optimizer& optimizer)
+{
+    torch::NoGradGuard noGrad;
+    for (size_t i = 0; i < model.parameters.size(); ++i)
+        model.parameters[i].tensor.copy_(good.parameters[i]);
+    for (size_t i = 0; i < model.buffers.size(); ++i)
+        if (good.buffers[i].defined())
+            model.buffers[i].tensor.copy_(good.buffers[i]);
+    auto& state = optimizer.state();
+    state.clear();
+    for (const auto& [key, saved] : good.optimizer)
+        state[key] = deepCopy(*saved);
+}
+
 } // namespace nanscope::optimizersnapshot

@@ -3,9 +3,15 @@
 // Internal to core/torch (includes LibTorch): one part of the Guard (Guard.cpp).
 // Copies of optimizer state that later steps cannot change, for the Guard's rollback.
 
+#include "core/torch/GuardModel.h"
+
 #include <torch/torch.h>
 
 #include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace nanscope::optimizersnapshot {
 
@@ -20,5 +26,21 @@ std::unique_ptr<torch::optim::OptimizerParamState> deepCopy(const torch::optim::
 bool rollbackKnows(torch::optim::Optimizer& optimizer);
 
 constexpr const char* kKnownOptimizers = "Adam, AdamW, SGD, RMSprop, Adagrad";
+
+// A good step's weights, buffers and optimizer state: what a rollback returns to.
+struct GoodState
+{
+    int64_t step = -1;
+    std::vector<torch::Tensor> parameters, buffers;
+    std::vector<std::pair<std::string, std::unique_ptr<torch::optim::OptimizerParamState>>> optimizer;
+};
+
+// Copies the model's and the optimizer's state as of `step`; nothing when the optimizer holds a
+// state type deepCopy does not know (no snapshot is better than half of one).
+std::optional<GoodState> takeGoodState(const guardmodel::ModelAccess& model, torch::optim::Optimizer& optimizer,
+                                       int64_t step);
+
+// Puts `good` back into the model and the optimizer; `good` stays intact for a later rollback.
+void restoreGoodState(const GoodState& good, guardmodel::ModelAccess& model, torch::optim::Optimizer& optimizer);
 
 } // namespace nanscope::optimizersnapshot

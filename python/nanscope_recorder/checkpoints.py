@@ -6,11 +6,20 @@ import warnings
 
 import torch
 
-from .run_format import step_file_stem
+from .run_format import CHECKPOINT_FORMS, STEP_FILE, checkpoint_form_text, step_file_stem
 
 
 def step_file_name(step):
     return step_file_stem(step) + ".pt"
+
+
+def remove_step_files(directory):
+    """Removes the checkpoints and batches a recorder wrote into `directory` (a run written again
+    with overwrite=True: another run's step files would mislead)."""
+    if os.path.isdir(directory):
+        for name in os.listdir(directory):
+            if STEP_FILE.fullmatch(name):
+                os.remove(os.path.join(directory, name))
 
 
 def _save_atomically(save, path):
@@ -26,10 +35,10 @@ def _save_atomically(save, path):
 
 
 # Which form a checkpoint was saved in: checkpoints/step_N.form beside it (docs/run-format.md).
-# Its first line is one of these words; for a state_dict the lines after it say why the model
-# could not be saved as TorchScript and what would make it replayable. nanscope reads it
-# (core/run/CheckpointForm) to tell which steps replay and why the others cannot.
-SCRIPTED, TRACED, STATE_DICT = "scripted", "traced", "state_dict"
+# Its first line is one of these words (run_format.json); for a state_dict the line after it says
+# why the model could not be saved as TorchScript and what would make it replayable. nanscope reads
+# it (core/run/CheckpointForm) to tell which steps replay and why the others cannot.
+SCRIPTED, TRACED, STATE_DICT = CHECKPOINT_FORMS
 
 
 def form_file_name(step):
@@ -278,7 +287,7 @@ class Checkpointer:
 
     def _write_form(self, step, kind, why=None):
         self.kind = kind
-        text = kind + "\n" + ("%s\n" % why if why else "")
+        text = checkpoint_form_text(kind, why)
         _save_atomically(lambda p: _write_text(p, text), os.path.join(self.directory, form_file_name(step)))
 
 

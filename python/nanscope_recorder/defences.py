@@ -182,3 +182,15 @@ def _copy(value, device=None):
 def model_state(model, device=None):
     """A copy of the model's state_dict (weights and buffers), on `device` (None: where it is)."""
     return _clone_state(model, device)
+
+
+def spike_reason(detectors, loss_value, grad_norm):
+    """Why this finite step is a spike, or None; every detector ({"loss": ..., "grad_norm": ...})
+    sees every step."""
+    reasons = []
+    for name, value in (("loss", loss_value), ("grad_norm", grad_norm)):
+        detector = detectors.get(name)
+        if detector is not None and detector.is_spike(value):
+            reasons.append("%s spike (%g, over %g MADs above the median of the last steps)"
+                           % (name, value, detector.mads))
+    return "; ".join(reasons) or None

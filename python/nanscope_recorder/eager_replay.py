@@ -16,8 +16,6 @@ that does not import, a checkpoint that does not fit the model, a batch the mode
 import argparse
 import contextlib
 import dataclasses
-import importlib
-import importlib.util
 import inspect
 import json
 import linecache
@@ -28,6 +26,8 @@ import sys
 import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
+
+from .eager_model import EagerReplayError, build_model, first_line, load_checkpoint
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 _THIS_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -50,99 +50,7 @@ _OP_NAMES = {"truediv": "div", "rtruediv": "div", "radd": "add", "rsub": "sub", 
              "imul": "mul_", "floordiv": "floor_divide"}
 
 
-class EagerReplayError(Exception):
-    """A clear, one-line reason the replay could not run."""
-
-
-# ---------------------------------------------------------------- rebuilding the model
-
-def load_factory(spec, paths=()):
-    """The callable `spec` names: "package.module:name" (a function or a class called with no
-    arguments), or "/path/to/script.py:name" for one defined in a training script. A script is
-    imported under its own name, not as __main__, so its training must sit under
-    ``if __name__ == "__main__":`` (as multiprocessing's spawn requires)."""
-    module_name, sep, attribute = spec.rpartition(":")
-    if not sep or not module_name or not attribute:
-        raise EagerReplayError("model factory '%s' is not 'module:callable' (e.g. mypkg.models:build)" % spec)
-    for path in reversed([p for p in paths if p]):
-        if path not in sys.path:
-            sys.path.insert(0, path)
-    try:
-        if module_name.endswith(".py"):
-            if not os.path.isfile(module_name):
-                raise EagerReplayError("model factory '%s': %s does not exist" % (spec, module_name))
-            name = "nanscope_user_" + os.path.splitext(os.path.basename(module_name))[0]
-            loader_spec = importlib.util.spec_from_file_location(name, module_name)
-            module = importlib.util.module_from_spec(loader_spec)
-            sys.modules[name] = module
-            loader_spec.loader.exec_module(module)
-        else:
-            module = importlib.import_module(module_name)
-    except EagerReplayError:
-        raise
-    except Exception as error:  # noqa: BLE001 - the user's module failed to import: say how
-        raise EagerReplayError("model factory '%s': importing %s failed (%s: %s); sys.path: %s"
-                               % (spec, module_name, type(error).__name__, _first_line(error),
-                                  os.pathsep.join(sys.path[:4]))) from None
-    target = module
-    for part in attribute.split("."):
-        if not hasattr(target, part):
-            raise EagerReplayError("model factory '%s': %s has no '%s'" % (spec, module_name, attribute))
-        target = getattr(target, part)
-    if not callable(target):
-        raise EagerReplayError("model factory '%s' is a %s, not a callable" % (spec, type(target).__name__))
-    return target
-
-
-def build_model(spec, paths=()):
-    factory = load_factory(spec, paths)
-    try:
-        model = factory()
-    except Exception as error:  # noqa: BLE001
-        raise EagerReplayError("model factory '%s' failed when called with no arguments (%s: %s)"
-                               % (spec, type(error).__name__, _first_line(error))) from None
-    if not isinstance(model, torch.nn.Module):
-        raise EagerReplayError("model factory '%s' returned a %s, not a torch.nn.Module"
-                               % (spec, type(model).__name__))
-    return model
-
-
-def load_checkpoint(model, path, spec):
-    try:
-        state = torch.load(path, map_location="cpu")
-    except Exception as error:  # noqa: BLE001
-        # A TorchScript checkpoint replayed eagerly (--eager, a check of the TorchScript replay):
-        # its state_dict, by its own names.
-        try:
-            state = dict(torch.jit.load(path, map_location="cpu").state_dict())
-        except Exception:  # noqa: BLE001
-            raise EagerReplayError("%s: not a state_dict torch.load can read (%s)"
-                                   % (path, _first_line(error))) from None
-    if isinstance(state, torch.jit.ScriptModule):  # torch.load hands a TorchScript archive to torch.jit.load
-        state = dict(state.state_dict())
-    if isinstance(state, dict) and "state_dict" in state and isinstance(state["state_dict"], dict):
-        state = state["state_dict"]
-    if not isinstance(state, dict):
-        raise EagerReplayError("%s holds a %s, not a state_dict" % (path, type(state).__name__))
-    own = model.state_dict()
-    missing = [k for k in own if k not in state]
-    unexpected = [k for k in state if k not in own]
-    wrong = ["%s (checkpoint %s, model %s)" % (k, tuple(state[k].shape), tuple(own[k].shape))
-             for k in own if k in state and isinstance(state[k], torch.Tensor) and state[k].shape != own[k].shape]
-    if missing or unexpected or wrong:
-        parts = []
-        for label, names in (("missing", missing), ("unexpected", unexpected), ("of another shape", wrong)):
-            if names:
-                parts.append("%d %s: %s%s" % (len(names), label, ", ".join(names[:4]), ", ..." if len(names) > 4 else ""))
-        raise EagerReplayError("%s does not fit the model that %s builds: %s" % (path, spec, "; ".join(parts)))
-    model.load_state_dict(state, strict=True)
-
-
 # ---------------------------------------------------------------- values
-
-def _first_line(error):
-    return (str(error).strip().splitlines() or [type(error).__name__])[0]
-
 
 def value_json(t):
     """A tensor's statistics as the replay JSON writes a value (app/ReplayJson.cpp)."""
@@ -399,7 +307,7 @@ def replay(model, batch, batch_path, loss_name=None, backward=True):
                 shapes = ", ".join("%s %s" % (DTYPE_NAMES.get(t.dtype, t.dtype), list(t.shape))
                                    for t in _tensors_in(args) + _tensors_in(kwargs))
                 raise EagerReplayError("%s: the model's forward failed on this batch, which holds %s: %s: %s"
-                                       % (batch_path, shapes, type(error).__name__, _first_line(error))) from None
+                                       % (batch_path, shapes, type(error).__name__, first_line(error))) from None
     finally:
         for handle in handles:
             handle.remove()
@@ -435,7 +343,7 @@ def replay(model, batch, batch_path, loss_name=None, backward=True):
             except Exception as error:  # noqa: BLE001
                 raise EagerReplayError("%s: the model's output %s does not fit the batch's targets %s for the %s "
                                        "loss (%s)" % (batch_path, list(output.shape), list(targets.shape), name,
-                                                      _first_line(error))) from None
+                                                      first_line(error))) from None
         else:
             result["notes"].append("no loss name in the batch or the run: backward skipped" if targets is not None
                                    else "the batch has no targets: backward skipped")
@@ -446,7 +354,7 @@ def replay(model, batch, batch_path, loss_name=None, backward=True):
         try:
             loss.backward()
         except Exception as error:  # noqa: BLE001
-            raise EagerReplayError("backward failed: %s: %s" % (type(error).__name__, _first_line(error))) from None
+            raise EagerReplayError("backward failed: %s: %s" % (type(error).__name__, first_line(error))) from None
     for index, grad in recording.grads.items():
         recording.ops[index]["grad"] = value_json(grad)
     if result["loss_convention"] == "in_forward" and loss is not None:
@@ -558,7 +466,7 @@ def run(options):
     try:
         batch = torch.load(options.batch, map_location="cpu")
     except Exception as error:  # noqa: BLE001
-        raise EagerReplayError("%s: not a batch file torch.load can read (%s)" % (options.batch, _first_line(error))) from None
+        raise EagerReplayError("%s: not a batch file torch.load can read (%s)" % (options.batch, first_line(error))) from None
     if not isinstance(batch, dict) or "inputs" not in batch:
         raise EagerReplayError("%s: not a nanscope batch (a dict with 'inputs')" % options.batch)
     model.to(device=device, dtype=dtype)

@@ -10,50 +10,19 @@ import torch
 from torch.nn.modules.batchnorm import _NormBase
 
 from . import stats
-from .checkpoints import Checkpointer, save_batch, step_file_name
+from .activations import ActivationHooks
+from .checkpoints import Checkpointer, remove_step_files, save_batch, step_file_name
 from .model_factory import describe as model_factory_spec
 from .capture import DEFAULTS as CAPTURE_DEFAULTS, FIRST_NONFINITE, CapturePolicy
 from .defences import (BatchRing, LastGoodState, SpikeDetector, UnsupportedOptimizer, check_optimizer,
-                       model_state)
+                       model_state, spike_reason)
 from .run_file import RunFile, log_path
-from .run_format import RECORDER_DEFAULTS, STEP_FILE, event_kind
+from .run_format import COLUMNS, RECORDER_DEFAULTS, event_kind
+from .step_readback import StepReadback, named_inputs
 
 _BUFFER_NAMES = ("running_mean", "running_var", "num_batches_tracked")
 # The /scalars columns the recorder computes itself; `wall_time` is seconds since the Unix epoch.
 _COMPUTED_SCALARS = ("loss", "grad_norm", "param_norm", "skipped", "wall_time")
-
-
-def _tensors_of(value):
-    """The floating-point tensors in a module output (a tensor, or tuples/lists/dicts of them)."""
-    if isinstance(value, torch.Tensor):
-        return [value] if value.is_floating_point() or value.is_complex() else []
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in _tensors_of(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _tensors_of(v)]
-    return []
-
-
-def _named_inputs(inputs, targets):
-    named = []
-    if isinstance(inputs, torch.Tensor):
-        named.append(("x", inputs))
-    elif isinstance(inputs, (list, tuple)):
-        named.extend((str(i), t) for i, t in enumerate(inputs) if isinstance(t, torch.Tensor))
-    elif isinstance(inputs, dict):
-        named.extend((str(k), t) for k, t in inputs.items() if isinstance(t, torch.Tensor))
-    if isinstance(targets, torch.Tensor):
-        named.append(("y", targets))
-    elif isinstance(targets, (list, tuple)):
-        named.extend(("y%d" % i, t) for i, t in enumerate(targets) if isinstance(t, torch.Tensor))
-    return named
-
-
-def _remove_step_files(directory):
-    if os.path.isdir(directory):
-        for name in os.listdir(directory):
-            if STEP_FILE.fullmatch(name):
-                os.remove(os.path.join(directory, name))
 
 
 def _is_leaf(name, module):
@@ -173,24 +142,22 @@ class Recorder:
         self._checkpoint_dir = os.path.join(run_dir, "checkpoints")
         self._batch_dir = os.path.join(run_dir, "batches")
         if overwrite:
-            _remove_step_files(self._checkpoint_dir)  # another run's checkpoints would mislead
-            _remove_step_files(self._batch_dir)
+            remove_step_files(self._checkpoint_dir)  # another run's checkpoints would mislead
+            remove_step_files(self._batch_dir)
 
         self._params = [(name, p) for name, p in model.named_parameters()]
         self._norms = [(name, m) for name, m in model.named_modules()
                        if isinstance(m, _NormBase) and m.track_running_stats and m.running_mean is not None]
         choose = activation_filter or _is_leaf
-        self._activation_candidates = [(name, m) for name, m in model.named_modules() if choose(name, m)]
+        self._activations = ActivationHooks([(name, m) for name, m in model.named_modules() if choose(name, m)],
+                                            self._activation_hook_failed)
+        self._readback = StepReadback(self._params, self._norms)
         self._checkpointer = Checkpointer(model, self._checkpoint_dir)
 
         self._file = None
         self._pending_events = []  # events seen before run.h5 exists (it is created at the first end_step)
         self._scalar_names = None
         self._input_names = None
-        self._activation_columns = None  # indices into _activation_candidates
-        self._hook_handles = []
-        self._hook_failure = False
-        self._calls = None  # activation stats collected by the hooks in this step: (candidate index, tensor)
         self._step = None
         self._last_step = None
         self._in_step = False
@@ -203,7 +170,6 @@ class Recorder:
         self._input_stats = []
         self._inputs = self._targets = None
         self._closed = False
-        self._present_index = (None, None)
         # Extra /layers columns for this step, {name: [L] array}, set before end_step by a wrapper
         # (distributed.py: each rank's local gradient norms); the names are fixed at the first step.
         self.extra_layer_values = None
@@ -226,7 +192,7 @@ class Recorder:
         self._step, self._in_step = step, True
         self._inputs, self._targets = inputs, targets
         self._snapshot_buffers()
-        self._input_stats = [(name, stats.range_stats(t)) for name, t in _named_inputs(inputs, targets)]
+        self._input_stats = [(name, stats.range_stats(t)) for name, t in named_inputs(inputs, targets)]
         self._checkpoint_saved = False
         if self._unguarded_note:
             self._event(step, "note", self._unguarded_note)
@@ -241,15 +207,15 @@ class Recorder:
             if self._file is not None:
                 self._flush_events()
                 self._file.flush()
-        if self._activations_due(step):
-            self._arm_hooks()
+        if self._activations.due(step, self.activations_every):
+            self._activations.arm()
 
     def end_step(self, loss, lr=None, loss_scale=None, **scalars):
         """Call after backward, before optimizer.step(). Returns False when the loss or the
         gradient norm is not finite: the step was logged as skipped and should not be applied."""
         if not self._in_step:
             raise RuntimeError("end_step without begin_step")
-        self._disarm_hooks()
+        self._activations.disarm()
         step = self._step
         extra = {}
         if lr is not None:
@@ -263,14 +229,14 @@ class Recorder:
         extra.update(scalars)
         extra = {k: float(v.item() if isinstance(v, torch.Tensor) else v) for k, v in extra.items()}
         scalar_row = self._scalar_row(extra) if self._file is not None else None
-        captured = self._calls is not None and not self._hook_failure
+        captured = self._activations.captured()
 
-        host = self._gather(loss)
+        host = self._readback.read(loss, self._input_stats, self._activations)
         loss_value = host["loss"]
         grad_norms = host["grad_norm"]
         total_grad_norm = float(np.sqrt(np.sum(np.square(grad_norms, dtype=np.float64))))
         total_param_norm = float(np.sqrt(np.sum(np.square(host["param_norm"], dtype=np.float64))))
-        grad_nonfinite = self._nonfinite_counts(grad_norms)
+        grad_nonfinite = self._readback.nonfinite_counts(grad_norms)
         bad = not (math.isfinite(loss_value) and math.isfinite(total_grad_norm))
         skipped_for_another_rank = False
         if self.skip_agreement is not None:
@@ -293,8 +259,7 @@ class Recorder:
                                           "grad_nonfinite": grad_nonfinite}, **(self.extra_layer_values or {})))
         if run.buffers is not None and layer_tables:
             b = host["buffers"]
-            run.buffers.append(step, {name: b[:, i] for i, name in enumerate(
-                ("running_mean_min", "running_mean_max", "running_var_min", "running_var_max", "nonfinite"))})
+            run.buffers.append(step, {name: b[:, i] for i, name in enumerate(COLUMNS["buffers"])})
         self._append_inputs(step, host["inputs"])
         if captured:
             self._append_activations(step, host["activations"])
@@ -310,7 +275,7 @@ class Recorder:
                                       "skips it, so the replicas stay equal" if skipped_for_another_rank else None)
         else:
             self._skipped_streak = 0
-            spike = self._spike_reason(loss_value, total_grad_norm)
+            spike = spike_reason(self._spikes, loss_value, total_grad_norm)
             capture = self._captures.decide(finite=True, spike=True) if spike else None
             if capture is not None:
                 self._capture_incident(step, spike, capture)
@@ -339,7 +304,7 @@ class Recorder:
 
     def close(self):
         self._closed = True
-        self._disarm_hooks()
+        self._activations.disarm()
         if self._file is None and self._pending_events:
             self._create_file({}, None)
         if self._file is not None:
@@ -356,132 +321,27 @@ class Recorder:
 
     # ---------------------------------------------------------------- statistics
 
-    def _gather(self, loss):
-        """Computes the step's statistics on the device and copies them to the host at once."""
-        if not isinstance(loss, (torch.Tensor, int, float)):
-            raise TypeError("end_step: the loss must be a scalar tensor or a number, not a %s (pass the "
-                            "value backward() ran on)" % type(loss).__name__)
-        loss_t = loss.detach().reshape(-1) if isinstance(loss, torch.Tensor) else torch.tensor([float(loss)])
-        if loss_t.numel() != 1:
-            raise ValueError("end_step: the loss must be a single value, not a tensor of shape %s"
-                             % tuple(loss.shape))
-        params = [p.detach() for _, p in self._params]
-        present = [i for i, (_, p) in enumerate(self._params) if p.grad is not None]
-        grads = [self._params[i][1].grad.detach() for i in present]
-        parts = {"loss": loss_t}
-        if params:
-            parts["param_norm"] = stats.tensor_norms(params)
-            device = parts["param_norm"].device
-            if len(present) == len(params):
-                parts["grad_norm"] = stats.tensor_norms(grads)
-            else:
-                # A parameter without a gradient received none this step: its gradient norm is 0.
-                norms = torch.zeros(len(params), device=device)
-                if grads:
-                    key = (tuple(present), device)
-                    if self._present_index[0] != key:  # the same parameters lack gradients step after step
-                        self._present_index = (key, torch.tensor(present, device=device))
-                    norms[self._present_index[1]] = stats.tensor_norms(grads).to(device)
-                parts["grad_norm"] = norms
-        if self._norms:
-            rows = []
-            for _, m in self._norms:
-                mean_lo, mean_hi = stats.finite_min_max(m.running_mean)
-                var_lo, var_hi = stats.finite_min_max(m.running_var)
-                bad = stats.nonfinite_count(m.running_mean) + stats.nonfinite_count(m.running_var)
-                rows.append(torch.stack([mean_lo.double(), mean_hi.double(), var_lo.double(), var_hi.double(),
-                                         bad.double()]))
-            parts["buffers"] = torch.stack(rows)
-        if self._input_stats:
-            parts["inputs"] = torch.stack([s for _, s in self._input_stats])
-        calls = (self._calls or []) if not self._hook_failure else []
-        if calls:
-            parts["activations"] = torch.stack([s for _, s in calls])
-
-        # One copy to the host for the whole step.
-        keys = list(parts)
-        device = loss_t.device
-        flat = torch.cat([parts[k].reshape(-1).to(device=device, dtype=torch.float64) for k in keys])
-        flat = flat.cpu().numpy()
-        host, offset = {}, 0
-        for k in keys:
-            n = parts[k].numel()
-            host[k] = flat[offset:offset + n].reshape(parts[k].shape)
-            offset += n
-        host["loss"] = float(host["loss"][0])
-        for k in ("grad_norm", "param_norm"):
-            host[k] = host.get(k, np.zeros(0)).astype(np.float32)
-        host["activations"] = [(index, host["activations"][i]) for i, (index, _) in enumerate(calls)] \
-            if calls else []
-        self._calls = None
-        return host
-
     def _layer_tables_due(self, step, bad):
         """Every layers_every steps, and the first bad step of a streak whatever the interval: by the
         next row on the interval the NaN has spread through the updates to every parameter."""
         return step % self.layers_every == 0 or (bad and self._skipped_streak == 0)
 
-    def _nonfinite_counts(self, grad_norms):
-        counts = np.zeros(len(self._params), dtype=np.float32)
-        # A finite norm means a finite gradient; only the others are counted (the failure path).
-        for i in np.flatnonzero(~np.isfinite(grad_norms)):
-            grad = self._params[i][1].grad
-            counts[i] = float(stats.nonfinite_count(grad).item()) if grad is not None else 0.0
-        return counts
-
     # ---------------------------------------------------------------- activations
 
-    def _activations_due(self, step):
-        if self.activations_every <= 0 or not self._activation_candidates:
-            return False
-        first = self._activation_columns is None
-        return first or step % self.activations_every == 0
-
-    def _arm_hooks(self):
-        self._calls = []
-        self._hook_failure = False
-        indices = (range(len(self._activation_candidates)) if self._activation_columns is None
-                   else self._activation_columns)
-        for index in indices:
-            module = self._activation_candidates[index][1]
-            self._hook_handles.append(module.register_forward_hook(self._make_hook(index)))
-
-    def _make_hook(self, index):
-        calls = self._calls
-
-        def record_output(module, inputs, output):
-            try:
-                with torch.no_grad():
-                    for t in _tensors_of(output):
-                        calls.append((index, stats.range_stats(t)))
-            except Exception as error:  # noqa: BLE001 - measuring must never stop the training step
-                self._hook_failed(index, error)
-        return record_output
-
-    def _hook_failed(self, index, error):
+    def _activation_hook_failed(self, name, error):
         """This step logs no activations (a partial row would mislead); training goes on."""
-        self._hook_failure = True
         if "hook" not in self._warned:
             self._warned.add("hook")
-            name = self._activation_candidates[index][0]
             message = ("the activation hook of module %s failed (%s: %s); steps where it fails log no "
                        "activations" % (name, type(error).__name__, error))
             warnings.warn("nanscope: " + message, RuntimeWarning, stacklevel=2)
             self._event(self._step, "note", message)
 
-    def _disarm_hooks(self):
-        for handle in self._hook_handles:
-            handle.remove()
-        self._hook_handles = []
-
     def _append_activations(self, step, calls):
         run = self._file
         if run.activations is None:
             return
-        by_module = {}
-        for index, row in calls:
-            by_module.setdefault(index, []).append(row)
-        missing = [self._activation_candidates[i][0] for i in self._activation_columns if i not in by_module]
+        row, missing = self._activations.row(calls)
         if missing:
             # No value was measured for these modules: the step gets no activation row at all.
             if "activations" not in self._warned:
@@ -489,10 +349,7 @@ class Recorder:
                 self._event(step, "note", "activations not logged at step %d: module(s) %s did not run"
                             % (step, ", ".join(missing[:5])))
             return
-        merged = np.array([stats.merge_range_stats(by_module[i]) for i in self._activation_columns],
-                          dtype=np.float32)
-        run.activations.append(step, {name: merged[:, j] for j, name in enumerate(
-            ("min", "max", "mean", "std", "nan", "inf"))})
+        run.activations.append(step, row)
 
     # ---------------------------------------------------------------- inputs
 
@@ -507,8 +364,7 @@ class Recorder:
                 self._event(step, "note", "inputs not logged at step %d: expected %s, got %s"
                             % (step, self._input_names, names))
             return
-        run.inputs.append(step, {name: rows[:, j].astype(np.float32) for j, name in enumerate(
-            ("min", "max", "mean", "std", "nan", "inf"))})
+        run.inputs.append(step, {name: rows[:, j].astype(np.float32) for j, name in enumerate(COLUMNS["inputs"])})
 
     # ---------------------------------------------------------------- failures
 
@@ -609,16 +465,6 @@ class Recorder:
                                       "consecutive bad steps (up to step %d); lr %s"
                     % (self._last_good.step, streak, step, lrs))
 
-    def _spike_reason(self, loss_value, grad_norm):
-        """Why this finite step is a spike, or None; every detector sees every step."""
-        reasons = []
-        for name, value in (("loss", loss_value), ("grad_norm", grad_norm)):
-            detector = self._spikes.get(name)
-            if detector is not None and detector.is_spike(value):
-                reasons.append("%s spike (%g, over %g MADs above the median of the last steps)"
-                               % (name, value, detector.mads))
-        return "; ".join(reasons) or None
-
     def _capture_incident(self, step, reason, capture):
         """Writes checkpoint N (as step N's forward found it) and batch N, and, from the ring, the
         batches before step N and the state before them (the ring at most once every ring size
@@ -709,9 +555,7 @@ class Recorder:
         self._scalar_names = list(_COMPUTED_SCALARS) + list(extra)
         self._input_names = [name for name, _ in getattr(self, "_input_stats", [])]
         calls = host["activations"] if host else []
-        fired = {index for index, _ in calls}
-        self._activation_columns = [i for i in range(len(self._activation_candidates)) if i in fired]
-        columns = [self._activation_candidates[i] for i in self._activation_columns]
+        columns = self._activations.fix_columns({index for index, _ in calls})
         self._file = RunFile(
             log_path(self.run_dir), self._attributes, self._scalar_names,
             layers=[name for name, _ in self._params],

@@ -18,6 +18,8 @@ STEP_FILE = re.compile(r"%s\d{%d,}\.(pt|safetensors|form)(\.partial)?" % (re.esc
 COLUMNS = {table: tuple(columns) for table, columns in TABLE["columns"].items()}
 EVENT_KINDS = tuple(TABLE["event_kinds"])
 RECORDER_DEFAULTS = dict(TABLE["recorder_defaults"])
+# The first word of a checkpoint's form file (step_N.form): scripted, traced, state_dict.
+CHECKPOINT_FORMS = tuple(TABLE["checkpoint_forms"])
 
 
 def step_file_stem(step):
@@ -30,3 +32,13 @@ def event_kind(kind):
     if kind not in EVENT_KINDS:
         raise ValueError("%r is not an event kind of the run format (run_format.json)" % kind)
     return kind
+
+
+def checkpoint_form_text(kind, why=None):
+    """The text of a checkpoint's form file, as core/run/CheckpointForm reads it and the C++ Guard
+    writes it (tests/data/checkpoint_form_cases.json holds both writers to the same bytes): the
+    kind's word, then the reason on one line when there is one."""
+    if kind not in CHECKPOINT_FORMS:
+        raise ValueError("%r is not a checkpoint form of the run format (run_format.json)" % kind)
+    reason = (why or "").replace("\n", " ").replace("\r", " ").replace("\t", " ").strip(" ")
+    return kind + "\n" + (reason + "\n" if reason else "")

@@ -2,6 +2,7 @@
 // which the Python recorder reads at import: what the C++ side compiled in must be what that
 // table says, and the step-file names it writes must read back. tests/python/test_run_format_table.py
 // compares the files the two recorders actually write.
+#include "core/run/CheckpointForm.h"
 #include "core/run/RunFormat.h"
 #include "core/torch/Guard.h"
 
@@ -75,4 +76,33 @@ TEST(RunFormatTable, AStepFileNameReadsBackAsItsStepAndKind)
     for (const char* name : {"step_00000042.pt.partial", "optimizer.pt", "step_.pt", "step_42", "step_42.",
                              "step_1234567890123456789.pt", "Step_42.pt", "step_4x2.pt"})
         EXPECT_FALSE(rf::parseStepFileName(name)) << name;
+}
+
+// A checkpoint's form file is written by both recorders and read here: the C++ Guard writes it
+// through checkpointFormText, the Python recorder through run_format.checkpoint_form_text (held to
+// the same cases by tests/python/test_run_format_table.py). The Guard wrote its literal before.
+TEST(RunFormatTable, FormFilesAreWrittenAndReadAsTheSharedCasesSay)
+{
+    QFile file(QStringLiteral(NANSCOPE_SOURCE_DIR) + "/tests/data/checkpoint_form_cases.json");
+    ASSERT_TRUE(file.open(QIODevice::ReadOnly));
+    const QJsonArray cases = QJsonDocument::fromJson(file.readAll()).object()["cases"].toArray();
+    ASSERT_GE(cases.size(), 5);
+    const QStringList words = runFormatTable()["checkpoint_forms"].toVariant().toStringList();
+    ASSERT_EQ(words.size(), 3);
+    const CheckpointForm::Kind kinds[] = { CheckpointForm::Kind::Scripted, CheckpointForm::Kind::Traced,
+                                           CheckpointForm::Kind::StateDict };
+    for (const QJsonValue& value : cases) {
+        const QJsonObject c = value.toObject();
+        const std::string word = c["kind"].toString().toStdString();
+        const int index = int(words.indexOf(c["kind"].toString()));
+        ASSERT_GE(index, 0) << word << " is not a form of run_format.json";
+        const std::string text = c["text"].toString().toStdString();
+        EXPECT_EQ(checkpointFormText(kinds[index], c["why"].toString().toStdString()), text) << word;
+        const CheckpointForm read = parseCheckpointForm(text);
+        EXPECT_EQ(read.kind, kinds[index]) << text;
+        EXPECT_EQ(read.word, word);
+        EXPECT_EQ(read.whyNotReplayable, c["reads_as"].toString().toStdString()) << text;
+    }
+    EXPECT_THROW(checkpointFormText(CheckpointForm::Kind::Unknown), std::invalid_argument)
+        << "a form without a word would be read back as another";
 }

@@ -3,6 +3,7 @@ are LibTorch loops under the Guard) name their tables' columns, event kinds and 
 one table (nanscope_recorder/run_format.json, compiled into the C++ side). This writes a run with
 the Python recorder and compares it with a demo run, file against file: before the table, each
 side spelt the names out on its own, and nothing noticed when they drifted."""
+import json
 import os
 import tempfile
 import unittest
@@ -11,7 +12,9 @@ import h5py
 
 import recorder_fixtures as fx
 from nanscope_recorder import Recorder
-from nanscope_recorder.run_format import COLUMNS, EVENT_KINDS, RECORDER_DEFAULTS, STEP_FILE
+from nanscope_recorder import checkpoints
+from nanscope_recorder.run_format import (CHECKPOINT_FORMS, COLUMNS, EVENT_KINDS, RECORDER_DEFAULTS, STEP_FILE,
+                                          checkpoint_form_text)
 
 RUNS = os.environ.get("NANSCOPE_TEST_RUNS")
 # A demo run with every table: activations, inputs, BatchNorm buffers, events, checkpoints, batches.
@@ -80,6 +83,29 @@ class RunFormatTable(unittest.TestCase):
         signature = inspect.signature(Recorder.__init__)
         self.assertEqual(signature.parameters["snapshot_every"].default, RECORDER_DEFAULTS["snapshot_every"])
         self.assertEqual(signature.parameters["rollback_lr_factor"].default, RECORDER_DEFAULTS["rollback_lr_factor"])
+
+    def test_form_files_are_written_as_the_shared_cases_say(self):
+        # The C++ Guard is held to the same cases (RunFormatTable.FormFilesAreWrittenAndRead...).
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "checkpoint_form_cases.json")
+        with open(path, encoding="utf-8") as f:
+            cases = json.load(f)["cases"]
+        self.assertGreaterEqual(len(cases), 5)
+        for case in cases:
+            self.assertEqual(checkpoint_form_text(case["kind"], case["why"]), case["text"], case["kind"])
+        self.assertEqual((checkpoints.SCRIPTED, checkpoints.TRACED, checkpoints.STATE_DICT), CHECKPOINT_FORMS)
+        with self.assertRaises(ValueError):
+            checkpoint_form_text("pickled")
+
+    def test_the_python_recorders_form_files_are_the_codecs(self):
+        folder = os.path.join(self.run_dir, "checkpoints")
+        forms = [n for n in os.listdir(folder) if n.endswith(".form")]
+        self.assertTrue(forms, "the recorder wrote no form file")
+        for name in forms:
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                text = f.read()
+            word, _, why = text.partition("\n")
+            self.assertIn(word, CHECKPOINT_FORMS, name)
+            self.assertEqual(text, checkpoint_form_text(word, why), name)
 
 
 if __name__ == "__main__":

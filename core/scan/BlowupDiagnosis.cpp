@@ -1,0 +1,153 @@
+// The texts of a blow-up (what core/scan/BlowupRule found, in BlowupFacts): its cause by what was
+// seen first (the data, the weights, a growing module, the learning rate), and what to do.
+#include "core/scan/Diagnosis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+namespace nanscope::scan {
+
+// The cause by what was seen first; the two signatures of issue 14 (a NaN written by one update,
+// a module growing long before the failure) each have their own text.
+Diagnosis diagnoseBlowupCause(const BlowupFacts& facts);
+Diagnosis diagnoseNanFromUpdate(const BlowupFacts& facts);
+Diagnosis diagnoseGrowthPrecursor(const BlowupFacts& facts);
+
+Diagnosis diagnoseBlowup(const BlowupFacts& facts)
+{
+    Diagnosis d = diagnoseBlowupCause(facts);
+    if (facts.firstLayerUndetermined && facts.nonfiniteStep) {
+        const std::string at = std::to_string(*facts.nonfiniteStep);
+        const bool apart = facts.previousLoggedStep && *facts.previousLoggedStep < *facts.nonfiniteStep - 1;
+        d.cause += " The first bad layer cannot be read from the logs: every parameter is already non-finite at "
+                   "step " + at +
+                   (apart ? ", the first bad logged row (the one before is step " +
+                                std::to_string(*facts.previousLoggedStep) +
+                                "), so the NaN had steps to spread through the updates in between"
+                          : std::string(", all in the same update")) +
+                   ".";
+        d.suggestion += " To find the layer, replay the checkpoint before step " + at +
+                        " with its batches (nanscope replay / triage), or log the per-layer tables every step "
+                        "around it (the nanscope recorder logs the first non-finite step whatever its interval).";
+    }
+    return d;
+}
+
+Diagnosis diagnoseBlowupCause(const BlowupFacts& facts)
+{
+    if (facts.bornInWeights && !facts.input)
+        return diagnoseNanFromUpdate(facts);
+    if (!facts.precursor.empty() && !facts.input)
+        return diagnoseGrowthPrecursor(facts);
+    Diagnosis d;
+    const std::string ratio = facts.jumpRatio ? numberText(*facts.jumpRatio, 2) : std::string("?");
+    const std::string onset = std::to_string(facts.onsetStep);
+    if (const auto& input = facts.input) {
+        d.cause = "Sudden blow-up at one batch: the input batch of step " + std::to_string(input->step) + " holds " +
+                  (input->nonfinite ? "NaN/Inf" : "extreme values") +
+                  (input->note.empty() ? "" : " (" + input->note + ")") + "; the " + facts.series +
+                  (facts.jumpRatio ? " jumped x" + ratio : std::string(" went non-finite at step " + onset)) +
+                  " and the update destroyed the weights.";
+        d.suggestion = "Inspect that batch and fix or filter the records it came from; clip gradients "
+                       "(clip_grad_norm_) so one batch cannot destroy the weights." +
+                       input->batchNote;
+    } else if (facts.nanInFirstSteps) {
+        d.cause = "Non-finite from the first logged step (" + std::to_string(facts.firstLoggedStep) +
+                  "): dirty data or a broken initialisation; there is no growth before it to see.";
+        d.suggestion = "Check the first batches for NaN/Inf (torch.isfinite) and the model's initial weights before "
+                       "training.";
+    } else if (facts.sudden) {
+        d.cause = "Sudden blow-up at one batch: the " + facts.series +
+                  (facts.jumpRatio ? " jumped x" + ratio : std::string(" went non-finite")) + " at step " + onset +
+                  " from a stable baseline" + (facts.firstLayer.empty() ? "" : ", first in " + facts.firstLayer) + ".";
+        d.suggestion = "Inspect the batch of step " + onset +
+                       " (save it and replay it with the checkpoint before it); clip gradients so one batch cannot "
+                       "destroy the weights." +
+                       facts.batchNote;
+        if (facts.fp16)
+            d.suggestion += " Under float16 AMP, check for overflow (values > 65504): compute the loss in fp32 and "
+                            "check the GradScaler.";
+    } else {
+        const std::string lrNote = facts.learningRateRise ? "; the learning rate rose x" +
+                                                                numberText(*facts.learningRateRise, 2) + " meanwhile"
+                                                          : "";
+        const double slope = facts.growthDecadesPerStep.value_or(std::nan(""));
+        const std::string rate = slope > 0 ? ", x10 every " + numberText(1.0 / slope, 2) + " steps" : "";
+        if (facts.lossClimb) {
+            d.cause = "Gradual divergence: the loss rose x" + numberText(*facts.lossClimb, 2) +
+                      (facts.paramNormClimb ? " and the parameter norm x" + numberText(*facts.paramNormClimb, 2)
+                                            : std::string()) +
+                      " over " + std::to_string(facts.windowEndStep - facts.onsetStep) + " steps from step " + onset +
+                      ", while the logged " + facts.series + " rose only x" +
+                      numberText(facts.primaryRise.value_or(1.0), 2) +
+                      " (clipped, or flat: it does not show the climb)" + lrNote +
+                      (facts.nonfiniteStep ? ", until NaN at step " + std::to_string(*facts.nonfiniteStep) : "") +
+                      ". Not one bad batch: the updates themselves were too large for this point of training.";
+            d.suggestion = "Lower the learning rate (or its schedule's peak) and resume from a checkpoint before step " +
+                           onset + "; gradient clipping bounds each update's norm, not the learning rate times it, "
+                           "so it cannot stop this climb. Watch the loss and the parameter norm, not the clipped "
+                           "gradient norm.";
+            return d;
+        }
+        d.cause = "Gradient explosion: the " + facts.series + " grew for " +
+                  std::to_string(facts.windowEndStep - facts.onsetStep) + " steps from step " + onset + rate + lrNote +
+                  (facts.nonfiniteStep ? ", until NaN at step " + std::to_string(*facts.nonfiniteStep) : "") +
+                  ". Learning rate too high for this point of training.";
+        d.suggestion = "Lower the learning rate (or its schedule's peak), clip gradients (clip_grad_norm_ at a few "
+                       "times the baseline norm" +
+                       (facts.baseline ? " of " + numberText(*facts.baseline, 2) : std::string()) +
+                       "), and consider warm-up. Resume from a checkpoint before step " + onset + ".";
+        if (facts.fp16)
+            d.suggestion += " Under float16 AMP, keep the loss in fp32 and check the GradScaler.";
+    }
+    return d;
+}
+
+Diagnosis diagnoseNanFromUpdate(const BlowupFacts& facts)
+{
+    Diagnosis d;
+    const std::string at = std::to_string(facts.onsetStep);
+    const bool apart = facts.previousLoggedStep && *facts.previousLoggedStep < facts.onsetStep - 1;
+    d.cause = "NaN born in the parameters: at step " + at + " the weights of " + joinNames(facts.nanParameters, 4) +
+              " are already non-finite, while the loss and gradient norm " +
+              (facts.previousLoggedStep ? "of step " + std::to_string(*facts.previousLoggedStep) + " were"
+                                        : std::string("before were")) +
+              (facts.stableBefore ? " finite and stable: " : " finite: ") +
+              (apart ? "an optimizer update between those steps most likely wrote them, though a NaN from a forward "
+                       "pass at an unlogged step spreads the same way,"
+                     : "the optimizer update before step " + at + " wrote them, not the forward pass") +
+              " (division 0/0 or by ~0 in the step: Adam with eps=0 and a zero "
+              "gradient, a gradient normalised by its own norm, a custom update rule).";
+    d.suggestion = "Check the optimizer step for divisions that can meet a zero gradient (an exactly-zero gradient "
+                   "appears when a feature is missing from a batch or a unit is dead); keep Adam's eps > 0 (1e-8, "
+                   "or 1e-6 and above in float16/bfloat16); guard normalisations with an eps. Resume from a "
+                   "checkpoint before step " +
+                   at + ".";
+    return d;
+}
+
+Diagnosis diagnoseGrowthPrecursor(const BlowupFacts& facts)
+{
+    Diagnosis d;
+    const bool activation = facts.precursorSource == "activations";
+    const double slope = facts.growthDecadesPerStep.value_or(std::nan(""));
+    const std::string rate = slope > 0 ? ", x10 every " + numberText(1.0 / slope, 2) + " steps" : "";
+    d.cause = "Gradual blow-up that began in " + std::string(activation ? "the output of " : "the weights of ") +
+              facts.precursor + ": it grew " + numberText(facts.precursorRiseDecades, 2) +
+              " orders of magnitude from step " + std::to_string(facts.onsetStep) + rate +
+              (facts.nonfiniteStep ? ", until NaN at step " + std::to_string(*facts.nonfiniteStep) : std::string()) +
+              ", while the " + facts.series + " showed little of it" +
+              (facts.float16Overflow ? "; it reached the float16 limit (65504), where softmax/exp overflow" : "") + ".";
+    if (activation)
+        d.suggestion = "If these are attention logits: normalise queries and keys (QK-norm / LayerNorm on q and k), "
+                       "lower the learning rate (of the attention projections and any temperature parameter), "
+                       "add a z-loss on the logits (1e-4 * logsumexp^2), or compute the softmax in float32. ";
+    else
+        d.suggestion = "Lower the learning rate of that parameter (or add weight decay / clamp it); ";
+    d.suggestion += "Resume from a checkpoint before step " + std::to_string(facts.onsetStep) + ".";
+    return d;
+}
+
+} // namespace nanscope::scan

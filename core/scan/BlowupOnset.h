@@ -1,0 +1,44 @@
+#pragma once
+
+// How a blow-up began, for the blow-up rule (BlowupRule.cpp): a sudden jump read directly, a
+// primary series stable up to the failure, the gradient norm's lead over the loss, and a steady
+// climb of the loss or the parameter norm under a clipped (or flat) gradient norm.
+
+#include "core/scan/Onset.h"
+#include "core/scan/ScanContext.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace nanscope::scan {
+
+struct Jump
+{
+    size_t row = 0;
+    double baseline = kNaN; // log10
+};
+
+// The sudden case, read directly: one step up by jump_decades (or into NaN) near the failure that
+// stays up until `lastRow`, from a level that was still the baseline, and no rise began well before
+// it (a gradual blow-up can end in a jump).
+std::optional<Jump> suddenJump(const ScanContext& context, size_t windowBegin, size_t failureRow, size_t lastRow,
+                               const Rise& rise);
+
+// The primary series was at its level right up to the failure row.
+bool stableUntil(const LogSeries& s, size_t windowBegin, size_t failureRow);
+
+// Steps by which the gradient norm's rise toward the failure began before the loss's.
+std::optional<int64_t> gradientLead(const ScanContext& context, size_t windowBegin, size_t failureRow);
+
+struct Climb
+{
+    size_t fromRow = 0;
+    double rise = 0; // decades
+};
+
+// A steady climb of `values` (raw, not log) from the window's lowest level up to the failure.
+std::optional<Climb> steadyClimb(const std::vector<double>& values, size_t windowBegin, size_t failureRow);
+
+} // namespace nanscope::scan

@@ -1,0 +1,570 @@
+#pragma once
+
+// Internal to core/tensor: the statistics kernel of TensorStats.cpp, included by that file alone
+// (its lanes, blocks and sources stay in one translation unit, built with -O3 and cloned for AVX2,
+// so that the compiler inlines them into each clone as before the split).
+
+#include "core/tensor/ElementConversion.h"
+#include "core/tensor/Moments.h"
+#include "core/tensor/TensorStats.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+// The fused CPU pass. Each block of kBlock elements is read once: sum of deviations from the
+// running mean and of their squares (on values scaled by a power of two), min, max and the
+// smallest magnitude, in 32-byte vectors. Blocks are combined in double with Chan's formula, so
+// large tensors keep full accuracy while the inner loop stays in the tensor's own precision.
+// Rare blocks (NaN, Inf, overflow, zeros or subnormals) take an extra L1-resident read. Memory is
+// asked for a few KB ahead of the read. bfloat16 is widened as it is read; float16 through an L1
+// buffer. Large tensors are split across threads, and a checkpoint's many smaller tensors are
+// spread over threads one tensor each. TensorStats.cpp is built with -O3; on x86-64 the kernel is also
+// compiled for AVX2 + FMA and picked at run time by CPU feature (not by CPU model).
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define NANSCOPE_HAVE_AVX2_CLONE 1
+#endif
+#define NANSCOPE_ALWAYS_INLINE __attribute__((always_inline)) inline
+
+namespace nanscope {
+
+namespace {
+
+constexpr int kBlock = 4096; // 16 KB of float32: stays in L1 between the two reads
+// How far ahead of the read the kernel asks for memory, a cache line at a time. The hardware
+// prefetcher alone left a single thread at about 60% of a plain sum's bandwidth: the kernel's
+// arithmetic per cache line keeps too few loads in flight. 1 KB to 8 KB ahead all measured 85-100%
+// on the 2-core EPYC machine of the bench; 4 KB is in the middle.
+constexpr int kPrefetchBytes = 4096;
+constexpr int kCacheLine = 64;
+// A block whose largest magnitude, times the scale it was summed at, lies below 2^-this is
+// summed again at its own scale (see blockKernel).
+constexpr int kRescaleExponent = 30;
+
+NANSCOPE_ALWAYS_INLINE void prefetchAhead(const void* p)
+{
+    __builtin_prefetch(static_cast<const char*>(p) + kPrefetchBytes);
+}
+constexpr int64_t kElementsPerThread = kStatsElementsPerThread;
+
+typedef float __attribute__((may_alias)) AliasFloat;
+typedef double __attribute__((may_alias)) AliasDouble;
+typedef uint16_t __attribute__((may_alias)) AliasU16;
+
+struct Moments
+{
+    int64_t count = 0; // finite elements
+    double mean = 0, m2 = 0;
+    double min = std::numeric_limits<double>::infinity();
+    double max = -std::numeric_limits<double>::infinity();
+    int64_t nan = 0, posinf = 0, neginf = 0, zero = 0, subnormal = 0;
+    double smallestNonzero = std::numeric_limits<double>::infinity(); // over the finite elements
+
+    void addMoments(int64_t n, double blockMean, double blockM2)
+    {
+        const MomentSums sum = combineMoments({count, mean, m2}, {n, blockMean, blockM2});
+        count = sum.count;
+        mean = sum.mean;
+        m2 = sum.m2;
+    }
+    void merge(const Moments& o)
+    {
+        addMoments(o.count, o.mean, o.m2);
+        min = std::min(min, o.min);
+        max = std::max(max, o.max);
+        nan += o.nan;
+        posinf += o.posinf;
+        neginf += o.neginf;
+        zero += o.zero;
+        subnormal += o.subnormal;
+        smallestNonzero = std::min(smallestNonzero, o.smallestNonzero);
+    }
+};
+
+// 32-byte vectors in GCC's vector extension: one AVX register, or two SSE registers in the
+// baseline build. Explicit vectors because the compiler may not reorder a floating-point sum on
+// its own, and its automatic vectorisation of this kernel spills and shuffles.
+template<typename F>
+struct Lanes;
+template<>
+struct Lanes<float>
+{
+    typedef float V __attribute__((vector_size(32)));
+    typedef int32_t Mask __attribute__((vector_size(32)));
+    static constexpr int kWidth = 8;
+};
+template<>
+struct Lanes<double>
+{
+    typedef double V __attribute__((vector_size(32)));
+    typedef int64_t Mask __attribute__((vector_size(32)));
+    static constexpr int kWidth = 4;
+};
+
+// |v| lane by lane: the sign bits cleared.
+template<typename F>
+NANSCOPE_ALWAYS_INLINE typename Lanes<F>::V magnitudeOf(const typename Lanes<F>::V& v)
+{
+    using Mask = typename Lanes<F>::Mask;
+    using Lane = typename std::remove_reference<decltype(Mask{}[0])>::type;
+    return reinterpret_cast<typename Lanes<F>::V>(reinterpret_cast<Mask>(v) & (Mask{} + std::numeric_limits<Lane>::max()));
+}
+
+template<typename V>
+NANSCOPE_ALWAYS_INLINE V loadVector(const void* p)
+{
+    V v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+template<typename V>
+NANSCOPE_ALWAYS_INLINE V splat(typename std::remove_reference<decltype(V{}[0])>::type x)
+{
+    return V{} + x;
+}
+
+// Pass two of a block: sums of the deviations from a rough mean and of their squares, on values
+// scaled by a power of two (exact) so that the block's largest magnitude is about 1. So squares of
+// float32 values near 1e-30 or 1e30 neither underflow nor overflow, and the shift keeps the sum
+// of squares free of cancellation. `kSkipNonFinite` only on the rare blocks that hold NaN or Inf.
+template<typename F, bool kSkipNonFinite>
+NANSCOPE_ALWAYS_INLINE void blockDeviations(const F* p, int n, int64_t count, double roughMean, double low, double high,
+                                            Moments& acc)
+{
+    using V = typename Lanes<F>::V;
+    constexpr int W = Lanes<F>::kWidth;
+    constexpr F big = std::numeric_limits<F>::max();
+    const double largest = std::max(std::fabs(low), std::fabs(high));
+    const int exponent = largest > 0 ? std::clamp(-std::ilogb(largest), std::numeric_limits<F>::min_exponent - 1,
+                                                  std::numeric_limits<F>::max_exponent - 1)
+                                     : 0;
+    const F scale = F(std::ldexp(1.0, exponent)); // a normal number of type F
+    if (!std::isfinite(roughMean)) // the block's sum overflowed: any value inside the range will do
+        roughMean = low / 2 + high / 2;
+    const F shift = F(roughMean) * scale;
+
+    const V vScale = splat<V>(scale), vShift = splat<V>(shift), vBig = splat<V>(big), vZero = {};
+    V d0 = {}, d1 = {}, q0 = {}, q1 = {};
+    int i = 0;
+    for (; i + 2 * W <= n; i += 2 * W) {
+        const V a = loadVector<V>(p + i);
+        const V b = loadVector<V>(p + i + W);
+        V t0 = a * vScale - vShift;
+        V t1 = b * vScale - vShift;
+        if constexpr (kSkipNonFinite) {
+            t0 = magnitudeOf<F>(a) <= vBig ? t0 : vZero;
+            t1 = magnitudeOf<F>(b) <= vBig ? t1 : vZero;
+        }
+        d0 += t0;
+        d1 += t1;
+        q0 += t0 * t0;
+        q1 += t1 * t1;
+    }
+    double d = 0, q = 0;
+    const V dv = d0 + d1, qv = q0 + q1;
+    for (int j = 0; j < W; ++j) {
+        d += double(dv[j]);
+        q += double(qv[j]);
+    }
+    for (; i < n; ++i) {
+        const F v = p[i];
+        if (kSkipNonFinite && !(std::fabs(v) <= big))
+            continue;
+        const double t = double(v * scale - shift);
+        d += t;
+        q += t * t;
+    }
+    const double unscale = 1.0 / double(scale);
+    const double m2 = std::max(0.0, q - d * d / double(count)) * unscale * unscale;
+    acc.addMoments(count, double(shift) * unscale + d * unscale / double(count), m2);
+}
+
+// Where the one-pass sums of a range of blocks are centred and scaled: the mean and the largest
+// magnitude seen so far, so that the sums of squares neither cancel nor overflow.
+struct Centre
+{
+    bool valid = false;
+    double shift = 0;    // in the data's units
+    int exponent = 0;    // the scale is 2^exponent
+};
+
+template<typename F>
+NANSCOPE_ALWAYS_INLINE void updateCentre(const Moments& acc, Centre& centre)
+{
+    if (acc.count == 0)
+        return;
+    const double largest = std::max(std::fabs(acc.min), std::fabs(acc.max));
+    centre.valid = true;
+    centre.shift = acc.mean;
+    centre.exponent = largest > 0 ? std::clamp(-std::ilogb(largest), std::numeric_limits<F>::min_exponent - 1,
+                                               std::numeric_limits<F>::max_exponent - 1)
+                                  : 0;
+}
+
+// Where a block's values come from. The kernel's fast path reads through `load` and `at`; the
+// rare careful paths want plain floats and ask `values` for them.
+template<typename F>
+struct DirectSource // float32 or float64 as stored, or values already converted into an L1 buffer
+{
+    using V = typename Lanes<F>::V;
+    const F* p;
+    bool streaming; // `p` is the tensor's memory, not an L1 copy: ask for memory ahead
+    NANSCOPE_ALWAYS_INLINE V load(int i) const { return loadVector<V>(p + i); }
+    NANSCOPE_ALWAYS_INLINE F at(int k) const { return p[k]; }
+    NANSCOPE_ALWAYS_INLINE void prefetch(int i) const
+    {
+        if (streaming)
+            prefetchAhead(p + i);
+    }
+    NANSCOPE_ALWAYS_INLINE const F* values(F*, int) const { return p; }
+};
+
+// bfloat16 is the top half of a float32: the fast path reads it raw (sweepBFloat16); `at` and
+// `values` widen single values and whole blocks for the tails and the careful paths.
+struct BFloat16Source
+{
+    const AliasU16* p;
+    NANSCOPE_ALWAYS_INLINE float at(int k) const { return bfloat16ToFloat(p[k]); }
+    NANSCOPE_ALWAYS_INLINE const float* values(float* scratch, int n) const
+    {
+        for (int k = 0; k < n; ++k)
+            scratch[k] = at(k);
+        return scratch;
+    }
+};
+
+struct BlockSweep
+{
+    int done; // elements swept; the rest (fewer than a step) are left to the caller
+    double d, q, low, high, least;
+};
+
+// Running sums of (x * scale - shift) and of their squares, min and max, fed two vectors at a
+// time. Each kind is reduced as a tree within a step, so the running sums see one addition a step
+// and their latency never limits the loop. `kScaled` false: the scale is 1 and no multiply is
+// spent on it.
+template<typename F, bool kScaled>
+struct PairMoments
+{
+    using V = typename Lanes<F>::V;
+    static constexpr int W = Lanes<F>::kWidth;
+    V vScale, vShift;
+    V sum = {}, squares = {};
+    V lo = splat<V>(std::numeric_limits<F>::infinity()), hi = splat<V>(-std::numeric_limits<F>::infinity());
+
+    PairMoments(F scale, F shift) : vScale(splat<V>(scale)), vShift(splat<V>(shift)) {}
+
+    NANSCOPE_ALWAYS_INLINE void add(const V& a, const V& b)
+    {
+        const V ta = kScaled ? a * vScale - vShift : a - vShift;
+        const V tb = kScaled ? b * vScale - vShift : b - vShift;
+        sum += ta + tb;
+        squares += ta * ta + tb * tb;
+        const V lab = a < b ? a : b, hab = a > b ? a : b;
+        lo = lab < lo ? lab : lo;
+        hi = hab > hi ? hab : hi;
+    }
+
+    // Lanes are read from copies: subscripting the vectors themselves made GCC keep a running sum
+    // in memory for the whole loop.
+    NANSCOPE_ALWAYS_INLINE void finish(double& d, double& q, double& low, double& high) const
+    {
+        F sums[W], sq[W], lows[W], highs[W];
+        std::memcpy(sums, &sum, sizeof sums);
+        std::memcpy(sq, &squares, sizeof sq);
+        std::memcpy(lows, &lo, sizeof lows);
+        std::memcpy(highs, &hi, sizeof highs);
+        for (int j = 0; j < W; ++j) {
+            d += double(sums[j]);
+            q += double(sq[j]);
+            low = std::min(low, double(lows[j]));
+            high = std::max(high, double(highs[j]));
+        }
+    }
+};
+
+// The hot loop of a block: PairMoments and the smallest magnitude, two vectors (one cache line) a
+// step. Few enough live vectors for AVX2's 16 registers: an earlier version with several running
+// sums of each kind spilled them to the stack, and ran at a quarter of the speed of the memory it
+// reads.
+template<typename F, bool kScaled, typename Source>
+NANSCOPE_ALWAYS_INLINE BlockSweep sweepBlock(const Source& source, int n, F scale, F shift)
+{
+    using V = typename Lanes<F>::V;
+    constexpr int W = Lanes<F>::kWidth;
+    constexpr F inf = std::numeric_limits<F>::infinity();
+    PairMoments<F, kScaled> moments(scale, shift);
+    V smallest = splat<V>(inf);
+    int i = 0;
+    for (; i + 2 * W <= n; i += 2 * W) {
+        source.prefetch(i);
+        const V a = source.load(i), b = source.load(i + W);
+        moments.add(a, b);
+        const V ma = magnitudeOf<F>(a), mb = magnitudeOf<F>(b);
+        const V mab = ma < mb ? ma : mb;
+        smallest = mab < smallest ? mab : smallest;
+    }
+    BlockSweep sweep{i, 0, 0, double(inf), -double(inf), double(inf)};
+    moments.finish(sweep.d, sweep.q, sweep.low, sweep.high);
+    F least[W];
+    std::memcpy(least, &smallest, sizeof least);
+    sweep.least = double(*std::min_element(least, least + W));
+    return sweep;
+}
+
+// sweepBlock for bfloat16, read as raw 16-bit lanes: one 32-byte load holds 16 values, widened by
+// interleaving with zeros (the bfloat16 bits become the top half of each float32; the lane order
+// changes, which sums and extremes do not mind), and the smallest magnitude is an integer min on
+// the raw bits, 16 lanes at a time. About a quarter fewer instructions per value than widening
+// 8 lanes at a time, which had left a single thread at 71-85% of a plain sum's bandwidth.
+template<bool kScaled>
+NANSCOPE_ALWAYS_INLINE BlockSweep sweepBFloat16(const AliasU16* p, int n, float scale, float shift)
+{
+    using V = Lanes<float>::V;
+    typedef uint16_t Raw16 __attribute__((vector_size(32)));
+    constexpr float inf = std::numeric_limits<float>::infinity();
+    const Raw16 zero = {}, magnitudeBits = Raw16{} + uint16_t(0x7fff);
+    PairMoments<float, kScaled> moments(scale, shift);
+    Raw16 smallest = magnitudeBits;
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        static_assert(sizeof(Raw16) == kCacheLine / 2, "two steps read one cache line");
+        if (i % (kCacheLine / 2) == 0)
+            prefetchAhead(p + i);
+        Raw16 raw;
+        std::memcpy(&raw, p + i, sizeof raw);
+        moments.add(reinterpret_cast<V>(__builtin_shufflevector(zero, raw, 0, 16, 1, 17, 2, 18, 3, 19, 8, 24, 9, 25, 10, 26, 11, 27)),
+                    reinterpret_cast<V>(__builtin_shufflevector(zero, raw, 4, 20, 5, 21, 6, 22, 7, 23, 12, 28, 13, 29, 14, 30, 15, 31)));
+        const Raw16 magnitude = raw & magnitudeBits;
+        smallest = magnitude < smallest ? magnitude : smallest;
+    }
+    BlockSweep sweep{i, 0, 0, double(inf), -double(inf), double(inf)};
+    moments.finish(sweep.d, sweep.q, sweep.low, sweep.high);
+    uint16_t least[16];
+    std::memcpy(least, &smallest, sizeof least);
+    if (i > 0)
+        sweep.least = double(bfloat16ToFloat(*std::min_element(least, least + 16)));
+    return sweep;
+}
+
+template<typename F, bool kScaled, typename Source>
+NANSCOPE_ALWAYS_INLINE BlockSweep sweepAny(const Source& source, int n, F scale, F shift)
+{
+    if constexpr (std::is_same_v<Source, BFloat16Source>)
+        return sweepBFloat16<kScaled>(source.p, n, scale, shift);
+    else
+        return sweepBlock<F, kScaled>(source, n, scale, shift);
+}
+
+// One block in one read. Deviations from the running centre and their squares are summed on
+// values scaled by a power of two (exact): squares of float32 values near 1e-30 or 1e30 neither
+// underflow nor overflow, and the shift keeps the sum of squares free of cancellation. No
+// per-element select: a NaN never wins a `<` comparison, and any NaN or Inf (or an overflow)
+// makes the sums non-finite, which sends the rare block that holds one down the careful path.
+// Zeros and subnormals are counted only in blocks whose smallest magnitude is below normal.
+// `scratch`: room for a block of F, for sources that must be converted for the careful paths.
+template<typename F, typename Source>
+NANSCOPE_ALWAYS_INLINE void blockKernel(const Source& source, int n, F minNormal, F* scratch, Moments& acc, Centre& centre)
+{
+    using V = typename Lanes<F>::V;
+    using Mask = typename Lanes<F>::Mask;
+    constexpr int W = Lanes<F>::kWidth;
+    constexpr F big = std::numeric_limits<F>::max();
+    constexpr F inf = std::numeric_limits<F>::infinity();
+
+    const V vZero = {};
+    const V vTiny = splat<V>(minNormal);
+
+    if (!centre.valid) { // the range's first block: centre on its first finite values
+        Moments probe;
+        for (int k = 0; k < std::min(n, 64); ++k) {
+            const F v = source.at(k);
+            if (std::fabs(v) <= big) {
+                probe.addMoments(1, double(v), 0.0);
+                probe.min = std::min(probe.min, double(v));
+                probe.max = std::max(probe.max, double(v));
+            }
+        }
+        updateCentre<F>(probe, centre);
+    }
+    int i = 0;
+    if (centre.valid) {
+        const F scale = F(std::ldexp(1.0, centre.exponent));
+        const F shift = F(centre.shift) * scale;
+        // Scaling by a power of two only matters near the ends of the exponent range. With the
+        // largest magnitude within 2^±20, the smallest deviation float32 resolves (2^-24 of it)
+        // squares to far above the smallest normal, and a block's sum of squares stays far below
+        // the largest float: the common case skips the multiply.
+        constexpr int kSafeExponent = 20;
+        const bool scaled = std::abs(centre.exponent) > kSafeExponent;
+        const F usedScale = scaled ? scale : F(1), usedShift = scaled ? shift : F(centre.shift);
+        const BlockSweep sweep = scaled ? sweepAny<F, true>(source, n, usedScale, usedShift)
+                                        : sweepAny<F, false>(source, n, usedScale, usedShift);
+        i = sweep.done;
+        double d = sweep.d, q = sweep.q, low = sweep.low, high = sweep.high, least = sweep.least;
+        for (int k = i; k < n; ++k) {
+            const F v = source.at(k);
+            const double t = double(v * usedScale - usedShift);
+            d += t;
+            q += t * t;
+            low = v < low ? double(v) : low;
+            high = v > high ? double(v) : high;
+            least = std::fabs(v) < least ? double(std::fabs(v)) : least;
+        }
+        if (std::isfinite(d) && std::isfinite(q) && std::isfinite(low) && std::isfinite(high)) {
+            // A block without a zero has its smallest nonzero magnitude already: `least`. One
+            // with zeros finds it in the second read it takes for them anyway.
+            if (least > 0)
+                acc.smallestNonzero = std::min(acc.smallestNonzero, least);
+            if (least < double(minNormal)) { // rare outside integer tensors: count in a second, L1-resident read
+                const F* p = source.values(scratch, n);
+                Mask zero = {}, tiny = {};
+                V nonzeroLeast = splat<V>(inf);
+                int k = 0;
+                for (; k + W <= n; k += W) {
+                    const V a = loadVector<V>(p + k);
+                    const Mask isZero = a == vZero;
+                    zero -= isZero;
+                    const V magnitude = magnitudeOf<F>(a);
+                    tiny -= magnitude < vTiny;
+                    const V candidate = isZero ? splat<V>(inf) : magnitude;
+                    nonzeroLeast = candidate < nonzeroLeast ? candidate : nonzeroLeast;
+                }
+                int64_t zeros = 0, tinies = 0;
+                double nonzero = double(inf);
+                for (int j = 0; j < W; ++j) {
+                    zeros += zero[j];
+                    tinies += tiny[j];
+                    nonzero = std::min(nonzero, double(nonzeroLeast[j]));
+                }
+                for (; k < n; ++k) {
+                    zeros += p[k] == F(0);
+                    tinies += std::fabs(p[k]) < minNormal;
+                    if (p[k] != F(0))
+                        nonzero = std::min(nonzero, double(std::fabs(p[k])));
+                }
+                acc.zero += zeros;
+                acc.subnormal += tinies - zeros;
+                acc.smallestNonzero = std::min(acc.smallestNonzero, nonzero);
+            }
+            const double unscale = 1.0 / double(usedScale);
+            const double blockMean = double(usedShift) * unscale + d * unscale / double(n);
+            acc.min = std::min(acc.min, low);
+            acc.max = std::max(acc.max, high);
+            // A block far smaller than the centre's scale (the first block of a tensor that
+            // starts with zeros, say) may have had its squares flush to zero: sum them again,
+            // scaled for this block. Rare, and the block is still in L1.
+            const double largest = std::max(std::fabs(low), std::fabs(high));
+            if (largest > 0 && std::ilogb(largest) + std::ilogb(double(usedScale)) < -kRescaleExponent)
+                // Centred inside the block: at the old scale its mean may have cancelled away.
+                blockDeviations<F, false>(source.values(scratch, n), n, n, std::clamp(blockMean, low, high), low, high, acc);
+            else
+                acc.addMoments(n, blockMean, std::max(0.0, q - d * d / double(n)) * unscale * unscale);
+            updateCentre<F>(acc, centre);
+            return;
+        }
+    }
+
+    const F* p = source.values(scratch, n);
+    // Counted here for the careful path below, which handles NaN, +-Inf and overflow.
+    {
+        int64_t zeros = 0, tinies = 0;
+        double nonzero = double(inf);
+        for (int k = 0; k < n; ++k) {
+            zeros += p[k] == F(0);
+            tinies += std::fabs(p[k]) < minNormal;
+            const double magnitude = std::fabs(double(p[k]));
+            if (p[k] != F(0) && magnitude <= double(big)) // NaN fails the compare
+                nonzero = std::min(nonzero, magnitude);
+        }
+        acc.zero += zeros;
+        acc.subnormal += tinies - zeros;
+        acc.smallestNonzero = std::min(acc.smallestNonzero, nonzero);
+    }
+    double total = 0, low = double(inf), high = -double(inf);
+    // The careful path: NaN, +-Inf, or a sum that overflowed. Sums in double lanes here, since
+    // an overflow of the plain sum may be why the block came here.
+    using Wide = typename Lanes<double>::V;
+    constexpr int kWide = Lanes<double>::kWidth;
+    const V vBig = splat<V>(big), vInf = splat<V>(inf);
+    V low2 = splat<V>(inf), high2 = splat<V>(-inf);
+    Mask finiteCount = {}, nanCount = {}, posinfCount = {};
+    Wide wideSum = {};
+    i = 0;
+    for (; i + W <= n; i += W) {
+        const V a = loadVector<V>(p + i);
+        const Mask finite = magnitudeOf<F>(a) <= vBig;
+        const V kept = finite ? a : vZero;
+        for (int j = 0; j < W; j += kWide) { // widen W lanes into double lanes
+            Wide part;
+            for (int k = 0; k < kWide; ++k)
+                part[k] = double(kept[j + k]);
+            wideSum += part;
+        }
+        low2 = finite ? (a < low2 ? a : low2) : low2;
+        high2 = finite ? (a > high2 ? a : high2) : high2;
+        finiteCount -= finite;
+        nanCount -= a != a;
+        posinfCount -= a == vInf;
+    }
+    int64_t count = 0, nans = 0, posinfs = 0;
+    total = 0;
+    low = double(inf);
+    high = -double(inf);
+    for (int j = 0; j < kWide; ++j)
+        total += wideSum[j];
+    for (int j = 0; j < W; ++j) {
+        low = std::min(low, double(low2[j]));
+        high = std::max(high, double(high2[j]));
+        count += finiteCount[j];
+        nans += nanCount[j];
+        posinfs += posinfCount[j];
+    }
+    for (; i < n; ++i) {
+        const F v = p[i];
+        if (std::fabs(v) <= big) {
+            ++count;
+            total += double(v);
+            low = std::min(low, double(v));
+            high = std::max(high, double(v));
+        } else if (std::isnan(v)) {
+            ++nans;
+        } else if (v > 0) {
+            ++posinfs;
+        }
+    }
+    acc.nan += nans;
+    acc.posinf += posinfs;
+    acc.neginf += (n - count) - nans - posinfs;
+    if (count == 0)
+        return;
+    acc.min = std::min(acc.min, low);
+    acc.max = std::max(acc.max, high);
+    blockDeviations<F, true>(p, n, count, total / double(count), low, high, acc);
+    updateCentre<F>(acc, centre);
+}
+
+// Widens a block of float16 into an L1 buffer, a cache line at a time, asking for memory ahead
+// as the kernel does on float32.
+NANSCOPE_ALWAYS_INLINE void widenFloat16(const AliasU16* source, int n, float* out)
+{
+    constexpr int kPerLine = kCacheLine / 2;
+    int i = 0;
+    for (; i + kPerLine <= n; i += kPerLine) {
+        prefetchAhead(source + i);
+        for (int j = 0; j < kPerLine; ++j)
+            out[i + j] = halfToFloat(source[i + j]);
+    }
+    for (; i < n; ++i)
+        out[i] = halfToFloat(source[i]);
+}
+
+} // namespace
+
+} // namespace nanscope

@@ -1,0 +1,111 @@
+#include "core/torch/GuardRunLog.h"
+
+#include "core/run/RunFormat.h"
+#include "core/torch/TorchReductions.h"
+
+#include <torch/version.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+namespace nanscope::guardrunlog {
+
+namespace fs = std::filesystem;
+namespace rf = runformat;
+
+RunSchema runSchema(const GuardOptions& options, const std::string& runDirectory, const guardmodel::ModelAccess& model,
+                    const FirstStepColumns& columns)
+{
+    RunSchema schema;
+    std::string runName = options.runName;
+    if (runName.empty()) {
+        fs::path p = fs::path(runDirectory).lexically_normal();
+        runName = (p.has_filename() ? p.filename() : p.parent_path().filename()).string();
+    }
+    schema.attributes = {{"run_name", runName},
+                         {"framework", std::string("libtorch ") + TORCH_VERSION + " (nanscope::Guard)"},
+                         {"amp_dtype", options.ampDtype}};
+    if (!options.lossName.empty())
+        schema.attributes["loss_name"] = options.lossName;
+    for (const auto& [key, value] : options.attributes)
+        schema.attributes[key] = value;
+    schema.scalars = {"loss", "grad_norm"};
+    if (columns.logLearningRate)
+        schema.scalars.push_back("lr");
+    schema.scalars.push_back("skipped");
+    schema.scalars.push_back("param_norm");
+    schema.scalars.push_back(rf::kWallTime);
+    for (const auto& name : columns.userScalars)
+        schema.scalars.push_back(name);
+    for (const auto& p : model.parameters)
+        schema.layers.push_back(p.name);
+    for (const auto& column : columns.activations) {
+        schema.activations.push_back(column);
+        const auto kind = columns.activationKinds.find(column);
+        schema.activationKinds.push_back(kind == columns.activationKinds.end() ? std::string() : kind->second);
+    }
+    for (const auto& layer : model.norms)
+        schema.buffers.push_back(layer.path.empty() ? "(model)" : layer.path);
+    schema.inputs = columns.inputs;
+    return schema;
+}
+
+std::map<std::string, double> userScalarRow(const std::map<std::string, double>& given,
+                                            const std::vector<std::string>& logged, int64_t step,
+                                            std::vector<std::string>& notLogged)
+{
+    static const std::set<std::string> reserved{"loss", "grad_norm", "param_norm", "skipped", "lr", rf::kWallTime};
+    std::map<std::string, double> row;
+    for (const auto& [name, value] : given) {
+        if (reserved.count(name))
+            throw GuardError("nanscope::Guard::endStep: scalar '" + name +
+                             "' is computed by the Guard; log your own value under another name");
+        if (std::find(logged.begin(), logged.end(), name) != logged.end())
+            row[name] = value;
+        else
+            notLogged.push_back(name);
+    }
+    for (const auto& name : logged)
+        if (!row.count(name))
+            throw GuardError("nanscope::Guard::endStep(step " + std::to_string(step) + "): scalar '" + name +
+                             "' was logged from the first step on and must be given at every step");
+    return row;
+}
+
+std::optional<Row> inputsRow(const std::vector<std::string>& columns, const guardreadback::NamedSlots& inputSlots,
+                             const double* slots, int64_t step, std::string& whyNot)
+{
+    std::vector<std::string> names;
+    for (const auto& [name, s] : inputSlots)
+        names.push_back(name);
+    if (names != columns) {
+        whyNot = "inputs not logged at step " + std::to_string(step) + ": the first step gave " +
+                 std::to_string(columns.size()) + " input tensor(s), this one " + std::to_string(names.size());
+        return std::nullopt;
+    }
+    std::vector<TensorStats> stats;
+    for (size_t i = 0; i < names.size(); ++i)
+        stats.push_back(guardreadback::statsOf(slots + i * torchstats::kSlots));
+    return guardreadback::rangeRow(stats);
+}
+
+std::optional<Row> activationsRow(const std::vector<std::string>& columns, const guardreadback::NamedSlots& observed,
+                                  const double* slots, int64_t step, std::string& whyNot)
+{
+    std::map<std::string, std::vector<const double*>> byModule;
+    for (size_t i = 0; i < observed.size(); ++i)
+        byModule[observed[i].first].push_back(slots + i * torchstats::kSlots);
+    std::vector<TensorStats> stats;
+    for (const auto& column : columns) {
+        auto it = byModule.find(column);
+        if (it == byModule.end()) {
+            whyNot = "activations not logged at step " + std::to_string(step) + ": module " + column + " was not observed";
+            return std::nullopt;
+        }
+        stats.push_back(guardreadback::statsOf(guardreadback::mergeSlots(it->second).data()));
+    }
+    return guardreadback::rangeRow(stats);
+}
+
+} // namespace nanscope::guardrunlog

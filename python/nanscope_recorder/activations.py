@@ -1,0 +1,89 @@
+"""The recorder's forward hooks on the modules whose outputs it logs (/activations): armed for a
+logged step only, each call's output range measured on the device (stats.range_stats), and a module
+called twice in one forward merged into its one column. The columns are the modules that ran at the
+first logged step; a later step where one of them did not run gets no row (a partial row would
+mislead). The C++ Guard's counterpart is core/torch/GuardRunLog's activationsRow."""
+import numpy as np
+import torch
+
+from . import stats
+from .run_format import COLUMNS
+
+
+def _tensors_of(value):
+    """The floating-point tensors in a module output (a tensor, or tuples/lists/dicts of them)."""
+    if isinstance(value, torch.Tensor):
+        return [value] if value.is_floating_point() or value.is_complex() else []
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors_of(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors_of(v)]
+    return []
+
+
+class ActivationHooks:
+    def __init__(self, candidates, on_failure):
+        self.candidates = candidates  # [(name, module)] whose outputs may be logged
+        self.columns = None           # indices into candidates, fixed at the first logged step
+        self._calls = None            # this step's (candidate index, range stats); None when not armed
+        self._failed = False
+        self._handles = []
+        self._on_failure = on_failure  # called with (module name, error) when a hook fails
+
+    def due(self, step, every):
+        """Step `step` logs activations: the first one that may, then every `every` steps (0: never)."""
+        if every <= 0 or not self.candidates:
+            return False
+        return self.columns is None or step % every == 0
+
+    def arm(self):
+        self._calls = []
+        self._failed = False
+        indices = range(len(self.candidates)) if self.columns is None else self.columns
+        for index in indices:
+            module = self.candidates[index][1]
+            self._handles.append(module.register_forward_hook(self._hook(index)))
+
+    def disarm(self):
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+
+    def captured(self):
+        """The step's outputs were all measured: it was armed and no hook failed."""
+        return self._calls is not None and not self._failed
+
+    def take_calls(self):
+        """The step's measured calls (none when a hook failed); the hooks start over at the next arm."""
+        calls = (self._calls or []) if not self._failed else []
+        self._calls = None
+        return calls
+
+    def fix_columns(self, fired):
+        """The first logged step fixes the columns: the candidates that ran (indices in `fired`)."""
+        self.columns = [i for i in range(len(self.candidates)) if i in fired]
+        return [self.candidates[i] for i in self.columns]
+
+    def row(self, calls):
+        """The /activations row of a step's calls, or (None, names of the columns that did not run)."""
+        by_module = {}
+        for index, values in calls:
+            by_module.setdefault(index, []).append(values)
+        missing = [self.candidates[i][0] for i in self.columns if i not in by_module]
+        if missing:
+            return None, missing
+        merged = np.array([stats.merge_range_stats(by_module[i]) for i in self.columns], dtype=np.float32)
+        return {name: merged[:, j] for j, name in enumerate(COLUMNS["activations"])}, []
+
+    def _hook(self, index):
+        calls = self._calls
+
+        def record_output(module, inputs, output):
+            try:
+                with torch.no_grad():
+                    for t in _tensors_of(output):
+                        calls.append((index, stats.range_stats(t)))
+            except Exception as error:  # noqa: BLE001 - measuring must never stop the training step
+                self._failed = True
+                self._on_failure(self.candidates[index][0], error)
+        return record_output
