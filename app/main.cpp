@@ -1,6 +1,6 @@
-#include "CommandLine.h"
-#include "GuardedApplication.h"
-#include "MainWindow.h"
+#include "app/cli/CommandLine.h"
+#include "app/window/GuardedApplication.h"
+#include "app/window/MainWindow.h"
 #include "widgets/OverviewView.h"
 #include "core/torch/TorchTensorStats.h"
 

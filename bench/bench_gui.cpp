@@ -8,7 +8,7 @@
 #include "BenchRuns.h"
 #include "BenchTable.h"
 
-#include "app/MainWindow.h"
+#include "app/window/MainWindow.h"
 #include "widgets/HeatmapView.h"
 #include "widgets/OverviewView.h"
 #include "widgets/SeriesPlot.h"

@@ -11,8 +11,8 @@
 // usage: QT_QPA_PLATFORM=offscreen bench_ranks [WORK_DIR] [RANKS] [STEPS] [LAYERS] [LAYER_EVERY] [--keep]
 //   defaults 64 ranks x 100000 steps x 1000 layers every 100 steps.
 #include "BenchTable.h"
-#include "app/MainWindow.h"
-#include "app/RankControls.h"
+#include "app/window/MainWindow.h"
+#include "app/window/RankControls.h"
 #include "core/run/RankSet.h"
 #include "core/run/RunFormat.h"
 #include "core/run/RunReader.h"

@@ -12,7 +12,7 @@
 // usage: QT_QPA_PLATFORM=offscreen bench_sources [WORK_DIR] [STEPS] [--keep]
 //   --keep leaves the files in WORK_DIR, to profile a reader on them.
 #include "BenchTable.h"
-#include "app/MainWindow.h"
+#include "app/window/MainWindow.h"
 #include "core/run/RunWriter.h"
 #include "core/source/RunScan.h"
 #include "core/source/Crc32c.h"

@@ -3,7 +3,7 @@
 # that writes runs, and the documents the program's messages point to.
 #
 # At run time the binary needs nothing else of this project: its child processes (the window's
-# checkpoint reader, replay and report export) are the same binary (app/ChildProgram.cpp), the
+# checkpoint reader, replay and report export) are the same binary (app/children/ChildProgram.cpp), the
 # icon is compiled in (resources/nanscope.qrc), and nothing is read from the source tree.
 
 include(GNUInstallDirs)

@@ -1,7 +1,7 @@
 #pragma once
 
 // What a replay found, as plain values, declared once: computed by core/torch/Replay (in the child
-// process `nanscope replay` runs), carried as JSON (app/ReplayJson) and shown as they are by the
+// process `nanscope replay` runs), carried as JSON (app/codecs/ReplayJson) and shown as they are by the
 // replay pane and the report. No LibTorch here.
 //
 // A replayed value's statistics are a TensorStats (core/tensor), by the one statistics kernel. A

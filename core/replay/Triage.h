@@ -1,7 +1,7 @@
 #pragma once
 
 // Triage of an incident: which of the step's batch and the model's state it takes to blow up.
-// `nanscope triage` (app/TriageCommand.cpp) runs the replays and fills a TriageReplay per replay;
+// `nanscope triage` (app/cli/TriageCommand.cpp) runs the replays and fills a TriageReplay per replay;
 // judgeTriage() reads them and labels the incident. Plain values, no LibTorch and no Qt, so that
 // the judgement is tested on its own (tests/core/TriageTest.cpp).
 //

@@ -53,7 +53,7 @@ _OP_NAMES = {"truediv": "div", "rtruediv": "div", "radd": "add", "rsub": "sub", 
 # ---------------------------------------------------------------- values
 
 def value_json(t):
-    """A tensor's statistics as the replay JSON writes a value (app/ReplayJson.cpp)."""
+    """A tensor's statistics as the replay JSON writes a value (app/codecs/ReplayJson.cpp)."""
     if not isinstance(t, torch.Tensor):
         return {}
     t = t.detach()

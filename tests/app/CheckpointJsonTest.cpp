@@ -1,7 +1,7 @@
 // The stats/diff JSON crosses a process boundary: what `nanscope stats --json` writes, the
 // checkpoints pane must read back whole (the old hand-written decoder dropped absmax).
-#include "app/CheckpointJson.h"
-#include "app/OptimizerJson.h"
+#include "app/codecs/CheckpointJson.h"
+#include "app/codecs/OptimizerJson.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
-#include "app/CheckpointLoader.h"
-#include "app/ChildProgram.h"
+#include "app/window/CheckpointLoader.h"
+#include "app/children/ChildProgram.h"
 
 #include <QCoreApplication>
 #include <QElapsedTimer>

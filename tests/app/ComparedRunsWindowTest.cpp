@@ -4,7 +4,7 @@
 #include "AppTestSupport.h"
 #include "WindowTestSupport.h"
 
-#include "app/ComparedRuns.h"
+#include "app/window/ComparedRuns.h"
 #include "widgets/ComparedRunsOverlay.h"
 #include "widgets/ComparisonView.h"
 #include "widgets/OverviewView.h"

@@ -1,4 +1,4 @@
-#include "app/GuardedApplication.h"
+#include "app/window/GuardedApplication.h"
 
 #include <QCoreApplication>
 #include <QEvent>

@@ -4,8 +4,8 @@
 #include "AppTestSupport.h"
 #include "WindowTestSupport.h"
 #include "../TestHome.h"
-#include "app/HelpMenu.h"
-#include "app/MainWindow.h"
+#include "app/window/HelpMenu.h"
+#include "app/window/MainWindow.h"
 
 #include <QApplication>
 #include <QDockWidget>

@@ -1,7 +1,7 @@
 // The incident report in every format, made by the real binary as a user would.
 #include "AppTestSupport.h"
 #include "WindowTestSupport.h"
-#include "app/MainWindow.h"
+#include "app/window/MainWindow.h"
 #include "../core/SyntheticRuns.h"
 
 #include <QDir>

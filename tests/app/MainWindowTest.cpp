@@ -1,7 +1,7 @@
 #include "AppTestSupport.h"
 #include "WindowTestSupport.h"
 
-#include "app/MainWindow.h"
+#include "app/window/MainWindow.h"
 #include "core/run/RunReader.h"
 #include "widgets/BatchNormView.h"
 #include "widgets/HeatmapView.h"

@@ -4,8 +4,8 @@
 #include "AppTestSupport.h"
 #include "WindowTestSupport.h"
 
-#include "app/MainWindow.h"
-#include "app/RankControls.h"
+#include "app/window/MainWindow.h"
+#include "app/window/RankControls.h"
 #include "core/run/RunFormat.h"
 #include "core/run/RunWriter.h"
 #include "widgets/IncidentModel.h"

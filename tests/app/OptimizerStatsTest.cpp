@@ -7,8 +7,8 @@
 #include "AppTestSupport.h"
 #include "WindowTestSupport.h"
 
-#include "app/MainWindow.h"
-#include "app/OptimizerJson.h"
+#include "app/window/MainWindow.h"
+#include "app/codecs/OptimizerJson.h"
 #include "widgets/CheckpointsView.h"
 #include "widgets/OptimizerStateModel.h"
 #include "widgets/TensorStatsModel.h"

@@ -2,7 +2,7 @@
 
 #include "WindowTestSupport.h"
 
-#include "app/MainWindow.h"
+#include "app/window/MainWindow.h"
 #include "widgets/OverviewView.h"
 #include "widgets/SeriesPlot.h"
 

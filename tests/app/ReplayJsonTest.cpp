@@ -1,7 +1,7 @@
 // The replay crosses a process boundary as JSON: what `nanscope replay --json` writes, the pane and
 // the report read back into the same struct (the old decoder dropped absmax and wrote shapes its
 // own way).
-#include "app/ReplayJson.h"
+#include "app/codecs/ReplayJson.h"
 
 #include <QJsonDocument>
 

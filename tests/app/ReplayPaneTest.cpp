@@ -1,9 +1,9 @@
 // The replay pane, driven end to end offscreen on a demo run; and a crashing replay.
 #include "AppTestSupport.h"
 
-#include "app/MainWindow.h"
-#include "app/ReplayJson.h"
-#include "app/ReplayProcess.h"
+#include "app/window/MainWindow.h"
+#include "app/codecs/ReplayJson.h"
+#include "app/children/ReplayProcess.h"
 #include "widgets/CheckpointsView.h"
 #include "widgets/ReplayOpModel.h"
 #include "widgets/TensorStatsModel.h"

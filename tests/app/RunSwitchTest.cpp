@@ -4,7 +4,7 @@
 #include "AppTestSupport.h"
 #include "WindowTestSupport.h"
 
-#include "app/MainWindow.h"
+#include "app/window/MainWindow.h"
 #include "widgets/BatchNormView.h"
 #include "widgets/CheckpointsView.h"
 #include "widgets/HeatmapView.h"

@@ -4,7 +4,7 @@
 #include "AppTestSupport.h"
 #include "WindowTestSupport.h"
 #include "../TestHome.h"
-#include "app/MainWindow.h"
+#include "app/window/MainWindow.h"
 
 #include <QDir>
 #include <QFileInfo>

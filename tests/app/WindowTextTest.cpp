@@ -3,7 +3,7 @@
 
 #include "AppTestSupport.h"
 #include "WindowTestSupport.h"
-#include "app/MainWindow.h"
+#include "app/window/MainWindow.h"
 #include "core/run/RunWriter.h"
 #include "widgets/IncidentModel.h"
 

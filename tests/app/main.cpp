@@ -1,4 +1,4 @@
-#include "app/GuardedApplication.h"
+#include "app/window/GuardedApplication.h"
 #include "../TestHome.h"
 
 #include <gtest/gtest.h>

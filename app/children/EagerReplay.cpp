@@ -1,0 +1,153 @@
+#include "app/children/EagerReplay.h"
+
+#include "app/codecs/ReplayJson.h"
+
+#include "core/replay/ReplayJudgement.h"
+#include "core/run/RunFormat.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QProcessEnvironment>
+#include <QRegularExpression>
+
+#include <csignal>
+
+#include <sys/prctl.h>
+
+namespace nanscope {
+
+namespace {
+
+namespace rf = runformat;
+
+QString attribute(const std::map<std::string, std::string>& attributes, const char* name)
+{
+    const auto it = attributes.find(name);
+    return it == attributes.end() ? QString() : QString::fromStdString(it->second);
+}
+
+// The last line of the child's stderr that says something (a Python traceback ends with the cause).
+QString lastLine(const QByteArray& text)
+{
+    const QStringList lines = QString::fromUtf8(text).split('\n', Qt::SkipEmptyParts);
+    for (auto it = lines.rbegin(); it != lines.rend(); ++it)
+        if (!it->trimmed().isEmpty())
+            return it->trimmed();
+    return {};
+}
+
+// What the user has to do about a child that failed, from its last words.
+std::string childFailure(const QString& python, const QByteArray& stderrText, int exitCode)
+{
+    const QString line = lastLine(stderrText);
+    const QString who = "eager replay with " + python;
+    if (line.contains("No module named 'torch'"))
+        return (python + " has no torch: give --python the interpreter that trained the model").toStdString();
+    if (line.contains("No module named 'nanscope_recorder'") || line.contains("No module named nanscope_recorder"))
+        return (python + " cannot import nanscope_recorder: install the recorder into it (pip install ./python in "
+                         "nanscope's source, or the nanscope package) or give --python another interpreter")
+            .toStdString();
+    static const QRegularExpression missingModule("No module named '([^']+)'");
+    if (const auto match = missingModule.match(line); match.hasMatch())
+        return (python + " cannot import " + match.captured(1) +
+                ": eager replay needs torch and the recorder's packages (numpy, h5py) in the interpreter; give --python "
+                "the interpreter that trained the model")
+            .toStdString();
+    static const QString ownPrefix = "nanscope eager replay: ";
+    if (line.startsWith(ownPrefix))
+        return line.mid(ownPrefix.size()).toStdString();
+    return (who + " failed (exit status " + QString::number(exitCode) + ")" +
+            (line.isEmpty() ? QString() : ": " + line))
+        .toStdString();
+}
+
+// Where nanscope's own recorder package is, for a build run from its tree; an installed nanscope's
+// recorder is on the system Python's path already (the .deb's .pth).
+QString recorderSourceFolder()
+{
+#ifdef NANSCOPE_SOURCE_PYTHON_DIR
+    const QString folder = QStringLiteral(NANSCOPE_SOURCE_PYTHON_DIR);
+    if (QFileInfo(QDir(folder).filePath("nanscope_recorder/eager_replay.py")).isFile())
+        return folder;
+#endif
+    return {};
+}
+
+} // namespace
+
+EagerReplayRequest eagerReplayRequestFor(const std::map<std::string, std::string>& runAttributes, const QString& python,
+                                         const QString& factory)
+{
+    EagerReplayRequest request;
+    request.factory = factory.isEmpty() ? attribute(runAttributes, rf::kModelFactoryAttribute) : factory;
+    const QString folders = attribute(runAttributes, rf::kModelFactoryPathAttribute);
+    request.importPaths = folders.split(QDir::listSeparator(), Qt::SkipEmptyParts);
+    request.python = python;
+    if (request.python.isEmpty()) {
+        // The interpreter that trained has the user's packages; it may be gone (another machine).
+        const QString trained = attribute(runAttributes, rf::kPythonExecutableAttribute);
+        request.python = !trained.isEmpty() && QFileInfo(trained).isExecutable() ? trained : QString("python3");
+    }
+    return request;
+}
+
+Result<ReplayResult> runEagerReplay(const EagerReplayRequest& request)
+{
+    const ReplayOptions& o = request.options;
+    QStringList args{"-m", "nanscope_recorder.eager_replay", "--checkpoint", QString::fromStdString(o.checkpoint),
+                     "--batch", QString::fromStdString(o.batch), "--factory", request.factory,
+                     "--dtype", QString::fromStdString(o.dtype), "--device", QString::fromStdString(o.device)};
+    for (const QString& folder : request.importPaths)
+        args << "--path" << folder;
+    if (!o.lossName.empty())
+        args << "--loss-name" << QString::fromStdString(o.lossName);
+    if (o.eval)
+        args << "--eval";
+    if (o.bisect)
+        args << "--bisect";
+    if (!o.backward)
+        args << "--no-backward";
+
+    QProcess child;
+    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+    if (const QString own = recorderSourceFolder(); !own.isEmpty()) {
+        const QString existing = environment.value("PYTHONPATH");
+        environment.insert("PYTHONPATH", existing.isEmpty() ? own : own + QDir::listSeparator() + existing);
+    }
+    child.setProcessEnvironment(environment);
+    // The child dies with this process: a window that cancels the replay kills `nanscope replay`,
+    // and the Python child must not go on running the model behind it.
+    child.setChildProcessModifier([] { ::prctl(PR_SET_PDEATHSIG, SIGKILL); });
+    child.start(request.python, args);
+    if (!child.waitForStarted(60000))
+        return Error{"cannot run " + request.python.toStdString() + " for the eager replay (" +
+                     child.errorString().toStdString() + "): give --python the interpreter that trained the model"};
+    child.closeWriteChannel();
+    child.waitForFinished(-1);
+    const QByteArray output = child.readAllStandardOutput();
+    const QByteArray diagnostics = child.readAllStandardError();
+    if (child.exitStatus() == QProcess::CrashExit)
+        return Error{"the eager replay child (" + request.python.toStdString() +
+                     ") crashed while running the model: " + lastLine(diagnostics).toStdString()};
+    if (child.exitCode() != 0)
+        return Error{childFailure(request.python, diagnostics, child.exitCode())};
+
+    ReplayReport report = parseReplayJson(output);
+    if (!report.error.isEmpty())
+        return Error{"the eager replay printed no replay: " + report.error.toStdString()};
+    ReplayResult result = std::move(report.result);
+    std::vector<ReplayOp> allOps = std::move(result.ops);
+    result.ops.clear();
+    const QJsonObject backward = QJsonDocument::fromJson(output).object()["backward"].toObject();
+    judgeReplayOps(result, allOps, o.layerPrefix);
+    // The backward culprit is told only for a finite forward, as the TorchScript replay tells it.
+    const int culprit = backward["culprit_index"].toInt(-1);
+    if (!result.firstNonfinite && culprit >= 0 && size_t(culprit) < allOps.size())
+        result.gradCulprit = allOps[size_t(culprit)];
+    return result;
+}
+
+} // namespace nanscope

@@ -1,0 +1,53 @@
+#include "app/children/ChildProgram.h"
+#include "app/cli/CliSupport.h"
+#include "app/report/IncidentReport.h"
+#include "app/cli/Subcommands.h"
+
+namespace nanscope::cli {
+
+int runReport(const QStringList& arguments)
+{
+    QCommandLineParser parser;
+    parser.setApplicationDescription(
+        "Write the incident report of a run: summary, timeline, each critical incident with its evidence, plot,\n"
+        "first bad layer, BatchNorm state, replay result, cause and fixes, and the environment.\n"
+        "The format follows the extension: .html (self-contained), .pdf, .md or .json.\n"
+        "Replaying a saved step runs the checkpoint's TorchScript code (in a child process); --no-replay skips it.");
+    parser.addPositionalArgument("RUN", kRunArgumentHelp);
+    parser.addOption({{"o", "output"}, "The report file to write.", "FILE"});
+    parser.addOption({"no-replay", "Do not replay saved steps."});
+    parser.addOption({"compare", "Add a section comparing RUN with OTHER_RUN: where they diverge, how their "
+                                 "incidents differ, an overlay plot (repeatable).", "OTHER_RUN"});
+    parser.addOption({"progress-lines", "Report progress as 'nanscope-progress PERCENT WHAT' lines on standard "
+                                        "error (the window's progress bar reads them)."});
+    parser.addOption({"rank", "In a multi-rank run, replay and triage on rank N's saved steps (default: each "
+                              "incident on the rank it was found on).", "N"});
+    int code = 0;
+    if (!parse(parser, arguments, code))
+        return code;
+    if (parser.positionalArguments().size() != 1 || !parser.isSet("output"))
+        return fail("report takes RUN and -o FILE\n" + helpText(parser));
+    IncidentReportOptions options;
+    options.replay = !parser.isSet("no-replay");
+    options.compareWith = parser.values("compare");
+    if (parser.isSet("rank")) {
+        bool ok = false;
+        options.rank = parser.value("rank").toInt(&ok);
+        if (!ok || options.rank < 0)
+            return fail("--rank takes a rank number, not '" + parser.value("rank") + "'");
+    }
+    ProgressCallback progress;
+    if (parser.isSet("progress-lines"))
+        progress = [](double fraction, const std::string& what) {
+            err() << QString::fromUtf8(childProgressLine(fraction, fromStd(what)));
+            err().flush();
+            return true;
+        };
+    Status status = writeIncidentReport(parser.positionalArguments().first(), parser.value("output"), options, progress);
+    if (!status)
+        return fail(fromStd(status.error()));
+    out() << "wrote " << parser.value("output") << Qt::endl;
+    return kExitOk;
+}
+
+} // namespace nanscope::cli

@@ -1,0 +1,273 @@
+#include "app/cli/CliSupport.h"
+#include "app/children/ReplayProcess.h"
+#include "app/cli/Subcommands.h"
+#include "app/codecs/TriageJson.h"
+
+#include "core/run/CheckpointPairing.h"
+#include "core/run/RunFormat.h"
+#include "core/run/RunReader.h"
+#include "core/scan/RobustStats.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <iterator>
+
+namespace nanscope::cli {
+
+namespace {
+
+constexpr int kNeighboursEachSide = 2;
+constexpr int kReplayTimeoutMs = 600000;
+
+struct PlannedReplay
+{
+    TriageRole role;
+    int64_t checkpointStep = -1;
+    int64_t batchStep = -1;
+    QString missing; // why it cannot run, when a file is not there
+    bool wasIncident = false; // a neighbour batch whose own step was an incident
+};
+
+// The steps of the run that were incidents in training: a non-finite loss or gradient norm, a
+// skipped step, or one the recorder captured (a spike). Their batches are no neighbours that
+// prove anything about the state. Empty when run.h5 cannot be read (then every batch counts).
+std::set<int64_t> incidentStepsOf(const QString& runDirectory)
+{
+    std::set<int64_t> steps;
+    auto reader = RunReader::open(runDirectory.toStdString());
+    if (!reader)
+        return steps;
+    const RunSource& run = **reader;
+    const auto& rows = run.steps(runformat::kScalars);
+    const TableInfo* scalars = run.info().table(runformat::kScalars);
+    for (const char* name : {"loss", "grad_norm", "skipped"}) {
+        if (!scalars || !std::count(scalars->datasets.begin(), scalars->datasets.end(), name))
+            continue;
+        auto values = run.readSeries(runformat::kScalars, name);
+        if (!values)
+            continue;
+        for (size_t i = 0; i < values->size() && i < rows.size(); ++i)
+            if (std::string(name) == "skipped" ? (*values)[i] > 0.5 : !std::isfinite((*values)[i]))
+                steps.insert(rows[i]);
+    }
+    if (const TableInfo* events = run.info().table(runformat::kEvents); events && events->rows > 0) {
+        const auto& eventSteps = run.steps(runformat::kEvents);
+        if (auto kinds = run.readStrings(runformat::kEvents, runformat::column::kKind))
+            for (size_t i = 0; i < kinds->size() && i < eventSteps.size(); ++i)
+                if ((*kinds)[i] == runformat::event::kIncidentCapture || (*kinds)[i] == runformat::event::kSkippedStep ||
+                    (*kinds)[i] == runformat::event::kNonfiniteLoss)
+                    steps.insert(eventSteps[i]);
+    }
+    return steps;
+}
+
+// The run's typical training loss: the median of its finite losses before `step`. A blow-up that
+// is still finite (a loss of 1e8) only shows against it. Empty when the run logs no loss.
+std::optional<double> typicalLossBefore(const QString& runDirectory, int64_t step)
+{
+    auto reader = RunReader::open(runDirectory.toStdString());
+    if (!reader)
+        return std::nullopt;
+    const auto losses = (*reader)->readSeries(runformat::kScalars, "loss");
+    const auto steps = (*reader)->readSeries(runformat::kScalars, runformat::kSteps);
+    if (!losses || !steps)
+        return std::nullopt;
+    std::vector<double> before;
+    for (size_t i = 0; i < losses->size() && i < steps->size(); ++i)
+        if ((*steps)[i] < double(step) && std::isfinite((*losses)[i]))
+            before.push_back((*losses)[i]);
+    if (before.empty())
+        return std::nullopt;
+    return scan::medianOf(before);
+}
+
+TriageReplay triageReplayFrom(const PlannedReplay& plan, const ReplayReport& report)
+{
+    TriageReplay r;
+    r.role = plan.role;
+    r.checkpointStep = plan.checkpointStep;
+    r.batchStep = plan.batchStep;
+    r.wasIncident = plan.wasIncident;
+    if (!plan.missing.isEmpty()) {
+        r.error = plan.missing.toStdString();
+        return r;
+    }
+    if (!report.error.isEmpty()) {
+        r.error = report.error.simplified().toStdString();
+        return r;
+    }
+    const ReplayResult& result = report.result;
+    r.ran = true;
+    r.loss = result.loss;
+    r.forwardNonfinite = result.firstNonfinite.has_value();
+    r.backwardNonfinite = result.firstNonfiniteGrad.has_value();
+    if (const auto& bad = result.firstNonfinite ? result.firstNonfinite : result.firstNonfiniteGrad) {
+        r.badOp = bad->op;
+        r.badModule = bad->module;
+    }
+    return r;
+}
+
+QString stepText(int64_t step)
+{
+    return step >= 0 ? QString::number(step) : QString("-");
+}
+
+QString lossText(const TriageReplay& r)
+{
+    if (!r.ran)
+        return "-";
+    return std::isfinite(r.loss) ? QString::number(r.loss, 'g', 6) : QString(std::isnan(r.loss) ? "nan" : "inf");
+}
+
+} // namespace
+
+int runTriage(const QStringList& arguments)
+{
+    QCommandLineParser parser;
+    parser.setApplicationDescription(
+        "Triage an incident: is it the data, the model's state, or both? Replays batch N on the checkpoint\n"
+        "paired with it twice (is the replay deterministic?), batch N on the checkpoint before that (does the\n"
+        "batch alone do it?) and the nearest saved batches (up to 2 before and 2 after N) on the same\n"
+        "checkpoint (does the state alone do it?). Labels the incident data, state, data x state or not\n"
+        "reproducible, with the evidence. The checkpoint paired with step N is the latest saved at or before\n"
+        "N: a checkpoint of step N holds the weights step N's forward ran on.\n"
+        "Note: each replay runs the checkpoint's TorchScript code, in a child process.");
+    parser.addPositionalArgument("RUN_DIR", "The run directory.");
+    parser.addOption({"step", "The incident's step: its batch must be saved.", "N"});
+    parser.addOption({"json", "Print JSON instead of text."});
+    parser.addOption(rankOption());
+    int code = 0;
+    if (!parse(parser, arguments, code))
+        return code;
+    if (parser.positionalArguments().size() != 1)
+        return fail("triage takes one RUN_DIR\n" + helpText(parser));
+    QString runDir = parser.positionalArguments().first();
+    if (!parser.isSet("step"))
+        return fail("triage needs --step N");
+    bool stepOk = true;
+    const qint64 step = parser.value("step").toLongLong(&stepOk);
+    if (!stepOk)
+        return fail("--step takes a number, not '" + parser.value("step") + "'");
+    if (!QFileInfo(runDir).isDir())
+        return fail(runDir + ": not a run directory");
+    // One rank's run directory holds its checkpoints and batches.
+    if (QString error; !resolveRankFolder(parser, runDir, step, error))
+        return fail(error);
+
+    const auto checkpoints = listSteppedFiles(QDir(runDir).filePath("checkpoints").toStdString());
+    const auto batches = listSteppedFiles(QDir(runDir).filePath("batches").toStdString());
+    auto savedSteps = [](const std::map<int64_t, std::string>& files) {
+        QStringList steps;
+        for (const auto& entry : files)
+            steps << QString::number(entry.first);
+        return steps.isEmpty() ? QString("none") : steps.join(", ");
+    };
+    const auto batch = batches.find(step);
+    if (batch == batches.end())
+        return fail(QString("%1 has no saved batch for step %2. Saved batches: %3").arg(runDir).arg(step).arg(savedSteps(batches)));
+    // The state step N ran on: checkpoint N when saved, else the latest before it (CheckpointPairing).
+    const auto paired = checkpointForStep(checkpoints, step);
+    if (!paired)
+        return fail(QString("%1 has no checkpoint at or before step %2. Saved checkpoints: %3")
+                        .arg(runDir).arg(step).arg(savedSteps(checkpoints)));
+    const int64_t checkpointStep = paired->step;
+
+    std::vector<PlannedReplay> plan{{TriageRole::Incident, checkpointStep, step, {}},
+                                    {TriageRole::IncidentAgain, checkpointStep, step, {}}};
+    if (!paired->earlierStep)
+        plan.push_back({TriageRole::EarlierCheckpoint, -1, step, QString("no checkpoint before %1").arg(checkpointStep)});
+    else
+        plan.push_back({TriageRole::EarlierCheckpoint, *paired->earlierStep, step, {}});
+    // Neighbours: the nearest saved batches of healthy steps, up to kNeighboursEachSide on each
+    // side. A nearer batch of a step that was itself an incident is replayed and shown, marked,
+    // but proves nothing about the state (judgeTriage does not count it).
+    const std::set<int64_t> incidentSteps = incidentStepsOf(runDir);
+    std::vector<std::pair<int64_t, bool>> neighbours; // step, was an incident
+    {
+        int healthy = 0, marked = 0;
+        for (auto before = batch; healthy < kNeighboursEachSide && before != batches.begin();) {
+            const int64_t s = (--before)->first;
+            const bool incident = incidentSteps.count(s) > 0;
+            if (incident && marked >= kNeighboursEachSide)
+                continue;
+            neighbours.insert(neighbours.begin(), {s, incident});
+            (incident ? marked : healthy) += 1;
+        }
+        healthy = 0;
+        marked = 0;
+        for (auto after = std::next(batch); healthy < kNeighboursEachSide && after != batches.end(); ++after) {
+            const bool incident = incidentSteps.count(after->first) > 0;
+            if (incident && marked >= kNeighboursEachSide)
+                continue;
+            neighbours.push_back({after->first, incident});
+            (incident ? marked : healthy) += 1;
+        }
+    }
+    for (const auto& [neighbour, incident] : neighbours) {
+        PlannedReplay p{TriageRole::NeighbourBatch, checkpointStep, neighbour, {}};
+        p.wasIncident = incident;
+        plan.push_back(p);
+    }
+    if (neighbours.empty())
+        plan.push_back({TriageRole::NeighbourBatch, checkpointStep, -1, QString("no other saved batch")});
+
+    TriageReport triage;
+    triage.evidence.step = step;
+    triage.evidence.typicalLoss = typicalLossBefore(runDir, step);
+    const QString program = nanscopeProgram();
+    int done = 0;
+    QJsonObject incidentReplay; // carried whole in the JSON: the pane shows its ops
+    for (const PlannedReplay& p : plan) {
+        const QString checkpointFile = p.checkpointStep >= 0 ? fromStd(checkpoints.at(p.checkpointStep)) : QString();
+        const QString batchFile = p.batchStep >= 0 ? fromStd(batches.at(p.batchStep)) : QString();
+        triage.checkpoints << checkpointFile;
+        triage.batches << batchFile;
+        ReplayReport report;
+        if (p.missing.isEmpty()) {
+            err() << QString("nanscope: triage %1/%2: batch %3 on checkpoint %4 (TorchScript: this runs code from the file)")
+                         .arg(++done).arg(plan.size()).arg(p.batchStep).arg(p.checkpointStep)
+                  << Qt::endl;
+            // Each replay in its own process: a model that crashes LibTorch costs one row, and the
+            // second replay of the incident starts as fresh as the first.
+            const ChildOutcome outcome = ChildProgram::runAndWait(
+                program, {"replay", runDir, "--checkpoint", checkpointFile, "--batch", batchFile, "--json"}, kReplayTimeoutMs);
+            report = replayReportFrom(outcome, p.batchStep);
+            if (p.role == TriageRole::Incident && outcome.succeeded())
+                incidentReplay = QJsonDocument::fromJson(outcome.standardOutput).object();
+        }
+        triage.evidence.replays.push_back(triageReplayFrom(p, report));
+    }
+    triage.verdict = judgeTriage(triage.evidence);
+
+    if (parser.isSet("json")) {
+        out() << QJsonDocument(triageToJson(triage, incidentReplay)).toJson(QJsonDocument::Indented);
+        return kExitOk;
+    }
+    out() << QString("Triage of step %1: batch %1 with checkpoint %2").arg(step).arg(checkpointStep);
+    if (triage.evidence.typicalLoss)
+        out() << QString(" (typical loss before it: %1)").arg(*triage.evidence.typicalLoss, 0, 'g', 4);
+    out() << "\n\n";
+    out() << QString("%1 %2 %3  %4 %5\n").arg("replay", -20).arg("checkpoint", 10).arg("batch", 6).arg("result", -40).arg("loss");
+    for (const TriageReplay& r : triage.evidence.replays)
+        out() << QString("%1 %2 %3  %4 %5\n")
+                     .arg(fromStd(triageRoleName(r.role)), -20)
+                     .arg(stepText(r.checkpointStep), 10)
+                     .arg(stepText(r.batchStep), 6)
+                     .arg(fromStd(triageResultText(r, triage.evidence.typicalLoss)) +
+                              (r.wasIncident ? QString(" (an incident step: not counted)") : QString()), -40)
+                     .arg(lossText(r));
+    out() << "\nLabel: " << fromStd(triageLabelName(triage.verdict.label)) << "\n"
+          << fromStd(triage.verdict.why) << "\n";
+    for (const std::string& detail : triage.verdict.details)
+        out() << "note: " << fromStd(detail) << "\n";
+    return kExitOk;
+}
+
+} // namespace nanscope::cli

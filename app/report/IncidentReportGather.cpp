@@ -1,0 +1,175 @@
+// The incident report's content, gathered once: the run and its scan, the plots, and each
+// critical incident's replay and triage (in child processes).
+#include "app/report/IncidentReportContent.h"
+
+#include "app/report/ComparisonReport.h"
+#include "app/children/ReplayProcess.h"
+#include "app/codecs/TriageJson.h"
+
+#include "core/run/RankSet.h"
+#include "core/run/RunFormat.h"
+#include "core/source/OpenRun.h"
+#include "core/source/RunScan.h"
+#include "core/tensor/BatchNormHealth.h"
+#include "widgets/OverviewView.h"
+#include "widgets/SeriesPlot.h"
+
+#include <qcustomplot.h>
+
+#include <QDateTime>
+#include <QFileInfo>
+
+#include <cmath>
+
+namespace nanscope::report {
+
+namespace {
+namespace rf = runformat;
+
+// `dataset`: the /scalars dataset the plot shows ("loss").
+QImage renderPlot(const QString& title, const std::string& dataset, const std::vector<int64_t>& steps,
+                  const std::vector<double>& values, const std::vector<Incident>& incidents, bool logScale,
+                  double from, double to)
+{
+    SeriesPlot plot(title);
+    plot.resize(1000, 320);
+    plot.setLogScale(logScale);
+    plot.setSeries(steps, values);
+    markIncidents(plot, incidents, true, QString::fromStdString(rf::scalarSeries(dataset)));
+    if (to > from)
+        plot.setStepRange(from, to);
+    return plot.plot()->toPixmap(1000, 300).toImage();
+}
+
+} // namespace
+
+Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOptions& options,
+                             const ProgressCallback& progress)
+{
+    auto opened = openRun(runDirectory.toStdString());
+    if (!opened)
+        return Error{opened.error()};
+    const RunSource& reader = **opened;
+    ReportContent c;
+    c.info = reader.info();
+    c.runName = text(c.info.runName);
+    c.directory = QFileInfo(runDirectory).absoluteFilePath();
+    c.generated = QDateTime::currentDateTimeUtc().toString(Qt::ISODate);
+    // A multi-rank run: every rank's incidents, each naming its rank.
+    auto scanned = scanRun(reader, ScanConfig{}, [&](double f, const std::string& w) { return reportProgress(progress, f * 0.4, w); });
+    if (!scanned)
+        return Error{scanned.error()};
+    c.scan = std::move(scanned->report);
+    const auto& steps = reader.steps(rf::kScalars);
+    c.steps = qint64(steps.size());
+    c.firstStep = steps.empty() ? 0 : steps.front();
+    c.lastStep = steps.empty() ? 0 : steps.back();
+
+    if (const TableInfo* buffers = reader.table(rf::kBuffers)) {
+        const auto& bufferSteps = reader.steps(rf::kBuffers);
+        for (size_t col = 0; col < buffers->names.size(); ++col) {
+            BatchNormState state{text(buffers->names[col])};
+            auto nonfinite = reader.readColumn(rf::kBuffers, rf::column::kNonfinite, int64_t(col));
+            auto varMin = reader.readColumn(rf::kBuffers, rf::column::kRunningVarMin, int64_t(col));
+            const auto history = batchnorm::judgeHistory(
+                bufferSteps, nonfinite ? std::vector<double>(nonfinite->begin(), nonfinite->end()) : std::vector<double>(),
+                varMin ? std::vector<double>(varMin->begin(), varMin->end()) : std::vector<double>());
+            state.nonfiniteFrom = history.poisonedFrom;
+            state.collapsedAt = history.negativeFrom >= 0 ? history.negativeFrom : history.collapsedFrom;
+            c.batchNorm.push_back(state);
+        }
+    }
+
+    auto series = [&](const char* name) {
+        auto values = reader.readSeries(rf::kScalars, name);
+        return values ? *values : std::vector<double>();
+    };
+    const std::vector<double> gradNorm = series("grad_norm");
+    const std::vector<double> loss = series("loss");
+    const bool haveGrad = !gradNorm.empty();
+    c.plots.push_back({"timeline.png", QObject::tr("Incident timeline on the %1").arg(haveGrad ? "gradient norm" : "loss"),
+                       renderPlot(haveGrad ? "grad norm" : "loss", haveGrad ? "grad_norm" : "loss", steps,
+                                  haveGrad ? gradNorm : loss, c.scan.incidents, true, 0, 0)});
+
+    if (!options.compareWith.isEmpty()) {
+        auto comparison = compareForReport(reader, c.directory, c.scan, options.compareWith);
+        if (!comparison)
+            return Error{comparison.error()};
+        c.comparison = std::move(*comparison);
+        QString caption;
+        const QImage image = renderComparisonPlot(*c.comparison, &caption);
+        if (!image.isNull()) {
+            c.comparisonPlotIndex = int(c.plots.size());
+            c.plots.push_back({"comparison.png", caption, image});
+        }
+    }
+
+    // A multi-rank run keeps its checkpoints and batches per rank: each incident is replayed on
+    // the rank it was found on (or the one asked for), from that rank's folder.
+    const RankSet* ranks = reader.rankSet();
+    const auto rankOf = [&](const Incident& incident) {
+        if (!ranks)
+            return -1;
+        return options.rank >= 0 ? options.rank : incident.rank.value_or(ranks->selectedRank());
+    };
+    const auto replayableOn = [&](int rank) {
+        if (rank < 0)
+            return c.info.replayableSteps();
+        const RankMember* member = ranks->member(rank);
+        return member && member->run ? member->run->info().replayableSteps() : std::vector<int64_t>{};
+    };
+    int done = 0;
+    for (const Incident& incident : c.scan.incidents) {
+        if (incident.severity != Severity::Critical)
+            continue;
+        if (!reportProgress(progress, 0.4 + 0.5 * done++ / double(std::max<size_t>(1, c.scan.incidents.size())),
+                            "replaying the incident at step " + std::to_string(incident.onsetStep)))
+            return Error{"cancelled"};
+        IncidentSection section;
+        section.incident = incident;
+        const StepRange range = incidentViewRange(incident, c.firstStep, c.lastStep);
+        section.plotIndex = int(c.plots.size());
+        // An incident measured on the loss (a divergence) is drawn on the loss, with its trend.
+        const bool onLoss = !haveGrad || (incident.evidence.series == rf::scalarSeries("loss") && !loss.empty());
+        c.plots.push_back({QString("incident%1.png").arg(c.critical.size() + 1),
+                           QObject::tr("%1 at step %2").arg(toString(incident.kind)).arg(incident.onsetStep),
+                           renderPlot(onLoss ? "loss" : "grad norm", onLoss ? "loss" : "grad_norm", steps,
+                                      onLoss ? loss : gradNorm, {incident}, true, range.first, range.last)});
+        // Replay the incident's own step when it was saved: the onset, else the first NaN.
+        std::vector<int64_t> candidates{incident.onsetStep};
+        if (incident.nonfiniteStep)
+            candidates.push_back(*incident.nonfiniteStep);
+        const int rank = rankOf(incident);
+        const std::vector<int64_t> replayable = replayableOn(rank);
+        QStringList onRank;
+        if (rank >= 0)
+            onRank << "--rank" << QString::number(rank);
+        for (int64_t step : candidates)
+            if (options.replay && std::count(replayable.begin(), replayable.end(), step)) {
+                section.replayed = true;
+                section.replayStep = step;
+                // A user's model runs here: in a child, bounded in time, so a crash or a hang
+                // becomes a line of the report instead of the report's end.
+                const ChildOutcome outcome = ChildProgram::runAndWait(
+                    options.program.isEmpty() ? nanscopeProgram() : options.program,
+                    QStringList{"replay", runDirectory, "--step", QString::number(step), "--json", "--bisect"} + onRank,
+                    600000);
+                section.replay = replayReportFrom(outcome, step);
+                // Is it the batch, the state or both? For the first critical incident only.
+                if (c.critical.empty()) {
+                    section.triaged = true;
+                    section.triage = triageReportFrom(
+                        ChildProgram::runAndWait(options.program.isEmpty() ? nanscopeProgram() : options.program,
+                                                 QStringList{"triage", runDirectory, "--step", QString::number(step), "--json"} + onRank,
+                                                 1800000),
+                        step);
+                }
+                break;
+            }
+        c.critical.push_back(section);
+    }
+    reportProgress(progress, 0.95, "writing");
+    return c;
+}
+
+} // namespace nanscope::report

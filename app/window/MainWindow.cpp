@@ -1,0 +1,586 @@
+#include "app/window/MainWindow.h"
+
+#include "app/window/HelpMenu.h"
+
+#include "app/window/CheckpointLoader.h"
+#include "app/children/ChildProgram.h"
+#include "app/window/ComparedRuns.h"
+#include "app/window/RankControls.h"
+#include "app/children/ReplayProcess.h"
+#include "app/window/ScreenshotController.h"
+#include "app/codecs/TriageJson.h"
+#include "app/window/WindowDocks.h"
+
+#include "core/run/LayerNames.h"
+#include "core/run/RunFormat.h"
+
+#include "widgets/BatchNormView.h"
+#include "widgets/CheckpointsView.h"
+#include "widgets/HeatmapView.h"
+#include "widgets/IncidentModel.h"
+#include "widgets/LayerDetailView.h"
+#include "widgets/LayerTreeModel.h"
+#include "widgets/OverviewView.h"
+#include "widgets/ReplayView.h"
+#include "widgets/SeriesPlot.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDir>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenuBar>
+#include <QMimeData>
+#include <QGuiApplication>
+#include <QHeaderView>
+#include <QScreen>
+#include <QProgressBar>
+#include <QSettings>
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <QSortFilterProxyModel>
+#include <QStackedWidget>
+#include <QStatusBar>
+#include <QTableView>
+#include <QTabWidget>
+#include <QThread>
+#include <QToolButton>
+#include <QTreeView>
+
+#include <utility>
+
+// Resources compiled into a static library must be registered by hand; outside any namespace.
+static void initResources()
+{
+    Q_INIT_RESOURCE(nanscope);
+}
+
+namespace nanscope {
+
+namespace {
+using Work = ScreenshotController::Work;
+} // namespace
+
+MainWindow::MainWindow(QWidget* parent)
+    : QMainWindow(parent)
+    , m_sessionThread(new QThread(this))
+    , m_session(new RunSession())
+    , m_context(new RunContext(this))
+    , m_screenshot(new ScreenshotController(this))
+    , m_pages(new QStackedWidget(this))
+    , m_placeholder(new QLabel(this))
+    , m_errorLabel(new QLabel(this))
+    , m_tabs(new QTabWidget(this))
+    , m_overview(new OverviewView(this))
+    , m_layerDetail(new LayerDetailView(this))
+    , m_heatmap(new HeatmapView(this))
+    , m_batchNorm(new BatchNormView(this))
+    , m_replay(new ReplayView(this))
+    , m_checkpoints(new CheckpointsView(this))
+    , m_checkpointLoader(new CheckpointLoader(this))
+    , m_replayProcess(new ReplayProcess(this))
+    , m_triageChild(new ChildProgram(this))
+    , m_exportChild(new ChildProgram(this))
+    , m_layerModel(new LayerTreeModel(this))
+    , m_layerFilter(new QSortFilterProxyModel(this))
+    , m_incidentModel(new IncidentModel(this))
+{
+    initResources();
+    setWindowTitle("nanscope");
+    setWindowIcon(QIcon(":/nanscope/nanscope.svg"));
+    setObjectName("MainWindow");
+    setAcceptDrops(true);
+    // 1400x900, or the screen's free area where that is smaller (a 1280x800 laptop): a window
+    // larger than its screen opens with its status bar and Incidents dock off the bottom edge.
+    QSize size(1400, 900);
+    if (const QScreen* screen = QGuiApplication::primaryScreen())
+        size = size.boundedTo(screen->availableSize());
+    resize(size);
+
+    buildTabs();
+    const LayerDock layerDock = addLayerDock(this, m_layerModel, m_layerFilter);
+    m_filterEdit = layerDock.filterEdit;
+    m_layerTree = layerDock.tree;
+    m_incidentTable = addIncidentDock(this, m_incidentModel);
+    m_comparedRuns = new ComparedRuns(this, m_context, m_overview, m_sessionThread);
+    buildStatusBar();
+    buildMenus();
+
+    connectSession();
+    connectViewsToContext();
+    connectViewRequests();
+    connect(m_screenshot, &ScreenshotController::done, this, &MainWindow::screenshotDone);
+    connect(m_comparedRuns, &ComparedRuns::comparisonDone, this, [this] { m_screenshot->arrived(Work::Compare); });
+    connect(m_comparedRuns, &ComparedRuns::stepActivated, this, &MainWindow::selectStep);
+    connect(m_comparedRuns, &ComparedRuns::message, this, [this](const QString& text) { statusBar()->showMessage(text, 15000); });
+
+    QSettings settings;
+    restoreGeometry(settings.value("window/geometry").toByteArray());
+    restoreState(settings.value("window/state").toByteArray());
+    updateRecentMenu();
+}
+
+MainWindow::~MainWindow()
+{
+    m_session->cancel();
+    m_sessionThread->quit();
+    m_sessionThread->wait();
+}
+
+void MainWindow::buildTabs()
+{
+    m_placeholder->setText(tr("<h2>nanscope</h2><p>Open a run with <b>File \u25B8 Open Run\u2026</b> "
+                              "(Ctrl+O), or drop its folder here.</p><p>A run is a nanscope run directory, a Hugging "
+                              "Face Trainer output folder, a Lightning log folder, TensorBoard event files, a "
+                              "DeepSpeed or Megatron log, or a folder of checkpoints.</p><p>New to nanscope? "
+                              "<b>Help ▸ Open a Demo Run</b> opens a run that blows up, and <b>Help ▸ "
+                              "User Guide</b> (F1) says what each view shows.</p>"));
+    m_placeholder->setAlignment(Qt::AlignCenter);
+    m_errorLabel->setWordWrap(true);
+    m_errorLabel->setAlignment(Qt::AlignCenter);
+    m_errorLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_errorLabel->setStyleSheet("QLabel { color: #b00020; font-size: 14px; padding: 24px; }");
+    m_tabs->addTab(m_overview, tr("Overview"));
+    m_tabs->addTab(m_layerDetail, tr("Layer"));
+    m_tabs->addTab(m_heatmap, tr("Heatmap"));
+    m_tabs->addTab(m_batchNorm, tr("BatchNorm"));
+    m_tabs->addTab(m_checkpoints, tr("Checkpoints"));
+    m_tabs->addTab(m_replay, tr("Replay"));
+    m_pages->addWidget(m_placeholder);
+    m_pages->addWidget(m_errorLabel);
+    m_pages->addWidget(m_tabs);
+    setCentralWidget(m_pages);
+}
+
+void MainWindow::buildStatusBar()
+{
+    m_progress = new QProgressBar(this);
+    m_progress->setMaximumWidth(220);
+    m_progress->setVisible(false);
+    m_cancel = new QToolButton(this);
+    m_cancel->setText(tr("Cancel"));
+    m_cancel->setVisible(false);
+    m_statusRun = new QLabel(tr("No run loaded"), this);
+    statusBar()->addWidget(m_statusRun, 1);
+    statusBar()->addPermanentWidget(m_progress);
+    statusBar()->addPermanentWidget(m_cancel);
+    // One Cancel for the long work shown beside it: the report being written, else the session's.
+    connect(m_cancel, &QToolButton::clicked, this, [this] {
+        if (m_exportChild->isRunning())
+            cancelReportExport();
+        else
+            m_session->cancel();
+    });
+    connect(m_exportChild, &ChildProgram::progress, this, [this](int percent, const QString& what) {
+        m_progress->setValue(percent);
+        m_progress->setFormat(tr("Report  %p%"));
+        statusBar()->showMessage(tr("Writing %1: %2\u2026").arg(QFileInfo(m_exportPath).fileName(), what));
+    });
+}
+
+void MainWindow::connectSession()
+{
+    // The session lives on its own thread; everything crosses by queued connection.
+    m_session->moveToThread(m_sessionThread);
+    connect(m_sessionThread, &QThread::finished, m_session, &QObject::deleteLater);
+    connect(this, &MainWindow::openRequested, m_session, &RunSession::open);
+    connect(this, &MainWindow::layerDetailRequested, m_session, &RunSession::requestLayerDetail);
+    connect(this, &MainWindow::heatmapRequested, m_session, &RunSession::requestHeatmap);
+    connect(m_session, &RunSession::loaded, this, &MainWindow::onLoaded);
+    connect(m_session, &RunSession::grew, this, [this](const RunSnapshot& snapshot) {
+        m_grewSinceOpen = true;
+        m_context->updateRun(snapshot);
+    });
+    connect(m_session, &RunSession::followingEnded, this, [this] {
+        m_grewSinceOpen = false;
+        updateStatus();
+    });
+    connect(m_session, &RunSession::progress, this, &MainWindow::onProgress);
+    connect(m_session, &RunSession::scanned, m_context, &RunContext::setScan);
+    connect(m_session, &RunSession::heatmapReady, this, [this](const LayerHeatmap& heatmap) {
+        if (!m_context->hasRun())
+            return; // the run it belongs to was closed
+        m_heatmap->setHeatmap(heatmap);
+        m_screenshot->arrived(Work::Heatmap);
+    });
+    connect(m_session, &RunSession::scanFailed, this, [this](const QString& error) {
+        if (!m_context->hasRun())
+            return;
+        m_scanError = error;
+        updateStatus();
+        statusBar()->showMessage(tr("Scan failed: %1").arg(error), 30000);
+        m_screenshot->arrived(Work::Scan);
+    });
+    connect(m_session, &RunSession::heatmapFailed, this, [this](const QString& error) {
+        if (!m_context->hasRun())
+            return;
+        statusBar()->showMessage(tr("Heatmap failed: %1").arg(error), 30000);
+        m_screenshot->arrived(Work::Heatmap);
+    });
+    connect(m_session, &RunSession::layerDetailReady, this, [this](const LayerDetail& detail) {
+        if (!m_context->hasRun() || detail.layer != m_context->selectedLayer())
+            return; // a later click, or another run, already replaced this request
+        m_layerDetail->setDetail(detail);
+        if (m_context->selectedStep() >= 0)
+            m_layerDetail->setSelectedStep(m_context->selectedStep());
+        emit layerShown(detail.layer);
+        m_screenshot->arrived(Work::Layer);
+    });
+    m_rankControls = new RankControls(this, m_session, m_context); // the rank selector and heatmap of a multi-rank run
+    m_sessionThread->start();
+}
+
+void MainWindow::connectViewsToContext()
+{
+    connect(m_context, &RunContext::runClosed, this, &MainWindow::clearViews);
+    connect(m_context, &RunContext::runLoaded, this, &MainWindow::showRun);
+    connect(m_context, &RunContext::runGrew, this, [this](const RunSnapshot& snapshot) {
+        // Live follow: keep the user's selection and zoom; the data, the saved checkpoints and
+        // batches move on.
+        showSnapshot(snapshot);
+        showSavedFiles(snapshot);
+        if (!m_context->selectedLayer().isEmpty())
+            emit layerDetailRequested(m_context->selectedLayer());
+    });
+    connect(m_context, &RunContext::scanChanged, this, &MainWindow::showScan);
+    connect(m_context, &RunContext::stepSelected, this, &MainWindow::showStep);
+    connect(m_context, &RunContext::layerSelected, this, &MainWindow::showLayer);
+}
+
+void MainWindow::connectViewRequests()
+{
+    connect(m_overview, &OverviewView::stepClicked, this, &MainWindow::selectStep);
+    connect(m_layerDetail, &LayerDetailView::stepClicked, this, &MainWindow::selectStep);
+    connect(m_heatmap, &HeatmapView::stepClicked, this, &MainWindow::selectStep);
+    connect(m_batchNorm, &BatchNormView::stepClicked, this, &MainWindow::selectStep);
+    connect(m_heatmap, &HeatmapView::layerClicked, this, &MainWindow::selectLayer);
+    connect(m_heatmap, &HeatmapView::quantityRequested, this, [this](int quantity) {
+        if (m_context->hasRun())
+            emit heatmapRequested(quantity);
+    });
+    connect(m_incidentTable->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+            [this](const QModelIndex& current) { showIncident(current.row()); });
+    connect(m_checkpoints, &CheckpointsView::checkpointRequested, this, [this](qint64 step) {
+        m_screenshot->expect(Work::Checkpoint);
+        m_checkpointLoader->load(step, snapshot().info.checkpoints);
+    });
+    connect(m_checkpointLoader, &CheckpointLoader::optimizerLoaded, this,
+            [this](qint64 step, const CheckpointOptimizer& optimizer, const QString& error) {
+                if (m_context->hasRun())
+                    m_checkpoints->setOptimizer(step, optimizer, error);
+            });
+    connect(m_checkpointLoader, &CheckpointLoader::loaded, this,
+            [this](qint64 step, const std::vector<CheckpointTensor>& tensors, const QString& error) {
+                if (!m_context->hasRun())
+                    return;
+                m_checkpoints->setTensors(step, tensors, error);
+                emit checkpointShown(step);
+                m_screenshot->arrived(Work::Checkpoint);
+            });
+    connect(m_replay, &ReplayView::replayRequested, this, &MainWindow::runReplay);
+    // The triage runs the user's model several times: in a child, as the replay does.
+    connect(m_replay, &ReplayView::triageRequested, this, [this](qint64 step) {
+        if (!m_context->hasRun() || step < 0)
+            return;
+        m_replay->setRunning(true);
+        statusBar()->showMessage(tr("Triaging step %1 in a child process…").arg(step));
+        // Its JSON holds up to seven replays: parsed off the GUI thread.
+        auto decoded = std::make_shared<TriageReport>();
+        QStringList arguments{"triage", snapshot().directory, "--step", QString::number(step), "--json"};
+        if (m_rankControls->shownRank() >= 0) // a multi-rank run: the rank shown
+            arguments << "--rank" << QString::number(m_rankControls->shownRank());
+        m_triageChild->start(arguments,
+                             [this, step, decoded](const ChildOutcome&) {
+                                 const TriageReport& triage = *decoded;
+                                 m_replay->setRunning(false);
+                                 // The ops shown are the step the triage judged, unfiltered: not a
+                                 // replay made before it (of one module, or of another step).
+                                 if (triage.incidentReplay)
+                                     m_replay->setReport(*triage.incidentReplay);
+                                 m_replay->setTriage(triage);
+                                 statusBar()->showMessage(triage.error.isEmpty() ? tr("Triaged step %1").arg(step)
+                                                                                 : tr("Triage of step %1 failed").arg(step),
+                                                          5000);
+                                 emit triageFinished(triage.error.isEmpty());
+                             },
+                             [decoded, step](const ChildOutcome& outcome) { *decoded = triageReportFrom(outcome, step); });
+    });
+    connect(m_replay, &ReplayView::cancelRequested, this, [this] {
+        m_replayProcess->cancel();
+        m_triageChild->cancel();
+        m_replay->setRunning(false);
+    });
+    connect(m_replay, &ReplayView::moduleClicked, m_replay, &ReplayView::replayModule);
+    connect(m_replayProcess, &ReplayProcess::finished, this, [this](const ReplayReport& report) {
+        m_replay->setRunning(false);
+        m_replay->setReport(report);
+        statusBar()->showMessage(report.error.isEmpty() ? tr("Replayed step %1").arg(report.result.step)
+                                                        : tr("Replay of step %1 failed").arg(report.result.step),
+                                 5000);
+        emit replayFinished(report.error.isEmpty());
+        m_screenshot->arrived(Work::Replay);
+    });
+    // Double-clicking a layer replays its module at the selected step.
+    connect(m_layerTree, &QTreeView::doubleClicked, this, [this](const QModelIndex& index) {
+        showView(View::Replay);
+        m_replay->replayModule(index.data(LayerTreeModel::ModulePathRole).toString());
+    });
+    connect(m_layerTree->selectionModel(), &QItemSelectionModel::currentChanged, this, [this](const QModelIndex& index) {
+        // A module row stands for its parameters: it shows its first one, never the parameter of
+        // another module that was selected before.
+        QString name = index.data(LayerTreeModel::ParameterNameRole).toString();
+        const QString module = index.data(LayerTreeModel::ModulePathRole).toString();
+        if (name.isEmpty() && !module.isEmpty())
+            name = parameterForLayer(module);
+        if (!name.isEmpty())
+            selectLayer(name);
+    });
+}
+
+void MainWindow::openRun(const QString& path)
+{
+    // A nanscope run is its directory; a file manager (nanscope.desktop's %f) or a drop may hand
+    // over the run.h5 inside it, and everything else (checkpoints/, batches/, recent runs) hangs off
+    // the folder. Any other file (a trainer_state.json, an event file, a DeepSpeed log) is read as
+    // itself: its folder may hold other runs' logs.
+    const QFileInfo given(path);
+    const QString directory = given.isFile() && given.fileName() == runformat::kLogFileName ? given.absolutePath() : path;
+    // Compared runs belong to the run they were compared with: opening another run closes them
+    // (a reload of the same run compares them with it again).
+    const QString shown = m_context->hasRun() ? snapshot().directory : QString();
+    if (!shown.isEmpty() && QFileInfo(shown).absoluteFilePath() != QFileInfo(directory).absoluteFilePath())
+        m_comparedRuns->closeRuns();
+    // The run on screen goes now: nothing of it may stay beside the one being opened.
+    m_context->close();
+    showIncidentTableOrNone(false); // the next run's scan decides
+    m_loadingDirectory = directory;
+    m_grewSinceOpen = false;
+    m_replayStepDefaulted = false;
+    m_scanError.clear();
+    m_statusRun->setText(tr("Loading %1\u2026").arg(directory));
+    emit openRequested(directory);
+}
+
+void MainWindow::compareWith(const QString& path)
+{
+    m_comparedRuns->addRun(path);
+}
+
+void MainWindow::screenshotWhenLoaded(const QString& path)
+{
+    m_screenshot->request(path);
+}
+
+void MainWindow::onLoaded(const RunSnapshot& snapshot)
+{
+    if (QFileInfo(snapshot.directory) != QFileInfo(m_loadingDirectory) && !m_loadingDirectory.isEmpty())
+        return; // an open the user has since replaced
+    m_loadingDirectory.clear();
+    m_context->setRun(snapshot);
+    if (!snapshot.error.isEmpty()) {
+        m_errorLabel->setText(tr("Cannot open this run.\n\n%1").arg(snapshot.error));
+        m_pages->setCurrentWidget(m_errorLabel);
+        m_statusRun->setText(tr("Failed to load %1").arg(snapshot.directory));
+        setWindowTitle("nanscope");
+        emit runLoaded(false);
+        m_screenshot->runFailed();
+        return;
+    }
+    emit runLoaded(true);
+    m_screenshot->arrived(Work::Run);
+}
+
+void MainWindow::clearViews()
+{
+    m_replayProcess->cancel();
+    m_triageChild->cancel();
+    m_overview->clear();
+    m_layerDetail->clear();
+    m_heatmap->clear();
+    m_batchNorm->clear();
+    m_checkpoints->clear();
+    m_replay->clear();
+    m_incidentModel->setReport(ScanReport());
+    m_layerModel->setLayers({}, {});
+    m_filterEdit->clear();
+    m_reloadAction->setEnabled(false);
+    m_exportAction->setEnabled(false);
+    m_pages->setCurrentWidget(m_placeholder);
+    setWindowTitle("nanscope");
+    m_statusRun->setText(tr("No run loaded"));
+}
+
+void MainWindow::showRun(const RunSnapshot& snapshot)
+{
+    rememberRun(snapshot.directory);
+    m_pages->setCurrentWidget(m_tabs);
+    setWindowTitle(QString("%1 \u2014 nanscope").arg(QString::fromStdString(snapshot.info.runName)));
+    m_reloadAction->setEnabled(true);
+    m_exportAction->setEnabled(true);
+    m_screenshot->expect(Work::Scan);
+    if (m_comparedRuns->hasRuns())
+        m_screenshot->expect(Work::Compare);
+    if (!snapshot.layers.empty())
+        m_screenshot->expect(Work::Heatmap);
+    showSnapshot(snapshot);
+    showSavedFiles(snapshot);
+    if (!m_initialLayer.isEmpty())
+        selectLayer(m_initialLayer);
+    if (m_initialStep >= 0)
+        selectStep(m_initialStep);
+    if (m_tabs->currentIndex() == int(View::Replay) && m_initialStep >= 0 && m_screenshot->requested())
+        runReplay(m_replay->request()); // a screenshot of the replay view shows a replay
+}
+
+void MainWindow::showSnapshot(const RunSnapshot& snapshot)
+{
+    m_overview->setScalars(snapshot.steps, snapshot.scalars, snapshot.skippedSteps);
+    m_overview->setSeriesTables(snapshot.seriesTables);
+    m_overview->setStepAxes(snapshot.stepAxes);
+    m_overview->setTimelineEvents(snapshot.timelineEvents);
+    m_overview->setSourceSummary(QString::fromStdString(sourceSummary(snapshot.info)),
+                                 QString::fromStdString(sourceDetails(snapshot.info)));
+    showLayerTree();
+    m_batchNorm->setSeries(snapshot.batchNorm);
+    setTabAvailable(View::Heatmap, !snapshot.layers.empty(),
+                    tr("No per-layer table in this run (/layers): the heatmap plots each parameter's gradient norm "
+                       "over the steps, and this log has none."));
+    setTabAvailable(View::BatchNorm, !snapshot.batchNorm.empty(),
+                    tr("No normalisation statistics in this run (/buffers): the model has no BatchNorm layer, or "
+                       "its log does not record their running mean and variance."));
+    updateStatus();
+}
+
+void MainWindow::setTabAvailable(View view, bool available, const QString& whyNot)
+{
+    m_tabs->setTabEnabled(int(view), available);
+    m_tabs->setTabToolTip(int(view), available ? QString() : whyNot);
+}
+
+void MainWindow::showSavedFiles(const RunSnapshot& snapshot)
+{
+    const std::vector<int64_t> replayableSteps = snapshot.info.replayableSteps();
+    const std::vector<qint64> replayable(replayableSteps.begin(), replayableSteps.end());
+    const qint64 replayStep = m_replay->request().step;
+    const QString whyNothingReplays = QString::fromStdString(snapshot.info.whyNothingReplays());
+    m_replay->setReplayableSteps(replayable, whyNothingReplays);
+    m_replay->setEagerFactory(QString::fromStdString(snapshot.info.eagerReplayFactory()));
+    std::vector<qint64> checkpointSteps;
+    for (const auto& [step, path] : snapshot.info.checkpoints)
+        checkpointSteps.push_back(step);
+    m_checkpoints->setCheckpointSteps(checkpointSteps);
+    m_overview->setCheckpointSteps(std::vector<int64_t>(checkpointSteps.begin(), checkpointSteps.end()));
+    setTabAvailable(View::Checkpoints, !checkpointSteps.empty(),
+                    tr("No checkpoints in this run: tensor statistics, histograms and diffs need saved weights "
+                       "(checkpoints/step_N.pt, or checkpoint-N/ folders)."));
+    setTabAvailable(View::Replay, !replayable.empty(), whyNothingReplays);
+    const qint64 selected = m_context->selectedStep();
+    const qint64 near = selected >= 0 ? selected : (m_initialStep >= 0 ? m_initialStep : -1);
+    if (!checkpointSteps.empty())
+        m_checkpoints->chooseStepNear(near >= 0 ? near : checkpointSteps.back());
+    m_replay->chooseStepNear(replayStep >= 0 ? replayStep : near);
+}
+
+void MainWindow::showIncidentTableOrNone(bool none)
+{
+    if (auto* pages = qobject_cast<QStackedWidget*>(m_incidentTable->parentWidget()))
+        pages->setCurrentIndex(none ? 1 : 0);
+}
+
+void MainWindow::showScan(const ScanReport& scan)
+{
+    m_incidentModel->setReport(scan);
+    m_overview->setIncidents(scan.incidents);
+    showIncidentTableOrNone(scan.incidents.empty());
+    // The replay pane starts at the worst incident's step (its first NaN, else its onset), once
+    // per run: not at the first saved step, and not over a step the user picked since.
+    if (!m_replayStepDefaulted && !scan.incidents.empty()) {
+        const Incident& worst = scan.incidents.front();
+        m_replay->chooseStepNear(worst.nonfiniteStep.value_or(worst.onsetStep));
+        m_replayStepDefaulted = true;
+    }
+    m_incidentTable->setColumnHidden(IncidentModel::Rank, !m_incidentModel->hasRanks());
+    m_incidentTable->resizeColumnsToContents();
+    m_incidentTable->setColumnWidth(IncidentModel::Layers, std::min(m_incidentTable->columnWidth(IncidentModel::Layers), 260));
+    // The cause fills what is left of the row and ends in "…" where it is longer: sized to its
+    // text, it ran past the right edge of the dock. Its whole text is the row's tooltip.
+    m_incidentTable->horizontalHeader()->setSectionResizeMode(IncidentModel::Cause, QHeaderView::Stretch);
+    // The tree's icons come from the incidents, so that they agree with the list beside them.
+    showLayerTree();
+    selectFirstBadLayer();
+    updateStatus();
+    emit layersJudged();
+    emit incidentsFound(int(scan.incidents.size()));
+    chooseIncidentAfterRankSwitch();
+    m_screenshot->arrived(Work::Scan);
+}
+
+void MainWindow::setReplayProgram(const QString& program)
+{
+    m_replayProgram = program;
+    m_replayProcess->setProgram(program);
+    m_triageChild->setProgram(program);
+    m_checkpointLoader->setProgram(program);
+}
+
+void MainWindow::runReplay(const ReplayRequest& request)
+{
+    if (!m_context->hasRun() || request.step < 0)
+        return;
+    m_screenshot->expect(Work::Replay);
+    m_replay->setRunning(true);
+    statusBar()->showMessage(tr("Replaying step %1 in a child process…").arg(request.step));
+    m_replayProcess->start(snapshot().directory, request, m_rankControls->shownRank());
+}
+
+void MainWindow::buildMenus()
+{
+    auto* fileMenu = menuBar()->addMenu(tr("&File"));
+    fileMenu->addAction(tr("&Open Run\u2026"), QKeySequence::Open, this, &MainWindow::chooseRun);
+    fileMenu->addAction(tr("Open Log &File\u2026"), this, &MainWindow::chooseLogFile);
+    m_recentMenu = fileMenu->addMenu(tr("Open &Recent"));
+    // Enabled only while a run is open: a shortcut that looks live and does nothing misleads.
+    m_reloadAction = fileMenu->addAction(tr("&Reload"), QKeySequence::Refresh, this, [this] {
+        if (m_context->hasRun())
+            openRun(snapshot().directory);
+    });
+    m_exportAction = fileMenu->addAction(tr("&Export Incident Report…"), QKeySequence(Qt::CTRL | Qt::Key_E), this,
+                                         &MainWindow::exportReport);
+    m_reloadAction->setEnabled(false);
+    m_exportAction->setEnabled(false);
+    fileMenu->addSeparator();
+    m_comparedRuns->addActions(fileMenu);
+    fileMenu->addSeparator();
+    fileMenu->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+
+    auto* viewMenu = menuBar()->addMenu(tr("&View"));
+    const std::pair<QString, View> views[] = {{tr("&Overview"), View::Overview},
+                                              {tr("&Layer"), View::Layers},
+                                              {tr("&Heatmap"), View::Heatmap},
+                                              {tr("&BatchNorm"), View::BatchNorm},
+                                              {tr("&Checkpoints"), View::Checkpoints},
+                                              {tr("&Replay"), View::Replay}};
+    int key = Qt::Key_1;
+    for (const auto& [label, view] : views) {
+        const View target = view;
+        viewMenu->addAction(label, QKeySequence(Qt::CTRL | Qt::Key(key++)), this, [this, target] { showView(target); });
+    }
+    viewMenu->addSeparator();
+    viewMenu->addAction(tr("&Find Layer"), QKeySequence::Find, this, [this] {
+        m_filterEdit->setFocus();
+        m_filterEdit->selectAll();
+    });
+    viewMenu->addSeparator();
+    // A dock closed with its title bar's button comes back from here.
+    addDockEntries(this, viewMenu->addMenu(tr("&Docks")));
+    addHelpMenu(this, [this](const QString& run) { openRun(run); });
+}
+
+} // namespace nanscope

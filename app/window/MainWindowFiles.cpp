@@ -1,0 +1,156 @@
+// MainWindow: the runs a user opens: the recent-runs menu, drag and drop, the open dialogs and the report export.
+#include "app/window/MainWindow.h"
+
+#include "app/children/ChildProgram.h"
+
+#include <QCloseEvent>
+#include <QDir>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFile>
+#include <QFileInfo>
+#include <QMenu>
+#include <QMimeData>
+#include <QProgressBar>
+#include <QSettings>
+#include <QStatusBar>
+#include <QToolButton>
+
+#include <algorithm>
+
+namespace nanscope {
+
+namespace {
+constexpr int kMaxRecentRuns = 8;
+} // namespace
+
+QStringList MainWindow::recentRuns() const
+{
+    // A folder deleted since (a temporary run, an unplugged disk) is not offered.
+    QStringList runs = QSettings().value("recentRuns").toStringList();
+    runs.erase(std::remove_if(runs.begin(), runs.end(), [](const QString& run) { return !QFileInfo::exists(run); }),
+               runs.end());
+    return runs;
+}
+
+void MainWindow::rememberRun(const QString& directory)
+{
+    QStringList runs = recentRuns();
+    const QString path = QFileInfo(directory).absoluteFilePath();
+    runs.removeAll(path);
+    runs.prepend(path);
+    while (runs.size() > kMaxRecentRuns)
+        runs.removeLast();
+    QSettings().setValue("recentRuns", runs);
+    updateRecentMenu();
+}
+
+void MainWindow::updateRecentMenu()
+{
+    m_recentMenu->clear();
+    const QStringList runs = recentRuns();
+    for (const QString& run : runs)
+        m_recentMenu->addAction(run, this, [this, run] { openRun(run); });
+    m_recentMenu->setEnabled(!runs.isEmpty());
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event)
+{
+    if (event->mimeData()->hasUrls())
+        event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event)
+{
+    const auto urls = event->mimeData()->urls();
+    if (urls.isEmpty())
+        return;
+    openRun(urls.first().toLocalFile());
+    event->acceptProposedAction();
+}
+
+void MainWindow::closeEvent(QCloseEvent* event)
+{
+    QSettings settings;
+    settings.setValue("window/geometry", saveGeometry());
+    settings.setValue("window/state", saveState());
+    QMainWindow::closeEvent(event);
+}
+
+void MainWindow::chooseRun()
+{
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Open Run Directory"),
+                                                          QSettings().value("lastOpenDir").toString());
+    if (dir.isEmpty())
+        return;
+    QSettings().setValue("lastOpenDir", QFileInfo(dir).absolutePath());
+    openRun(dir);
+}
+
+void MainWindow::chooseLogFile()
+{
+    const QString file = QFileDialog::getOpenFileName(
+        this, tr("Open Training Log"), QSettings().value("lastOpenDir").toString(),
+        tr("Training logs (run.h5 trainer_state.json metrics.csv *tfevents* *.log *.txt *.out *.ckpt);;All files (*)"));
+    if (file.isEmpty())
+        return;
+    QSettings().setValue("lastOpenDir", QFileInfo(file).absolutePath());
+    openRun(file);
+}
+
+void MainWindow::exportReport()
+{
+    if (!m_context->hasRun())
+        return;
+    // Never into the run directory by default: nanscope does not write where it inspects.
+    const QString suggested = QDir::home().filePath(QString::fromStdString(snapshot().info.runName) + "-incident-report.html");
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export Incident Report"), suggested,
+                                                      tr("HTML (*.html);;PDF (*.pdf);;Markdown (*.md);;JSON (*.json)"));
+    if (path.isEmpty())
+        return;
+    exportReportTo(path);
+}
+
+void MainWindow::exportReportTo(const QString& path)
+{
+    if (!m_context->hasRun())
+        return;
+    if (m_exportChild->isRunning())
+        cancelReportExport(); // says so, and leaves no part file of it
+    // In a child process: the report replays saved steps, which runs the checkpoints' code. It
+    // takes seconds (each critical incident is replayed and triaged), so it says how far it is.
+    m_exportPath = path;
+    m_progress->setRange(0, 100);
+    m_progress->setValue(0);
+    m_progress->setFormat(tr("Writing report  %p%"));
+    m_progress->setVisible(true);
+    m_cancel->setVisible(true);
+    statusBar()->showMessage(tr("Writing %1\u2026").arg(path));
+    m_exportChild->setProgram(m_replayProgram.isEmpty() ? nanscopeProgram() : m_replayProgram);
+    m_exportChild->start({"report", snapshot().directory, "-o", path, "--progress-lines"},
+                         [this, path](const ChildOutcome& outcome) {
+                             m_exportPath.clear();
+                             m_progress->setVisible(false);
+                             m_cancel->setVisible(false);
+                             statusBar()->showMessage(outcome.succeeded() ? tr("Wrote %1").arg(path)
+                                                                          : tr("Report failed: %1").arg(outcome.message),
+                                                      10000);
+                             emit reportExported(outcome.succeeded());
+                         });
+}
+
+void MainWindow::cancelReportExport()
+{
+    m_exportChild->cancel();
+    // The report is written to a temporary file and renamed over `path` at the end: a cancelled
+    // one leaves no report at `path`; a PDF's ".part" file, if it was being printed, goes too.
+    QFile::remove(m_exportPath + ".part");
+    statusBar()->showMessage(tr("Report cancelled: %1 was not written").arg(m_exportPath), 10000);
+    m_exportPath.clear();
+    m_progress->setVisible(false);
+    m_cancel->setVisible(false);
+    emit reportExported(false);
+}
+
+} // namespace nanscope
