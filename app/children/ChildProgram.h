@@ -32,6 +32,20 @@ struct ChildOutcome
     // a crash says the window is unaffected and quotes the end of the child's error output; any
     // other failure is `message`. Empty on success. One wording for every child the window runs.
     QString failureText(const QString& work) const;
+
+    // A child's JSON answer as the report the window and the commands show: `decode` of its output
+    // when it succeeded, else a report whose `error` is failureText(work). Every child that answers
+    // in JSON (replay, triage) is read through this, so that a failure reads the same everywhere.
+    template <typename Report, typename Decode>
+    Report decodeReport(const QString& work, Decode decode) const
+    {
+        Report report;
+        if (succeeded())
+            report = decode(standardOutput);
+        else
+            report.error = failureText(work);
+        return report;
+    }
 };
 
 // The one place that runs nanscope's child programs (replay, stats, diff, report export): untrusted

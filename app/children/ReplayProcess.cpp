@@ -64,11 +64,8 @@ void ReplayProcess::start(const QString& runDirectory, const ReplayRequest& requ
 
 ReplayReport replayReportFrom(const ChildOutcome& outcome, qint64 step)
 {
-    ReplayReport report;
-    if (outcome.succeeded())
-        report = parseReplayJson(outcome.standardOutput);
-    else
-        report.error = outcome.failureText(QObject::tr("The replay of step %1").arg(step));
+    ReplayReport report = outcome.decodeReport<ReplayReport>(QObject::tr("The replay of step %1").arg(step),
+                                                             [](const QByteArray& json) { return parseReplayJson(json); });
     if (report.result.step < 0)
         report.result.step = step;
     return report;

@@ -20,6 +20,16 @@ namespace nanscope::cli {
 
 namespace {
 
+// A table's header line: each title at its column's width (negative: left-aligned), one space
+// apart, and two spaces before the last column (the flags, as long as they need).
+QString headerLine(std::initializer_list<std::pair<const char*, int>> columns, const char* last)
+{
+    QString line;
+    for (const auto& [title, width] : columns)
+        line += QString("%1 ").arg(QString::fromLatin1(title), width);
+    return line + " " + last + "\n";
+}
+
 QString figure(const std::optional<double>& value)
 {
     return value ? QString::number(*value, 'g', 4) : QString("-");
@@ -113,16 +123,10 @@ void printOptimizer(const CheckpointOptimizer& optimizer)
         nameWidth = std::max(nameWidth, int(p.name.size()));
     nameWidth = std::min(nameWidth, 48);
     const QString row("%1 %2 %3 %4 %5 %6 %7 %8 %9  %10\n");
-    out() << row.arg("parameter", -nameWidth)
-                 .arg("shape", -14)
-                 .arg("step", 7)
-                 .arg("update RMS", 10)
-                 .arg("update/lr", 9)
-                 .arg("eps-dom", 7)
-                 .arg("exp_avg RMS", 11)
-                 .arg("sqrt(v) RMS", 11)
-                 .arg("nonfinite", 9)
-                 .arg("flags");
+    out() << headerLine({ { "parameter", -nameWidth }, { "shape", -14 }, { "step", 7 }, { "update RMS", 10 },
+                          { "update/lr", 9 }, { "eps-dom", 7 }, { "exp_avg RMS", 11 }, { "sqrt(v) RMS", 11 },
+                          { "nonfinite", 9 } },
+                        "flags");
     int flagged = 0;
     for (size_t i = 0; i < summary.parameters.size(); ++i) {
         const OptimizerParameterState& p = summary.parameters[i];
@@ -266,18 +270,9 @@ int runStats(const QStringList& arguments)
     nameWidth = std::min(nameWidth, 48);
     out() << fromStd(path) << "  (" << checkpointFormatName(checkpoint->format) << ", " << stats.size()
           << " tensors)\n\n";
-    out() << QString("%1 %2 %3 %4 %5 %6 %7 %8 %9 %10  %11\n")
-                 .arg("tensor", -nameWidth)
-                 .arg("shape", -14)
-                 .arg("dtype", -8)
-                 .arg("min", 10)
-                 .arg("max", 10)
-                 .arg("mean", 10)
-                 .arg("std", 10)
-                 .arg("norm", 10)
-                 .arg("nan", 6)
-                 .arg("inf", 6)
-                 .arg("flags");
+    out() << headerLine({ { "tensor", -nameWidth }, { "shape", -14 }, { "dtype", -8 }, { "min", 10 }, { "max", 10 },
+                          { "mean", 10 }, { "std", 10 }, { "norm", 10 }, { "nan", 6 }, { "inf", 6 } },
+                        "flags");
     int flagged = 0;
     for (const auto& s : stats) {
         QStringList flags;

@@ -96,11 +96,8 @@ TriageReport parseTriageJson(const QByteArray& json)
 
 TriageReport triageReportFrom(const ChildOutcome& outcome, qint64 step)
 {
-    TriageReport triage;
-    if (outcome.succeeded())
-        triage = parseTriageJson(outcome.standardOutput);
-    else
-        triage.error = outcome.failureText(QObject::tr("The triage of step %1").arg(step));
+    TriageReport triage = outcome.decodeReport<TriageReport>(QObject::tr("The triage of step %1").arg(step),
+                                                             [](const QByteArray& json) { return parseTriageJson(json); });
     if (triage.evidence.step < 0)
         triage.evidence.step = step;
     return triage;
