@@ -1,6 +1,7 @@
 # The run directory contract's shared names, generated from the one table both recorders read
 # (python/nanscope_recorder/run_format.json): the Python recorder reads it at import, the C++ side
-# includes RunFormatTable.h through core/run/RunFormat.h. Editing the table reconfigures the build.
+# includes RunFormatTable.h through core/run/RunFormat.h (and CheckpointFormTable.h through
+# core/run/CheckpointForm.cpp). Editing the table reconfigures the build.
 
 # "grad_nonfinite" -> "GradNonfinite": a name of the table as a C++ constant's name.
 function(nanscope_camel_case snake out)
@@ -90,6 +91,9 @@ function(nanscope_generate_run_format_table table header)
 
   file(WRITE ${header}.new "${text}")
   configure_file(${header}.new ${header} COPYONLY)
+  # Beside it, the checkpoint form words: every build that compiles core/run gets both.
+  get_filename_component(directory ${header} DIRECTORY)
+  nanscope_generate_checkpoint_form_table(${table} ${directory}/CheckpointFormTable.h)
 endfunction()
 
 # The first words of a checkpoint's form file (step_N.form), apart from RunFormatTable.h: only the
