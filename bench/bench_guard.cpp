@@ -12,7 +12,7 @@
 // the same shapes. One intra-op thread in both, so the two halves compare like with like.
 //
 // This measures the CPU path. On CUDA the Guard queues all of a step's reductions and reads them
-// back in one device-to-host copy (Guard.cpp, StepReadback); no GPU was lent where this was
+// back in one device-to-host copy (GuardReadback's readStepFigures); no GPU was lent where this was
 // written, so that path's cost is not measured here.
 #include "BenchTable.h"
 #include "core/torch/Guard.h"

@@ -1,7 +1,9 @@
 #pragma once
 
 // A number as people read it in a message, a table, a plot readout or a report: one spelling
-// everywhere (judgement 16 of docs/architecture.md). `significantDigits` as printf's %g, but
+// in the scan's texts, triage, comparisons, checkpoint and optimizer flags, the stats and triage
+// tables, the report's replay lines, the replay ops table and the plot readout
+// (docs/architecture.md, "One judgement, one place"). `significantDigits` as printf's %g, but
 // independent of the process locale (a Qt program runs under the user's LC_NUMERIC, where
 // printf would write "1,5"); NaN, +Inf and -Inf spelt as the scan's JSON and the views spell them.
 // Machine formats keep their own spellings: CSV cells ("nan", "inf") and JSON round trips.

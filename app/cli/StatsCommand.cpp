@@ -4,6 +4,7 @@
 #include "app/codecs/JsonNumbers.h"
 #include "app/codecs/OptimizerJson.h"
 
+#include "core/NumberText.h"
 #include "core/checkpoint/CheckpointReader.h"
 #include "core/source/OptimizerState.h"
 #include "core/tensor/TensorStats.h"
@@ -288,7 +289,7 @@ int runStats(const QStringList& arguments)
                      .arg(figure(s.max), 10)
                      .arg(figure(s.mean), 10)
                      .arg(figure(s.std), 10)
-                     .arg(QString::number(s.norm, 'g', 4), 10)
+                     .arg(QString::fromStdString(numberText(s.norm, 4)), 10)
                      .arg(s.nan, 6)
                      .arg(s.inf(), 6)
                      .arg(flags.join("; "));

@@ -3,6 +3,7 @@
 #include "app/cli/Subcommands.h"
 #include "app/codecs/TriageJson.h"
 
+#include "core/NumberText.h"
 #include "core/run/CheckpointPairing.h"
 #include "core/run/RunFormat.h"
 #include "core/run/RunReader.h"
@@ -123,7 +124,7 @@ QString lossText(const TriageReplay& r)
 {
     if (!r.ran)
         return "-";
-    return std::isfinite(r.loss) ? QString::number(r.loss, 'g', 6) : QString(std::isnan(r.loss) ? "nan" : "inf");
+    return QString::fromStdString(numberText(r.loss, 6));
 }
 
 } // namespace

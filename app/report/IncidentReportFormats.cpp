@@ -9,6 +9,7 @@
 #include "app/codecs/ReplayJson.h"
 #include "app/codecs/TriageJson.h"
 
+#include "core/NumberText.h"
 #include "core/scan/Diagnosis.h"
 
 #include <QBuffer>
@@ -75,7 +76,7 @@ QStringList triageLines(const IncidentSection& s)
         lines << QObject::tr("%1: checkpoint %2, batch %3: %4%5")
                      .arg(text(triageRoleName(r.role)), stepText(r.checkpointStep), stepText(r.batchStep),
                           text(triageResultText(r, e.typicalLoss)),
-                          r.ran ? QObject::tr(", loss %1").arg(r.loss, 0, 'g', 5) : QString());
+                          r.ran ? QObject::tr(", loss %1").arg(QString::fromStdString(numberText(r.loss, 5))) : QString());
     for (const std::string& detail : s.triage.verdict.details)
         lines << text(detail);
     return lines;
@@ -92,7 +93,7 @@ QString replaySummary(const IncidentSection& s)
     if (forwardVerdict(r) == ForwardVerdict::NonfiniteLossUnseen)
         out += QObject::tr(kNonfiniteLossUnseenText);
     else if (!r.firstNonfinite)
-        out += QObject::tr("the forward pass is finite (loss %1).").arg(r.loss, 0, 'g', 5);
+        out += QObject::tr("the forward pass is finite (loss %1).").arg(QString::fromStdString(numberText(r.loss, 5)));
     else
         // One multi-argument arg(): a second pass would read a '%2' inside the code as a placeholder.
         out += QObject::tr("first non-finite value from %1 in module '%2' at %3%4; inputs %5.")

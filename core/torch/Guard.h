@@ -18,7 +18,8 @@
 // Why this header names LibTorch's types without including LibTorch: core's public headers
 // include no LibTorch (docs/architecture.md), and a training program that includes this header
 // already includes torch/torch.h itself. So the types the calls take (at::Tensor, the modules, the
-// optimizer) are forward-declared here, every LibTorch call lives in Guard.cpp behind a pimpl, and
+// optimizer) are forward-declared here, every LibTorch call lives behind a pimpl in Guard.cpp and the
+// internal parts it calls (GuardReadback, GuardRunLog, GuardFiles, OptimizerSnapshot), and
 // the header costs a user's translation unit nothing. A header-only facade would have put
 // LibTorch back into a core header.
 //

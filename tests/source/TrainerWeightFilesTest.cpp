@@ -56,6 +56,22 @@ TEST(TrainerWeightFiles, SafetensorsStandsForTheFolderAndThePickledFormNamesTheO
     EXPECT_EQ(trained->files, std::vector<std::string>{ folder / "pytorch_model.bin" });
 }
 
+TEST(TrainerWeightFiles, ShardsOfThePickledFormNameTheOptimizersParametersBesideSafetensors)
+{
+    // A sharded pickled state_dict keeps the model's order in each shard, in shard order: it names
+    // the optimizer's parameters where model.safetensors, sorted by name, cannot.
+    const TrainerFolder folder({ "model.safetensors", "pytorch_model-00001-of-00002.bin",
+                                 "pytorch_model-00002-of-00002.bin" });
+    auto trained = findTrainedParameterFiles(folder.path());
+    ASSERT_TRUE(trained.ok()) << trained.error();
+    EXPECT_EQ(trained->files, (std::vector<std::string>{ folder / "pytorch_model-00001-of-00002.bin",
+                                                         folder / "pytorch_model-00002-of-00002.bin" }));
+    auto all = findCheckpointFiles(folder.path());
+    ASSERT_TRUE(all.ok()) << all.error();
+    EXPECT_EQ(all->files, std::vector<std::string>{ folder / "model.safetensors" })
+        << "the statistics read the safetensors file, which holds the same weights";
+}
+
 TEST(TrainerWeightFiles, AnAdapterComesAfterTheModelButAloneHoldsWhatTheOptimizerTrained)
 {
     const TrainerFolder folder({ "model.safetensors", "adapter_model.safetensors", "adapter_model.bin" });
