@@ -3,6 +3,7 @@
 #include "app/cli/Subcommands.h"
 #include "app/codecs/TriageJson.h"
 
+#include "core/run/SkippedSteps.h"
 #include "core/NumberText.h"
 #include "core/run/CheckpointPairing.h"
 #include "core/run/RunFormat.h"
@@ -54,14 +55,14 @@ std::set<int64_t> incidentStepsOf(const QString& runDirectory)
         if (!values)
             continue;
         for (size_t i = 0; i < values->size() && i < rows.size(); ++i)
-            if (std::string(name) == "skipped" ? (*values)[i] > 0.5 : !std::isfinite((*values)[i]))
+            if (std::string(name) == "skipped" ? runformat::isSkippedValue((*values)[i]) : !std::isfinite((*values)[i]))
                 steps.insert(rows[i]);
     }
     if (const TableInfo* events = run.info().table(runformat::kEvents); events && events->rows > 0) {
         const auto& eventSteps = run.steps(runformat::kEvents);
         if (auto kinds = run.readStrings(runformat::kEvents, runformat::column::kKind))
             for (size_t i = 0; i < kinds->size() && i < eventSteps.size(); ++i)
-                if ((*kinds)[i] == runformat::event::kIncidentCapture || (*kinds)[i] == runformat::event::kSkippedStep ||
+                if ((*kinds)[i] == runformat::event::kIncidentCapture || runformat::isSkippedEvent((*kinds)[i]) ||
                     (*kinds)[i] == runformat::event::kNonfiniteLoss)
                     steps.insert(eventSteps[i]);
     }

@@ -1,5 +1,6 @@
 #include "app/window/RunSession.h"
 
+#include "core/run/SkippedSteps.h"
 #include "core/source/RunScan.h"
 #include "core/scan/RankScan.h"
 #include "core/source/OpenRun.h"
@@ -210,9 +211,7 @@ void RunSession::addWholeRunSeries(RunSnapshot& snapshot) const
         auto kinds = m_reader->readStrings(rf::kEvents, rf::column::kKind);
         const auto& steps = m_reader->steps(rf::kEvents);
         if (kinds)
-            for (size_t i = 0; i < kinds->size() && i < steps.size(); ++i)
-                if ((*kinds)[i] == runformat::event::kSkippedStep)
-                    snapshot.skippedSteps.push_back(steps[i]);
+            snapshot.skippedSteps = runformat::skippedStepsOfEvents(*kinds, steps);
     }
 }
 
@@ -298,7 +297,7 @@ RunSnapshot RunSession::grownSnapshot(const RunSnapshot& previous)
     snapshot.steps = steps;
     if (auto it = snapshot.scalars.find("skipped"); it != snapshot.scalars.end())
         for (int64_t i = oldRows; i < newRows; ++i)
-            if (it->second[size_t(i)] > 0.5)
+            if (runformat::isSkippedValue(it->second[size_t(i)]))
                 snapshot.skippedSteps.push_back(snapshot.steps[size_t(i)]);
     if (const TableInfo* layers = snapshot.info.table(rf::kLayers))
         snapshot.layers = layers->names;

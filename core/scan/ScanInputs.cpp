@@ -205,7 +205,7 @@ void ScanInputs::scalarsFromEvents(const std::vector<std::string>& kinds, const 
         const size_t row = rowAtOrAfter(steps, eventSteps[i]);
         if (row >= steps.size() || steps[row] != eventSteps[i])
             continue;
-        if (skippedFromEvents && kinds[i] == runformat::event::kSkippedStep)
+        if (skippedFromEvents && rf::isSkippedEvent(kinds[i]))
             m_scalars.skipped[row] = 1.0;
         if (scaleFromEvents && kinds[i] == rf::event::kLossScaleDecrease)
             decreased[row] = anyDecrease = true;

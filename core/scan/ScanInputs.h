@@ -6,6 +6,7 @@
 // when a rule asks. A run can also be made here from hand-made series, so that every rule can be
 // tested without writing a file.
 
+#include "core/run/SkippedSteps.h"
 #include "core/Result.h"
 #include "core/run/MemoryRunSource.h"
 #include "core/run/RunSource.h"
@@ -40,7 +41,7 @@ struct RunScalars
 
     const LogSeries& primary() const { return gradNorm.empty() ? loss : gradNorm; }
     bool rowNonfinite(size_t row) const { return !loss.finite[row] || (!gradNorm.empty() && !gradNorm.finite[row]); }
-    bool skippedAt(size_t row) const { return row < skipped.size() && skipped[row] > 0.5; }
+    bool skippedAt(size_t row) const { return row < skipped.size() && runformat::isSkippedValue(skipped[row]); }
     // lr at `toRow` over lr at `fromRow` when the logged learning rate rose more than x1.5 between
     // them (a ramp or schedule the cause text names); nothing when it did not, or is not logged.
     std::optional<double> learningRateRise(size_t fromRow, size_t toRow) const;
