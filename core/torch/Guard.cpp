@@ -19,7 +19,6 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <limits>
@@ -33,7 +32,6 @@ namespace nanscope {
 
 namespace rf = runformat;
 namespace ts = torchstats;
-using guardfiles::saveAtomically;
 using guardfiles::saveBatchFile;
 using guardfiles::saveCheckpointFiles;
 

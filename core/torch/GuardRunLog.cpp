@@ -7,12 +7,21 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iterator>
 #include <set>
 
 namespace nanscope::guardrunlog {
 
 namespace fs = std::filesystem;
 namespace rf = runformat;
+
+namespace {
+
+// The /scalars columns the Guard computes itself, in run.h5's order: a user's scalar may not take
+// these names. The learning rate is a column only when the optimizer says it.
+const char* const kGuardScalars[] = {"loss", "grad_norm", "lr", "skipped", "param_norm", rf::kWallTime};
+
+} // namespace
 
 RunSchema runSchema(const GuardOptions& options, const std::string& runDirectory, const guardmodel::ModelAccess& model,
                     const FirstStepColumns& columns)
@@ -30,12 +39,10 @@ RunSchema runSchema(const GuardOptions& options, const std::string& runDirectory
         schema.attributes["loss_name"] = options.lossName;
     for (const auto& [key, value] : options.attributes)
         schema.attributes[key] = value;
-    schema.scalars = {"loss", "grad_norm"};
-    if (columns.logLearningRate)
-        schema.scalars.push_back("lr");
-    schema.scalars.push_back("skipped");
-    schema.scalars.push_back("param_norm");
-    schema.scalars.push_back(rf::kWallTime);
+    schema.scalars.clear(); // RunSchema starts with "loss", which is the first of these
+    for (const char* name : kGuardScalars)
+        if (columns.logLearningRate || std::string(name) != "lr")
+            schema.scalars.push_back(name);
     for (const auto& name : columns.userScalars)
         schema.scalars.push_back(name);
     for (const auto& p : model.parameters)
@@ -55,7 +62,7 @@ std::map<std::string, double> userScalarRow(const std::map<std::string, double>&
                                             const std::vector<std::string>& logged, int64_t step,
                                             std::vector<std::string>& notLogged)
 {
-    static const std::set<std::string> reserved{"loss", "grad_norm", "param_norm", "skipped", "lr", rf::kWallTime};
+    static const std::set<std::string> reserved(std::begin(kGuardScalars), std::end(kGuardScalars));
     std::map<std::string, double> row;
     for (const auto& [name, value] : given) {
         if (reserved.count(name))
