@@ -1,4 +1,5 @@
 #include "app/cli/CommandLine.h"
+#include "app/codecs/ScanSettingsFile.h"
 #include "app/window/GuardedApplication.h"
 #include "app/window/MainWindow.h"
 #include "widgets/OverviewView.h"
@@ -7,6 +8,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QCoreApplication>
+#include <QFileInfo>
 #include <QMap>
 #include <QStatusBar>
 #include <QTextStream>
@@ -46,6 +48,8 @@ int main(int argc, char** argv)
     parser.addOption({"step", "Select step N in every view.", "N"});
     parser.addOption({"layer", "Select the layer (parameter name) NAME.", "NAME"});
     parser.addOption({"compare", "Overlay another run on RUN_DIR and list how they differ (repeatable).", "OTHER_RUN"});
+    parser.addOption({"config", "Scan settings from FILE (JSON object or INI key = value; see `nanscope scan --help`) "
+                                "for the scan, the BatchNorm view and exported reports.", "FILE"});
     parser.addOption({"x-axis", "Label the overview's step axis in step, wall-time or epoch, where the run logs it.",
                       "AXIS", "step"});
     parser.process(app);
@@ -73,6 +77,15 @@ int main(int argc, char** argv)
         return 2;
     }
     window.setInitialSelection(step, parser.value("layer"));
+    if (parser.isSet("config")) {
+        nanscope::ScanConfig config;
+        QString error;
+        if (!nanscope::loadScanSettingsFile(parser.value("config"), config, error)) {
+            QTextStream(stderr) << "nanscope: " << error << "\n";
+            return 2;
+        }
+        window.setScanSettings(config, QFileInfo(parser.value("config")).absoluteFilePath());
+    }
     const QMap<QString, nanscope::StepAxisKind> axes{{"step", nanscope::StepAxisKind::Step},
                                                      {"wall-time", nanscope::StepAxisKind::WallTime},
                                                      {"epoch", nanscope::StepAxisKind::Epoch}};

@@ -18,8 +18,8 @@
 #include "core/run/RunReader.h"
 #include "core/run/RunWriter.h"
 #include "core/scan/RankScan.h"
-#include "core/source/OpenRun.h"
-#include "core/source/RunScan.h"
+#include "core/open/OpenRun.h"
+#include "core/open/RunScan.h"
 #include "widgets/OverviewView.h"
 #include "widgets/SeriesPlot.h"
 

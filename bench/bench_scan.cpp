@@ -12,7 +12,7 @@
 #include "core/run/RunReader.h"
 #include "core/run/RunWriter.h"
 #include "core/scan/ScanRules.h"
-#include "core/source/RunScan.h"
+#include "core/open/RunScan.h"
 
 #include <algorithm>
 #include <chrono>

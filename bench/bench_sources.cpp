@@ -14,9 +14,9 @@
 #include "BenchTable.h"
 #include "app/window/MainWindow.h"
 #include "core/run/RunWriter.h"
-#include "core/source/RunScan.h"
-#include "core/source/Crc32c.h"
-#include "core/source/OpenRun.h"
+#include "core/open/RunScan.h"
+#include "core/importers/Crc32c.h"
+#include "core/open/OpenRun.h"
 #include "widgets/OverviewView.h"
 #include "widgets/SeriesPlot.h"
 

@@ -13,14 +13,14 @@ find_package(QCustomPlotQt6 REQUIRED)
 find_package(HDF5 REQUIRED COMPONENTS C)
 find_package(Torch REQUIRED)
 find_package(ZLIB REQUIRED) # CRC-32 of checkpoint archive entries
-# TensorBoard event records (core/source): libprotobuf-dev and protobuf-compiler. CMake's own
+# TensorBoard event records (core/importers): libprotobuf-dev and protobuf-compiler. CMake's own
 # FindProtobuf module finds them (Debian ships no protobuf CMake package) and gives
 # protobuf::libprotobuf and protobuf_generate.
 find_package(Protobuf REQUIRED)
 if(NOT Protobuf_PROTOC_EXECUTABLE)
   message(FATAL_ERROR "protoc not found: install protobuf-compiler (./setup.sh installs it)")
 endif()
-# JSON of other tools' logs (core/source/JsonFields): rapidjson-dev, header-only. Its CMake package
+# JSON of other tools' logs (core/importers/JsonFields): rapidjson-dev, header-only. Its CMake package
 # only names the include folder.
 find_package(RapidJSON REQUIRED)
 find_package(GTest REQUIRED)

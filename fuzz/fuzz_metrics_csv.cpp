@@ -2,7 +2,7 @@
 // metrics.csv; what follows it, if anything, is the hparams.yaml the reader looks for beside it.
 
 #include "FuzzSupport.h"
-#include "core/source/MetricsCsvReader.h"
+#include "core/importers/MetricsCsvReader.h"
 
 #include <cstdio>
 #include <string_view>

@@ -8,8 +8,8 @@
 // make_seeds.py writes seeds of both kinds from the real event files and from generated ones.
 
 #include "FuzzSupport.h"
-#include "core/source/Crc32c.h"
-#include "core/source/TensorBoardReader.h"
+#include "core/importers/Crc32c.h"
+#include "core/importers/TensorBoardReader.h"
 
 #include <google/protobuf/stubs/logging.h>
 

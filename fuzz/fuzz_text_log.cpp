@@ -4,8 +4,8 @@
 // logs (make_seeds.py) and generated Megatron and DeepSpeed-Chat lines.
 
 #include "FuzzSupport.h"
-#include "core/source/StepTextLogReader.h"
-#include "core/source/TrainingTextLogReader.h"
+#include "core/importers/StepTextLogReader.h"
+#include "core/importers/TrainingTextLogReader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {

@@ -1,9 +1,9 @@
-// libFuzzer harness: the trackers' files (core/source/TrackerFolderReader): the input read as a W&B
+// libFuzzer harness: the trackers' files (core/importers/TrackerFolderReader): the input read as a W&B
 // wandb-history.jsonl, and as an MLflow metric file of a run folder (meta.yaml + metrics/loss).
 // Seeds: lines in the shapes of the real files cited in tests/source/TrackerFolderReaderTest.cpp.
 
 #include "FuzzSupport.h"
-#include "core/source/TrackerFolderReader.h"
+#include "core/importers/TrackerFolderReader.h"
 
 #include <filesystem>
 #include <fstream>

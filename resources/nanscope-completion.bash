@@ -18,11 +18,11 @@ _nanscope_options()
         compare) echo "--json $common" ;;
         replay) echo "--step --checkpoint --batch --layer --bisect --dtype --device --eval --json --eager --model-factory --python --rank $common" ;;
         triage) echo "--step --json --rank $common" ;;
-        report) echo "-o --output --no-replay --compare --rank --progress-lines $common" ;;
+        report) echo "-o --output --no-replay --compare --rank --progress-lines --config $common" ;;
         import) echo "--checkpoints $common" ;;
         demo) echo "--only --force --quiet $common" ;;
         help) ;;
-        "") echo "--screenshot --view --step --layer --compare --x-axis --help --version" ;;
+        "") echo "--screenshot --view --step --layer --compare --config --x-axis --help --version" ;;
     esac
 }
 

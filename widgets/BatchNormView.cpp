@@ -1,6 +1,7 @@
 #include "BatchNormView.h"
 
 #include "LayerTreeModel.h"
+#include "RunContext.h"
 #include "SeriesPlot.h"
 
 #include "core/tensor/BatchNormHealth.h"
@@ -27,9 +28,9 @@ std::vector<double> poisoned(const std::vector<double>& values, const std::vecto
     return out;
 }
 
-batchnorm::BufferHistory historyOf(const BatchNormSeries& s)
+batchnorm::BufferHistory historyOf(const BatchNormSeries& s, double varianceFloor)
 {
-    return batchnorm::judgeHistory(s.steps, s.nonfinite, s.varMin);
+    return batchnorm::judgeHistory(s.steps, s.nonfinite, s.varMin, varianceFloor);
 }
 } // namespace
 
@@ -61,6 +62,29 @@ BatchNormView::BatchNormView(QWidget* parent)
         connect(plot, &SeriesPlot::stepClicked, this, &BatchNormView::stepClicked);
     connect(m_mean, &SeriesPlot::stepRangeChanged, m_var, &SeriesPlot::setStepRange);
     connect(m_var, &SeriesPlot::stepRangeChanged, m_mean, &SeriesPlot::setStepRange);
+}
+
+void BatchNormView::follow(const RunContext* context)
+{
+    // The icons are the scan's judgement of each layer (as the layer tree's), once it is in.
+    auto judgedHealth = [this, context] {
+        if (!context->scanned())
+            return std::vector<LayerHealth>{};
+        std::vector<std::string> names;
+        for (const BatchNormSeries& series : m_series)
+            names.push_back(series.name);
+        return judgeLayerHealth(names, context->scan());
+    };
+    auto show = [this, context, judgedHealth](const RunSnapshot& snapshot) {
+        setVarianceFloor(context->scanConfig().runningVarFloor);
+        setSeries(snapshot.batchNorm);
+        setHealth(judgedHealth());
+    };
+    connect(context, &RunContext::runClosed, this, &BatchNormView::clear);
+    connect(context, &RunContext::runLoaded, this, show);
+    connect(context, &RunContext::runGrew, this, show);
+    connect(context, &RunContext::scanChanged, this, [this, judgedHealth] { setHealth(judgedHealth()); });
+    connect(context, &RunContext::stepSelected, this, [this](qint64 step) { setSelectedStep(step); });
 }
 
 void BatchNormView::setSeries(const std::vector<BatchNormSeries>& series)
@@ -113,7 +137,7 @@ void BatchNormView::showLayer(int index)
     m_var->setOverlay(tr("min"), s.steps, poisoned(s.varMin, s.nonfinite));
     std::vector<int64_t> collapsed;
     for (size_t i = 0; i < s.steps.size() && i < s.varMin.size(); ++i)
-        if (batchnorm::judgeBuffers(0, s.varMin[i]) != batchnorm::BufferHealth::Healthy)
+        if (batchnorm::judgeBuffers(0, s.varMin[i], m_varianceFloor) != batchnorm::BufferHealth::Healthy)
             collapsed.push_back(s.steps[i]);
     m_var->setMarkedSteps(collapsed, tr("collapsed variance"));
     m_status->setText(summary());
@@ -125,7 +149,7 @@ QString BatchNormView::summary() const
     if (index < 0 || index >= int(m_series.size()))
         return QString();
     const BatchNormSeries& s = m_series[size_t(index)];
-    const batchnorm::BufferHistory history = historyOf(s);
+    const batchnorm::BufferHistory history = historyOf(s, m_varianceFloor);
     if (history.poisonedFrom >= 0)
         return tr("%1: running statistics non-finite from step %2 on \u2014 evaluation with this model returns NaN")
             .arg(QString::fromStdString(s.name))

@@ -3,6 +3,7 @@
 #include "ViewData.h"
 
 #include "core/scan/LayerHealth.h"
+#include "core/tensor/BatchNormHealth.h"
 
 #include <QWidget>
 
@@ -11,6 +12,7 @@ class QLabel;
 
 namespace nanscope {
 
+class RunContext;
 class SeriesPlot;
 
 // Running mean and variance ranges of each normalisation layer over steps. These are buffers,
@@ -24,7 +26,13 @@ class BatchNormView : public QWidget
 public:
     explicit BatchNormView(QWidget* parent = nullptr);
 
+    // Shows the run `context` holds and follows it (runClosed, runLoaded, runGrew, scanChanged,
+    // stepSelected), judging collapse with the floor of its scan settings.
+    void follow(const RunContext* context);
     void setSeries(const std::vector<BatchNormSeries>& series);
+    // A running variance at or below this has collapsed (the scan's running_var_floor), for the
+    // markers and the summary; takes effect at the next setSeries.
+    void setVarianceFloor(double floor) { m_varianceFloor = floor; }
     // One per series, in its order (judgeLayerHealth of the layers' names); empty: not judged yet,
     // no icons. Until the user picks a layer, the view moves to the first unhealthy one.
     void setHealth(const std::vector<LayerHealth>& health);
@@ -48,6 +56,7 @@ private:
 
     std::vector<BatchNormSeries> m_series;
     std::vector<LayerHealth> m_health;
+    double m_varianceFloor = batchnorm::kCollapsedVariance;
     bool m_layerChosen = false; // the user picked a layer: no longer follow the first bad one
 };
 

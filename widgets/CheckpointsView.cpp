@@ -1,6 +1,7 @@
 #include "CheckpointsView.h"
 
 #include "OptimizerStateModel.h"
+#include "RunContext.h"
 #include "TensorStatsModel.h"
 
 #include <qcustomplot.h>
@@ -247,6 +248,23 @@ void CheckpointsView::clear()
     clearOptimizer();
     m_status->clear();
     clearHistogram(m_histogram);
+}
+
+void CheckpointsView::follow(const RunContext* context)
+{
+    auto show = [this, context](const RunSnapshot& snapshot) {
+        std::vector<qint64> steps;
+        for (const auto& [step, path] : snapshot.info.checkpoints)
+            steps.push_back(step);
+        setCheckpointSteps(steps);
+        const qint64 near = context->selectedStep() >= 0 ? context->selectedStep() : context->startStep();
+        if (!steps.empty())
+            chooseStepNear(near >= 0 ? near : steps.back());
+    };
+    connect(context, &RunContext::runClosed, this, &CheckpointsView::clear);
+    connect(context, &RunContext::runLoaded, this, show);
+    connect(context, &RunContext::runGrew, this, show);
+    connect(context, &RunContext::stepSelected, this, &CheckpointsView::chooseStepNear);
 }
 
 } // namespace nanscope

@@ -13,6 +13,7 @@ class QTableView;
 
 namespace nanscope {
 
+class RunContext;
 class OptimizerStateModel;
 class TensorStatsModel;
 
@@ -26,6 +27,10 @@ class CheckpointsView : public QWidget
 public:
     explicit CheckpointsView(QWidget* parent = nullptr);
 
+    // Lists the checkpoints of the run `context` holds and follows it (runClosed, runLoaded,
+    // runGrew, stepSelected): the one shown is the latest at or before the selected step, else the
+    // start step, else the last one.
+    void follow(const RunContext* context);
     void setCheckpointSteps(const std::vector<qint64>& steps);
     void chooseStepNear(qint64 step);
     // Drops everything of the run shown (RunContext::runClosed).

@@ -1,5 +1,7 @@
 #include "HeatmapView.h"
 
+#include "RunContext.h"
+
 #include <qcustomplot.h>
 
 #include <QComboBox>
@@ -225,6 +227,12 @@ QColor HeatmapView::nonfiniteColour() const
 QCPColorGradient HeatmapView::gradient() const
 {
     return m_map->gradient();
+}
+
+void HeatmapView::follow(const RunContext* context)
+{
+    connect(context, &RunContext::runClosed, this, &HeatmapView::clear);
+    connect(context, &RunContext::stepSelected, this, [this](qint64 step) { setSelectedStep(step); });
 }
 
 } // namespace nanscope

@@ -15,6 +15,8 @@ class QLabel;
 
 namespace nanscope {
 
+class RunContext;
+
 // Layer x step heatmap. Rows are layers in model order (input at the top), so a blow-up that
 // travels through the depth of the model reads as a diagonal front. Non-finite cells are magenta.
 class HeatmapView : public QWidget
@@ -25,6 +27,9 @@ public:
 
     void setHeatmap(const LayerHeatmap& heatmap);
     const LayerHeatmap& heatmap() const { return m_heatmap; }
+    // Follows the run `context` holds (runClosed, stepSelected); the heatmap itself is computed
+    // off the GUI thread and handed over by setHeatmap.
+    void follow(const RunContext* context);
     void setSelectedStep(int64_t step);
     // Drops everything of the run shown (RunContext::runClosed).
     void clear();

@@ -1,5 +1,7 @@
 #include "IncidentModel.h"
 
+#include "RunContext.h"
+
 #include <QBrush>
 #include <QColor>
 #include <QIcon>
@@ -110,6 +112,12 @@ QVariant IncidentModel::headerData(int section, Qt::Orientation orientation, int
         return QAbstractTableModel::headerData(section, orientation, role);
     static const char* titles[] = {"severity", "kind", "pattern", "onset", "rank", "non-finite at", "layers (first bad first)", "cause"};
     return section >= 0 && section < ColumnCount ? tr(titles[section]) : QVariant();
+}
+
+void IncidentModel::follow(const RunContext* context)
+{
+    connect(context, &RunContext::runClosed, this, [this] { setReport(ScanReport()); });
+    connect(context, &RunContext::scanChanged, this, &IncidentModel::setReport);
 }
 
 } // namespace nanscope

@@ -6,6 +6,8 @@
 
 namespace nanscope {
 
+class RunContext;
+
 // What `scan` found, one row per incident, most severe first.
 class IncidentModel : public QAbstractTableModel
 {
@@ -18,6 +20,8 @@ public:
 
     explicit IncidentModel(QObject* parent = nullptr);
 
+    // Lists the scan of the run `context` holds, and nothing once it is closed.
+    void follow(const RunContext* context);
     void setReport(const ScanReport& report);
     const ScanReport& report() const { return m_report; }
     const Incident* incidentAt(int row) const;

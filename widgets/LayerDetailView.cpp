@@ -1,5 +1,6 @@
 #include "LayerDetailView.h"
 
+#include "RunContext.h"
 #include "SeriesPlot.h"
 
 #include <qcustomplot.h>
@@ -138,6 +139,12 @@ void LayerDetailView::clear()
         activation->removeGraph(activation->graphCount() - 1);
     for (SeriesPlot* plot : {m_gradient, m_activation, m_nonfinite})
         plot->clear();
+}
+
+void LayerDetailView::follow(const RunContext* context)
+{
+    connect(context, &RunContext::runClosed, this, &LayerDetailView::clear);
+    connect(context, &RunContext::stepSelected, this, [this](qint64 step) { setSelectedStep(step); });
 }
 
 } // namespace nanscope

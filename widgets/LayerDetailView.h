@@ -11,6 +11,8 @@ class QLabel;
 
 namespace nanscope {
 
+class RunContext;
+
 class SeriesPlot;
 
 // The selected layer: gradient and parameter norms, its module's activation range (min/max
@@ -22,6 +24,9 @@ public:
     explicit LayerDetailView(QWidget* parent = nullptr);
 
     void setDetail(const LayerDetail& detail);
+    // Follows the run `context` holds (runClosed, stepSelected); a layer's series are read off the
+    // GUI thread and handed over by setDetail.
+    void follow(const RunContext* context);
     void setSelectedStep(int64_t step);
     // Zooms the three linked plots to a span of steps (the selected incident's), now and for
     // every layer shown after (following the user's zoom from there), until clear().

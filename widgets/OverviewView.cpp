@@ -1,5 +1,6 @@
 #include "OverviewView.h"
 
+#include "RunContext.h"
 #include "SeriesPlot.h"
 #include "Smoothing.h"
 #include "core/run/EvalLoss.h"
@@ -547,6 +548,28 @@ void OverviewView::linkRanges(SeriesPlot* source, double lower, double upper)
     for (auto* plot : std::as_const(m_plots))
         if (plot != source)
             plot->setStepRange(lower, upper);
+}
+
+void OverviewView::follow(const RunContext* context)
+{
+    // A run that grew keeps the user's zoom and selection: only the data moves on.
+    auto show = [this](const RunSnapshot& snapshot) {
+        setScalars(snapshot.steps, snapshot.scalars, snapshot.skippedSteps);
+        setSeriesTables(snapshot.seriesTables);
+        setStepAxes(snapshot.stepAxes);
+        setTimelineEvents(snapshot.timelineEvents);
+        setSourceSummary(QString::fromStdString(nanscope::sourceSummary(snapshot.info)),
+                         QString::fromStdString(nanscope::sourceDetails(snapshot.info)));
+        std::vector<int64_t> checkpointSteps;
+        for (const auto& [step, path] : snapshot.info.checkpoints)
+            checkpointSteps.push_back(step);
+        setCheckpointSteps(checkpointSteps);
+    };
+    connect(context, &RunContext::runClosed, this, &OverviewView::clear);
+    connect(context, &RunContext::runLoaded, this, show);
+    connect(context, &RunContext::runGrew, this, show);
+    connect(context, &RunContext::scanChanged, this, [this](const ScanReport& scan) { setIncidents(scan.incidents); });
+    connect(context, &RunContext::stepSelected, this, [this](qint64 step) { setSelectedStep(step); });
 }
 
 void OverviewView::clear()

@@ -22,6 +22,7 @@ class QToolButton;
 
 namespace nanscope {
 
+class RunContext;
 class SeriesPlot;
 
 // Draws incidents on one plot: a sudden blow-up as a sharp band at its onset, a gradual one as a
@@ -52,6 +53,8 @@ public:
     // no batches to replay), for runs read from other tools' logs; empty hides it.
     void setSourceSummary(const QString& summary, const QString& details);
     QString sourceSummary() const;
+    // Shows the run `context` holds and follows it (runClosed, runLoaded, runGrew, scanChanged, stepSelected).
+    void follow(const RunContext* context);
     void setSelectedStep(int64_t step);
     // Drops everything of the run shown (RunContext::runClosed). Added plots stay, empty: the
     // next run shows the same series when it logs them.

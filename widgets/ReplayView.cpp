@@ -1,6 +1,7 @@
 #include "ReplayView.h"
 
 #include "ReplayOpModel.h"
+#include "RunContext.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -341,6 +342,23 @@ void ReplayView::clear()
     m_layer->clear();
     m_summary->clear();
     setRunning(false);
+}
+
+void ReplayView::follow(const RunContext* context)
+{
+    auto show = [this, context](const RunSnapshot& snapshot) {
+        const qint64 shownStep = request().step;
+        const std::vector<int64_t> replayable = snapshot.info.replayableSteps();
+        setReplayableSteps(std::vector<qint64>(replayable.begin(), replayable.end()),
+                           QString::fromStdString(snapshot.info.whyNothingReplays()));
+        setEagerFactory(QString::fromStdString(snapshot.info.eagerReplayFactory()));
+        const qint64 near = context->selectedStep() >= 0 ? context->selectedStep() : context->startStep();
+        chooseStepNear(shownStep >= 0 ? shownStep : near);
+    };
+    connect(context, &RunContext::runClosed, this, &ReplayView::clear);
+    connect(context, &RunContext::runLoaded, this, show);
+    connect(context, &RunContext::runGrew, this, show);
+    connect(context, &RunContext::stepSelected, this, &ReplayView::chooseStepNear);
 }
 
 } // namespace nanscope

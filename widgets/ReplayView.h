@@ -14,6 +14,7 @@ class QTableView;
 
 namespace nanscope {
 
+class RunContext;
 class ReplayOpModel;
 
 // Replays a saved step: choose the step (steps with both a checkpoint and a batch), the
@@ -25,6 +26,9 @@ public:
     explicit ReplayView(QWidget* parent = nullptr);
 
     // `whyNone`: what the pane says when no step replays (RunInfo::whyNothingReplays).
+    // Lists the replayable steps of the run `context` holds and follows it (runClosed, runLoaded,
+    // runGrew, stepSelected). A run that grew keeps the step the pane was on.
+    void follow(const RunContext* context);
     void setReplayableSteps(const std::vector<qint64>& steps, const QString& whyNone = QString());
     // The run's checkpoints are state_dicts that replay eagerly, rebuilt in Python by `factory`
     // (empty: TorchScript replay); the pane's warning says which code runs.

@@ -2,7 +2,7 @@
 
 #include "core/run/RankSet.h"
 #include "core/scan/RankScan.h"
-#include "core/source/MultiRankRun.h"
+#include "core/open/MultiRankRun.h"
 
 #include <QCoreApplication>
 

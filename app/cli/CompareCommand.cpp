@@ -3,8 +3,8 @@
 #include "app/cli/Subcommands.h"
 
 #include "core/compare/RunComparison.h"
-#include "core/source/CompareRunSources.h"
-#include "core/source/OpenRun.h"
+#include "core/open/CompareRunSources.h"
+#include "core/open/OpenRun.h"
 
 #include <QJsonDocument>
 

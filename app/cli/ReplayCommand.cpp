@@ -9,7 +9,7 @@
 #include "core/run/RunFormat.h"
 #include "core/run/RunReader.h"
 #include "core/run/RunWriter.h"
-#include "core/source/OpenRun.h"
+#include "core/open/OpenRun.h"
 
 #include <QDir>
 #include <QFileInfo>

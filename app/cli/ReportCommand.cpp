@@ -1,5 +1,6 @@
 #include "app/children/ChildProgram.h"
 #include "app/cli/CliSupport.h"
+#include "app/codecs/ScanSettingsFile.h"
 #include "app/report/IncidentReport.h"
 #include "app/cli/Subcommands.h"
 
@@ -22,6 +23,8 @@ int runReport(const QStringList& arguments)
                                         "error (the window's progress bar reads them)."});
     parser.addOption({"rank", "In a multi-rank run, replay and triage on rank N's saved steps (default: each "
                               "incident on the rank it was found on).", "N"});
+    parser.addOption({"config", "Scan settings from FILE (JSON object or INI key = value; see `nanscope scan --help`): "
+                                "the scan and the BatchNorm judgement use them.", "FILE"});
     int code = 0;
     if (!parse(parser, arguments, code))
         return code;
@@ -35,6 +38,11 @@ int runReport(const QStringList& arguments)
         options.rank = parser.value("rank").toInt(&ok);
         if (!ok || options.rank < 0)
             return fail("--rank takes a rank number, not '" + parser.value("rank") + "'");
+    }
+    if (parser.isSet("config")) {
+        QString error;
+        if (!loadScanSettingsFile(parser.value("config"), options.scanConfig, error))
+            return fail(error);
     }
     ProgressCallback progress;
     if (parser.isSet("progress-lines"))

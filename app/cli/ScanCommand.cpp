@@ -1,11 +1,12 @@
 #include "app/cli/CliSupport.h"
 #include "app/codecs/IncidentJson.h"
+#include "app/codecs/ScanSettingsFile.h"
 #include "app/cli/Subcommands.h"
 
 #include "core/run/RankSet.h"
-#include "core/source/RunScan.h"
+#include "core/open/RunScan.h"
 #include "core/scan/RankScan.h"
-#include "core/source/OpenRun.h"
+#include "core/open/OpenRun.h"
 #include "core/scan/ScanInputs.h"
 #include "core/scan/ScanConfig.h"
 
@@ -20,58 +21,6 @@
 namespace nanscope::cli {
 
 namespace {
-
-// Settings files: a JSON object ({"spike_decades": 1.5}) or INI lines (spike_decades = 1.5, with
-// # or ; comments and an optional [scan] section).
-bool loadConfigFile(const QString& path, ScanConfig& config, QString& error)
-{
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly)) {
-        error = path + ": cannot open the scan settings file: " + file.errorString();
-        return false;
-    }
-    const QByteArray text = file.readAll();
-    if (text.trimmed().startsWith('{')) {
-        QJsonParseError parseError;
-        const QJsonDocument document = QJsonDocument::fromJson(text, &parseError);
-        if (parseError.error != QJsonParseError::NoError || !document.isObject()) {
-            error = path + ": not a JSON object: " + parseError.errorString();
-            return false;
-        }
-        const QJsonObject object = document.object();
-        for (auto it = object.begin(); it != object.end(); ++it) {
-            const QString value = it.value().isDouble() ? QString::number(it.value().toDouble(), 'g', 17)
-                                                        : it.value().toString();
-            if (Status s = applyScanSetting(config, it.key().toStdString(), value.toStdString()); !s) {
-                error = path + ": " + fromStd(s.error());
-                return false;
-            }
-        }
-        return true;
-    }
-    int lineNumber = 0;
-    for (const QByteArray& rawLine : text.split('\n')) {
-        ++lineNumber;
-        const QString line = QString::fromUtf8(rawLine).trimmed();
-        if (line.isEmpty() || line.startsWith('#') || line.startsWith(';') || line.startsWith('['))
-            continue;
-        const int equals = line.indexOf('=');
-        if (equals < 0) {
-            error = QString("%1:%2: expected key = value").arg(path).arg(lineNumber);
-            return false;
-        }
-        const QString key = line.left(equals).trimmed();
-        QString value = line.mid(equals + 1).trimmed();
-        for (const QChar comment : {QChar('#'), QChar(';')})
-            if (int at = value.indexOf(comment); at >= 0)
-                value = value.left(at).trimmed();
-        if (Status s = applyScanSetting(config, key.toStdString(), value.toStdString()); !s) {
-            error = QString("%1:%2: %3").arg(path).arg(lineNumber).arg(fromStd(s.error()));
-            return false;
-        }
-    }
-    return true;
-}
 
 void printText(const ScanReport& report)
 {
@@ -189,7 +138,7 @@ int runScan(const QStringList& arguments)
     ScanConfig config;
     if (parser.isSet("config")) {
         QString error;
-        if (!loadConfigFile(parser.value("config"), config, error))
+        if (!loadScanSettingsFile(parser.value("config"), config, error))
             return fail(error);
     }
     for (const QString& assignment : parser.values("set")) {

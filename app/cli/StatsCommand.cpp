@@ -6,7 +6,7 @@
 
 #include "core/NumberText.h"
 #include "core/checkpoint/CheckpointReader.h"
-#include "core/source/OptimizerState.h"
+#include "core/importers/OptimizerState.h"
 #include "core/tensor/TensorStats.h"
 
 #include <QFileInfo>

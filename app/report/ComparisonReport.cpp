@@ -2,8 +2,8 @@
 
 #include "app/codecs/JsonNumbers.h"
 
-#include "core/source/CompareRunSources.h"
-#include "core/source/OpenRun.h"
+#include "core/open/CompareRunSources.h"
+#include "core/open/OpenRun.h"
 #include "widgets/ComparedRunsOverlay.h"
 #include "widgets/SeriesPlot.h"
 

@@ -2,6 +2,7 @@
 
 #include "core/Progress.h"
 #include "core/Result.h"
+#include "core/scan/ScanConfig.h"
 
 #include <QString>
 #include <QStringList>
@@ -20,6 +21,8 @@ struct IncidentReportOptions
     // A multi-rank run: replay and triage on this rank's saved steps (-1: each incident's own
     // rank, the rank it was found on).
     int rank = -1;
+    // The settings the run is scanned and its BatchNorm buffers judged with (`--config FILE`).
+    ScanConfig scanConfig;
 };
 
 // Writes the incident report of a run: a run summary, an incident timeline, and for each

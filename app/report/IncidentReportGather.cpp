@@ -8,8 +8,8 @@
 
 #include "core/run/RankSet.h"
 #include "core/run/RunFormat.h"
-#include "core/source/OpenRun.h"
-#include "core/source/RunScan.h"
+#include "core/open/OpenRun.h"
+#include "core/open/RunScan.h"
 #include "core/tensor/BatchNormHealth.h"
 #include "widgets/OverviewView.h"
 #include "widgets/SeriesPlot.h"
@@ -56,7 +56,7 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
     c.directory = QFileInfo(runDirectory).absoluteFilePath();
     c.generated = QDateTime::currentDateTimeUtc().toString(Qt::ISODate);
     // A multi-rank run: every rank's incidents, each naming its rank.
-    auto scanned = scanRun(reader, ScanConfig{}, [&](double f, const std::string& w) { return reportProgress(progress, f * 0.4, w); });
+    auto scanned = scanRun(reader, options.scanConfig, [&](double f, const std::string& w) { return reportProgress(progress, f * 0.4, w); });
     if (!scanned)
         return Error{scanned.error()};
     c.scan = std::move(scanned->report);
@@ -73,7 +73,8 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
             auto varMin = reader.readColumn(rf::kBuffers, rf::column::kRunningVarMin, int64_t(col));
             const auto history = batchnorm::judgeHistory(
                 bufferSteps, nonfinite ? std::vector<double>(nonfinite->begin(), nonfinite->end()) : std::vector<double>(),
-                varMin ? std::vector<double>(varMin->begin(), varMin->end()) : std::vector<double>());
+                varMin ? std::vector<double>(varMin->begin(), varMin->end()) : std::vector<double>(),
+                options.scanConfig.runningVarFloor);
             state.nonfiniteFrom = history.poisonedFrom;
             state.collapsedAt = history.negativeFrom >= 0 ? history.negativeFrom : history.collapsedFrom;
             c.batchNorm.push_back(state);

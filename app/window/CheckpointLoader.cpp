@@ -3,7 +3,7 @@
 #include "app/codecs/CheckpointJson.h"
 #include "app/codecs/OptimizerJson.h"
 
-#include "core/source/CheckpointFiles.h"
+#include "core/importers/CheckpointFiles.h"
 
 #include <QCoreApplication>
 #include <QDir>

@@ -1,11 +1,11 @@
 #include "app/window/ComparedRuns.h"
 
-#include "app/window/RunContext.h"
+#include "widgets/RunContext.h"
 
 #include "core/run/MemoryRunSource.h"
 #include "core/run/RunFormat.h"
-#include "core/source/CompareRunSources.h"
-#include "core/source/OpenRun.h"
+#include "core/open/CompareRunSources.h"
+#include "core/open/OpenRun.h"
 #include "widgets/ComparedRunsOverlay.h"
 #include "widgets/ComparisonView.h"
 #include "widgets/OverviewView.h"

@@ -239,18 +239,27 @@ void MainWindow::connectSession()
 
 void MainWindow::connectViewsToContext()
 {
+    // The window's frame first: the views then lay the run out in a page that is shown.
     connect(m_context, &RunContext::runClosed, this, &MainWindow::clearViews);
+    connect(m_context, &RunContext::runLoaded, this, &MainWindow::showRunFrame);
+    // The views follow the run themselves, before the window's handlers below (these read what
+    // the views were given: the incident list's rows).
+    m_overview->follow(m_context);
+    m_layerDetail->follow(m_context);
+    m_heatmap->follow(m_context);
+    m_batchNorm->follow(m_context);
+    m_checkpoints->follow(m_context);
+    m_replay->follow(m_context);
+    m_incidentModel->follow(m_context);
     connect(m_context, &RunContext::runLoaded, this, &MainWindow::showRun);
     connect(m_context, &RunContext::runGrew, this, [this](const RunSnapshot& snapshot) {
         // Live follow: keep the user's selection and zoom; the data, the saved checkpoints and
         // batches move on.
         showSnapshot(snapshot);
-        showSavedFiles(snapshot);
         if (!m_context->selectedLayer().isEmpty())
             emit layerDetailRequested(m_context->selectedLayer());
     });
     connect(m_context, &RunContext::scanChanged, this, &MainWindow::showScan);
-    connect(m_context, &RunContext::stepSelected, this, &MainWindow::showStep);
     connect(m_context, &RunContext::layerSelected, this, &MainWindow::showLayer);
 }
 
@@ -401,13 +410,6 @@ void MainWindow::clearViews()
 {
     m_replayProcess->cancel();
     m_triageChild->cancel();
-    m_overview->clear();
-    m_layerDetail->clear();
-    m_heatmap->clear();
-    m_batchNorm->clear();
-    m_checkpoints->clear();
-    m_replay->clear();
-    m_incidentModel->setReport(ScanReport());
     m_layerModel->setLayers({}, {});
     m_filterEdit->clear();
     m_reloadAction->setEnabled(false);
@@ -417,44 +419,47 @@ void MainWindow::clearViews()
     m_statusRun->setText(tr("No run loaded"));
 }
 
-void MainWindow::showRun(const RunSnapshot& snapshot)
+void MainWindow::showRunFrame(const RunSnapshot& snapshot)
 {
     rememberRun(snapshot.directory);
     m_pages->setCurrentWidget(m_tabs);
     setWindowTitle(QString("%1 \u2014 nanscope").arg(QString::fromStdString(snapshot.info.runName)));
     m_reloadAction->setEnabled(true);
     m_exportAction->setEnabled(true);
+}
+
+void MainWindow::showRun(const RunSnapshot& snapshot)
+{
     m_screenshot->expect(Work::Scan);
     if (m_comparedRuns->hasRuns())
         m_screenshot->expect(Work::Compare);
     if (!snapshot.layers.empty())
         m_screenshot->expect(Work::Heatmap);
     showSnapshot(snapshot);
-    showSavedFiles(snapshot);
-    if (!m_initialLayer.isEmpty())
-        selectLayer(m_initialLayer);
-    if (m_initialStep >= 0)
-        selectStep(m_initialStep);
-    if (m_tabs->currentIndex() == int(View::Replay) && m_initialStep >= 0 && m_screenshot->requested())
+    if (!m_context->startLayer().isEmpty())
+        selectLayer(m_context->startLayer());
+    if (m_context->startStep() >= 0)
+        selectStep(m_context->startStep());
+    if (m_tabs->currentIndex() == int(View::Replay) && m_context->startStep() >= 0 && m_screenshot->requested())
         runReplay(m_replay->request()); // a screenshot of the replay view shows a replay
 }
 
 void MainWindow::showSnapshot(const RunSnapshot& snapshot)
 {
-    m_overview->setScalars(snapshot.steps, snapshot.scalars, snapshot.skippedSteps);
-    m_overview->setSeriesTables(snapshot.seriesTables);
-    m_overview->setStepAxes(snapshot.stepAxes);
-    m_overview->setTimelineEvents(snapshot.timelineEvents);
-    m_overview->setSourceSummary(QString::fromStdString(sourceSummary(snapshot.info)),
-                                 QString::fromStdString(sourceDetails(snapshot.info)));
+    // The views show the run themselves (they follow the context); the window shows the layer
+    // tree and which tabs have something to show.
     showLayerTree();
-    m_batchNorm->setSeries(snapshot.batchNorm);
     setTabAvailable(View::Heatmap, !snapshot.layers.empty(),
                     tr("No per-layer table in this run (/layers): the heatmap plots each parameter's gradient norm "
                        "over the steps, and this log has none."));
     setTabAvailable(View::BatchNorm, !snapshot.batchNorm.empty(),
                     tr("No normalisation statistics in this run (/buffers): the model has no BatchNorm layer, or "
                        "its log does not record their running mean and variance."));
+    setTabAvailable(View::Checkpoints, !snapshot.info.checkpoints.empty(),
+                    tr("No checkpoints in this run: tensor statistics, histograms and diffs need saved weights "
+                       "(checkpoints/step_N.pt, or checkpoint-N/ folders)."));
+    setTabAvailable(View::Replay, !snapshot.info.replayableSteps().empty(),
+                    QString::fromStdString(snapshot.info.whyNothingReplays()));
     updateStatus();
 }
 
@@ -462,30 +467,6 @@ void MainWindow::setTabAvailable(View view, bool available, const QString& whyNo
 {
     m_tabs->setTabEnabled(int(view), available);
     m_tabs->setTabToolTip(int(view), available ? QString() : whyNot);
-}
-
-void MainWindow::showSavedFiles(const RunSnapshot& snapshot)
-{
-    const std::vector<int64_t> replayableSteps = snapshot.info.replayableSteps();
-    const std::vector<qint64> replayable(replayableSteps.begin(), replayableSteps.end());
-    const qint64 replayStep = m_replay->request().step;
-    const QString whyNothingReplays = QString::fromStdString(snapshot.info.whyNothingReplays());
-    m_replay->setReplayableSteps(replayable, whyNothingReplays);
-    m_replay->setEagerFactory(QString::fromStdString(snapshot.info.eagerReplayFactory()));
-    std::vector<qint64> checkpointSteps;
-    for (const auto& [step, path] : snapshot.info.checkpoints)
-        checkpointSteps.push_back(step);
-    m_checkpoints->setCheckpointSteps(checkpointSteps);
-    m_overview->setCheckpointSteps(std::vector<int64_t>(checkpointSteps.begin(), checkpointSteps.end()));
-    setTabAvailable(View::Checkpoints, !checkpointSteps.empty(),
-                    tr("No checkpoints in this run: tensor statistics, histograms and diffs need saved weights "
-                       "(checkpoints/step_N.pt, or checkpoint-N/ folders)."));
-    setTabAvailable(View::Replay, !replayable.empty(), whyNothingReplays);
-    const qint64 selected = m_context->selectedStep();
-    const qint64 near = selected >= 0 ? selected : (m_initialStep >= 0 ? m_initialStep : -1);
-    if (!checkpointSteps.empty())
-        m_checkpoints->chooseStepNear(near >= 0 ? near : checkpointSteps.back());
-    m_replay->chooseStepNear(replayStep >= 0 ? replayStep : near);
 }
 
 void MainWindow::showIncidentTableOrNone(bool none)
@@ -496,8 +477,6 @@ void MainWindow::showIncidentTableOrNone(bool none)
 
 void MainWindow::showScan(const ScanReport& scan)
 {
-    m_incidentModel->setReport(scan);
-    m_overview->setIncidents(scan.incidents);
     showIncidentTableOrNone(scan.incidents.empty());
     // The replay pane starts at the worst incident's step (its first NaN, else its onset), once
     // per run: not at the first saved step, and not over a step the user picked since.

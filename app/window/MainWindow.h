@@ -1,6 +1,6 @@
 #pragma once
 
-#include "app/window/RunContext.h"
+#include "widgets/RunContext.h"
 #include "app/window/RunSession.h"
 
 #include <QMainWindow>
@@ -57,6 +57,9 @@ public:
     // screenshotDone.
     void screenshotWhenLoaded(const QString& path);
     void setInitialSelection(qint64 step, const QString& layer);
+    // The scan settings every run is judged with (`nanscope RUN --config FILE`): the window's scan,
+    // its BatchNorm view and the report it exports (passed `--config file`).
+    void setScanSettings(const ScanConfig& config, const QString& file);
 
     RunContext* context() const { return m_context; }
     const RunSnapshot& snapshot() const { return m_context->snapshot(); }
@@ -133,17 +136,18 @@ private:
     void onProgress(int percent, const QString& what);
     // Context subscribers.
     void clearViews();
+    // The page, title and actions of a run loaded (before the views get it), then the rest.
+    void showRunFrame(const RunSnapshot& snapshot);
     void showRun(const RunSnapshot& snapshot);
+    // The layer tree, the tabs that have something to show and the status line, for a run loaded or grown.
     void showSnapshot(const RunSnapshot& snapshot);
     // A tab that has nothing to show for this run is greyed out; its tooltip, the only text a
     // disabled tab can show, says why. Every tab says it the same way.
     void setTabAvailable(View view, bool available, const QString& whyNot);
-    void showSavedFiles(const RunSnapshot& snapshot);
     void showScan(const ScanReport& scan);
     // The incident dock: the table, or "no incidents" after a scan that found none.
     void showIncidentTableOrNone(bool none);
     void chooseIncidentAfterRankSwitch();
-    void showStep(qint64 step);
     void showLayer(const QString& layer);
     void showLayerTree();
     void selectFirstBadLayer();
@@ -191,9 +195,8 @@ private:
     QString m_loadingDirectory; // the run asked for, until it has loaded or failed
     // An incident chosen on another rank, until that rank's run and the scan have arrived.
     std::optional<Incident> m_incidentAfterRankSwitch;
-    qint64 m_initialStep = -1;
-    QString m_initialLayer;
     QString m_replayProgram;
+    QString m_scanSettingsFile; // the --config file, for the report's child
     bool m_grewSinceOpen = false; // "following live" only for a run that is being written
     QString m_scanError;          // why the scan of the open run failed, shown in the status bar
 };

@@ -128,7 +128,10 @@ void MainWindow::exportReportTo(const QString& path)
     m_cancel->setVisible(true);
     statusBar()->showMessage(tr("Writing %1\u2026").arg(path));
     m_exportChild->setProgram(m_replayProgram.isEmpty() ? nanscopeProgram() : m_replayProgram);
-    m_exportChild->start({"report", snapshot().directory, "-o", path, "--progress-lines"},
+    QStringList arguments{"report", snapshot().directory, "-o", path, "--progress-lines"};
+    if (!m_scanSettingsFile.isEmpty())
+        arguments << "--config" << m_scanSettingsFile;
+    m_exportChild->start(arguments,
                          [this, path](const ChildOutcome& outcome) {
                              m_exportPath.clear();
                              m_progress->setVisible(false);

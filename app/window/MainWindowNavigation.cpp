@@ -31,16 +31,6 @@ namespace {
 using Work = ScreenshotController::Work;
 } // namespace
 
-void MainWindow::showStep(qint64 step)
-{
-    m_overview->setSelectedStep(step);
-    m_heatmap->setSelectedStep(step);
-    m_layerDetail->setSelectedStep(step);
-    m_batchNorm->setSelectedStep(step);
-    m_replay->chooseStepNear(step);
-    m_checkpoints->chooseStepNear(step);
-}
-
 void MainWindow::showLayer(const QString& layer)
 {
     m_screenshot->expect(Work::Layer);
@@ -106,8 +96,15 @@ void MainWindow::chooseIncidentAfterRankSwitch()
 
 void MainWindow::setInitialSelection(qint64 step, const QString& layer)
 {
-    m_initialStep = step;
-    m_initialLayer = layer;
+    m_context->setStartSelection(step, layer);
+}
+
+void MainWindow::setScanSettings(const ScanConfig& config, const QString& file)
+{
+    m_context->setScanConfig(config);
+    m_scanSettingsFile = file;
+    // Queued to the session's thread, where it runs before any open asked for after this call.
+    QMetaObject::invokeMethod(m_session, [session = m_session, config] { session->setScanConfig(config); });
 }
 
 void MainWindow::showView(View view)
@@ -160,12 +157,6 @@ void MainWindow::showLayerTree()
     m_layerTree->expandAll();
     if (!current.isEmpty())
         m_layerTree->setCurrentIndex(m_layerFilter->mapFromSource(m_layerModel->indexOfParameter(current)));
-    // The normalisation layers' icons by the same judgement, once the scan has judged them.
-    std::vector<std::string> normalisation;
-    for (const BatchNormSeries& series : snapshot().batchNorm)
-        normalisation.push_back(series.name);
-    m_batchNorm->setHealth(m_context->scanned() ? judgeLayerHealth(normalisation, m_context->scan())
-                                                : std::vector<LayerHealth>{});
 }
 
 } // namespace nanscope

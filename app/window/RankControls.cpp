@@ -1,6 +1,6 @@
 #include "app/window/RankControls.h"
 
-#include "app/window/RunContext.h"
+#include "widgets/RunContext.h"
 #include "app/window/RunSession.h"
 
 #include "core/run/RankHeatmap.h"

@@ -1,9 +1,9 @@
 #include "app/window/RunSession.h"
 
 #include "core/run/SkippedSteps.h"
-#include "core/source/RunScan.h"
+#include "core/open/RunScan.h"
 #include "core/scan/RankScan.h"
-#include "core/source/OpenRun.h"
+#include "core/open/OpenRun.h"
 #include "core/run/LayerNames.h"
 #include "core/run/RunFormat.h"
 #include "core/run/RunReader.h"
@@ -398,7 +398,7 @@ void RunSession::requestScan()
         return;
     m_cancelled = false;
     // A multi-rank run: every rank's incidents and the ranks' together (each names its rank).
-    auto report = scanRun(*m_reader, ScanConfig{},
+    auto report = scanRun(*m_reader, m_scanConfig,
                           progressCallback(m_reader->rankSet() ? tr("Scanning every rank")
                                                                : tr("Scanning for incidents")));
     emit progress(100, QString());

@@ -1,10 +1,11 @@
 #pragma once
 
 #include "core/scan/Incident.h"
+#include "core/scan/ScanConfig.h"
 #include "core/run/LayerHeatmap.h"
 #include "core/run/RunSource.h"
 #include "core/run/StepAxis.h"
-#include "widgets/EventMarkers.h"
+#include "widgets/RunSnapshot.h"
 #include "widgets/ViewData.h"
 
 #include <QObject>
@@ -22,29 +23,6 @@ class QTimer;
 
 namespace nanscope {
 
-// Everything the window shows at first sight, read off the GUI thread and handed over as a value.
-struct RunSnapshot
-{
-    QString directory;
-    QString error; // non-empty: loading failed, and this says why
-    QStringList warnings; // parts that could not be read (named), shown in the status bar
-    RunInfo info;
-    std::vector<int64_t> steps; // /scalars steps
-    std::map<std::string, std::vector<double>> scalars;
-    std::vector<int64_t> skippedSteps;
-    std::vector<std::string> layers;
-    std::vector<BatchNormSeries> batchNorm;
-    // Series logged at a rate of their own (evaluation, epoch-level metrics), each table whole:
-    // they are small, a row per evaluation.
-    std::vector<SeriesTable> seriesTables;
-    // Wall time and epoch as other x axes, where logged.
-    StepAxes stepAxes;
-    // What the training's defences did (rollbacks, buffers restored, incident captures), from
-    // /events; eventRows: the /events rows they were read from.
-    std::vector<TimelineEvent> timelineEvents;
-    int64_t eventRows = 0;
-};
-
 // Owns the run's source (RunSource) on a thread of its own: HDF5 is not safe to call from several threads, so
 // every read of the open run is funnelled through here, as RenderDoc funnels its replay calls.
 // Requests are queued slots; results come back as signals carrying values.
@@ -55,6 +33,8 @@ public:
     explicit RunSession(QObject* parent = nullptr);
     ~RunSession() override;
 
+    // The settings its scans use; call on the session's thread (before open, or the next scan).
+    void setScanConfig(const ScanConfig& config) { m_scanConfig = config; }
     // Thread-safe: asks the work in progress to stop.
     void cancel() { m_cancelled = true; }
 
@@ -124,11 +104,11 @@ private:
     // The last scan of the whole run. It covers every rank, so a rank switch shows it again
     // rather than scanning every rank once more.
     std::optional<ScanReport> m_wholeRunScan;
+    ScanConfig m_scanConfig;
 };
 
 } // namespace nanscope
 
-Q_DECLARE_METATYPE(nanscope::RunSnapshot)
 Q_DECLARE_METATYPE(nanscope::LayerDetail)
 Q_DECLARE_METATYPE(nanscope::LayerHeatmap)
 Q_DECLARE_METATYPE(nanscope::ScanReport)

@@ -21,7 +21,7 @@ namespace nanscope {
 namespace scan {
 struct ScanFacts;
 // The facts read beside one rank's run that its scan cannot read itself (its optimizer states);
-// what could not be read is a note. core/source/RunScan passes its reader of them.
+// what could not be read is a note. core/open/RunScan passes its reader of them.
 using RankFactsReader = std::function<ScanFacts(const RunSource& rank, std::vector<std::string>& notes)>;
 } // namespace scan
 
@@ -63,7 +63,7 @@ struct RankScanReport
 
 // Scans every rank of `ranks`, each with the facts `factsOf` reads beside it, and then the ranks
 // together. Cancelling through `progress` returns an error; a rank whose own scan fails is noted
-// and the others go on. Called by `scanRun` (core/source/RunScan.h), the one entry point.
+// and the others go on. Called by `scanRun` (core/open/RunScan.h), the one entry point.
 Result<RankScanReport> scanRanks(const RankSet& ranks, const ScanConfig& config, const ProgressCallback& progress,
                                  const scan::RankFactsReader& factsOf);
 

@@ -4,7 +4,7 @@
 // NaN finally showed), which layer went bad first, sudden or gradual, the probable cause and what
 // to do. docs/scan.md lists the rules and thresholds.
 //
-// Not the way to scan a run: `scanRun` (core/source/RunScan.h) is, for every caller. It reads the
+// Not the way to scan a run: `scanRun` (core/open/RunScan.h) is, for every caller. It reads the
 // facts the rules cannot read themselves (optimizer states) and scans a multi-rank run rank by rank
 // (core/scan/RankScan.h) before calling these rules on each run.
 //

@@ -56,7 +56,7 @@ struct LayerColumn
 };
 
 // Facts the caller measured outside the run file and hands to the scan as data (the scan reads
-// no checkpoint itself): Adam epsilon domination from an optimizer state (see core/source/
+// no checkpoint itself): Adam epsilon domination from an optimizer state (see core/importers/
 // OptimizerState.h, which `nanscope scan` reads).
 struct ParameterEpsilonShare
 {

@@ -199,3 +199,36 @@ TEST(IncidentReport, ExportFromTheWindowShowsProgressAndCanBeCancelled)
     EXPECT_TRUE(exported.last().first().toBool()) << window.statusBar()->currentMessage().toStdString();
     EXPECT_TRUE(QFile::exists(path));
 }
+
+// Issue 28, judgement 1: the report judged BatchNorm buffers with the compiled-in floor whatever the
+// scan's settings said. `report --config FILE` now reaches the scan and that judgement alike.
+TEST(IncidentReport, TheBatchNormJudgementTakesTheFloorOfTheScanSettings)
+{
+    QTemporaryDir dir;
+    auto batchNormOf = [&](const QStringList& extra) {
+        const QString path = dir.filePath("report.json");
+        const auto result = runNanscope(QStringList{"report", demoRun("batchnorm-poisoned"), "-o", path, "--no-replay"} + extra);
+        EXPECT_EQ(result.exitCode, 0) << result.err.toStdString();
+        const QJsonArray layers = QJsonDocument::fromJson(readAll(path).toUtf8()).object()["batchnorm"].toArray();
+        return layers.isEmpty() ? QJsonObject() : layers.first().toObject();
+    };
+    const QJsonObject byDefault = batchNormOf({});
+    ASSERT_FALSE(byDefault.isEmpty());
+    EXPECT_TRUE(byDefault["collapsed_at"].isNull()) << "a healthy running variance read as collapsed";
+
+    // No running variance of the demo reaches 1e6: with that floor every one has collapsed.
+    const QString settings = dir.filePath("scan.ini");
+    QFile file(settings);
+    ASSERT_TRUE(file.open(QIODevice::WriteOnly));
+    file.write("[scan]\nrunning_var_floor = 1e6\n");
+    file.close();
+    const QJsonObject withFloor = batchNormOf({"--config", settings});
+    ASSERT_TRUE(withFloor["collapsed_at"].isDouble()) << "the report ignored the configured running_var_floor";
+    EXPECT_LT(withFloor["collapsed_at"].toInteger(), 200);
+
+    const auto missing = runNanscope({"report", demoRun("batchnorm-poisoned"), "-o", dir.filePath("r.json"), "--config",
+                                      dir.filePath("absent.ini")});
+    EXPECT_NE(missing.exitCode, 0);
+    EXPECT_TRUE(missing.err.contains("absent.ini")) << "the error does not name the settings file: "
+                                                    << missing.err.toStdString();
+}

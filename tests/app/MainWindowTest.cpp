@@ -142,6 +142,25 @@ TEST(MainWindow, PoisonedBatchNormIsShownWhileTheLossLooksFine)
     EXPECT_EQ(window.snapshot().skippedSteps, std::vector<int64_t>{200});
 }
 
+// Issue 28, judgement 1: the window's scan and its BatchNorm view judge with the same settings
+// (`nanscope RUN --config FILE`): a floor no running variance reaches marks every step collapsed,
+// and the scan reports the collapse too.
+TEST(MainWindow, TheScanSettingsReachTheScanAndTheBatchNormView)
+{
+    MainWindow window;
+    ScanConfig config;
+    config.runningVarFloor = 1e6;
+    window.setScanSettings(config, QString());
+    ASSERT_TRUE(openAndWait(window, test::demoRun("healthy")));
+    EXPECT_GT(window.batchNorm()->varPlot()->markedCount(), 0) << "the view kept the compiled-in floor";
+    EXPECT_TRUE(window.batchNorm()->summary().contains("collapsed to")) << window.batchNorm()->summary().toStdString();
+    ASSERT_TRUE(test::waitForScan(window));
+    bool collapseFound = false;
+    for (const Incident& incident : window.context()->scan().incidents)
+        collapseFound |= incident.kind == IncidentKind::BnCorruption;
+    EXPECT_TRUE(collapseFound) << "the window's scan ignored the configured running_var_floor";
+}
+
 TEST(MainWindow, LayerFilterNarrowsTheTree)
 {
     MainWindow window;

@@ -3,7 +3,7 @@
 #include "SyntheticRuns.h"
 #include "TestRuns.h"
 
-#include "core/source/RunScan.h"
+#include "core/open/RunScan.h"
 #include "core/run/RunReader.h"
 
 #include <algorithm>

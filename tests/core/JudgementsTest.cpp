@@ -7,7 +7,7 @@
 #include "core/scan/LayerHealth.h"
 #include "core/scan/EpsilonDomination.h"
 #include "core/scan/ScanConfig.h"
-#include "core/source/OptimizerState.h"
+#include "core/importers/OptimizerState.h"
 #include "core/tensor/BatchNormHealth.h"
 
 #include <gtest/gtest.h>

@@ -3,7 +3,7 @@
 // lengths and NaN; and which incidents one run has that the other lacks.
 
 #include "core/compare/RunComparison.h"
-#include "core/source/CompareRunSources.h"
+#include "core/open/CompareRunSources.h"
 #include "core/run/MemoryRunSource.h"
 
 #include <gtest/gtest.h>

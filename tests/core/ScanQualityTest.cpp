@@ -10,7 +10,7 @@
 #include "TestRuns.h"
 
 #include "core/torch/DemoRuns.h"
-#include "core/source/RunScan.h"
+#include "core/open/RunScan.h"
 #include "core/run/RunReader.h"
 
 #include <cstdio>

@@ -1,5 +1,5 @@
 """The facts read beside a run (an optimizer state: Adam epsilon domination) reach the scan the
-same way in `nanscope scan` and in the report (core/source/RunScan.h, which the window uses too):
+same way in `nanscope scan` and in the report (core/open/RunScan.h, which the window uses too):
 before, only the scan command read them, so the report of the same run lacked the incident. Each
 rank of a multi-rank run and each compared run is scanned the same way: before, both took a scan
 entry point without the facts, and Adam epsilon was never judged there."""

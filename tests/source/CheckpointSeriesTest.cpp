@@ -3,10 +3,10 @@
 #include "core/run/LayerHeatmap.h"
 #include "core/run/RunFormat.h"
 #include "core/checkpoint/CheckpointReader.h"
-#include "core/source/CheckpointSeries.h"
-#include "core/source/OpenRun.h"
-#include "core/source/CheckpointTables.h"
-#include "core/source/OptimizerState.h"
+#include "core/importers/CheckpointSeries.h"
+#include "core/open/OpenRun.h"
+#include "core/importers/CheckpointTables.h"
+#include "core/importers/OptimizerState.h"
 #include "tests/source/CheckpointSeriesFixtures.h"
 
 #include <gtest/gtest.h>

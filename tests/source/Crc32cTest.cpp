@@ -1,4 +1,4 @@
-#include "core/source/Crc32c.h"
+#include "core/importers/Crc32c.h"
 
 #include <gtest/gtest.h>
 

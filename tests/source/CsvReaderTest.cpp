@@ -1,4 +1,4 @@
-#include "core/source/CsvReader.h"
+#include "core/importers/CsvReader.h"
 
 #include "SourceTestSupport.h"
 

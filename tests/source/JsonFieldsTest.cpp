@@ -2,7 +2,7 @@
 // Infinity / -Infinity read as numbers (and only outside strings), numbers correctly rounded, a
 // repeated key keeps its last value, nested values by kind, and damage named with its byte.
 
-#include "core/source/JsonFields.h"
+#include "core/importers/JsonFields.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "core/source/MetricsCsvReader.h"
+#include "core/importers/MetricsCsvReader.h"
 
 #include "SourceTestSupport.h"
 

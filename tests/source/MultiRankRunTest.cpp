@@ -5,7 +5,7 @@
 #include "core/run/RankSet.h"
 #include "core/run/RunFormat.h"
 #include "core/run/RunWriter.h"
-#include "core/source/OpenRun.h"
+#include "core/open/OpenRun.h"
 
 #include <filesystem>
 

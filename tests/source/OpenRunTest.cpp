@@ -5,8 +5,8 @@
 
 #include "core/run/RunFormat.h"
 #include "core/run/RunWriter.h"
-#include "core/source/RunScan.h"
-#include "core/source/OpenRun.h"
+#include "core/open/RunScan.h"
+#include "core/open/OpenRun.h"
 
 #include <gtest/gtest.h>
 

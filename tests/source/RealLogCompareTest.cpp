@@ -5,8 +5,8 @@
 #include "SourceTestSupport.h"
 
 #include "core/compare/RunComparison.h"
-#include "core/source/CompareRunSources.h"
-#include "core/source/OpenRun.h"
+#include "core/open/CompareRunSources.h"
+#include "core/open/OpenRun.h"
 
 #include <gtest/gtest.h>
 

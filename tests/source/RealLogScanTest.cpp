@@ -5,8 +5,8 @@
 
 #include "SourceTestSupport.h"
 
-#include "core/source/RunScan.h"
-#include "core/source/OpenRun.h"
+#include "core/open/RunScan.h"
+#include "core/open/OpenRun.h"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
 // The run model built from other tools' logs: names, logging rates, merging, resumed runs.
 
 #include "core/run/RunFormat.h"
-#include "core/source/RunScan.h"
-#include "core/source/RunSourceBuilder.h"
+#include "core/open/RunScan.h"
+#include "core/importers/RunSourceBuilder.h"
 
 #include <gtest/gtest.h>
 

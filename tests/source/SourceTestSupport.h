@@ -3,7 +3,7 @@
 // What the foreign-log reader tests share: the real logs in place, a scratch folder for files the
 // tests write, and a look-up of one point.
 
-#include "core/source/ScalarLog.h"
+#include "core/importers/ScalarLog.h"
 
 #include <gtest/gtest.h>
 

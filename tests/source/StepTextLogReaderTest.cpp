@@ -1,4 +1,4 @@
-// The step lines training scripts print (core/source/StepTextLogReader.h), read from excerpts of
+// The step lines training scripts print (core/importers/StepTextLogReader.h), read from excerpts of
 // real public logs. Each excerpt is a few lines, verbatim, with where it was read:
 //
 // [build-nanogpt] logbob0401/build-nanogpt, log/rec_202411011055_basically_works.txt at
@@ -24,8 +24,8 @@
 
 #include "LogFileTestSupport.h"
 
-#include "core/source/OpenRun.h"
-#include "core/source/StepTextLogReader.h"
+#include "core/open/OpenRun.h"
+#include "core/importers/StepTextLogReader.h"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 
 #include "LogFileTestSupport.h"
 #include "TfEventTestSupport.h"
-#include "core/source/TensorBoardReader.h"
+#include "core/importers/TensorBoardReader.h"
 
 #include <gtest/gtest.h>
 

@@ -3,8 +3,8 @@
 // TensorBoardDamageTest.cpp: damaged copies.
 
 #include "core/run/StepAxis.h"
-#include "core/source/OpenRun.h"
-#include "core/source/TensorBoardReader.h"
+#include "core/open/OpenRun.h"
+#include "core/importers/TensorBoardReader.h"
 #include "LogFileTestSupport.h"
 #include "TfEventTestSupport.h"
 

@@ -3,9 +3,9 @@
 // Shared by the TensorBoard reader tests: a minimal protobuf and TFRecord writer (independent of
 // the reader's .proto, so a wrong field number there fails a test), and small queries.
 
-#include "core/source/Crc32c.h"
-#include "core/source/ScalarLog.h"
-#include "core/source/TfRecordReader.h"
+#include "core/importers/Crc32c.h"
+#include "core/importers/ScalarLog.h"
+#include "core/importers/TfRecordReader.h"
 
 #include <cstdint>
 #include <initializer_list>

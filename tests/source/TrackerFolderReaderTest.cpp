@@ -1,4 +1,4 @@
-// The trackers' folders people keep next to their runs (core/source/TrackerFolderReader.h), from
+// The trackers' folders people keep next to their runs (core/importers/TrackerFolderReader.h), from
 // files of real public repositories, verbatim, each with where it was read:
 //
 // [mlflow-swahili] 10-Academy-Batch-4-Week-4/Swahili-Speech-To-Text at
@@ -17,8 +17,8 @@
 
 #include "LogFileTestSupport.h"
 
-#include "core/source/OpenRun.h"
-#include "core/source/TrackerFolderReader.h"
+#include "core/open/OpenRun.h"
+#include "core/importers/TrackerFolderReader.h"
 
 #include <gtest/gtest.h>
 

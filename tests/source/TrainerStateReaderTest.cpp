@@ -1,4 +1,4 @@
-#include "core/source/TrainerStateReader.h"
+#include "core/importers/TrainerStateReader.h"
 
 #include "SourceTestSupport.h"
 

@@ -1,8 +1,8 @@
 // Which file of a Hugging Face Trainer's checkpoint-N/ folder holds the weights is judged in one
-// place (core/source/CheckpointFiles): the run finder, the checkpoint statistics, the optimizer's
+// place (core/importers/CheckpointFiles): the run finder, the checkpoint statistics, the optimizer's
 // parameter names and the window's checkpoint loader each had their own list and precedence before.
 // The judgement reads names only, so empty files stand in for the weights here.
-#include "core/source/CheckpointFiles.h"
+#include "core/importers/CheckpointFiles.h"
 
 #include <gtest/gtest.h>
 

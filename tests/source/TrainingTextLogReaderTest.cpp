@@ -2,7 +2,7 @@
 // steps and loss-scale sequence their SOURCE.md describes) and on Megatron-LM, DeepSpeed-Chat loss
 // and damaged logs written here.
 
-#include "core/source/TrainingTextLogReader.h"
+#include "core/importers/TrainingTextLogReader.h"
 #include "LogFileTestSupport.h"
 
 #include <gtest/gtest.h>

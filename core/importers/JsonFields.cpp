@@ -1,0 +1,224 @@
+#include "core/importers/JsonFields.h"
+
+#include "core/RapidJsonErrors.h"
+
+#include <rapidjson/memorystream.h>
+#include <rapidjson/reader.h>
+
+#include <algorithm>
+#include <charconv>
+#include <unordered_map>
+
+namespace nanscope::json {
+
+namespace {
+
+// Numbers come as their text (converted by std::from_chars, correctly rounded: RapidJSON's own
+// full-precision path is slower and has been wrong on rare inputs), NaN and Infinity among them.
+// Iterative: an entry nested 200,000 lists deep overflowed the recursive parser's stack.
+constexpr unsigned kParseFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseNanAndInfFlag
+    | rapidjson::kParseNumbersAsStringsFlag | rapidjson::kParseStopWhenDoneFlag;
+
+bool numberFromText(const char* text, size_t length, double& number)
+{
+    // from_chars takes no leading '+' (JSON has none) and reads "NaN", "Infinity" and "-Infinity"
+    // as strtod does.
+    const std::from_chars_result read = std::from_chars(text, text + length, number);
+    if (read.ec == std::errc::result_out_of_range) {
+        // RapidJSON has already refused an overflow (1e999), so this is an underflow (1e-400):
+        // zero, as Python reads it.
+        number = length > 0 && text[0] == '-' ? -0.0 : 0.0;
+        return read.ptr == text + length;
+    }
+    return read.ec == std::errc() && read.ptr == text + length;
+}
+
+// Collects the values at depth 1 of the document (an object's fields), or the root value itself.
+class FieldCollector : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, FieldCollector> {
+public:
+    FieldCollector(std::vector<JsonField>& fields, bool rootIsObject)
+        : m_fields(fields)
+        , m_rootIsObject(rootIsObject)
+    {
+    }
+
+    bool Null() { return scalar(JsonField::Kind::Null); }
+    bool Bool(bool) { return scalar(JsonField::Kind::Bool); }
+    bool RawNumber(const char* text, rapidjson::SizeType length, bool)
+    {
+        if (!rootOrValueDepth())
+            return true;
+        JsonField* field = current(JsonField::Kind::Number);
+        if (!field)
+            return false;
+        if (!numberFromText(text, length, field->number)) {
+            m_badNumber = std::string(text, length);
+            return false;
+        }
+        return true;
+    }
+    bool String(const char* text, rapidjson::SizeType length, bool)
+    {
+        if (!rootOrValueDepth())
+            return true;
+        JsonField* field = current(JsonField::Kind::Text);
+        if (field)
+            field->text.assign(text, length);
+        return field != nullptr;
+    }
+    bool Key(const char* text, rapidjson::SizeType length, bool)
+    {
+        if (m_rootIsObject && m_depth == 1) {
+            m_fields.emplace_back();
+            m_fields.back().key.assign(text, length);
+        }
+        return true;
+    }
+    bool StartObject() { return open(JsonField::Kind::Object); }
+    bool EndObject(rapidjson::SizeType) { return close(); }
+    bool StartArray() { return open(JsonField::Kind::List); }
+    bool EndArray(rapidjson::SizeType) { return close(); }
+
+    bool rootWasWrongKind() const { return m_rootWrongKind; }
+    const std::string& badNumber() const { return m_badNumber; }
+
+private:
+    // An object's field values sit at depth 1; a lone value at depth 0.
+    bool atValueDepth() const { return m_depth == (m_rootIsObject ? 1 : 0); }
+
+    // The field (or lone value) a value at the value depth fills; null when the root of what
+    // should be an object is a number, a string, ...
+    JsonField* current(JsonField::Kind kind)
+    {
+        if (m_rootIsObject && m_depth == 0) {
+            m_rootWrongKind = true;
+            return nullptr;
+        }
+        if (!m_rootIsObject)
+            m_fields.emplace_back();
+        m_fields.back().kind = kind;
+        return &m_fields.back();
+    }
+    bool rootOrValueDepth() const { return m_depth == 0 || atValueDepth(); }
+    bool scalar(JsonField::Kind kind) { return !rootOrValueDepth() || current(kind) != nullptr; }
+    bool open(JsonField::Kind kind)
+    {
+        if (m_rootIsObject && m_depth == 0 && kind != JsonField::Kind::Object) {
+            m_rootWrongKind = true;
+            return false;
+        }
+        if (atValueDepth() && !current(kind))
+            return false;
+        ++m_depth;
+        return true;
+    }
+    bool close()
+    {
+        --m_depth;
+        return true;
+    }
+
+    std::vector<JsonField>& m_fields;
+    const bool m_rootIsObject;
+    int m_depth = 0;
+    bool m_rootWrongKind = false;
+    std::string m_badNumber;
+};
+
+bool parse(std::string_view text, std::vector<JsonField>& fields, bool rootIsObject, std::string& error)
+{
+    fields.clear();
+    FieldCollector collector(fields, rootIsObject);
+    rapidjson::MemoryStream bytes(text.data(), text.size());
+    rapidjson::Reader reader;
+    const rapidjson::ParseResult result = reader.Parse<kParseFlags>(bytes, collector);
+    if (result.IsError()) {
+        if (collector.rootWasWrongKind())
+            error = "not a JSON object";
+        else if (!collector.badNumber().empty())
+            error = "\"" + collector.badNumber() + "\" is no number (byte " + std::to_string(result.Offset()) + ")";
+        else
+            error = rapidJsonErrorText(result.Code()) + " (byte " + std::to_string(result.Offset()) + ")";
+        return false;
+    }
+    // kParseStopWhenDoneFlag ends at the value's end: only whitespace may follow it.
+    for (size_t i = bytes.Tell(); i < text.size(); ++i)
+        if (text[i] != ' ' && text[i] != '\t' && text[i] != '\n' && text[i] != '\r') {
+            error = "more after the value ends (byte " + std::to_string(i) + ")";
+            return false;
+        }
+    return true;
+}
+
+} // namespace
+
+const char* kindName(JsonField::Kind kind)
+{
+    switch (kind) {
+    case JsonField::Kind::Number:
+        return "number";
+    case JsonField::Kind::Text:
+        return "text";
+    case JsonField::Kind::Null:
+        return "null";
+    case JsonField::Kind::Bool:
+        return "true/false";
+    case JsonField::Kind::List:
+        return "list";
+    case JsonField::Kind::Object:
+        return "object";
+    }
+    return "value";
+}
+
+const JsonField* findField(const std::vector<JsonField>& fields, std::string_view key)
+{
+    for (const JsonField& field : fields)
+        if (field.key == key)
+            return &field;
+    return nullptr;
+}
+
+bool readObjectFields(std::string_view text, std::vector<JsonField>& fields, std::string& error)
+{
+    if (!parse(text, fields, true, error))
+        return false;
+    // A key written twice keeps its last value, as Qt's and Python's parsers do. Entries have a
+    // few keys, and a repeat is rare: a sorted copy of the keys finds one in n log n.
+    if (fields.size() < 2)
+        return true;
+    std::vector<std::string_view> keys;
+    keys.reserve(fields.size());
+    for (const JsonField& field : fields)
+        keys.push_back(field.key);
+    std::sort(keys.begin(), keys.end());
+    if (std::adjacent_find(keys.begin(), keys.end()) == keys.end())
+        return true;
+    std::unordered_map<std::string_view, size_t> lastIndex;
+    for (size_t i = 0; i < fields.size(); ++i)
+        lastIndex[fields[i].key] = i;
+    std::vector<bool> keep(fields.size());
+    for (size_t i = 0; i < fields.size(); ++i)
+        keep[i] = lastIndex[fields[i].key] == i;
+    std::vector<JsonField> lastOfEach;
+    for (size_t i = 0; i < fields.size(); ++i)
+        if (keep[i])
+            lastOfEach.push_back(std::move(fields[i]));
+    fields = std::move(lastOfEach);
+    return true;
+}
+
+bool readValue(std::string_view text, JsonField& value, std::string& error)
+{
+    std::vector<JsonField> one;
+    if (!parse(text, one, false, error))
+        return false;
+    if (one.size() != 1) {
+        error = "no JSON value";
+        return false;
+    }
+    value = std::move(one.front());
+    return true;
+}
+
+} // namespace nanscope::json
