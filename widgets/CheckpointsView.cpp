@@ -2,6 +2,8 @@
 
 #include "OptimizerStateModel.h"
 #include "RunContext.h"
+
+#include "core/NumberText.h"
 #include "TensorStatsModel.h"
 
 #include <qcustomplot.h>
@@ -164,7 +166,7 @@ QString CheckpointsView::optimizerDescription() const
     const OptimizerStateSummary& summary = optimizer.summary;
     if (summary.path.empty())
         return {};
-    const auto figure = [](const std::optional<double>& v) { return v ? QString::number(*v, 'g', 4) : QString("\u2014"); };
+    const auto figure = [](const std::optional<double>& v) { return v ? QString::fromStdString(numberText(*v, 4)) : QString("\u2014"); };
     QStringList lines;
     lines << tr("<b>%1</b>: %2, %3 parameters")
                  .arg(QString::fromStdString(summary.path).toHtmlEscaped())

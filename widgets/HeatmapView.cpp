@@ -2,6 +2,8 @@
 
 #include "RunContext.h"
 
+#include "core/NumberText.h"
+
 #include <qcustomplot.h>
 
 #include <QComboBox>
@@ -79,7 +81,7 @@ HeatmapView::HeatmapView(QWidget* parent)
                                .arg(QString::fromStdString(m_heatmap.rows[size_t(r)]))
                                .arg(m_heatmap.binFirstStep[size_t(cellX)])
                                .arg(m_heatmap.binLastStep[size_t(cellX)])
-                               .arg(std::isnan(v) ? QString("non-finite") : QString::number(v, 'g', 4)));
+                               .arg(std::isnan(v) ? QString("non-finite") : QString::fromStdString(numberText(v, 4))));
     });
     connect(m_plot, &QCustomPlot::mousePress, this, [this](QMouseEvent* event) {
         double step = 0, row = 0;

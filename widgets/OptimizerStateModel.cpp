@@ -1,5 +1,7 @@
 #include "OptimizerStateModel.h"
 
+#include "core/NumberText.h"
+
 #include <QBrush>
 #include <QColor>
 
@@ -16,7 +18,7 @@ double orNan(const std::optional<double>& v)
 
 QVariant number(const std::optional<double>& v)
 {
-    return v && std::isfinite(*v) ? QVariant(QString::number(*v, 'g', 4)) : QVariant(QString("\u2014"));
+    return v && std::isfinite(*v) ? QVariant(QString::fromStdString(numberText(*v, 4))) : QVariant(QString("\u2014"));
 }
 
 } // namespace

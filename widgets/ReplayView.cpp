@@ -3,6 +3,8 @@
 #include "ReplayOpModel.h"
 #include "RunContext.h"
 
+#include "core/NumberText.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
@@ -235,7 +237,7 @@ QString ReplayView::summaryText() const
     const ReplayResult& result = r.result;
     auto text = [](const std::string& s) { return QString::fromStdString(s); };
     auto moduleName = [&](const ReplayOp& op) { return op.module.empty() ? tr("(root)") : text(op.module); };
-    const QString lossValue = std::isfinite(result.loss) ? QString::number(result.loss, 'g', 5)
+    const QString lossValue = std::isfinite(result.loss) ? QString::fromStdString(numberText(result.loss, 5))
                                                          : QString("<span style='color:#c00'>non-finite</span>");
     QString html;
     switch (result.lossConvention) {
@@ -286,8 +288,8 @@ QString ReplayView::summaryText() const
     if (result.logits && result.logits->logZMean)
         html += tr("<br>log Z of the logits (%1): mean %2, range [%3, %4] over %5 rows.")
                     .arg(text(result.logits->from).toHtmlEscaped())
-                    .arg(QString::number(*result.logits->logZMean, 'g', 4), QString::number(*result.logits->logZMin, 'g', 4),
-                         QString::number(*result.logits->logZMax, 'g', 4))
+                    .arg(QString::fromStdString(numberText(*result.logits->logZMean, 4)), QString::fromStdString(numberText(*result.logits->logZMin, 4)),
+                         QString::fromStdString(numberText(*result.logits->logZMax, 4)))
                     .arg(result.logits->rows);
     for (const ReplayFinding& finding : result.findings)
         html += tr("<br><b>%1</b> %2").arg(text(finding.cause).toHtmlEscaped(), text(finding.suggestion).toHtmlEscaped());
@@ -324,7 +326,7 @@ QString ReplayView::triageText() const
         html += QString("<tr><td>%1</td><td align='right'>%2</td><td align='right'>%3</td><td>%4</td><td align='right'>%5</td></tr>")
                     .arg(text(triageRoleName(r.role)), stepText(r.checkpointStep), stepText(r.batchStep),
                          bad ? QString("<span style='color:#c00'>%1</span>").arg(result) : result,
-                         r.ran ? QString::number(r.loss, 'g', 5) : QString("-"));
+                         r.ran ? QString::fromStdString(numberText(r.loss, 5)) : QString("-"));
     }
     html += "</table>";
     for (const std::string& detail : t.verdict.details)

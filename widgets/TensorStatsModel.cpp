@@ -1,5 +1,7 @@
 #include "TensorStatsModel.h"
 
+#include "core/NumberText.h"
+
 #include <QBrush>
 #include <QColor>
 
@@ -10,7 +12,8 @@ namespace nanscope {
 namespace {
 QVariant number(double v)
 {
-    return std::isfinite(v) ? QVariant(QString::number(v, 'g', 4)) : QVariant(QString("\u2014"));
+    // Non-finite values are counted in their own columns (NaN, Inf): the cell shows a dash.
+    return std::isfinite(v) ? QVariant(QString::fromStdString(numberText(v, 4))) : QVariant(QString("\u2014"));
 }
 
 double orNan(const std::optional<double>& v)

@@ -3,6 +3,7 @@
 #include "app/codecs/JsonNumbers.h"
 #include "app/cli/Subcommands.h"
 
+#include "core/NumberText.h"
 #include "core/checkpoint/CheckpointDiff.h"
 
 #include <QJsonArray>
@@ -82,9 +83,9 @@ int runDiff(const QStringList& arguments)
             note = QString("%1 NaN/Inf (already in A)").arg(d.nonfiniteB);
         out() << QString("%1 %2 %3 %4 %5  %6\n")
                      .arg(fromStd(d.name), -nameWidth)
-                     .arg(QString::number(d.normA, 'g', 4), 10)
-                     .arg(QString::number(d.normB, 'g', 4), 10)
-                     .arg(d.relativeUpdate ? QString::number(*d.relativeUpdate, 'g', 4) : QString("-"), 14)
+                     .arg(fromStd(numberText(d.normA, 4)), 10)
+                     .arg(fromStd(numberText(d.normB, 4)), 10)
+                     .arg(d.relativeUpdate ? fromStd(numberText(*d.relativeUpdate, 4)) : QString("-"), 14)
                      .arg(d.becameNonfinite, 11)
                      .arg(note);
     }

@@ -1,4 +1,5 @@
 #include "app/cli/CliSupport.h"
+#include "core/NumberText.h"
 #include "app/children/EagerReplay.h"
 #include "app/codecs/ReplayJson.h"
 #include "app/cli/Subcommands.h"
@@ -254,7 +255,7 @@ int runReplay(const QStringList& arguments)
         if (op.softmax)
             softmax = QString("   softmax: max|in| %1, entropy %2 of %3")
                           .arg(op.softmax->inputAbsmax, 0, 'g', 4)
-                          .arg(op.softmax->entropy ? QString::number(*op.softmax->entropy, 'g', 3) : QString("-"))
+                          .arg(op.softmax->entropy ? fromStd(numberText(*op.softmax->entropy, 3)) : QString("-"))
                           .arg(op.softmax->uniformEntropy, 0, 'g', 3);
         out() << QString("%1 %2 %3 %4 %5 %6 %7%8%9\n")
                      .arg(op.index, 4)

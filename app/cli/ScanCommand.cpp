@@ -3,6 +3,7 @@
 #include "app/codecs/ScanSettingsFile.h"
 #include "app/cli/Subcommands.h"
 
+#include "core/NumberText.h"
 #include "core/run/RankSet.h"
 #include "core/open/RunScan.h"
 #include "core/scan/RankScan.h"
@@ -61,13 +62,13 @@ void printText(const ScanReport& report)
                 facts << fromStd(e.series);
             facts << QString("steps %1..%2").arg(e.windowBeginStep).arg(e.windowEndStep);
             if (e.baseline)
-                facts << "baseline " + QString::number(*e.baseline, 'g', 3);
+                facts << "baseline " + fromStd(numberText(*e.baseline));
             if (e.peak)
-                facts << "peak " + QString::number(*e.peak, 'g', 3);
+                facts << "peak " + fromStd(numberText(*e.peak));
             if (e.jumpRatio)
-                facts << "ratio x" + QString::number(*e.jumpRatio, 'g', 3);
+                facts << "ratio x" + fromStd(numberText(*e.jumpRatio));
             if (e.growthDecadesPerStep)
-                facts << QString::number(*e.growthDecadesPerStep, 'g', 3) + " decades/step";
+                facts << fromStd(numberText(*e.growthDecadesPerStep)) + " decades/step";
             if (e.count)
                 facts << QString("count %1").arg(*e.count);
             for (const auto& fact : signatureFacts(e))

@@ -33,7 +33,7 @@ QString headerLine(std::initializer_list<std::pair<const char*, int>> columns, c
 
 QString figure(const std::optional<double>& value)
 {
-    return value ? QString::number(*value, 'g', 4) : QString("-");
+    return value ? fromStd(numberText(*value, 4)) : QString("-");
 }
 
 // What a torch.save file holds of an optimizer, told from its tensor names (collectTensors joins

@@ -120,7 +120,7 @@ QString replaySummary(const IncidentSection& s)
     }
     if (r.logits && r.logits->logZMean)
         out += QObject::tr(" log Z of the logits: mean %1, max %2.")
-                   .arg(QString::number(*r.logits->logZMean, 'g', 4), QString::number(*r.logits->logZMax, 'g', 4));
+                   .arg(QString::fromStdString(numberText(*r.logits->logZMean, 4)), QString::fromStdString(numberText(*r.logits->logZMax, 4)));
     for (const ReplayFinding& finding : r.findings)
         out += " " + text(finding.cause) + " " + QObject::tr("Suggestion: %1").arg(text(finding.suggestion));
     return out;

@@ -1,7 +1,8 @@
 #include "core/scan/Incident.h"
 
+#include "core/NumberText.h"
+
 #include <algorithm>
-#include <cstdio>
 
 namespace nanscope {
 
@@ -72,17 +73,6 @@ const char* toString(NonfiniteOrigin origin)
     return origin == NonfiniteOrigin::Parameters ? "parameters" : "forward";
 }
 
-namespace {
-
-std::string formatted(const char* format, double value)
-{
-    char text[64];
-    std::snprintf(text, sizeof text, format, value);
-    return text;
-}
-
-} // namespace
-
 std::vector<std::string> signatureFacts(const IncidentEvidence& e)
 {
     std::vector<std::string> facts;
@@ -92,14 +82,14 @@ std::vector<std::string> signatureFacts(const IncidentEvidence& e)
                                                                            : "forward pass"));
     if (e.float16HeadroomDecades)
         facts.push_back((*e.float16HeadroomDecades <= 0 ? std::string("float16 overflowed")
-                                                        : formatted("float16 headroom %.2g decades", *e.float16HeadroomDecades)) +
+                                                        : "float16 headroom " + numberText(*e.float16HeadroomDecades, 2) + " decades") +
                         (e.headroomOf.empty() ? "" : " in " + e.headroomOf) +
-                        (e.bfloat16HeadroomDecades ? formatted(" (bfloat16 %.3g decades)", *e.bfloat16HeadroomDecades) : ""));
+                        (e.bfloat16HeadroomDecades ? " (bfloat16 " + numberText(*e.bfloat16HeadroomDecades) + " decades)" : ""));
     if (e.gradLeadSteps)
         facts.push_back(*e.gradLeadSteps >= 0 ? "grad norm rose " + std::to_string(*e.gradLeadSteps) + " steps before the loss"
                                               : "loss rose " + std::to_string(-*e.gradLeadSteps) + " steps before the grad norm");
     if (e.spikeScore)
-        facts.push_back(formatted("spike score %.3g%%", 100.0 * *e.spikeScore));
+        facts.push_back("spike score " + numberText(100.0 * *e.spikeScore) + "%");
     if (!e.deadAfter.empty()) {
         std::string names;
         for (size_t i = 0; i < e.deadAfter.size() && i < 4; ++i)
@@ -109,11 +99,11 @@ std::vector<std::string> signatureFacts(const IncidentEvidence& e)
         facts.push_back("dead after it (gradient exactly 0): " + names);
     }
     if (e.lossPlateauRatio)
-        facts.push_back(formatted("loss plateau after/before x%.3g", *e.lossPlateauRatio));
+        facts.push_back("loss plateau after/before x" + numberText(*e.lossPlateauRatio));
     if (e.gradientLevelRatio)
-        facts.push_back(formatted("grad norm stays x%.3g above its level before", *e.gradientLevelRatio));
+        facts.push_back("grad norm stays x" + numberText(*e.gradientLevelRatio) + " above its level before");
     if (e.epsilonDominatedShare)
-        facts.push_back(formatted("%.3g%% of elements eps-dominated", 100.0 * *e.epsilonDominatedShare));
+        facts.push_back(numberText(100.0 * *e.epsilonDominatedShare) + "% of elements eps-dominated");
     return facts;
 }
 
