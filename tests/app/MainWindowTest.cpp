@@ -181,6 +181,12 @@ TEST(MainWindow, ScreenshotOfEveryView)
         EXPECT_EQ(QImage(png).size(), QSize(1600, 1000)) << view;
     }
     EXPECT_EQ(test::runNanscope({test::demoRun("healthy"), "--screenshot", dir.filePath("x.png"), "--view", "nope"}).exitCode, 2);
+    // A settings file that cannot be read stops the window before it opens, naming the file.
+    const auto badSettings = test::runNanscope(
+        {test::demoRun("healthy"), "--screenshot", dir.filePath("y.png"), "--config", dir.filePath("absent.ini")});
+    EXPECT_EQ(badSettings.exitCode, 2);
+    EXPECT_TRUE(badSettings.err.contains("absent.ini")) << badSettings.err.toStdString();
+    EXPECT_FALSE(QFile::exists(dir.filePath("y.png"))) << "the window opened with the default settings instead";
 }
 
 TEST(MainWindow, IncidentsAreListedAndSelectingOneMovesThePlots)
