@@ -255,9 +255,8 @@ void CheckpointsView::clear()
 void CheckpointsView::follow(const RunContext* context)
 {
     auto show = [this, context](const RunSnapshot& snapshot) {
-        std::vector<qint64> steps;
-        for (const auto& [step, path] : snapshot.info.checkpoints)
-            steps.push_back(step);
+        const std::vector<int64_t> saved = snapshot.checkpointSteps();
+        const std::vector<qint64> steps(saved.begin(), saved.end());
         setCheckpointSteps(steps);
         const qint64 near = context->selectedStep() >= 0 ? context->selectedStep() : context->startStep();
         if (!steps.empty())

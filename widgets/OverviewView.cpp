@@ -560,10 +560,7 @@ void OverviewView::follow(const RunContext* context)
         setTimelineEvents(snapshot.timelineEvents);
         setSourceSummary(QString::fromStdString(nanscope::sourceSummary(snapshot.info)),
                          QString::fromStdString(nanscope::sourceDetails(snapshot.info)));
-        std::vector<int64_t> checkpointSteps;
-        for (const auto& [step, path] : snapshot.info.checkpoints)
-            checkpointSteps.push_back(step);
-        setCheckpointSteps(checkpointSteps);
+        setCheckpointSteps(snapshot.checkpointSteps());
     };
     connect(context, &RunContext::runClosed, this, &OverviewView::clear);
     connect(context, &RunContext::runLoaded, this, show);

@@ -40,6 +40,15 @@ struct RunSnapshot
     // /events; eventRows: the /events rows they were read from.
     std::vector<TimelineEvent> timelineEvents;
     int64_t eventRows = 0;
+
+    // The steps of the saved checkpoints, ascending (the overview's marks, the checkpoints view's list).
+    std::vector<int64_t> checkpointSteps() const
+    {
+        std::vector<int64_t> steps;
+        for (const auto& [step, path] : info.checkpoints)
+            steps.push_back(step);
+        return steps;
+    }
 };
 
 } // namespace nanscope

@@ -11,7 +11,6 @@
 #include "core/scan/ScanInputs.h"
 #include "core/scan/ScanConfig.h"
 
-#include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>

@@ -3,10 +3,10 @@
 #include "app/cli/Subcommands.h"
 #include "app/codecs/TriageJson.h"
 
-#include "core/run/SkippedSteps.h"
 #include "core/NumberText.h"
 #include "core/run/CheckpointPairing.h"
 #include "core/run/RunFormat.h"
+#include "core/run/SkippedSteps.h"
 #include "core/run/RunReader.h"
 #include "core/scan/RobustStats.h"
 

@@ -57,8 +57,8 @@ public:
     // screenshotDone.
     void screenshotWhenLoaded(const QString& path);
     void setInitialSelection(qint64 step, const QString& layer);
-    // The scan settings every run is judged with (`nanscope RUN --config FILE`): the window's scan,
-    // its BatchNorm view and the report it exports (passed `--config file`).
+    // The scan settings every run opened after this call is judged with (`nanscope RUN --config
+    // FILE`): the window's scan, its BatchNorm view and the report it exports (passed `--config file`).
     void setScanSettings(const ScanConfig& config, const QString& file);
 
     RunContext* context() const { return m_context; }

@@ -1,12 +1,12 @@
 #include "app/window/RunSession.h"
 
-#include "core/run/SkippedSteps.h"
 #include "core/open/RunScan.h"
 #include "core/scan/RankScan.h"
 #include "core/open/OpenRun.h"
 #include "core/run/LayerNames.h"
 #include "core/run/RunFormat.h"
 #include "core/run/RunReader.h"
+#include "core/run/SkippedSteps.h"
 
 #include <QTimer>
 
