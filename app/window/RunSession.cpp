@@ -91,14 +91,17 @@ void RunSession::open(const QString& directory)
     emit progress(100, QString());
     emit loaded(snapshot);
     announceRanks();
-    if (snapshot.error.isEmpty())
-        requestScan();
+    // The heatmaps before the scan: they take a fraction of a second where the scan of a large or
+    // multi-rank run takes many, and a rank switch asked for once the incidents are listed would
+    // otherwise wait behind them on this thread.
     if (snapshot.error.isEmpty() && m_reader->rankSet())
         // The gradient norm: it shows the rank that went first; the non-finite count turns every
         // rank white together once the all-reduce has spread the NaN.
         requestRankHeatmap(int(HeatmapQuantity::GradNormLog10));
     if (snapshot.error.isEmpty() && !snapshot.layers.empty())
         requestHeatmap(int(defaultHeatmapQuantity(*m_reader)));
+    if (snapshot.error.isEmpty())
+        requestScan();
     if (!m_pollTimer) {
         m_pollTimer = new QTimer(this);
         m_pollTimer->setInterval(1000);

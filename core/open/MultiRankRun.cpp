@@ -181,6 +181,8 @@ Result<std::unique_ptr<RankSet>> openMultiRankRun(const std::string& path)
     }
 
     std::vector<RankMember> members;
+    std::vector<size_t> present; // members with a folder, whose runs are opened together below
+    std::vector<std::string> presentFolders;
     for (const ManifestEntry& entry : entries) {
         RankMember member;
         member.rank = entry.rank;
@@ -190,13 +192,19 @@ Result<std::unique_ptr<RankSet>> openMultiRankRun(const std::string& path)
             member.error = member.directory + ": no such folder (the rank wrote nothing)";
         } else {
             readRankStatus(member);
-            auto reader = RunReader::open(member.directory);
-            if (reader)
-                member.run = std::shared_ptr<RunSource>(std::move(*reader));
-            else
-                member.error = reader.error();
+            present.push_back(members.size());
+            presentFolders.push_back(member.directory);
         }
         members.push_back(std::move(member));
+    }
+    // One probe child for every rank, not one each (RunReader::openEach).
+    auto readers = RunReader::openEach(presentFolders);
+    for (size_t i = 0; i < present.size(); ++i) {
+        RankMember& member = members[present[i]];
+        if (readers[i])
+            member.run = std::shared_ptr<RunSource>(std::move(*readers[i]));
+        else
+            member.error = readers[i].error();
     }
     return RankSet::create(folder.string(), worldSize, std::move(members), std::move(warnings));
 }

@@ -1,13 +1,15 @@
 #include "core/run/RunFileProbe.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstring>
-#include <thread>
 
 #include <fstream>
 #include <new>
 
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -17,8 +19,9 @@ namespace nanscope {
 
 namespace {
 
-constexpr int kChildReadFailed = 3;
-constexpr int kChildOutOfMemory = 4;
+// What the child writes to the pipe after each file.
+constexpr char kChildRead = 'r';        // read, or failed cleanly (the parent's own read names why)
+constexpr char kChildOutOfMemory = 'm'; // ran out of the capped address space
 
 // The child's address space: what it inherited plus the headroom. Virtual size, not resident: the
 // parent may have reserved much it never touched (thread stacks, LibTorch's mappings).
@@ -35,56 +38,108 @@ void capAddressSpace()
 
 } // namespace
 
-Status probeInChildProcess(const std::string& file, const std::function<bool()>& readEverything, int timeoutMs)
+std::vector<Status> probeEachInChildProcess(const std::vector<std::string>& files,
+                                            const std::function<bool(size_t)>& readEverything, int timeoutMs)
 {
+    std::vector<Status> statuses(files.size(), Status::success());
 #if defined(__SANITIZE_ADDRESS__)
     // The sanitizer build reads in this process: ASan's allocator can deadlock a child forked from
     // a multi-threaded process (the window's), and that build is for finding nanscope's own bugs.
-    (void)file;
     (void)readEverything;
     (void)timeoutMs;
-    return Status::success();
+    return statuses;
 #endif
-    const pid_t child = fork();
-    if (child < 0) // no process to spare: read in this process, as before the probe existed
-        return Status::success();
-    if (child == 0) {
-        // The child only reads and leaves with _exit: no atexit handlers, no flushing of the
-        // parent's buffers, no destructors of objects it does not own.
-        capAddressSpace();
-        int code = kChildReadFailed;
-        try {
-            code = readEverything() ? 0 : kChildReadFailed;
-        } catch (const std::bad_alloc&) {
-            code = kChildOutOfMemory;
-        } catch (...) {
-            code = kChildReadFailed;
+    size_t next = 0; // the first file no child has finished with
+    while (next < files.size()) {
+        int channel[2];
+        if (pipe(channel) != 0)
+            return statuses; // no descriptor to spare: read in this process, as before the probe existed
+        const pid_t child = fork();
+        if (child < 0) { // no process to spare: likewise
+            close(channel[0]);
+            close(channel[1]);
+            return statuses;
         }
-        _exit(code);
-    }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
-    int status = 0;
-    for (;;) {
-        const pid_t done = waitpid(child, &status, WNOHANG);
-        if (done == child)
+        if (child == 0) {
+            // The child only reads and leaves with _exit: no atexit handlers, no flushing of the
+            // parent's buffers, no destructors of objects it does not own.
+            close(channel[0]);
+            capAddressSpace();
+            for (size_t i = next; i < files.size(); ++i) {
+                char outcome = kChildRead;
+                try {
+                    (void)readEverything(i);
+                } catch (const std::bad_alloc&) {
+                    outcome = kChildOutOfMemory;
+                } catch (...) {
+                }
+                while (write(channel[1], &outcome, 1) < 0 && errno == EINTR) {
+                }
+                if (outcome == kChildOutOfMemory)
+                    _exit(0); // an allocator that failed once is not trusted with the next file
+            }
+            _exit(0);
+        }
+        close(channel[1]);
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
+        bool childGone = false;
+        while (next < files.size() && !childGone) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                deadline - std::chrono::steady_clock::now());
+            pollfd ready{channel[0], POLLIN, 0};
+            const int polled = poll(&ready, 1, int(std::max<int64_t>(0, left.count())));
+            if (polled < 0 && errno == EINTR)
+                continue;
+            if (polled == 0) { // the file the child is on hangs libhdf5
+                kill(child, SIGKILL);
+                statuses[next] = Error{files[next] + ": reading it did not finish within " +
+                                       std::to_string(timeoutMs / 1000) +
+                                       " s; the file is probably corrupted (damaged HDF5 metadata or string storage)"};
+                ++next;
+                childGone = true;
+                break;
+            }
+            char outcome = 0;
+            const ssize_t got = polled > 0 ? read(channel[0], &outcome, 1) : -1;
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got == 1) {
+                if (outcome == kChildOutOfMemory) {
+                    statuses[next] = Error{files[next] + ": reading it needed more than " +
+                                           std::to_string(kProbeMemoryHeadroom >> 20) +
+                                           " MiB; the file is corrupted (a damaged size field in its HDF5 metadata or string storage)"};
+                    childGone = true;
+                }
+                ++next;
+                deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
+                continue;
+            }
+            // The pipe closed before every file was reported: the child died on the file it was on.
+            if (got < 0) // the pipe itself failed: the child may still be running, and is not waited for
+                kill(child, SIGKILL);
+            int status = 0;
+            if (waitpid(child, &status, 0) == child && WIFSIGNALED(status))
+                statuses[next] = Error{files[next] + ": reading it crashed the HDF5 library (" +
+                                       strsignal(WTERMSIG(status)) +
+                                       "); the file is corrupted (damaged HDF5 metadata or string storage)"};
+            // else not ours to wait for (a SIGCHLD handler reaped it): nothing learned of that file
+            ++next;
+            close(channel[0]);
+            channel[0] = -1;
             break;
-        if (done < 0) // not ours to wait for (a SIGCHLD handler reaped it): nothing learned
-            return Status::success();
-        if (std::chrono::steady_clock::now() >= deadline) {
-            kill(child, SIGKILL);
-            waitpid(child, &status, 0);
-            return Error{file + ": reading it did not finish within " + std::to_string(timeoutMs / 1000) +
-                         " s; the file is probably corrupted (damaged HDF5 metadata or string storage)"};
         }
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        if (channel[0] >= 0) {
+            close(channel[0]);
+            int status = 0;
+            waitpid(child, &status, 0); // it has exited or been killed: reap it
+        }
     }
-    if (WIFSIGNALED(status))
-        return Error{file + ": reading it crashed the HDF5 library (" + strsignal(WTERMSIG(status)) +
-                     "); the file is corrupted (damaged HDF5 metadata or string storage)"};
-    if (WIFEXITED(status) && WEXITSTATUS(status) == kChildOutOfMemory)
-        return Error{file + ": reading it needed more than " + std::to_string(kProbeMemoryHeadroom >> 20) +
-                     " MiB; the file is corrupted (a damaged size field in its HDF5 metadata or string storage)"};
-    return Status::success();
+    return statuses;
+}
+
+Status probeInChildProcess(const std::string& file, const std::function<bool()>& readEverything, int timeoutMs)
+{
+    return probeEachInChildProcess({file}, [&](size_t) { return readEverything(); }, timeoutMs).front();
 }
 
 } // namespace nanscope

@@ -107,21 +107,29 @@ RunReader::~RunReader() = default;
 
 Result<std::unique_ptr<RunReader>> RunReader::open(const std::string& runDirectory)
 {
+    return std::move(openEach({runDirectory}).front());
+}
+
+std::vector<Result<std::unique_ptr<RunReader>>> RunReader::openEach(const std::vector<std::string>& runDirectories)
+{
     hdf5::silenceErrorPrinting();
     // Everything that reads variable-length strings (root attributes, table names, event texts)
     // first runs in a child: a damaged string heap crashes libhdf5 itself.
-    const fs::path given(runDirectory);
-    const std::string logPath = given.filename() == rf::kLogFileName ? runDirectory : (given / rf::kLogFileName).string();
-    const Status probed = probeInChildProcess(
-        logPath,
-        [&] {
+    std::vector<std::string> logPaths;
+    for (const std::string& directory : runDirectories) {
+        const fs::path given(directory);
+        logPaths.push_back(given.filename() == rf::kLogFileName ? directory : (given / rf::kLogFileName).string());
+    }
+    const std::vector<Status> probed = probeEachInChildProcess(
+        logPaths,
+        [&](size_t i) {
             // Runs in the probe's child, whose memory is capped: an allocation libhdf5 could not
             // make there is reported as such (RunFileProbe.h).
             const auto outOfMemory = [](const std::string& error) {
                 return error.find("memory allocation failed") != std::string::npos ||
                        error.find("unable to allocate") != std::string::npos;
             };
-            auto reader = openInThisProcess(runDirectory);
+            auto reader = openInThisProcess(runDirectories[i]);
             if (!reader) {
                 if (outOfMemory(reader.error()))
                     throw std::bad_alloc();
@@ -134,9 +142,11 @@ Result<std::unique_ptr<RunReader>> RunReader::open(const std::string& runDirecto
             return true;
         },
         kProbeTimeoutMs);
-    if (!probed)
-        return Error{probed.error()};
-    return openInThisProcess(runDirectory);
+    std::vector<Result<std::unique_ptr<RunReader>>> readers;
+    for (size_t i = 0; i < runDirectories.size(); ++i)
+        readers.push_back(probed[i] ? openInThisProcess(runDirectories[i])
+                                    : Result<std::unique_ptr<RunReader>>(Error{probed[i].error()}));
+    return readers;
 }
 
 Result<std::unique_ptr<RunReader>> RunReader::openInThisProcess(const std::string& runDirectory)

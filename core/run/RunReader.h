@@ -25,6 +25,9 @@ public:
     // Reads the file's strings in a child process first (RunFileProbe.h), so that a file that
     // crashes or hangs libhdf5 is an error naming it; then opens it here.
     static Result<std::unique_ptr<RunReader>> open(const std::string& runDirectory);
+    // `open` for several runs (the ranks of a multi-rank run), probed in one child process in
+    // turn; one result per directory, in order, each as `open` would give it.
+    static std::vector<Result<std::unique_ptr<RunReader>>> openEach(const std::vector<std::string>& runDirectories);
     // Without the child-process probe: for the probe itself, and for files this process wrote.
     static Result<std::unique_ptr<RunReader>> openInThisProcess(const std::string& runDirectory);
     // How long the probe may take before the file is called damaged: a few seconds, as a user

@@ -393,6 +393,39 @@ TEST(HostileRunFile, FuzzFindingsAreErrorsNotCrashes)
     EXPECT_GE(seen, 4) << "the findings were not found next to the sources";
 }
 
+// The ranks of a multi-rank run are probed in one child, in turn (RunReader::openEach): a rank that
+// crashes libhdf5 and one that hangs it are each named, and the ranks after them, read by a fresh
+// child, still open. A probe that gave up at the first damaged rank would leave a user with none.
+TEST(HostileRunFile, ADamagedRankAmongOthersIsNamedAndTheRestOpen)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    GTEST_SKIP() << "the sanitizer build reads run files in-process (RunFileProbe.cpp): libhdf5 itself would crash here";
+#endif
+    const std::string healthy = test::demoRun("healthy") + "/run.h5";
+    ASSERT_TRUE(fs::exists(healthy)) << "needs the demo runs (ctest -R make_demo_runs)";
+    const fs::path findings = fs::path(NANSCOPE_SOURCE_DIR) / "fuzz" / "findings";
+    const std::vector<fs::path> files = {healthy, findings / "run_reader-hdf5-global-heap-read-segv.h5", healthy,
+                                         findings / "run_reader-hdf5-vlen-attribute-global-heap-hang.h5", healthy};
+    test::ScratchDir job;
+    std::vector<std::string> folders;
+    for (size_t i = 0; i < files.size(); ++i) {
+        const fs::path folder = job / ("rank_" + std::to_string(i));
+        fs::create_directories(folder);
+        fs::copy_file(files[i], folder / "run.h5");
+        folders.push_back(folder.string());
+    }
+    auto readers = RunReader::openEach(folders);
+    ASSERT_EQ(readers.size(), files.size());
+    for (const size_t open : {0, 2, 4})
+        EXPECT_TRUE(readers[open]) << folders[open] << ": " << readers[open].error();
+    ASSERT_FALSE(readers[1]) << "the rank whose string heap crashes libhdf5 opened";
+    EXPECT_MENTIONS(readers[1].error(), folders[1] + "/run.h5");
+    EXPECT_MENTIONS(readers[1].error(), "crashed the HDF5 library");
+    ASSERT_FALSE(readers[3]) << "the rank whose string heap hangs libhdf5 opened";
+    EXPECT_MENTIONS(readers[3].error(), folders[3] + "/run.h5");
+    EXPECT_MENTIONS(readers[3].error(), "did not finish");
+}
+
 // fuzz/findings/run_reader-oom-reading-tables.h5: 11 kB whose /events/kind string points at a
 // string heap 4 GiB into the file. libhdf5 allocated (and touched) 4 GiB before checking the
 // reference against the file: nanscope took 4.3 GB to read three event kinds, or the probe's
