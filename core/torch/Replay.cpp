@@ -257,10 +257,27 @@ private:
             }
         }
 
+        // The gradient of every value an op made, as statistics taken by a hook while backward
+        // passes it: retain_grad would copy each gradient and keep it, and a second pass would
+        // read the copies back from memory (that was half of the CNN's replay).
+        auto gradStats = std::make_shared<std::map<const c10::TensorImpl*, TensorStats>>();
+        std::set<const c10::TensorImpl*> hooked;
         for (auto& record : records)
             for (auto& v : record.outputs)
-                if (v.defined() && v.requires_grad() && !v.is_leaf())
-                    v.retain_grad();
+                if (v.defined() && v.requires_grad() && !v.is_leaf() && hooked.insert(v.unsafeGetTensorImpl()).second)
+                    v.register_hook([gradStats, key = v.unsafeGetTensorImpl()](const torch::Tensor& grad) {
+                        if (grad.defined())
+                            (*gradStats)[key] = torchutil::tensorStats(grad);
+                    });
+        // A value's gradient: from the hook for a value an op made, as accumulated for a leaf.
+        auto gradStatsOf = [&](const torch::Tensor& t) -> std::optional<TensorStats> {
+            if (!t.defined() || !t.requires_grad())
+                return std::nullopt;
+            if (t.is_leaf())
+                return statsOf(t.grad());
+            auto it = gradStats->find(t.unsafeGetTensorImpl());
+            return it == gradStats->end() ? std::nullopt : std::optional<TensorStats>(it->second);
+        };
 
         // Statistics once per tensor: an op's input is usually the previous op's output.
         std::map<const c10::TensorImpl*, std::optional<TensorStats>> statsCache;
@@ -374,8 +391,7 @@ private:
                 return Error{std::string("backward failed: ") + e.what_without_backtrace()};
             }
             for (size_t i = 0; i < allOps.size(); ++i)
-                if (m_opValues[i].requires_grad())
-                    allOps[i].grad = statsOf(m_opValues[i].grad());
+                allOps[i].grad = gradStatsOf(m_opValues[i]);
             result.firstNonfiniteGrad = firstNonfiniteGradient(allOps);
             // A finite forward whose backward is not: the op whose backward made the first
             // non-finite gradient out of a finite one (log of a zero that a torch.where masked out).
@@ -385,7 +401,8 @@ private:
                         continue;
                     const auto& inputs = opRecords[i]->inputs;
                     const bool madeNonfinite = std::any_of(inputs.begin(), inputs.end(), [&](const torch::Tensor& t) {
-                        return t.defined() && t.requires_grad() && t.grad().defined() && !torch::isfinite(t.grad()).all().item<bool>();
+                        const std::optional<TensorStats> grad = gradStatsOf(t);
+                        return grad && grad->nonfinite() > 0;
                     });
                     if (madeNonfinite) {
                         result.gradCulprit = allOps[i];

@@ -5,7 +5,12 @@
 #include "core/run/RunFormat.h"
 #include "core/run/RunWriter.h"
 
+#include <torch/script.h>
+#include <torch/torch.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 
 using namespace nanscope;
@@ -178,4 +183,47 @@ TEST(Replay, ValueTextsSayWhatTheValueHolds)
     EXPECT_FALSE(hasNonfinite(finite));
     EXPECT_EQ(finiteRangeText(finite), "[0, 1.462]");
     EXPECT_EQ(nonfiniteCountsText(finite), "");
+}
+
+// A forward that is finite and a backward that is not: sqrt(0) is 0, and its gradient 1 / (2 sqrt(0))
+// is infinite. The replay takes each op's gradient as backward passes it (a hook, not a copy kept
+// by retain_grad): every op that needs one has its gradient's statistics, and the op whose backward
+// made the first non-finite gradient out of finite ones is named.
+TEST(Replay, EachOpHasItsGradientAndTheOpWhoseBackwardWentNonfiniteIsNamed)
+{
+    torch::jit::Module model("__torch__.test.SqrtOfZero");
+    model.register_attribute("training", c10::BoolType::get(), true);
+    model.register_parameter("w", torch::ones({4, 4}).requires_grad_(), false);
+    model.define(R"(
+def forward(self, x):
+    h = torch.relu(torch.linear(x, self.w))
+    return torch.sqrt(h).sum()
+)");
+    test::ScratchDir dir;
+    model.save(dir / "model.pt");
+    c10::impl::GenericDict batch(c10::StringType::get(), c10::AnyType::get());
+    // The second sample's pre-activation is -4: relu makes it exactly 0, and sqrt's gradient there inf.
+    batch.insert("inputs", torch::tensor({{1.0f, 1.0f, 1.0f, 1.0f}, {-1.0f, -1.0f, -1.0f, -1.0f}}));
+    const auto bytes = torch::pickle_save(c10::IValue(batch));
+    std::ofstream(dir / "batch.pt", std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+
+    ReplayOptions options;
+    options.checkpoint = dir / "model.pt";
+    options.batch = dir / "batch.pt";
+    auto result = replayStep(options);
+    ASSERT_TRUE(result) << result.error();
+    EXPECT_TRUE(result->lossFinite);
+    EXPECT_FALSE(result->firstNonfinite) << "the forward is finite";
+    ASSERT_TRUE(result->gradCulprit) << "no op was named for the infinite gradient";
+    EXPECT_EQ(result->gradCulprit->op, "aten::sqrt");
+    ASSERT_TRUE(result->firstNonfiniteGrad);
+    EXPECT_EQ(result->firstNonfiniteGrad->op, "aten::relu") << "sqrt's input, relu's output, has the infinite gradient";
+    ASSERT_TRUE(result->firstNonfiniteGrad->grad);
+    EXPECT_EQ(result->firstNonfiniteGrad->grad->posinf, 4) << "the second sample's four features";
+    for (const ReplayOp& op : result->ops) {
+        if (op.op == "aten::linear" || op.op == "aten::relu" || op.op == "aten::sqrt") {
+            ASSERT_TRUE(op.grad) << op.op << " has no gradient statistics";
+            EXPECT_EQ(op.grad->numel, 8) << op.op;
+        }
+    }
 }
