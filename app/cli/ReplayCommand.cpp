@@ -218,6 +218,7 @@ int runReplay(const QStringList& arguments)
             eager.options = options;
             replayed = runEagerReplay(eager);
         } else {
+            keepFreedMemoryForReuse(); // this process only replays, and ends after it
             replayed = replayStep(options);
         }
     }

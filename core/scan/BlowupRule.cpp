@@ -108,9 +108,11 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
                   medianOf(last) - rise.baseline < config.jumpDecades;
         }
         if (use) {
+            // The onset is read off the found precursor, not the optional it is copied into:
+            // GCC 12 warns the optional's member "may be used uninitialized" there.
+            onsetRow = rowAtOrAfter(steps, (*found)->onsetStep);
             precursor = *found;
             sudden = false;
-            onsetRow = rowAtOrAfter(steps, precursor->onsetStep);
             baseline = rise.baseline;
             bornInWeights = false;
             if (spreadBetweenRows)

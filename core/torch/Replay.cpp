@@ -18,6 +18,10 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <limits>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <cmath>
 #include <algorithm>
 #include <functional>
@@ -545,6 +549,16 @@ private:
 std::string libtorchVersion()
 {
     return TORCH_VERSION;
+}
+
+void keepFreedMemoryForReuse()
+{
+#ifdef __GLIBC__
+    // Blocks up to 32 MiB (glibc's largest mmap threshold) come from the heap, and the heap's top
+    // is never trimmed: a replay's peak is held until the process ends, seconds later.
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+#endif
 }
 
 Result<ReplayResult> replayStep(const ReplayOptions& options, const ProgressCallback& progress)

@@ -25,14 +25,22 @@ struct ReplayOptions
 };
 
 
-// Replays one step: runs the checkpoint's forward on the batch with every intermediate tensor
-// captured (the inlined forward graph, instrumented to return them all), computes the loss and
-// back-propagates. The forward culprit is the first op whose output holds NaN or Inf while all
-// its tensor inputs are finite; if every non-finite output has a non-finite input (a poisoned
-// buffer, say), the first op with a non-finite output is reported, with its inputs.
 // "1.13.1": the LibTorch nanscope was built with, for reports.
 std::string libtorchVersion();
 
+// Replays one step: runs the checkpoint's forward on the batch with every op probed as it runs
+// (inside `if` and loop blocks too: see GraphProbes.h), computes the loss and back-propagates. The
+// forward culprit is the first op whose output holds NaN or Inf while all its tensor inputs are
+// finite; if every non-finite output has a non-finite input (a poisoned buffer, say), the first op
+// with a non-finite output is reported, with its inputs.
 Result<ReplayResult> replayStep(const ReplayOptions& options, const ProgressCallback& progress = {});
+
+// For a process that only replays (`nanscope replay`), called once before replayStep: the memory
+// a forward and backward free stays in the process for the next tensor, instead of glibc handing
+// every block over 128 KiB back to the kernel and faulting it in again, zeroed, page by page. On
+// bench_replay's CNN that was two thirds of a plain forward and backward (60-80 ms against 20 ms)
+// and more of the instrumented one, which holds more tensors at once. Never call it in a process
+// that trains: its allocator is the user's.
+void keepFreedMemoryForReuse();
 
 } // namespace nanscope

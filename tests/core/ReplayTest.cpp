@@ -227,3 +227,23 @@ def forward(self, x):
         }
     }
 }
+
+#ifdef __GLIBC__
+#include <malloc.h>
+
+// `nanscope replay` keeps what a forward and backward free for the next tensor: a 24 MiB block,
+// which glibc by default maps and unmaps (and the kernel faults back in, zeroed, page by page on
+// the next step), stays in the heap as free memory after it is freed.
+TEST(ReplayProcess, MemoryAReplayFreesStaysInTheProcess)
+{
+    keepFreedMemoryForReuse();
+    const size_t block = size_t(24) << 20;
+    void* (*volatile allocate)(size_t) = std::malloc; // through a volatile pointer: not elided
+    char* bytes = static_cast<char*>(allocate(block));
+    ASSERT_NE(bytes, nullptr);
+    for (size_t i = 0; i < block; i += 4096)
+        bytes[i] = char(i);
+    std::free(bytes);
+    EXPECT_GE(mallinfo2().fordblks, block) << "the freed block went back to the kernel";
+}
+#endif
