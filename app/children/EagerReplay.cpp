@@ -4,6 +4,7 @@
 
 #include "core/replay/ReplayJudgement.h"
 #include "core/run/RunFormat.h"
+#include "core/torch/Replay.h"
 
 #include <QDir>
 #include <QFileInfo>
@@ -117,6 +118,11 @@ Result<ReplayResult> runEagerReplay(const EagerReplayRequest& request)
         const QString existing = environment.value("PYTHONPATH");
         environment.insert("PYTHONPATH", existing.isEmpty() ? own : own + QDir::listSeparator() + existing);
     }
+    // The child only replays, and ends after it: it keeps what it frees, as `nanscope replay`
+    // does (a setting the user made in the environment stays).
+    for (const auto& [name, value] : keepFreedMemoryEnvironment())
+        if (!environment.contains(QString::fromStdString(name)))
+            environment.insert(QString::fromStdString(name), QString::fromStdString(value));
     child.setProcessEnvironment(environment);
     // The child dies with this process: a window that cancels the replay kills `nanscope replay`,
     // and the Python child must not go on running the model behind it.

@@ -16,7 +16,7 @@ bool isOp(const Node* node)
     return !kind.is_prim() || kind == c10::prim::PythonOp;
 }
 
-static thread_local std::vector<ProbeRecord>* t_probeRecords = nullptr;
+static thread_local const ProbeCallback* t_onProbe = nullptr;
 
 static const torch::jit::RegisterOperators kProbeOperator({torch::jit::Operator(
     "nanscope::probe(int id, Tensor[] inputs, Tensor[] outputs) -> ()",
@@ -24,19 +24,19 @@ static const torch::jit::RegisterOperators kProbeOperator({torch::jit::Operator(
         auto outputs = torch::jit::pop(stack).toTensorVector();
         auto inputs = torch::jit::pop(stack).toTensorVector();
         const int64_t id = torch::jit::pop(stack).toInt();
-        if (t_probeRecords)
-            t_probeRecords->push_back({id, std::move(inputs), std::move(outputs)});
+        if (t_onProbe)
+            (*t_onProbe)(id, inputs, outputs);
     },
     c10::AliasAnalysisKind::CONSERVATIVE)});
 
-ProbeRecording::ProbeRecording()
+ProbeRecording::ProbeRecording(ProbeCallback onProbe) : m_onProbe(std::move(onProbe))
 {
-    t_probeRecords = &m_records;
+    t_onProbe = &m_onProbe;
 }
 
 ProbeRecording::~ProbeRecording()
 {
-    t_probeRecords = nullptr;
+    t_onProbe = nullptr;
 }
 
 static bool isTensorValue(const Value* v)

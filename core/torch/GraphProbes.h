@@ -6,34 +6,34 @@
 // A graph output can only be a value of the graph's top level, so ops inside a prim::If (a loss
 // under `if labels is not None:`) or a prim::Loop were never seen. Instead, after every op of
 // every block, the replay inserts a call to nanscope::probe(id, inputs, outputs), which records
-// the op's tensors as it runs, once per execution: each loop iteration is a record of its own.
+// the op's tensors as it runs, once per execution: each loop iteration is a call of its own.
 
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/torch.h>
 
+#include <functional>
 #include <set>
 #include <vector>
 
 namespace nanscope::replaytorch {
 
-struct ProbeRecord
-{
-    int64_t id = 0; // the probed node
-    std::vector<torch::Tensor> inputs, outputs;
-};
+// Called by every probe as it runs, with the op's tensors (the probe id is the probed node's
+// index in insertProbes' list). The tensors are the op's own: what the callback does not keep is
+// freed as the forward goes on, as it would be without the probe.
+using ProbeCallback =
+    std::function<void(int64_t id, std::vector<torch::Tensor>& inputs, std::vector<torch::Tensor>& outputs)>;
 
-// Collects the records of the probes while it lives (one replay at a time per thread).
+// Routes the probes to a callback while it lives (one replay at a time per thread).
 class ProbeRecording
 {
 public:
-    ProbeRecording();
+    explicit ProbeRecording(ProbeCallback onProbe);
     ~ProbeRecording();
     ProbeRecording(const ProbeRecording&) = delete;
     ProbeRecording& operator=(const ProbeRecording&) = delete;
-    std::vector<ProbeRecord>& records() { return m_records; }
 
 private:
-    std::vector<ProbeRecord> m_records;
+    ProbeCallback m_onProbe;
 };
 
 // An op (aten::..., or a Python op), not a prim:: node of the graph's own plumbing.

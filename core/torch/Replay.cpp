@@ -7,6 +7,7 @@
 #include "core/torch/GraphProvenance.h"
 #include "core/torch/ReplayBatch.h"
 #include "core/torch/ReplayOutputs.h"
+#include "core/torch/SeenTensors.h"
 #include "core/torch/SoftmaxMeasures.h"
 #include "core/torch/TensorRange.h"
 #include "core/torch/TorchDType.h"
@@ -47,6 +48,14 @@ std::optional<TensorStats> statsOf(const torch::Tensor& tensor)
         return std::nullopt;
     return torchutil::tensorStats(tensor);
 }
+
+// The logits a loss in forward read, when forward did not return them: the input of the last
+// softmax or cross-entropy op, kept (the one tensor a probe keeps) for its log Z after the forward.
+struct LogitsCandidate
+{
+    torch::Tensor tensor;
+    size_t op = 0;
+};
 
 // LibTorch's messages run over many lines (a TorchScript traceback, then the error itself). The
 // line that says what went wrong is the last "SomethingError: ..." line, else the first line.
@@ -211,7 +220,77 @@ private:
             return inputs;
         for (const auto& input : m_forwardInputs)
             stack.emplace_back(input);
-        ProbeRecording recording;
+        // Each op as it runs: its statistics, taken while its tensors are fresh and before a later
+        // in-place op changes them, and what is needed to know them again (SeenTensors.h).
+        std::vector<ReplayOp> allOps;
+        std::vector<const Node*> opNodes;
+        std::vector<std::vector<SeenTensor>> opInputs;
+        std::vector<SeenTensor> opValues; // each op's first output
+        GradientStatistics gradients;
+        LogitsCandidate lastLogits; // the input of the last softmax or cross-entropy op
+        std::map<int64_t, int> executions; // probe id -> times run so far
+        // Statistics once per tensor: an op's input is usually the previous op's output. The seen
+        // tensors' weak references keep a key's address from being reused by another tensor.
+        std::map<const c10::TensorImpl*, std::optional<TensorStats>> statsCache;
+        std::string probeFailure;
+        ProbeRecording recording([&](int64_t id, std::vector<torch::Tensor>& inputs, std::vector<torch::Tensor>& outputs) {
+            if (id < 0 || size_t(id) >= probedOps.size() || outputs.empty() || !probeFailure.empty())
+                return;
+            try {
+                const Node* node = probedOps[size_t(id)];
+                const int iteration = executions[id]++;
+                const torch::Tensor& outputValue = outputs.front();
+                ReplayOp op;
+                op.index = int(allOps.size());
+                op.op = node->kind().toQualString();
+                op.module = modulePathOf(node, m_modulePaths);
+                op.source = sourceOf(node);
+                op.code = codeOf(node);
+                if (insideLoop(node))
+                    op.iteration = iteration;
+                op.fromData = std::any_of(node->outputs().begin(), node->outputs().end(),
+                                          [&](const Value* v) { return dataValues.count(v) > 0; });
+                std::vector<SeenTensor> seenInputs;
+                for (const torch::Tensor& input : inputs) {
+                    std::optional<TensorStats> stats;
+                    if (input.defined()) {
+                        auto it = statsCache.find(input.unsafeGetTensorImpl());
+                        if (it == statsCache.end())
+                            it = statsCache.emplace(input.unsafeGetTensorImpl(), statsOf(input)).first;
+                        stats = it->second;
+                    }
+                    op.inputs.push_back(stats);
+                    seenInputs.push_back(see(input));
+                }
+                // Always taken afresh, after its inputs were read from the cache: an in-place op's output is
+                // its input, changed.
+                op.output = statsOf(outputValue);
+                if (outputValue.defined())
+                    statsCache[outputValue.unsafeGetTensorImpl()] = op.output;
+                op.headroom = precisionHeadroomOf(op.output);
+                if (auto fn = outputValue.grad_fn())
+                    op.gradFunction = fn->name();
+                if (isSoftmax(node) && !op.inputs.empty() && op.inputs.front() && outputValue.dim() > 0) {
+                    SoftmaxSignature softmax;
+                    softmax.inputAbsmax = op.inputs.front()->absmax;
+                    const int64_t dim = classDimOf(node, outputValue);
+                    softmax.entropy = meanRowEntropy(outputValue, dim, isLogSoftmax(node));
+                    softmax.uniformEntropy = std::log(double(outputValue.size(dim)));
+                    op.softmax = softmax;
+                }
+                if ((isSoftmax(node) || node->kind() == c10::aten::cross_entropy_loss) && !inputs.empty() &&
+                    inputs.front().defined() && inputs.front().is_floating_point())
+                    lastLogits = {inputs.front(), allOps.size()};
+                SeenTensor seenOutput = see(outputValue);
+                gradients.watch(seenOutput);
+                allOps.push_back(std::move(op));
+                opNodes.push_back(node);
+                opInputs.push_back(std::move(seenInputs));
+                opValues.push_back(std::move(seenOutput));
+            } catch (const std::exception& e) {
+                probeFailure = std::string(probedOps[size_t(id)]->kind().toQualString()) + ": " + causeLine(e.what());
+            }
+        });
         try {
             executor.run(stack);
         } catch (const c10::Error& e) {
@@ -222,9 +301,10 @@ private:
         } catch (const std::exception& e) {
             return Error{forwardFailure(causeLine(e.what()))};
         }
+        if (!probeFailure.empty())
+            return Error{"the statistics of an op's tensors could not be taken (" + probeFailure + ")"};
         if (stack.size() != originalOutputs)
             return Error{"internal: the instrumented forward returned " + std::to_string(stack.size()) + " values"};
-        std::vector<ProbeRecord> records = std::move(recording.records());
         const c10::IValue returned = stack[0];
 
         // Which loss to back-propagate from. A loss forward returned wins: the model computed it
@@ -261,81 +341,9 @@ private:
             }
         }
 
-        // The gradient of every value an op made, as statistics taken by a hook while backward
-        // passes it: retain_grad would copy each gradient and keep it, and a second pass would
-        // read the copies back from memory (that was half of the CNN's replay).
-        auto gradStats = std::make_shared<std::map<const c10::TensorImpl*, TensorStats>>();
-        std::set<const c10::TensorImpl*> hooked;
-        for (auto& record : records)
-            for (auto& v : record.outputs)
-                if (v.defined() && v.requires_grad() && !v.is_leaf() && hooked.insert(v.unsafeGetTensorImpl()).second)
-                    v.register_hook([gradStats, key = v.unsafeGetTensorImpl()](const torch::Tensor& grad) {
-                        if (grad.defined())
-                            (*gradStats)[key] = torchutil::tensorStats(grad);
-                    });
-        // A value's gradient: from the hook for a value an op made, as accumulated for a leaf.
-        auto gradStatsOf = [&](const torch::Tensor& t) -> std::optional<TensorStats> {
-            if (!t.defined() || !t.requires_grad())
-                return std::nullopt;
-            if (t.is_leaf())
-                return statsOf(t.grad());
-            auto it = gradStats->find(t.unsafeGetTensorImpl());
-            return it == gradStats->end() ? std::nullopt : std::optional<TensorStats>(it->second);
-        };
-
-        // Statistics once per tensor: an op's input is usually the previous op's output.
-        std::map<const c10::TensorImpl*, std::optional<TensorStats>> statsCache;
-        auto statsFor = [&](const torch::Tensor& t) -> std::optional<TensorStats> {
-            if (!t.defined())
-                return std::nullopt;
-            auto it = statsCache.find(t.unsafeGetTensorImpl());
-            if (it == statsCache.end())
-                it = statsCache.emplace(t.unsafeGetTensorImpl(), statsOf(t)).first;
-            return it->second;
-        };
-
-        std::vector<ReplayOp> allOps;
-        std::vector<const Node*> opNodes;
-        std::vector<const ProbeRecord*> opRecords;
-        std::map<int64_t, int> executions; // probe id -> times run so far
-        for (const ProbeRecord& record : records) {
-            if (record.id < 0 || size_t(record.id) >= probedOps.size() || record.outputs.empty())
-                continue;
-            const Node* node = probedOps[size_t(record.id)];
-            const int iteration = executions[record.id]++;
-            ReplayOp op;
-            op.index = int(allOps.size());
-            op.op = node->kind().toQualString();
-            op.module = modulePathOf(node, m_modulePaths);
-            op.source = sourceOf(node);
-            op.code = codeOf(node);
-            if (insideLoop(node))
-                op.iteration = iteration;
-            op.fromData = std::any_of(node->outputs().begin(), node->outputs().end(),
-                                      [&](const Value* v) { return dataValues.count(v) > 0; });
-            const torch::Tensor& outputValue = record.outputs.front();
-            op.output = statsFor(outputValue);
-            op.headroom = precisionHeadroomOf(op.output);
-            if (auto fn = outputValue.grad_fn())
-                op.gradFunction = fn->name();
-            for (const torch::Tensor& input : record.inputs)
-                op.inputs.push_back(statsFor(input));
-            if (isSoftmax(node) && !op.inputs.empty() && op.inputs.front() && outputValue.dim() > 0) {
-                SoftmaxSignature softmax;
-                softmax.inputAbsmax = op.inputs.front()->absmax;
-                const int64_t dim = classDimOf(node, outputValue);
-                softmax.entropy = meanRowEntropy(outputValue, dim, isLogSoftmax(node));
-                softmax.uniformEntropy = std::log(double(outputValue.size(dim)));
-                op.softmax = softmax;
-            }
-            allOps.push_back(std::move(op));
-            opNodes.push_back(node);
-            opRecords.push_back(&record);
-            m_opValues.push_back(outputValue);
-        }
         auto opIndexOf = [&](const torch::Tensor& tensor) {
-            for (size_t i = 0; i < m_opValues.size(); ++i)
-                if (tensor.defined() && m_opValues[i].unsafeGetTensorImpl() == tensor.unsafeGetTensorImpl())
+            for (size_t i = 0; i < opValues.size(); ++i)
+                if (opValues[i].is(tensor))
                     return int(i);
             return -1;
         };
@@ -350,19 +358,10 @@ private:
             if (inForward.logits.defined() && inForward.logits.is_floating_point())
                 result.logits = logZOf(inForward.logits, inForward.logits.dim() - 1, "forward's output" + inForward.logitsAccess,
                                        opIndexOf(inForward.logits));
-            else
-                for (size_t i = opNodes.size(); i-- > 0;) {
-                    const Node* node = opNodes[i];
-                    if (!isSoftmax(node) && node->kind() != c10::aten::cross_entropy_loss)
-                        continue;
-                    const torch::Tensor logits =
-                        opRecords[i]->inputs.empty() ? torch::Tensor() : opRecords[i]->inputs.front();
-                    if (!logits.defined() || !logits.is_floating_point())
-                        continue;
-                    result.logits = logZOf(logits, classDimOf(node, logits), "the input of " + allOps[i].op + " (op #" +
-                                           std::to_string(i) + ")", opIndexOf(logits));
-                    break;
-                }
+            else if (lastLogits.tensor.defined())
+                result.logits = logZOf(lastLogits.tensor, classDimOf(opNodes[lastLogits.op], lastLogits.tensor),
+                                       "the input of " + allOps[lastLogits.op].op + " (op #" + std::to_string(lastLogits.op) + ")",
+                                       opIndexOf(lastLogits.tensor));
         }
 
         // Loss and backward.
@@ -395,7 +394,7 @@ private:
                 return Error{std::string("backward failed: ") + e.what_without_backtrace()};
             }
             for (size_t i = 0; i < allOps.size(); ++i)
-                allOps[i].grad = gradStatsOf(m_opValues[i]);
+                allOps[i].grad = gradients.of(opValues[i]);
             result.firstNonfiniteGrad = firstNonfiniteGradient(allOps);
             // A finite forward whose backward is not: the op whose backward made the first
             // non-finite gradient out of a finite one (log of a zero that a torch.where masked out).
@@ -403,9 +402,9 @@ private:
                 for (size_t i = allOps.size(); i-- > 0;) {
                     if (!allOps[i].grad || hasNonfinite(allOps[i].grad))
                         continue;
-                    const auto& inputs = opRecords[i]->inputs;
-                    const bool madeNonfinite = std::any_of(inputs.begin(), inputs.end(), [&](const torch::Tensor& t) {
-                        const std::optional<TensorStats> grad = gradStatsOf(t);
+                    const auto& inputs = opInputs[i];
+                    const bool madeNonfinite = std::any_of(inputs.begin(), inputs.end(), [&](const SeenTensor& t) {
+                        const std::optional<TensorStats> grad = gradients.of(t);
                         return grad && grad->nonfinite() > 0;
                     });
                     if (madeNonfinite) {
@@ -535,7 +534,6 @@ private:
     torch::jit::Module m_module;
     torch::Device m_device = torch::kCPU;
     c10::ScalarType m_dtype = torch::kFloat;
-    std::vector<torch::Tensor> m_opValues;
     std::set<std::string> m_modulePaths; // named_modules() of the checkpoint
     std::vector<torch::Tensor> m_forwardInputs; // the batch's inputs, and its targets when forward takes them
     bool m_targetsInForward = false;
@@ -551,14 +549,23 @@ std::string libtorchVersion()
     return TORCH_VERSION;
 }
 
+// Blocks up to 32 MiB (glibc's largest mmap threshold) come from the heap, and the heap's top is
+// never trimmed: a replay's peak is held until the process ends, seconds later.
+constexpr int kHeapBlocksUpTo = 32 << 20;
+constexpr int kNeverTrim = std::numeric_limits<int>::max();
+
 void keepFreedMemoryForReuse()
 {
 #ifdef __GLIBC__
-    // Blocks up to 32 MiB (glibc's largest mmap threshold) come from the heap, and the heap's top
-    // is never trimmed: a replay's peak is held until the process ends, seconds later.
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+    mallopt(M_MMAP_THRESHOLD, kHeapBlocksUpTo);
+    mallopt(M_TRIM_THRESHOLD, kNeverTrim);
 #endif
+}
+
+std::vector<std::pair<std::string, std::string>> keepFreedMemoryEnvironment()
+{
+    return {{"MALLOC_MMAP_THRESHOLD_", std::to_string(kHeapBlocksUpTo)},
+            {"MALLOC_TRIM_THRESHOLD_", std::to_string(kNeverTrim)}};
 }
 
 Result<ReplayResult> replayStep(const ReplayOptions& options, const ProgressCallback& progress)

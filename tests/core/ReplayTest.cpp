@@ -247,3 +247,51 @@ TEST(ReplayProcess, MemoryAReplayFreesStaysInTheProcess)
     EXPECT_GE(mallinfo2().fordblks, block) << "the freed block went back to the kernel";
 }
 #endif
+
+// An op that changes its input in place (ReLU(inplace=True), `x += bias`): each op shows the
+// values as they were when it ran, and the gradient that reached its own output. Taken after the
+// forward, the linear's output read as the ReLU left it, and both ops had the ReLU's gradient.
+TEST(Replay, AnInPlaceOpShowsTheValuesBeforeAndAfterIt)
+{
+    torch::jit::Module model("__torch__.test.InPlaceRelu");
+    model.register_attribute("training", c10::BoolType::get(), true);
+    model.register_parameter("w", torch::eye(2).requires_grad_(), false);
+    model.define(R"(
+def forward(self, x):
+    h = torch.linear(x, self.w)
+    torch.relu_(h)
+    return h.sum()
+)");
+    test::ScratchDir dir;
+    model.save(dir / "model.pt");
+    c10::impl::GenericDict batch(c10::StringType::get(), c10::AnyType::get());
+    batch.insert("inputs", torch::tensor({{1.0f, -2.0f}, {3.0f, -4.0f}}));
+    const auto bytes = torch::pickle_save(c10::IValue(batch));
+    std::ofstream(dir / "batch.pt", std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+
+    ReplayOptions options;
+    options.checkpoint = dir / "model.pt";
+    options.batch = dir / "batch.pt";
+    auto result = replayStep(options);
+    ASSERT_TRUE(result) << result.error();
+    const ReplayOp* linear = nullptr;
+    const ReplayOp* relu = nullptr;
+    for (const ReplayOp& op : result->ops) {
+        if (op.op == "aten::linear")
+            linear = &op;
+        if (op.op == "aten::relu_")
+            relu = &op;
+    }
+    ASSERT_TRUE(linear && relu);
+    ASSERT_TRUE(linear->output && linear->output->min);
+    EXPECT_EQ(*linear->output->min, -4.0) << "the linear's output as it made it, not as the ReLU left it";
+    ASSERT_FALSE(relu->inputs.empty());
+    ASSERT_TRUE(relu->inputs.front() && relu->inputs.front()->min);
+    EXPECT_EQ(*relu->inputs.front()->min, -4.0) << "what went into the ReLU";
+    ASSERT_TRUE(relu->output && relu->output->min);
+    EXPECT_EQ(*relu->output->min, 0.0);
+    ASSERT_TRUE(relu->grad && relu->grad->min);
+    EXPECT_EQ(*relu->grad->min, 1.0) << "sum's gradient reaches the ReLU's output whole";
+    ASSERT_TRUE(linear->grad && linear->grad->min);
+    EXPECT_EQ(*linear->grad->min, 0.0) << "the ReLU passes none back where the linear's output was negative";
+}
