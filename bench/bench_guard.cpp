@@ -11,6 +11,13 @@
 // half is bench/bench_guard_python.py, run by /usr/bin/python3 (where Debian's torch lives) with
 // the same shapes. One intra-op thread in both, so the two halves compare like with like.
 //
+// Where the MLP's guarded step goes (2026-12-04, timers around each part of Guard::endStep, not
+// kept): of about 1 ms over a 28 ms bare step, the step's figures (norms, the activations' slots
+// read back) 0.33 ms, appending the rows to five tables 0.25 ms, and run.h5's flush 0.45-0.5 ms.
+// The flush is the contract's (a reader follows the run, a killed trainer leaves every step);
+// flushing the five tables once instead of five times did not shorten it, since H5Fflush writes
+// the dirty chunks whatever the count of calls. An A/A run (both sides bare) reads 1.000-1.005x.
+//
 // This measures the CPU path. On CUDA the Guard queues all of a step's reductions and reads them
 // back in one device-to-host copy (GuardReadback's readStepFigures); no GPU was lent where this was
 // written, so that path's cost is not measured here.
