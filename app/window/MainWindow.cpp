@@ -479,8 +479,9 @@ void MainWindow::showScan(const ScanReport& scan)
 {
     showIncidentTableOrNone(scan.incidents.empty());
     // The replay pane starts at the worst incident's step (its first NaN, else its onset), once
-    // per run: not at the first saved step, and not over a step the user picked since.
-    if (!m_replayStepDefaulted && !scan.incidents.empty()) {
+    // per run: not at the first saved step, not over a step the user picked since, and not over
+    // the step the window was opened at (`--step`), which the pane has already replayed.
+    if (!m_replayStepDefaulted && m_context->startStep() < 0 && !scan.incidents.empty()) {
         const Incident& worst = scan.incidents.front();
         m_replay->chooseStepNear(worst.nonfiniteStep.value_or(worst.onsetStep));
         m_replayStepDefaulted = true;

@@ -354,3 +354,15 @@ TEST(MainWindow, AModuleClickedInTheLayersTreeShowsOneOfItsOwnParameters)
     tree->setCurrentIndex(module);
     EXPECT_TRUE(window.selectedLayer().startsWith("fc3.")) << window.selectedLayer().toStdString();
 }
+
+// `nanscope RUN --view replay --step 150`: the pane replays step 150 and keeps it. The scan that
+// arrives afterwards moved its step to the worst incident's (180), under the replay of 150.
+TEST(MainWindow, TheReplayPaneKeepsTheStepTheWindowWasOpenedAt)
+{
+    MainWindow window;
+    window.setInitialSelection(150, QString());
+    ASSERT_TRUE(openAndWait(window, test::demoRun("division-by-zero")));
+    ASSERT_TRUE(test::waitForScan(window));
+    ASSERT_FALSE(window.context()->scan().incidents.empty()) << "the run's incident at step 180 is what moved the step";
+    EXPECT_EQ(window.replay()->request().step, 150);
+}
