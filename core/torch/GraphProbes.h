@@ -5,8 +5,9 @@
 //
 // A graph output can only be a value of the graph's top level, so ops inside a prim::If (a loss
 // under `if labels is not None:`) or a prim::Loop were never seen. Instead, after every op of
-// every block, the replay inserts a call to nanscope::probe(id, inputs, outputs), which records
-// the op's tensors as it runs, once per execution: each loop iteration is a call of its own.
+// every block, the replay inserts a call to nanscope::probe(id, inputs, outputs), which hands
+// the op's tensors to the replay as it runs (ProbedOps.h), once per execution: each loop
+// iteration is a call of its own.
 
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/torch.h>
@@ -21,7 +22,7 @@ namespace nanscope::replaytorch {
 // index in insertProbes' list). The tensors are the op's own: what the callback does not keep is
 // freed as the forward goes on, as it would be without the probe.
 using ProbeCallback =
-    std::function<void(int64_t id, std::vector<torch::Tensor>& inputs, std::vector<torch::Tensor>& outputs)>;
+    std::function<void(int64_t id, const std::vector<torch::Tensor>& inputs, const std::vector<torch::Tensor>& outputs)>;
 
 // Routes the probes to a callback while it lives (one replay at a time per thread).
 class ProbeRecording

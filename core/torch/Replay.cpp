@@ -7,7 +7,7 @@
 #include "core/torch/GraphProvenance.h"
 #include "core/torch/ReplayBatch.h"
 #include "core/torch/ReplayOutputs.h"
-#include "core/torch/SeenTensors.h"
+#include "core/torch/ProbedOps.h"
 #include "core/torch/SoftmaxMeasures.h"
 #include "core/torch/TensorRange.h"
 #include "core/torch/TorchDType.h"
@@ -18,18 +18,19 @@
 #include <torch/script.h>
 #include <torch/torch.h>
 
-#include <chrono>
-#include <limits>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
-#include <cmath>
 #include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
 #include <functional>
 #include <numeric>
 #include <set>
 #include <map>
 #include <sstream>
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 namespace nanscope {
 
@@ -48,14 +49,6 @@ std::optional<TensorStats> statsOf(const torch::Tensor& tensor)
         return std::nullopt;
     return torchutil::tensorStats(tensor);
 }
-
-// The logits a loss in forward read, when forward did not return them: the input of the last
-// softmax or cross-entropy op, kept (the one tensor a probe keeps) for its log Z after the forward.
-struct LogitsCandidate
-{
-    torch::Tensor tensor;
-    size_t op = 0;
-};
 
 // LibTorch's messages run over many lines (a TorchScript traceback, then the error itself). The
 // line that says what went wrong is the last "SomethingError: ..." line, else the first line.
@@ -220,77 +213,11 @@ private:
             return inputs;
         for (const auto& input : m_forwardInputs)
             stack.emplace_back(input);
-        // Each op as it runs: its statistics, taken while its tensors are fresh and before a later
-        // in-place op changes them, and what is needed to know them again (SeenTensors.h).
-        std::vector<ReplayOp> allOps;
-        std::vector<const Node*> opNodes;
-        std::vector<std::vector<SeenTensor>> opInputs;
-        std::vector<SeenTensor> opValues; // each op's first output
-        GradientStatistics gradients;
-        LogitsCandidate lastLogits; // the input of the last softmax or cross-entropy op
-        std::map<int64_t, int> executions; // probe id -> times run so far
-        // Statistics once per tensor: an op's input is usually the previous op's output. The seen
-        // tensors' weak references keep a key's address from being reused by another tensor.
-        std::map<const c10::TensorImpl*, std::optional<TensorStats>> statsCache;
-        std::string probeFailure;
-        ProbeRecording recording([&](int64_t id, std::vector<torch::Tensor>& inputs, std::vector<torch::Tensor>& outputs) {
-            if (id < 0 || size_t(id) >= probedOps.size() || outputs.empty() || !probeFailure.empty())
-                return;
-            try {
-                const Node* node = probedOps[size_t(id)];
-                const int iteration = executions[id]++;
-                const torch::Tensor& outputValue = outputs.front();
-                ReplayOp op;
-                op.index = int(allOps.size());
-                op.op = node->kind().toQualString();
-                op.module = modulePathOf(node, m_modulePaths);
-                op.source = sourceOf(node);
-                op.code = codeOf(node);
-                if (insideLoop(node))
-                    op.iteration = iteration;
-                op.fromData = std::any_of(node->outputs().begin(), node->outputs().end(),
-                                          [&](const Value* v) { return dataValues.count(v) > 0; });
-                std::vector<SeenTensor> seenInputs;
-                for (const torch::Tensor& input : inputs) {
-                    std::optional<TensorStats> stats;
-                    if (input.defined()) {
-                        auto it = statsCache.find(input.unsafeGetTensorImpl());
-                        if (it == statsCache.end())
-                            it = statsCache.emplace(input.unsafeGetTensorImpl(), statsOf(input)).first;
-                        stats = it->second;
-                    }
-                    op.inputs.push_back(stats);
-                    seenInputs.push_back(see(input));
-                }
-                // Always taken afresh, after its inputs were read from the cache: an in-place op's output is
-                // its input, changed.
-                op.output = statsOf(outputValue);
-                if (outputValue.defined())
-                    statsCache[outputValue.unsafeGetTensorImpl()] = op.output;
-                op.headroom = precisionHeadroomOf(op.output);
-                if (auto fn = outputValue.grad_fn())
-                    op.gradFunction = fn->name();
-                if (isSoftmax(node) && !op.inputs.empty() && op.inputs.front() && outputValue.dim() > 0) {
-                    SoftmaxSignature softmax;
-                    softmax.inputAbsmax = op.inputs.front()->absmax;
-                    const int64_t dim = classDimOf(node, outputValue);
-                    softmax.entropy = meanRowEntropy(outputValue, dim, isLogSoftmax(node));
-                    softmax.uniformEntropy = std::log(double(outputValue.size(dim)));
-                    op.softmax = softmax;
-                }
-                if ((isSoftmax(node) || node->kind() == c10::aten::cross_entropy_loss) && !inputs.empty() &&
-                    inputs.front().defined() && inputs.front().is_floating_point())
-                    lastLogits = {inputs.front(), allOps.size()};
-                SeenTensor seenOutput = see(outputValue);
-                gradients.watch(seenOutput);
-                allOps.push_back(std::move(op));
-                opNodes.push_back(node);
-                opInputs.push_back(std::move(seenInputs));
-                opValues.push_back(std::move(seenOutput));
-            } catch (const std::exception& e) {
-                probeFailure = std::string(probedOps[size_t(id)]->kind().toQualString()) + ": " + causeLine(e.what());
-            }
-        });
+        ProbedOps probed(probedOps, dataValues, m_modulePaths);
+        ProbeRecording recording(
+            [&](int64_t id, const std::vector<torch::Tensor>& inputs, const std::vector<torch::Tensor>& outputs) {
+                probed.record(id, inputs, outputs);
+            });
         try {
             executor.run(stack);
         } catch (const c10::Error& e) {
@@ -301,8 +228,9 @@ private:
         } catch (const std::exception& e) {
             return Error{forwardFailure(causeLine(e.what()))};
         }
-        if (!probeFailure.empty())
-            return Error{"the statistics of an op's tensors could not be taken (" + probeFailure + ")"};
+        if (!probed.failure().empty())
+            return Error{"the statistics of an op's tensors could not be taken (" + causeLine(probed.failure()) + ")"};
+        std::vector<ReplayOp>& allOps = probed.ops;
         if (stack.size() != originalOutputs)
             return Error{"internal: the instrumented forward returned " + std::to_string(stack.size()) + " values"};
         const c10::IValue returned = stack[0];
@@ -341,12 +269,7 @@ private:
             }
         }
 
-        auto opIndexOf = [&](const torch::Tensor& tensor) {
-            for (size_t i = 0; i < opValues.size(); ++i)
-                if (opValues[i].is(tensor))
-                    return int(i);
-            return -1;
-        };
+        auto opIndexOf = [&](const torch::Tensor& tensor) { return probed.indexOf(tensor); };
 
         result.firstNonfinite = forwardCulprit(allOps, result.notes);
 
@@ -358,10 +281,11 @@ private:
             if (inForward.logits.defined() && inForward.logits.is_floating_point())
                 result.logits = logZOf(inForward.logits, inForward.logits.dim() - 1, "forward's output" + inForward.logitsAccess,
                                        opIndexOf(inForward.logits));
-            else if (lastLogits.tensor.defined())
-                result.logits = logZOf(lastLogits.tensor, classDimOf(opNodes[lastLogits.op], lastLogits.tensor),
-                                       "the input of " + allOps[lastLogits.op].op + " (op #" + std::to_string(lastLogits.op) + ")",
-                                       opIndexOf(lastLogits.tensor));
+            else if (probed.lastLogits.defined())
+                result.logits = logZOf(probed.lastLogits, classDimOf(probed.nodes[probed.lastLogitsOp], probed.lastLogits),
+                                       "the input of " + allOps[probed.lastLogitsOp].op + " (op #" +
+                                           std::to_string(probed.lastLogitsOp) + ")",
+                                       opIndexOf(probed.lastLogits));
         }
 
         // Loss and backward.
@@ -394,7 +318,7 @@ private:
                 return Error{std::string("backward failed: ") + e.what_without_backtrace()};
             }
             for (size_t i = 0; i < allOps.size(); ++i)
-                allOps[i].grad = gradients.of(opValues[i]);
+                allOps[i].grad = probed.gradients.of(probed.values[i]);
             result.firstNonfiniteGrad = firstNonfiniteGradient(allOps);
             // A finite forward whose backward is not: the op whose backward made the first
             // non-finite gradient out of a finite one (log of a zero that a torch.where masked out).
@@ -402,9 +326,9 @@ private:
                 for (size_t i = allOps.size(); i-- > 0;) {
                     if (!allOps[i].grad || hasNonfinite(allOps[i].grad))
                         continue;
-                    const auto& inputs = opInputs[i];
+                    const auto& inputs = probed.inputs[i];
                     const bool madeNonfinite = std::any_of(inputs.begin(), inputs.end(), [&](const SeenTensor& t) {
-                        const std::optional<TensorStats> grad = gradients.of(t);
+                        const std::optional<TensorStats> grad = probed.gradients.of(t);
                         return grad && grad->nonfinite() > 0;
                     });
                     if (madeNonfinite) {

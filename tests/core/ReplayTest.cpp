@@ -13,6 +13,10 @@
 #include <fstream>
 #include <limits>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 using namespace nanscope;
 
 namespace {
@@ -24,6 +28,21 @@ ReplayOptions demoStep(const std::string& run, int64_t step)
     options.batch = test::demoRun(run) + "/batches/" + runformat::stepFileStem(step) + ".pt";
     options.lossName = "cross_entropy";
     return options;
+}
+
+// Saves the TorchScript model and a batch of these inputs (no targets: the model returns its loss)
+// to `dir`, and replays them.
+Result<ReplayResult> replayOnInputs(torch::jit::Module& model, const torch::Tensor& inputs, const test::ScratchDir& dir)
+{
+    model.save(dir / "model.pt");
+    c10::impl::GenericDict batch(c10::StringType::get(), c10::AnyType::get());
+    batch.insert("inputs", inputs);
+    const auto bytes = torch::pickle_save(c10::IValue(batch));
+    std::ofstream(dir / "batch.pt", std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+    ReplayOptions options;
+    options.checkpoint = dir / "model.pt";
+    options.batch = dir / "batch.pt";
+    return replayStep(options);
 }
 
 } // namespace
@@ -200,17 +219,8 @@ def forward(self, x):
     return torch.sqrt(h).sum()
 )");
     test::ScratchDir dir;
-    model.save(dir / "model.pt");
-    c10::impl::GenericDict batch(c10::StringType::get(), c10::AnyType::get());
     // The second sample's pre-activation is -4: relu makes it exactly 0, and sqrt's gradient there inf.
-    batch.insert("inputs", torch::tensor({{1.0f, 1.0f, 1.0f, 1.0f}, {-1.0f, -1.0f, -1.0f, -1.0f}}));
-    const auto bytes = torch::pickle_save(c10::IValue(batch));
-    std::ofstream(dir / "batch.pt", std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
-
-    ReplayOptions options;
-    options.checkpoint = dir / "model.pt";
-    options.batch = dir / "batch.pt";
-    auto result = replayStep(options);
+    auto result = replayOnInputs(model, torch::tensor({{1.0f, 1.0f, 1.0f, 1.0f}, {-1.0f, -1.0f, -1.0f, -1.0f}}), dir);
     ASSERT_TRUE(result) << result.error();
     EXPECT_TRUE(result->lossFinite);
     EXPECT_FALSE(result->firstNonfinite) << "the forward is finite";
@@ -229,8 +239,6 @@ def forward(self, x):
 }
 
 #ifdef __GLIBC__
-#include <malloc.h>
-
 // `nanscope replay` keeps what a forward and backward free for the next tensor: a 24 MiB block,
 // which glibc by default maps and unmaps (and the kernel faults back in, zeroed, page by page on
 // the next step), stays in the heap as free memory after it is freed.
@@ -266,16 +274,7 @@ def forward(self, x):
     return h.sum()
 )");
     test::ScratchDir dir;
-    model.save(dir / "model.pt");
-    c10::impl::GenericDict batch(c10::StringType::get(), c10::AnyType::get());
-    batch.insert("inputs", torch::tensor({{1.0f, -2.0f}, {3.0f, -4.0f}}));
-    const auto bytes = torch::pickle_save(c10::IValue(batch));
-    std::ofstream(dir / "batch.pt", std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
-
-    ReplayOptions options;
-    options.checkpoint = dir / "model.pt";
-    options.batch = dir / "batch.pt";
-    auto result = replayStep(options);
+    auto result = replayOnInputs(model, torch::tensor({{1.0f, -2.0f}, {3.0f, -4.0f}}), dir);
     ASSERT_TRUE(result) << result.error();
     const ReplayOp* linear = nullptr;
     const ReplayOp* relu = nullptr;
