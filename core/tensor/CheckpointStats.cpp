@@ -4,6 +4,7 @@
 #include "core/NumberText.h"
 
 #include "core/tensor/BatchNormHealth.h"
+#include "core/tensor/SpreadOverCores.h"
 
 #include <algorithm>
 #include <atomic>
@@ -111,12 +112,7 @@ Result<std::vector<TensorStats>> computeCheckpointStats(const std::vector<NamedT
         for (size_t k = nextSmall++; k < small.size(); k = nextSmall++)
             stats[small[k]] = computeTensorStats(tensors[small[k]].name, tensors[small[k]].tensor, options.histogramBins, 1);
     };
-    std::vector<std::thread> pool;
-    for (int64_t w = 1; w < workers; ++w)
-        pool.emplace_back(work);
-    work();
-    for (auto& t : pool)
-        t.join();
+    spreadOverCores(int(workers), work);
     if (!onTorch.empty()) {
         std::vector<const NamedTensor*> batch;
         for (size_t i : onTorch)

@@ -18,13 +18,14 @@
 
 // The fused CPU pass. Each block of kBlock elements is read once: sum of deviations from the
 // running mean and of their squares (on values scaled by a power of two), min, max and the
-// smallest magnitude, in 32-byte vectors. Blocks are combined in double with Chan's formula, so
-// large tensors keep full accuracy while the inner loop stays in the tensor's own precision.
-// Rare blocks (NaN, Inf, overflow, zeros or subnormals) take an extra L1-resident read. Memory is
-// asked for a few KB ahead of the read. bfloat16 is widened as it is read; float16 through an L1
-// buffer. Large tensors are split across threads, and a checkpoint's many smaller tensors are
-// spread over threads one tensor each. TensorStats.cpp is built with -O3; on x86-64 the kernel is also
-// compiled for AVX2 + FMA and picked at run time by CPU feature (not by CPU model).
+// smallest magnitude, in 32-byte vectors (64-byte in the AVX-512 build). Blocks are combined in
+// double with Chan's formula, so large tensors keep full accuracy while the inner loop stays in the
+// tensor's own precision. Rare blocks (NaN, Inf, overflow, zeros or subnormals) take an extra
+// L1-resident read. Memory is asked for a few KB ahead of the read. bfloat16 is widened as it is
+// read; float16 through an L1 buffer. Large tensors are summed in fixed chunks spread over threads,
+// and a checkpoint's many smaller tensors are spread over threads one tensor each.
+// TensorStats.cpp is built with -O3; on x86-64 the kernel is also compiled for AVX2 + FMA and for
+// AVX-512, and picked at run time by CPU feature (not by CPU model).
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define NANSCOPE_HAVE_AVX2_CLONE 1
@@ -87,32 +88,32 @@ struct Moments
 };
 
 // 32-byte vectors in GCC's vector extension: one AVX register, or two SSE registers in the
-// baseline build. Explicit vectors because the compiler may not reorder a floating-point sum on
+// baseline build. The hot sweeps also come in 64 bytes, one AVX-512 register, for that build. Explicit vectors because the compiler may not reorder a floating-point sum on
 // its own, and its automatic vectorisation of this kernel spills and shuffles.
-template<typename F>
+template<typename F, int kBytes = 32>
 struct Lanes;
-template<>
-struct Lanes<float>
-{
-    typedef float V __attribute__((vector_size(32)));
-    typedef int32_t Mask __attribute__((vector_size(32)));
-    static constexpr int kWidth = 8;
-};
-template<>
-struct Lanes<double>
-{
-    typedef double V __attribute__((vector_size(32)));
-    typedef int64_t Mask __attribute__((vector_size(32)));
-    static constexpr int kWidth = 4;
-};
+// Spelled out per width: GCC 12 does not take a vector_size that depends on a template parameter.
+#define NANSCOPE_LANES(F, I, BYTES)                                                                \
+    template<>                                                                                     \
+    struct Lanes<F, BYTES>                                                                         \
+    {                                                                                              \
+        typedef F V __attribute__((vector_size(BYTES)));                                           \
+        typedef I Mask __attribute__((vector_size(BYTES)));                                        \
+        static constexpr int kWidth = BYTES / int(sizeof(F));                                      \
+    };
+NANSCOPE_LANES(float, int32_t, 32)
+NANSCOPE_LANES(float, int32_t, 64)
+NANSCOPE_LANES(double, int64_t, 32)
+NANSCOPE_LANES(double, int64_t, 64)
+#undef NANSCOPE_LANES
 
 // |v| lane by lane: the sign bits cleared.
-template<typename F>
-NANSCOPE_ALWAYS_INLINE typename Lanes<F>::V magnitudeOf(const typename Lanes<F>::V& v)
+template<typename F, int kBytes = 32>
+NANSCOPE_ALWAYS_INLINE typename Lanes<F, kBytes>::V magnitudeOf(const typename Lanes<F, kBytes>::V& v)
 {
-    using Mask = typename Lanes<F>::Mask;
+    using Mask = typename Lanes<F, kBytes>::Mask;
     using Lane = typename std::remove_reference<decltype(Mask{}[0])>::type;
-    return reinterpret_cast<typename Lanes<F>::V>(reinterpret_cast<Mask>(v) & (Mask{} + std::numeric_limits<Lane>::max()));
+    return reinterpret_cast<typename Lanes<F, kBytes>::V>(reinterpret_cast<Mask>(v) & (Mask{} + std::numeric_limits<Lane>::max()));
 }
 
 template<typename V>
@@ -201,7 +202,9 @@ NANSCOPE_ALWAYS_INLINE void updateCentre(const Moments& acc, Centre& centre)
         return;
     const double largest = std::max(std::fabs(acc.min), std::fabs(acc.max));
     centre.valid = true;
-    centre.shift = acc.mean;
+    // A mean below the data's resolution cancels nothing, and its rounding would only leak into
+    // the figures (1, 2, -3 came out with a mean of 8e-17): centre on zero instead.
+    centre.shift = std::fabs(acc.mean) < largest * double(std::numeric_limits<F>::epsilon()) ? 0.0 : acc.mean;
     centre.exponent = largest > 0 ? std::clamp(-std::ilogb(largest), std::numeric_limits<F>::min_exponent - 1,
                                                std::numeric_limits<F>::max_exponent - 1)
                                   : 0;
@@ -212,9 +215,9 @@ NANSCOPE_ALWAYS_INLINE void updateCentre(const Moments& acc, Centre& centre)
 template<typename F>
 struct DirectSource // float32 or float64 as stored, or values already converted into an L1 buffer
 {
-    using V = typename Lanes<F>::V;
     const F* p;
     bool streaming; // `p` is the tensor's memory, not an L1 copy: ask for memory ahead
+    template<typename V>
     NANSCOPE_ALWAYS_INLINE V load(int i) const { return loadVector<V>(p + i); }
     NANSCOPE_ALWAYS_INLINE F at(int k) const { return p[k]; }
     NANSCOPE_ALWAYS_INLINE void prefetch(int i) const
@@ -249,11 +252,11 @@ struct BlockSweep
 // time. Each kind is reduced as a tree within a step, so the running sums see one addition a step
 // and their latency never limits the loop. `kScaled` false: the scale is 1 and no multiply is
 // spent on it.
-template<typename F, bool kScaled>
+template<typename F, bool kScaled, int kBytes>
 struct PairMoments
 {
-    using V = typename Lanes<F>::V;
-    static constexpr int W = Lanes<F>::kWidth;
+    using V = typename Lanes<F, kBytes>::V;
+    static constexpr int W = Lanes<F, kBytes>::kWidth;
     V vScale, vShift;
     V sum = {}, squares = {};
     V lo = splat<V>(std::numeric_limits<F>::infinity()), hi = splat<V>(-std::numeric_limits<F>::infinity());
@@ -289,24 +292,26 @@ struct PairMoments
     }
 };
 
-// The hot loop of a block: PairMoments and the smallest magnitude, two vectors (one cache line) a
-// step. Few enough live vectors for AVX2's 16 registers: an earlier version with several running
-// sums of each kind spilled them to the stack, and ran at a quarter of the speed of the memory it
-// reads.
-template<typename F, bool kScaled, typename Source>
+// The hot loop of a block: PairMoments and the smallest magnitude, two vectors (one cache line of
+// 32-byte vectors, two of 64-byte ones) a step. Few enough live vectors for AVX2's 16 registers:
+// an earlier version with several running sums of each kind spilled them to the stack, and ran at
+// a quarter of the speed of the memory it reads.
+template<typename F, bool kScaled, int kBytes, typename Source>
 NANSCOPE_ALWAYS_INLINE BlockSweep sweepBlock(const Source& source, int n, F scale, F shift)
 {
-    using V = typename Lanes<F>::V;
-    constexpr int W = Lanes<F>::kWidth;
+    using V = typename Lanes<F, kBytes>::V;
+    constexpr int W = Lanes<F, kBytes>::kWidth;
+    constexpr int kPerLine = kCacheLine / int(sizeof(F));
     constexpr F inf = std::numeric_limits<F>::infinity();
-    PairMoments<F, kScaled> moments(scale, shift);
+    PairMoments<F, kScaled, kBytes> moments(scale, shift);
     V smallest = splat<V>(inf);
     int i = 0;
     for (; i + 2 * W <= n; i += 2 * W) {
-        source.prefetch(i);
-        const V a = source.load(i), b = source.load(i + W);
+        for (int line = 0; line < 2 * W; line += kPerLine)
+            source.prefetch(i + line);
+        const V a = source.template load<V>(i), b = source.template load<V>(i + W);
         moments.add(a, b);
-        const V ma = magnitudeOf<F>(a), mb = magnitudeOf<F>(b);
+        const V ma = magnitudeOf<F, kBytes>(a), mb = magnitudeOf<F, kBytes>(b);
         const V mab = ma < mb ? ma : mb;
         smallest = mab < smallest ? mab : smallest;
     }
@@ -318,48 +323,155 @@ NANSCOPE_ALWAYS_INLINE BlockSweep sweepBlock(const Source& source, int n, F scal
     return sweep;
 }
 
-// sweepBlock for bfloat16, read as raw 16-bit lanes: one 32-byte load holds 16 values, widened by
-// interleaving with zeros (the bfloat16 bits become the top half of each float32; the lane order
-// changes, which sums and extremes do not mind), and the smallest magnitude is an integer min on
-// the raw bits, 16 lanes at a time. About a quarter fewer instructions per value than widening
-// 8 lanes at a time, which had left a single thread at 71-85% of a plain sum's bandwidth.
-template<bool kScaled>
+template<int kBytes>
+struct RawBFloat16;
+template<>
+struct RawBFloat16<32>
+{
+    typedef uint16_t V __attribute__((vector_size(32)));
+};
+template<>
+struct RawBFloat16<64>
+{
+    typedef uint16_t V __attribute__((vector_size(64)));
+};
+
+// The lanes of a raw bfloat16 vector, interleaved with zeros into the top halves of float32
+// lanes: the low (kHigh false) or high four 16-bit lanes of each 16-byte group, the order of x86's
+// unpack instructions. The order of values changes, which sums and extremes do not mind.
+template<bool kHigh, typename Raw16>
+NANSCOPE_ALWAYS_INLINE typename Lanes<float, sizeof(Raw16)>::V widenBFloat16(const Raw16& raw)
+{
+    using V = typename Lanes<float, sizeof(Raw16)>::V;
+    const Raw16 zero = {};
+    constexpr int h = kHigh ? 4 : 0;
+    if constexpr (sizeof(Raw16) == 32)
+        return reinterpret_cast<V>(__builtin_shufflevector(zero, raw, 0, 16 + h, 1, 17 + h, 2, 18 + h, 3, 19 + h, //
+                                                           8, 24 + h, 9, 25 + h, 10, 26 + h, 11, 27 + h));
+    else
+        return reinterpret_cast<V>(__builtin_shufflevector(zero, raw, 0, 32 + h, 1, 33 + h, 2, 34 + h, 3, 35 + h, //
+                                                           8, 40 + h, 9, 41 + h, 10, 42 + h, 11, 43 + h,          //
+                                                           16, 48 + h, 17, 49 + h, 18, 50 + h, 19, 51 + h,        //
+                                                           24, 56 + h, 25, 57 + h, 26, 58 + h, 27, 59 + h));
+}
+
+// sweepBlock for bfloat16, read as raw 16-bit lanes: one load holds twice as many values as a
+// float32 vector, widened by interleaving with zeros (the bfloat16 bits become the top half of
+// each float32), and the smallest magnitude is an integer min on the raw bits. About a quarter
+// fewer instructions per value than widening one float32 vector at a time, which had left a
+// single thread at 71-85% of a plain sum's bandwidth.
+template<bool kScaled, int kBytes>
 NANSCOPE_ALWAYS_INLINE BlockSweep sweepBFloat16(const AliasU16* p, int n, float scale, float shift)
 {
-    using V = Lanes<float>::V;
-    typedef uint16_t Raw16 __attribute__((vector_size(32)));
+    using Raw16 = typename RawBFloat16<kBytes>::V;
+    constexpr int kValues = kBytes / 2; // a step
     constexpr float inf = std::numeric_limits<float>::infinity();
-    const Raw16 zero = {}, magnitudeBits = Raw16{} + uint16_t(0x7fff);
-    PairMoments<float, kScaled> moments(scale, shift);
+    const Raw16 magnitudeBits = Raw16{} + uint16_t(0x7fff);
+    PairMoments<float, kScaled, kBytes> moments(scale, shift);
     Raw16 smallest = magnitudeBits;
     int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        static_assert(sizeof(Raw16) == kCacheLine / 2, "two steps read one cache line");
-        if (i % (kCacheLine / 2) == 0)
-            prefetchAhead(p + i);
-        Raw16 raw;
-        std::memcpy(&raw, p + i, sizeof raw);
-        moments.add(reinterpret_cast<V>(__builtin_shufflevector(zero, raw, 0, 16, 1, 17, 2, 18, 3, 19, 8, 24, 9, 25, 10, 26, 11, 27)),
-                    reinterpret_cast<V>(__builtin_shufflevector(zero, raw, 4, 20, 5, 21, 6, 22, 7, 23, 12, 28, 13, 29, 14, 30, 15, 31)));
-        const Raw16 magnitude = raw & magnitudeBits;
-        smallest = magnitude < smallest ? magnitude : smallest;
+    for (; i + 2 * kValues <= n; i += 2 * kValues) {
+        for (int line = 0; line < 2 * kValues; line += kCacheLine / 2)
+            prefetchAhead(p + i + line);
+        Raw16 raw0, raw1;
+        std::memcpy(&raw0, p + i, sizeof raw0);
+        std::memcpy(&raw1, p + i + kValues, sizeof raw1);
+        moments.add(widenBFloat16<false>(raw0), widenBFloat16<true>(raw0));
+        moments.add(widenBFloat16<false>(raw1), widenBFloat16<true>(raw1));
+        const Raw16 m0 = raw0 & magnitudeBits, m1 = raw1 & magnitudeBits;
+        const Raw16 m01 = m0 < m1 ? m0 : m1;
+        smallest = m01 < smallest ? m01 : smallest;
     }
     BlockSweep sweep{i, 0, 0, double(inf), -double(inf), double(inf)};
     moments.finish(sweep.d, sweep.q, sweep.low, sweep.high);
-    uint16_t least[16];
+    uint16_t least[kValues];
     std::memcpy(least, &smallest, sizeof least);
     if (i > 0)
-        sweep.least = double(bfloat16ToFloat(*std::min_element(least, least + 16)));
+        sweep.least = double(bfloat16ToFloat(*std::min_element(least, least + kValues)));
     return sweep;
 }
 
-template<typename F, bool kScaled, typename Source>
+template<typename F, bool kScaled, int kBytes, typename Source>
 NANSCOPE_ALWAYS_INLINE BlockSweep sweepAny(const Source& source, int n, F scale, F shift)
 {
     if constexpr (std::is_same_v<Source, BFloat16Source>)
-        return sweepBFloat16<kScaled>(source.p, n, scale, shift);
+        return sweepBFloat16<kScaled, kBytes>(source.p, n, scale, shift);
     else
-        return sweepBlock<F, kScaled>(source, n, scale, shift);
+        return sweepBlock<F, kScaled, kBytes>(source, n, scale, shift);
+}
+
+// Zeros, subnormals and the smallest nonzero magnitude of a block whose smallest magnitude is
+// below normal: a second, L1-resident read, rare outside integer tensors. NaN and Inf count as
+// neither and never win the minimum.
+template<typename F>
+NANSCOPE_ALWAYS_INLINE void countZerosAndSubnormals(const F* p, int n, F minNormal, Moments& acc)
+{
+    using V = typename Lanes<F>::V;
+    using Mask = typename Lanes<F>::Mask;
+    constexpr int W = Lanes<F>::kWidth;
+    constexpr F inf = std::numeric_limits<F>::infinity();
+    const V vZero = {}, vTiny = splat<V>(minNormal);
+    Mask zero = {}, tiny = {};
+    V nonzeroLeast = splat<V>(inf);
+    int k = 0;
+    for (; k + W <= n; k += W) {
+        const V a = loadVector<V>(p + k);
+        const Mask isZero = a == vZero;
+        zero -= isZero;
+        const V magnitude = magnitudeOf<F>(a);
+        tiny -= magnitude < vTiny;
+        const V candidate = isZero ? splat<V>(inf) : magnitude;
+        nonzeroLeast = candidate < nonzeroLeast ? candidate : nonzeroLeast;
+    }
+    int64_t zeros = 0, tinies = 0;
+    double nonzero = double(inf);
+    for (int j = 0; j < W; ++j) {
+        zeros += zero[j];
+        tinies += tiny[j];
+        nonzero = std::min(nonzero, double(nonzeroLeast[j]));
+    }
+    for (; k < n; ++k) {
+        zeros += p[k] == F(0);
+        tinies += std::fabs(p[k]) < minNormal;
+        if (p[k] != F(0) && std::fabs(p[k]) <= std::numeric_limits<F>::max())
+            nonzero = std::min(nonzero, double(std::fabs(p[k])));
+    }
+    acc.zero += zeros;
+    acc.subnormal += tinies - zeros;
+    acc.smallestNonzero = std::min(acc.smallestNonzero, nonzero);
+}
+
+// The mean of a block's finite values, summed in double lanes: the careful path's rough centre
+// when the running one cannot serve (an overflow of the plain sum may be why the block is there).
+template<typename F>
+NANSCOPE_ALWAYS_INLINE double finiteMean(const F* p, int n, int64_t count)
+{
+    using V = typename Lanes<F>::V;
+    using Mask = typename Lanes<F>::Mask;
+    using Wide = typename Lanes<double>::V;
+    constexpr int W = Lanes<F>::kWidth;
+    constexpr int kWide = Lanes<double>::kWidth;
+    const V vBig = splat<V>(std::numeric_limits<F>::max()), vZero = {};
+    Wide wideSum = {};
+    int i = 0;
+    for (; i + W <= n; i += W) {
+        const V a = loadVector<V>(p + i);
+        const Mask finite = magnitudeOf<F>(a) <= vBig;
+        const V kept = finite ? a : vZero;
+        for (int j = 0; j < W; j += kWide) { // widen W lanes into double lanes
+            Wide part;
+            for (int k = 0; k < kWide; ++k)
+                part[k] = double(kept[j + k]);
+            wideSum += part;
+        }
+    }
+    double total = 0;
+    for (int j = 0; j < kWide; ++j)
+        total += wideSum[j];
+    for (; i < n; ++i)
+        if (std::fabs(p[i]) <= std::numeric_limits<F>::max())
+            total += double(p[i]);
+    return total / double(count);
 }
 
 // One block in one read. Deviations from the running centre and their squares are summed on
@@ -369,7 +481,9 @@ NANSCOPE_ALWAYS_INLINE BlockSweep sweepAny(const Source& source, int n, F scale,
 // makes the sums non-finite, which sends the rare block that holds one down the careful path.
 // Zeros and subnormals are counted only in blocks whose smallest magnitude is below normal.
 // `scratch`: room for a block of F, for sources that must be converted for the careful paths.
-template<typename F, typename Source>
+// `kBytes`: the vector width of the fast sweep, 32 or 64. The careful paths stay on 32-byte
+// vectors: GCC 12 made the 64-byte build of their masked selects ten times slower.
+template<int kBytes, typename F, typename Source>
 NANSCOPE_ALWAYS_INLINE void blockKernel(const Source& source, int n, F minNormal, F* scratch, Moments& acc, Centre& centre)
 {
     using V = typename Lanes<F>::V;
@@ -379,7 +493,6 @@ NANSCOPE_ALWAYS_INLINE void blockKernel(const Source& source, int n, F minNormal
     constexpr F inf = std::numeric_limits<F>::infinity();
 
     const V vZero = {};
-    const V vTiny = splat<V>(minNormal);
 
     if (!centre.valid) { // the range's first block: centre on its first finite values
         Moments probe;
@@ -404,8 +517,8 @@ NANSCOPE_ALWAYS_INLINE void blockKernel(const Source& source, int n, F minNormal
         constexpr int kSafeExponent = 20;
         const bool scaled = std::abs(centre.exponent) > kSafeExponent;
         const F usedScale = scaled ? scale : F(1), usedShift = scaled ? shift : F(centre.shift);
-        const BlockSweep sweep = scaled ? sweepAny<F, true>(source, n, usedScale, usedShift)
-                                        : sweepAny<F, false>(source, n, usedScale, usedShift);
+        const BlockSweep sweep = scaled ? sweepAny<F, true, kBytes>(source, n, usedScale, usedShift)
+                                        : sweepAny<F, false, kBytes>(source, n, usedScale, usedShift);
         i = sweep.done;
         double d = sweep.d, q = sweep.q, low = sweep.low, high = sweep.high, least = sweep.least;
         for (int k = i; k < n; ++k) {
@@ -423,35 +536,7 @@ NANSCOPE_ALWAYS_INLINE void blockKernel(const Source& source, int n, F minNormal
             if (least > 0)
                 acc.smallestNonzero = std::min(acc.smallestNonzero, least);
             if (least < double(minNormal)) { // rare outside integer tensors: count in a second, L1-resident read
-                const F* p = source.values(scratch, n);
-                Mask zero = {}, tiny = {};
-                V nonzeroLeast = splat<V>(inf);
-                int k = 0;
-                for (; k + W <= n; k += W) {
-                    const V a = loadVector<V>(p + k);
-                    const Mask isZero = a == vZero;
-                    zero -= isZero;
-                    const V magnitude = magnitudeOf<F>(a);
-                    tiny -= magnitude < vTiny;
-                    const V candidate = isZero ? splat<V>(inf) : magnitude;
-                    nonzeroLeast = candidate < nonzeroLeast ? candidate : nonzeroLeast;
-                }
-                int64_t zeros = 0, tinies = 0;
-                double nonzero = double(inf);
-                for (int j = 0; j < W; ++j) {
-                    zeros += zero[j];
-                    tinies += tiny[j];
-                    nonzero = std::min(nonzero, double(nonzeroLeast[j]));
-                }
-                for (; k < n; ++k) {
-                    zeros += p[k] == F(0);
-                    tinies += std::fabs(p[k]) < minNormal;
-                    if (p[k] != F(0))
-                        nonzero = std::min(nonzero, double(std::fabs(p[k])));
-                }
-                acc.zero += zeros;
-                acc.subnormal += tinies - zeros;
-                acc.smallestNonzero = std::min(acc.smallestNonzero, nonzero);
+                countZerosAndSubnormals(source.values(scratch, n), n, minNormal, acc);
             }
             const double unscale = 1.0 / double(usedScale);
             const double blockMean = double(usedShift) * unscale + d * unscale / double(n);
@@ -471,57 +556,40 @@ NANSCOPE_ALWAYS_INLINE void blockKernel(const Source& source, int n, F minNormal
         }
     }
 
+    // The careful path: NaN, +-Inf, or a sum that overflowed. One vector read of the L1-resident
+    // block counts what the fast path could not and sums the finite values' deviations from the
+    // running centre, as the fast path does. (Scalar counting and two more reads here had made
+    // a block with one NaN cost ten clean ones.) Only a block whose centred sums overflow again,
+    // or a range's first block with no centre yet, takes the two-read route of blockDeviations.
     const F* p = source.values(scratch, n);
-    // Counted here for the careful path below, which handles NaN, +-Inf and overflow.
-    {
-        int64_t zeros = 0, tinies = 0;
-        double nonzero = double(inf);
-        for (int k = 0; k < n; ++k) {
-            zeros += p[k] == F(0);
-            tinies += std::fabs(p[k]) < minNormal;
-            const double magnitude = std::fabs(double(p[k]));
-            if (p[k] != F(0) && magnitude <= double(big)) // NaN fails the compare
-                nonzero = std::min(nonzero, magnitude);
-        }
-        acc.zero += zeros;
-        acc.subnormal += tinies - zeros;
-        acc.smallestNonzero = std::min(acc.smallestNonzero, nonzero);
-    }
-    double total = 0, low = double(inf), high = -double(inf);
-    // The careful path: NaN, +-Inf, or a sum that overflowed. Sums in double lanes here, since
-    // an overflow of the plain sum may be why the block came here.
-    using Wide = typename Lanes<double>::V;
-    constexpr int kWide = Lanes<double>::kWidth;
-    const V vBig = splat<V>(big), vInf = splat<V>(inf);
-    V low2 = splat<V>(inf), high2 = splat<V>(-inf);
+    const F scale = centre.valid ? F(std::ldexp(1.0, centre.exponent)) : F(1);
+    const F shift = centre.valid ? F(centre.shift) * scale : F(0);
+    const V vBig = splat<V>(big), vInf = splat<V>(inf), vScale = splat<V>(scale), vShift = splat<V>(shift);
+    V low2 = splat<V>(inf), high2 = splat<V>(-inf), smallest = splat<V>(inf), sums = {}, squares = {};
     Mask finiteCount = {}, nanCount = {}, posinfCount = {};
-    Wide wideSum = {};
     i = 0;
     for (; i + W <= n; i += W) {
         const V a = loadVector<V>(p + i);
-        const Mask finite = magnitudeOf<F>(a) <= vBig;
-        const V kept = finite ? a : vZero;
-        for (int j = 0; j < W; j += kWide) { // widen W lanes into double lanes
-            Wide part;
-            for (int k = 0; k < kWide; ++k)
-                part[k] = double(kept[j + k]);
-            wideSum += part;
-        }
+        const V magnitude = magnitudeOf<F>(a);
+        const Mask finite = magnitude <= vBig;
+        const V t = finite ? a * vScale - vShift : vZero;
+        sums += t;
+        squares += t * t;
         low2 = finite ? (a < low2 ? a : low2) : low2;
         high2 = finite ? (a > high2 ? a : high2) : high2;
+        smallest = magnitude < smallest ? magnitude : smallest; // NaN fails the compare, Inf never wins
         finiteCount -= finite;
         nanCount -= a != a;
         posinfCount -= a == vInf;
     }
     int64_t count = 0, nans = 0, posinfs = 0;
-    total = 0;
-    low = double(inf);
-    high = -double(inf);
-    for (int j = 0; j < kWide; ++j)
-        total += wideSum[j];
+    double d = 0, q = 0, low = double(inf), high = -double(inf), least = double(inf);
     for (int j = 0; j < W; ++j) {
+        d += double(sums[j]);
+        q += double(squares[j]);
         low = std::min(low, double(low2[j]));
         high = std::max(high, double(high2[j]));
+        least = std::min(least, double(smallest[j]));
         count += finiteCount[j];
         nans += nanCount[j];
         posinfs += posinfCount[j];
@@ -530,15 +598,24 @@ NANSCOPE_ALWAYS_INLINE void blockKernel(const Source& source, int n, F minNormal
         const F v = p[i];
         if (std::fabs(v) <= big) {
             ++count;
-            total += double(v);
+            const double t = double(v * scale - shift);
+            d += t;
+            q += t * t;
             low = std::min(low, double(v));
             high = std::max(high, double(v));
+            least = std::min(least, double(std::fabs(v)));
         } else if (std::isnan(v)) {
             ++nans;
         } else if (v > 0) {
             ++posinfs;
         }
     }
+    // As on the fast path: the smallest magnitude is the smallest nonzero one unless it is below
+    // normal, and only then are zeros and subnormals counted, in a second read.
+    if (least > 0 && std::isfinite(least))
+        acc.smallestNonzero = std::min(acc.smallestNonzero, least);
+    if (least < double(minNormal))
+        countZerosAndSubnormals(p, n, minNormal, acc);
     acc.nan += nans;
     acc.posinf += posinfs;
     acc.neginf += (n - count) - nans - posinfs;
@@ -546,7 +623,14 @@ NANSCOPE_ALWAYS_INLINE void blockKernel(const Source& source, int n, F minNormal
         return;
     acc.min = std::min(acc.min, low);
     acc.max = std::max(acc.max, high);
-    blockDeviations<F, true>(p, n, count, total / double(count), low, high, acc);
+    const double largest = std::max(std::fabs(low), std::fabs(high));
+    const double unscale = 1.0 / double(scale);
+    const double blockMean = double(shift) * unscale + d * unscale / double(count);
+    if (centre.valid && std::isfinite(d) && std::isfinite(q)
+        && !(largest > 0 && std::ilogb(largest) + centre.exponent < -kRescaleExponent))
+        acc.addMoments(count, blockMean, std::max(0.0, q - d * d / double(count)) * unscale * unscale);
+    else // no centre yet, an overflow of the centred sums, or squares that may have flushed to zero
+        blockDeviations<F, true>(p, n, count, finiteMean(p, n, count), low, high, acc);
     updateCentre<F>(acc, centre);
 }
 

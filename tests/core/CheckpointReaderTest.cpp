@@ -253,6 +253,51 @@ TEST_F(CheckpointReaderTest, StridedViewIsReadInItsOwnOrder)
     EXPECT_EQ(values, (std::vector<float>{1, 4, 2, 5, 3, 6}));
 }
 
+namespace {
+
+// A float32 tensor viewing a copy of `values`.
+TensorView floatView(const std::vector<float>& values)
+{
+    TensorView view;
+    view.shape = {int64_t(values.size())};
+    view.strides = {1};
+    view.storage = std::make_shared<std::vector<uint8_t>>(reinterpret_cast<const uint8_t*>(values.data()),
+                                                          reinterpret_cast<const uint8_t*>(values.data() + values.size()));
+    return view;
+}
+
+// The figures of the finite values, in float64 sums: what the kernel is checked against.
+struct FiniteReference
+{
+    double count = 0, mean = 0, std = 0, meanMagnitude = 0;
+    double low = std::numeric_limits<double>::infinity(), high = -std::numeric_limits<double>::infinity();
+    int64_t zeros = 0;
+
+    explicit FiniteReference(const std::vector<float>& values)
+    {
+        double sum = 0, magnitudes = 0;
+        for (float v : values) {
+            zeros += v == 0.0f;
+            if (!std::isfinite(v))
+                continue;
+            sum += v;
+            magnitudes += std::fabs(double(v));
+            ++count;
+            low = std::min(low, double(v));
+            high = std::max(high, double(v));
+        }
+        mean = sum / count;
+        meanMagnitude = magnitudes / count;
+        double m2 = 0;
+        for (float v : values)
+            if (std::isfinite(v))
+                m2 += (double(v) - mean) * (double(v) - mean);
+        std = std::sqrt(m2 / (count - 1));
+    }
+};
+
+} // namespace
+
 TEST(TensorStatsTest, CountsEveryKindOfValue)
 {
     const float inf = std::numeric_limits<float>::infinity();
@@ -264,12 +309,7 @@ TEST(TensorStatsTest, CountsEveryKindOfValue)
     values[7] = 0.0f;
     values[8] = 1e-40f; // subnormal in float32
     values[9999] = -7.0f;
-    TensorView view;
-    view.shape = {int64_t(values.size())};
-    view.strides = {1};
-    view.storage = std::make_shared<std::vector<uint8_t>>(reinterpret_cast<uint8_t*>(values.data()),
-                                                          reinterpret_cast<uint8_t*>(values.data() + values.size()));
-    const auto s = computeTensorStats("x", view, 4);
+    const auto s = computeTensorStats("x", floatView(values), 4);
     EXPECT_EQ(s.nan, 1);
     EXPECT_EQ(s.posinf, 1);
     EXPECT_EQ(s.neginf, 2);
@@ -294,30 +334,71 @@ TEST(TensorStatsTest, BlocksOfVeryDifferentMagnitudeKeepFullAccuracy)
     for (int i = 0; i < 3000; ++i)
         values.push_back(i % 3 == 0 ? 0.0f : (i % 3 == 1 ? 1e-41f : -2.5f));
     values[12345] = std::nanf("");
-    double count = 0, sum = 0;
-    for (float v : values)
-        if (std::isfinite(v)) {
-            sum += v;
-            ++count;
-        }
-    const double mean = sum / count;
-    double m2 = 0;
-    for (float v : values)
-        if (std::isfinite(v))
-            m2 += (double(v) - mean) * (double(v) - mean);
-    TensorView view;
-    view.shape = {int64_t(values.size())};
-    view.strides = {1};
-    view.storage = std::make_shared<std::vector<uint8_t>>(reinterpret_cast<uint8_t*>(values.data()),
-                                                          reinterpret_cast<uint8_t*>(values.data() + values.size()));
-    const auto s = computeTensorStats("x", view);
+    const FiniteReference expected(values);
+    const auto s = computeTensorStats("x", floatView(values));
     EXPECT_EQ(s.nan, 1);
     EXPECT_EQ(s.zero, 1000);
     EXPECT_EQ(s.subnormal, 1000);
-    EXPECT_NEAR(*s.mean, mean, 1e-6 * std::fabs(mean));
-    EXPECT_NEAR(*s.std, std::sqrt(m2 / (count - 1)), 1e-6 * std::sqrt(m2 / (count - 1)));
+    EXPECT_NEAR(*s.mean, expected.mean, 1e-6 * std::fabs(expected.mean));
+    EXPECT_NEAR(*s.std, expected.std, 1e-6 * expected.std);
     EXPECT_DOUBLE_EQ(*s.min, -2.5);
     EXPECT_DOUBLE_EQ(*s.max, double(7e30f));
+}
+
+TEST(TensorStatsTest, EveryBlockHoldingANaNStillGivesExactFigures)
+{
+    // Tensors of a few kernel blocks (4096 values), where the block that decides the figures holds
+    // a NaN or an Inf and so takes the careful path: after a block near 1, a block near 1 (the
+    // careful path's one read, centred as the fast path), a block near 1e30 (its centred squares
+    // overflow and it sums again), and after zeros a block near 1e-25 (squares that flush to zero at
+    // the zeros' scale). Checked against float64 sums, in both builds of the kernel.
+    const int block = 4096;
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    struct Case
+    {
+        const char* what;
+        std::vector<float> magnitudes; // one block each; 0 for a block of zeros
+    };
+    const Case cases[] = {{"near 1 after near 1", {1.0f, 1.0f}},
+                          {"1e30 after near 1", {1.0f, 1e30f}},
+                          {"1e-25 after zeros", {0.0f, 1e-25f}},
+                          {"1000 after 3e-3, with a zero and a subnormal", {3e-3f, 1000.0f}}};
+    for (const Case& c : cases) {
+        std::vector<float> values;
+        for (size_t b = 0; b < c.magnitudes.size(); ++b)
+            for (int i = 0; i < block; ++i)
+                values.push_back(c.magnitudes[b] * (1.0f + 0.01f * float((i * 7 + int(b)) % 101)) * (i % 3 ? 1.0f : -1.0f));
+        values[values.size() - 700] = nan;
+        values[values.size() - 900] = inf;
+        values[values.size() - 1000] = 0.0f;
+        values[values.size() - 1001] = 1e-41f;
+        values.resize(values.size() - 3); // a tail shorter than a vector in the last block
+        const FiniteReference expected(values);
+        const auto s = computeTensorStats("x", floatView(values));
+        EXPECT_EQ(s.nan, 1) << c.what;
+        EXPECT_EQ(s.posinf, 1) << c.what;
+        EXPECT_EQ(s.zero, expected.zeros) << c.what;
+        EXPECT_EQ(s.subnormal, 1) << c.what;
+        EXPECT_DOUBLE_EQ(*s.min, expected.low) << c.what;
+        EXPECT_DOUBLE_EQ(*s.max, expected.high) << c.what;
+        // As exact as a float32 sum can be: the bound of summation is relative to the values'
+        // magnitudes, not to their mean (which the signs here bring near zero).
+        EXPECT_NEAR(*s.mean, expected.mean, 1e-6 * expected.meanMagnitude) << c.what;
+        EXPECT_NEAR(*s.std, expected.std, 1e-6 * expected.std) << c.what;
+        ASSERT_TRUE(s.nonzeroAbsmin) << c.what;
+        EXPECT_EQ(*s.nonzeroAbsmin, double(1e-41f)) << c.what;
+    }
+    // The kernel's build is picked once per process: the AVX2 and baseline builds run this test in
+    // children (on a CPU without AVX-512 or AVX2 they run the same build as this process).
+    if (!std::getenv("NANSCOPE_NO_AVX2") && !std::getenv("NANSCOPE_NO_AVX512")) {
+        const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+        for (const std::string build : {"NANSCOPE_NO_AVX512", "NANSCOPE_NO_AVX2"}) {
+            const std::string command = build + "=1 '" + self
+                                        + "' --gtest_filter=TensorStatsTest.EveryBlockHoldingANaNStillGivesExactFigures"
+                                          " >/dev/null 2>&1";
+            EXPECT_EQ(std::system(command.c_str()), 0) << "the build of the kernel without " << build.substr(12);
+        }
+    }
 }
 
 TEST(TensorStatsTest, TorchPathAgreesWithTheFusedKernel)
@@ -392,9 +473,13 @@ TEST(TensorStatsTest, LargeBFloat16TensorSplitAcrossThreadsAgreesWithLibTorch)
         ASSERT_TRUE(s->nonzeroAbsmin && expected.nonzeroAbsmin);
         EXPECT_EQ(*s->nonzeroAbsmin, *expected.nonzeroAbsmin) << "the subnormal, not the zeros";
     }
-    // Where the tensor is split changes only the rounding.
-    EXPECT_NEAR(*one.std, *two.std, 1e-8 * *one.std);
-    EXPECT_NEAR(one.norm, two.norm, 1e-8 * one.norm);
+    // The same bits on any number of threads: the tensor is summed in fixed chunks, merged in order.
+    const TensorStats three = computeTensorStats("w", t.tensor, 0, 3);
+    for (const TensorStats* s : {&two, &three}) {
+        EXPECT_EQ(*s->mean, *one.mean);
+        EXPECT_EQ(*s->std, *one.std);
+        EXPECT_EQ(s->norm, one.norm);
+    }
 }
 
 TEST(TensorStatsTest, ManyTensorsSpreadOverThreadsKeepTheirOwnFigures)
