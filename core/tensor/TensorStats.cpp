@@ -103,6 +103,11 @@ Moments contiguousMoments(const uint8_t* data, DType dtype, int64_t numel, int m
     const int64_t allowed = maxThreads > 0 ? maxThreads : std::max<int64_t>(1, std::thread::hardware_concurrency());
     const int64_t threads = std::max<int64_t>(1, std::min<int64_t>(allowed, numel / kElementsPerThread));
     const int64_t chunks = (numel + kChunkElements - 1) / kChunkElements;
+    if (chunks <= 1) { // most tensors of a checkpoint or a step: no slots, no threads
+        Moments m;
+        rangeMoments(data, dtype, 0, numel, m);
+        return m;
+    }
     std::vector<Moments> parts(static_cast<size_t>(chunks));
     std::atomic<int64_t> nextChunk{0};
     spreadOverCores(int(threads), [&] {
