@@ -2,7 +2,7 @@
 
 #include "core/record/DefencePolicy.h"
 #include "core/run/RunFormat.h"
-#include "core/run/RunWriter.h"
+#include "core/run/RunWriterThread.h"
 #include "core/scan/OnlineSpikeDetector.h"
 #include "core/torch/GuardFiles.h"
 #include "core/torch/GuardModel.h"
@@ -44,7 +44,7 @@ struct Guard::State
     std::string directory;
     GuardOptions options;
     std::unique_ptr<ModelAccess> model;
-    std::unique_ptr<RunWriter> writer;
+    std::unique_ptr<RunWriterThread> writer; // run.h5's appends, off the training thread
     bool closed = false;
 
     // ---- the step in progress
@@ -261,7 +261,7 @@ struct Guard::State
         columns.activations = activationColumns;
         columns.activationKinds = observedKinds;
         columns.inputs = inputNames;
-        auto created = RunWriter::create(directory, guardrunlog::runSchema(options, directory, *model, columns));
+        auto created = RunWriterThread::create(directory, guardrunlog::runSchema(options, directory, *model, columns));
         if (!created)
             throw GuardError("nanscope::Guard: " + created.error());
         writer = std::move(*created);
@@ -362,6 +362,10 @@ struct Guard::State
         if (defences.snapshotDue(finite, rollbackUsable, good ? std::optional<int64_t>(good->step) : std::nullopt, step))
             takeSnapshot(optimizer);
         flushEvents();
+        // An incident's rows are the ones a person opens the run for, and a loop that stops at
+        // the first NaN may exit right after this call: they are in run.h5 before it returns.
+        if (!finite || capture != CapturePolicy::Capture::None)
+            check(writer->drain());
 
         result.loss = lossValue;
         result.gradNorm = gradNorm;
@@ -575,6 +579,14 @@ double Guard::learningRateScale() const
 const std::string& Guard::runDirectory() const
 {
     return m_state->directory;
+}
+
+void Guard::flush()
+{
+    State& s = *m_state;
+    s.flushEvents();
+    if (s.writer)
+        s.check(s.writer->drain());
 }
 
 void Guard::close()

@@ -158,6 +158,11 @@ public:
     // step (a schedule) multiplies its rate by this, or the schedule would undo the rollback's.
     double learningRateScale() const;
     const std::string& runDirectory() const;
+    // run.h5's rows are written on a thread of their own (core/run/RunWriterThread.h), a moment
+    // after endStep returns; flush() waits until every row and event logged so far is in run.h5.
+    // endStep flushes by itself after a non-finite or captured step, and close() at the end. A
+    // failed write throws GuardError from the next call that logs, flushes or closes.
+    void flush();
     void close();
 
 private:

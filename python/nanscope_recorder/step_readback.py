@@ -64,14 +64,7 @@ class StepReadback:
                     norms[self._present_index[1]] = stats.tensor_norms(grads).to(device)
                 parts["grad_norm"] = norms
         if self._norms:
-            rows = []
-            for _, m in self._norms:
-                mean_lo, mean_hi = stats.finite_min_max(m.running_mean)
-                var_lo, var_hi = stats.finite_min_max(m.running_var)
-                bad = stats.nonfinite_count(m.running_mean) + stats.nonfinite_count(m.running_var)
-                rows.append(torch.stack([mean_lo.double(), mean_hi.double(), var_lo.double(), var_hi.double(),
-                                         bad.double()]))
-            parts["buffers"] = torch.stack(rows)
+            parts["buffers"] = torch.stack([stats.buffer_stats(m.running_mean, m.running_var) for _, m in self._norms])
         if input_stats:
             parts["inputs"] = torch.stack([s for _, s in input_stats])
         calls = activation_hooks.take_calls()

@@ -1,5 +1,6 @@
 // nanscope::Guard in a LibTorch training loop: the run it writes, and its defences (skip,
 // rollback, BatchNorm buffers put back), each checked on the model's own tensors.
+#include "FollowedRun.h"
 #include "TestRuns.h"
 
 #include "core/checkpoint/CheckpointReader.h"
@@ -183,6 +184,34 @@ TEST(Guard, SkipsANonfiniteStepAndLeavesTheWeightsAlone)
     EXPECT_EQ((*skipped)[7], 0.0);
     EXPECT_TRUE((*reader)->info().checkpoints.count(6)) << "the incident's checkpoint";
     EXPECT_TRUE((*reader)->info().batches.count(6)) << "and its batch, for replay";
+}
+
+// run.h5's rows are written on a thread of their own (RunWriterThread): a reader following the
+// run sees every row after flush(), and an incident's rows without one, since a loop that stops
+// at the first NaN may exit right after endStep returns.
+TEST(Guard, LoggedRowsAreInRunH5WhileTheGuardRunsAfterFlushAndAtAnIncident)
+{
+    test::ScratchDir dir;
+    Loop loop;
+    Guard guard(dir.path(), *loop.model);
+    for (int64_t step = 0; step < 5; ++step)
+        ASSERT_TRUE(loop.step(guard, step));
+    guard.flush();
+    test::FollowedRun live = test::followRun(dir.path());
+    ASSERT_TRUE(live.opened) << live.output;
+    EXPECT_TRUE(live.swmr) << "the Guard still has run.h5 open";
+    EXPECT_EQ(live.rows[rf::kScalars], 5) << live.output;
+    EXPECT_EQ(live.rows[rf::kLayers], 5) << live.output;
+
+    EXPECT_FALSE(loop.step(guard, 5, /*poison=*/true));
+    live = test::followRun(dir.path());
+    ASSERT_TRUE(live.opened) << live.output;
+    EXPECT_EQ(live.rows[rf::kScalars], 6) << "the non-finite step's row is in run.h5 when endStep returns";
+    EXPECT_EQ(live.lastScalar["skipped"], 1.0) << live.output;
+    EXPECT_NE(std::find(live.eventKinds.begin(), live.eventKinds.end(), rf::event::kIncidentCapture),
+              live.eventKinds.end())
+        << "and so is its capture event:\n"
+        << live.output;
 }
 
 // Triage tells a bad batch from bad weights by replaying a healthy step's batch on the incident's

@@ -36,6 +36,9 @@ def cases():
         "half": (torch.randn(100) * 10).half(),
         "integers": torch.arange(10),
         "large offset": torch.randn(1000) + 1e4,
+        # An exploding activation, and a vanishing one: their float32 squares overflow and underflow.
+        "huge": torch.randn(1000) * 1e25,
+        "tiny": torch.randn(1000) * 1e-25,
         "empty": torch.zeros(0),
     }
 
@@ -83,6 +86,21 @@ class RangeStats(unittest.TestCase):
         norms = stats.tensor_norms(tensors)
         np.testing.assert_allclose(norms.numpy(), [t.float().norm().item() for t in tensors], rtol=1e-3)
         self.assertTrue(math.isnan(stats.tensor_norms([torch.tensor([1.0, math.nan])])[0].item()))
+
+    def test_buffer_rows_of_healthy_and_poisoned_running_statistics(self):
+        """The /buffers row: a healthy layer's ranges exactly; a poisoned one's over its finite
+        values, with every NaN and Inf of both buffers counted (what BatchNorm health reads)."""
+        mean, var = torch.tensor([-0.5, 0.25, 2.0]), torch.tensor([0.125, 4.0, 1.5])
+        self.assertEqual(stats.buffer_stats(mean, var).tolist(), [-0.5, 2.0, 0.125, 4.0, 0.0])
+        var[0], mean[2] = math.nan, math.inf
+        row = stats.buffer_stats(mean, var).tolist()
+        self.assertEqual(row[:2], [-0.5, 0.25])
+        self.assertAlmostEqual(row[2], 1.5, places=6)
+        self.assertAlmostEqual(row[3], 4.0, places=6)
+        self.assertEqual(row[4], 2.0)
+        row = stats.buffer_stats(mean, torch.full((3,), math.nan)).tolist()
+        self.assertTrue(math.isnan(row[2]) and math.isnan(row[3]), "no finite variance: NaN, not a number")
+        self.assertEqual(row[4], 4.0)
 
 
 if __name__ == "__main__":
