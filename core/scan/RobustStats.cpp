@@ -5,13 +5,6 @@
 
 namespace nanscope::scan {
 
-namespace {
-
-// Scales a median absolute deviation to the standard deviation of normally distributed noise.
-constexpr double kMadToSigma = 1.4826;
-
-} // namespace
-
 double medianInPlace(std::vector<double>& values)
 {
     if (values.empty())
@@ -28,7 +21,7 @@ double medianInPlace(std::vector<double>& values)
 
 double noiseFromDeviationsInPlace(std::vector<double>& absoluteDeviations)
 {
-    return kMadToSigma * medianInPlace(absoluteDeviations);
+    return madToSigma(medianInPlace(absoluteDeviations));
 }
 
 double noiseAroundInPlace(std::vector<double>& values, double centre)

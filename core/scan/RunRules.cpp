@@ -36,7 +36,8 @@ struct RuleStep
 // 4. spikes              reads burstRows and blowupOnsetRow: not inside a burst or a blow-up
 // 5. loss scale          writes collapseWindows
 // 6. skipped steps       reads blowupOnsetStep, collapseWindows, burstRows: explained skips
-// 7. vanishing           reads blowupOnsetStep; streams /layers and reports progress 0.3 to 1
+// 7. vanishing           reads blowupOnsetStep; streams /layers (begun on a thread of its own before
+//                        rule 1, told where to stop once rule 3 has run) and reports progress 0.3 to 1
 // 8. damaged values      shares nothing
 // (evaluation loss and non-finite metrics read blowupOnsetStep: a blow-up explains what follows it)
 // then activation growth (reads blowupOnsetStep: a blow-up explains it), spike aftermath (reads the
@@ -132,6 +133,7 @@ Result<ScanReport> runRules(const ScanInputs& inputs, const ScanConfig& config, 
     noteMissingTables(inputs, context.report.notes);
     if (!context.progressed(0.05, "scalars"))
         return cancelled;
+    startVanishingStream(context);
     for (const RuleStep& rule : kRules) {
         if (Status s = rule.run(context); !s)
             return Error{s.error()};

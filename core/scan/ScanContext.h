@@ -13,12 +13,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace nanscope::scan {
+
+// The vanishing rule's stream of /layers/grad_norm, begun before the rules run (VanishingRule.cpp).
+class VanishingHeadStart;
 
 struct ScanContext
 {
@@ -56,6 +60,10 @@ struct ScanContext
     // Written by the loss-scale rule: the steps [first, last] of each collapse. Read by the
     // skipped-steps rule (a collapse skips steps by design).
     std::vector<std::pair<int64_t, int64_t>> collapseWindows;
+
+    // Begun by startVanishingStream before the first rule, taken by the vanishing rule; null when
+    // the scan runs rule by rule (bench_scan's costs) or the reads may not overlap.
+    std::shared_ptr<VanishingHeadStart> vanishingHeadStart;
 
     // A BadInput incident overlapping [step - before, step + after], or null.
     const Incident* badInputNear(int64_t step, int64_t before, int64_t after) const;

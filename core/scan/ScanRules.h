@@ -45,6 +45,12 @@ Status detectNonfiniteMetrics(ScanContext& context);
 Status detectNonfiniteParameters(ScanContext& context);
 // Layers whose gradient is zero or far below the others (Vanishing); streams /layers/grad_norm.
 Status detectVanishing(ScanContext& context);
+// Starts streaming /layers/grad_norm for the vanishing rule on a thread of its own, so that the
+// largest read of the scan overlaps the rules before it (run before the first rule).
+void startVanishingStream(ScanContext& context);
+// Waits until that stream has read every row it may. For tests: the vanishing rule then takes the
+// path where the blow-up rule's limit comes after the stream has passed it.
+void waitForVanishingStream(ScanContext& context);
 
 // A module's output range grown by orders of magnitude to near the float16 limit, in a run that has
 // not blown up (ActivationGrowth); streams /activations.

@@ -6,15 +6,25 @@
 
 #include "core/run/RunFormat.h"
 
+#include "core/run/Hdf5Handle.h"
+
 #include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <future>
 #include <limits>
+#include <mutex>
+#include <optional>
 
 namespace nanscope::scan {
 
-namespace {
+// Internal to this rule; named, not anonymous, because VanishingHeadStart (declared in
+// ScanContext.h) holds a tracker.
+namespace vanishingrule {
 
 namespace rf = runformat;
 
@@ -154,39 +164,227 @@ private:
     std::vector<double> m_scratch;
 };
 
-// Streams the first `rows` rows of /layers/grad_norm through the tracker.
-Status streamGradNorms(ScanContext& context, int64_t rows, size_t width, VanishingTracker& tracker)
+// Where a stream of /layers/grad_norm stops: at a row count known when it starts (the rule
+// streaming in place), or set later (the head start, begun before the blow-up rule has said where
+// a blow-up begins, which the stream must not look into). A cell is committed to before it is
+// read, so a limit set after the stream has passed it is known as such.
+class StreamLimit
 {
-    const int64_t blockRows = context.config.blockRows;
-    // The next block is read on a helper thread while this one is analysed: reading and
-    // analysing cost about the same, so this halves the time. Only that thread reads
-    // meanwhile, so HDF5 needs no thread safety; memory is two blocks.
-    const ScanInputs& inputs = context.inputs;
-    // Two buffers in turn: the helper fills one while this thread reads the other.
-    std::vector<float>* buffers[2] = {&inputs.blockBuffer(0), &inputs.blockBuffer(1)};
-    auto readBlockAt = [&inputs, rows, blockRows](int64_t begin, std::vector<float>* into) {
-        return inputs.readBlockInto(rf::kLayers, rf::column::kGradNorm, begin, std::min(blockRows, rows - begin), *into);
+public:
+    explicit StreamLimit(std::optional<int64_t> rows = std::nullopt)
+        : m_limit(rows)
+    {
+    }
+
+    // The end of the cell [begin, wantedEnd) to accumulate: cut at the limit when one is set.
+    int64_t commitCell(int64_t begin, int64_t wantedEnd)
+    {
+        std::lock_guard lock(m_mutex);
+        const int64_t end = m_limit ? std::min(wantedEnd, *m_limit) : wantedEnd;
+        m_committedEnd = std::max(m_committedEnd, end);
+        return std::max(end, begin);
+    }
+    // Whether rows from `row` on may still be wanted.
+    bool mayWant(int64_t row)
+    {
+        std::lock_guard lock(m_mutex);
+        return !m_limit || row < *m_limit;
+    }
+    // Sets the limit; false when a cell reaching past it was already accumulated or begun.
+    bool setLimit(int64_t rows)
+    {
+        std::lock_guard lock(m_mutex);
+        m_limit = rows;
+        return m_committedEnd <= rows;
+    }
+
+private:
+    std::mutex m_mutex;
+    std::optional<int64_t> m_limit;
+    int64_t m_committedEnd = 0;
+};
+
+// Streams /layers/grad_norm (up to `availableRows`, and the limit) through the tracker, block by
+// block into `buffers`: the next block is read on a helper thread while this one is analysed
+// (reading and analysing cost about the same, so this halves the time; memory is two blocks).
+// It starts at `firstRow` (a block's first row: the tracker holds every cell before it).
+// `blockStart` (may be empty) sees the tracker before each block; `blockDone` hears the rows done
+// after each block and returns false to stop.
+Status streamGradNorms(const ScanInputs& inputs, int64_t blockRows, int64_t firstRow, int64_t availableRows,
+                       VanishingTracker& tracker, std::array<std::vector<float>*, 2> buffers, StreamLimit& limit,
+                       const std::function<void(int64_t, const VanishingTracker&)>& blockStart,
+                       const std::function<bool(int64_t)>& blockDone)
+{
+    const size_t width = inputs.table(rf::kLayers)->names.size();
+    auto readBlockAt = [&inputs, availableRows, blockRows](int64_t begin, std::vector<float>* into) {
+        return inputs.readBlockInto(rf::kLayers, rf::column::kGradNorm, begin, std::min(blockRows, availableRows - begin),
+                                    *into);
     };
-    std::future<Status> next = std::async(std::launch::async, readBlockAt, int64_t(0), buffers[0]);
+    if (firstRow >= availableRows)
+        return Status::success();
+    std::future<Status> next = std::async(std::launch::async, readBlockAt, firstRow, buffers[0]);
     size_t current = 0;
-    for (int64_t begin = 0; begin < rows; begin += blockRows, current = 1 - current) {
-        const int64_t count = std::min(blockRows, rows - begin);
+    for (int64_t begin = firstRow; begin < availableRows && next.valid(); begin += blockRows, current = 1 - current) {
+        const int64_t count = std::min(blockRows, availableRows - begin);
         if (Status read = next.get(); !read)
             return read;
-        if (begin + blockRows < rows)
+        if (blockStart)
+            blockStart(begin, tracker);
+        if (begin + blockRows < availableRows && limit.mayWant(begin + blockRows))
             next = std::async(std::launch::async, readBlockAt, begin + blockRows, buffers[1 - current]);
         const float* data = buffers[current]->data();
         for (int64_t cell = 0; cell < count; cell += kCellRows) {
-            const int64_t cellCount = std::min(kCellRows, count - cell);
-            for (int64_t r = cell; r < cell + cellCount; ++r)
+            const int64_t wantedEnd = begin + std::min(cell + kCellRows, count);
+            const int64_t end = limit.commitCell(begin + cell, wantedEnd);
+            if (end <= begin + cell)
+                return Status::success(); // the limit: nothing past it
+            for (int64_t r = cell; r < end - begin; ++r)
                 tracker.accumulate(data + size_t(r) * width);
-            tracker.finishCell(begin + cell, begin + cell + cellCount);
+            tracker.finishCell(begin + cell, end);
+            if (end < wantedEnd)
+                return Status::success();
         }
-        if (!context.progressed(0.3 + 0.7 * double(begin + count) / double(rows), "layers"))
+        if (!blockDone(begin + count))
             return Status::success();
     }
     return Status::success();
 }
+
+// The rule's rows: those before a blow-up's onset (there the healthy layers look "vanished" next
+// to the exploding ones).
+int64_t rowsBeforeBlowup(const ScanContext& context, int64_t available)
+{
+    if (!context.blowupOnsetStep)
+        return available;
+    return std::min<int64_t>(available, int64_t(rowAtOrAfter(context.inputs.steps(rf::kLayers), *context.blowupOnsetStep)));
+}
+
+int64_t availableRows(const ScanInputs& inputs)
+{
+    const TableInfo* layers = inputs.table(rf::kLayers);
+    if (!layers || !inputs.hasDataset(rf::kLayers, rf::column::kGradNorm) || layers->names.size() < 2)
+        return 0;
+    return std::min<int64_t>(int64_t(inputs.steps(rf::kLayers).size()), layers->rows);
+}
+
+} // namespace vanishingrule
+
+using namespace vanishingrule;
+
+// The stream begun before the rules: /layers/grad_norm is the largest read of most runs, and the
+// rules before the vanishing rule (the blow-up's windows, /buffers, /activations) read other
+// datasets, so the two overlap on two cores. It needs libhdf5's thread safety (Debian's has it),
+// its own two block buffers, and the blow-up rule's verdict on where to stop, which comes later:
+// until then it streams on. In a run whose blow-up begins at a row the stream has already passed,
+// the rule streams again in place, so the figures never depend on the timing.
+class VanishingHeadStart
+{
+public:
+    VanishingHeadStart(const ScanInputs& inputs, const ScanConfig& config, int64_t availableRows)
+        : m_inputs(inputs)
+        , m_blockRows(config.blockRows)
+        , m_tracker(inputs.table(rf::kLayers)->names.size(), inputs.steps(rf::kLayers), config)
+        , m_availableRows(availableRows)
+    {
+        m_result = std::async(std::launch::async, [this] {
+            return streamGradNorms(
+                m_inputs, m_blockRows, 0, m_availableRows, m_tracker, {&m_buffers[0], &m_buffers[1]}, m_limit,
+                [this](int64_t blockBegin, const VanishingTracker& tracker) { keepSnapshot(blockBegin, tracker); },
+                [this](int64_t rowsDone) {
+                    m_rowsDone = rowsDone;
+                    return !m_stop.load();
+                });
+        });
+    }
+    ~VanishingHeadStart()
+    {
+        m_stop = true;
+        if (m_result.valid())
+            m_result.wait();
+    }
+    VanishingHeadStart(const VanishingHeadStart&) = delete;
+    VanishingHeadStart& operator=(const VanishingHeadStart&) = delete;
+
+    void waitUntilStreamed() const
+    {
+        if (m_result.valid())
+            m_result.wait();
+    }
+
+    // Stops the stream at `rows` and returns what it found, reporting progress while it runs.
+    // When it had already gone past `rows`, the tracker comes back from the last snapshot at or
+    // before them and streams the rest again, up to `rows`.
+    Result<std::vector<VanishedRun>> finishAt(int64_t rows, ScanContext& context)
+    {
+        const bool inTime = m_limit.setLimit(rows);
+        auto report = [&](int64_t done) {
+            return context.progressed(0.3 + 0.7 * double(std::min(done, rows)) / double(std::max<int64_t>(rows, 1)),
+                                      "layers");
+        };
+        while (m_result.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready)
+            if (!report(m_rowsDone))
+                m_stop = true;
+        if (Status streamed = m_result.get(); !streamed)
+            return Error{streamed.error()};
+        if (inTime || context.cancelled)
+            return m_tracker.finish();
+        size_t from = 0;
+        for (size_t k = 0; k < m_snapshots.size(); ++k)
+            if (m_snapshots[k].firstRow <= rows)
+                from = k;
+        if (m_snapshots.empty() || m_snapshots[from].firstRow > rows)
+            return Error{"the vanishing rule's stream kept no state before row " + std::to_string(rows)};
+        VanishingTracker tracker = std::move(m_snapshots[from].tracker);
+        StreamLimit limit(rows);
+        if (Status again = streamGradNorms(m_inputs, m_blockRows, m_snapshots[from].firstRow, rows, tracker,
+                                           {&m_buffers[0], &m_buffers[1]}, limit, {}, report);
+            !again)
+            return Error{again.error()};
+        return tracker.finish();
+    }
+
+private:
+    // The tracker before a block, for a limit that comes after the stream has passed it. At most
+    // kSnapshots are kept, every stride-th block's, the stride doubling as the stream goes on:
+    // memory stays bounded, and streaming again from one costs at most a stride of blocks.
+    static constexpr size_t kSnapshots = 16;
+    struct Snapshot
+    {
+        int64_t firstRow;
+        VanishingTracker tracker;
+    };
+    void keepSnapshot(int64_t blockBegin, const VanishingTracker& tracker)
+    {
+        if (!m_limit.mayWant(blockBegin + 1))
+            return;
+        const int64_t block = blockBegin / m_blockRows;
+        if (block % m_stride != 0)
+            return;
+        m_snapshots.push_back({blockBegin, tracker});
+        if (m_snapshots.size() > kSnapshots) {
+            m_stride *= 2;
+            std::vector<Snapshot> kept;
+            for (Snapshot& snapshot : m_snapshots)
+                if ((snapshot.firstRow / m_blockRows) % m_stride == 0)
+                    kept.push_back(std::move(snapshot));
+            m_snapshots = std::move(kept);
+        }
+    }
+
+    const ScanInputs& m_inputs;
+    int64_t m_blockRows;
+    StreamLimit m_limit;
+    std::atomic<bool> m_stop{false};
+    std::atomic<int64_t> m_rowsDone{0};
+    std::array<std::vector<float>, 2> m_buffers;
+    VanishingTracker m_tracker;
+    int64_t m_availableRows;
+    std::vector<Snapshot> m_snapshots; // the stream's until it ends
+    int64_t m_stride = 1;
+    std::future<Status> m_result;
+};
+
+namespace {
 
 // One incident for a group of layers: frozen (never had a gradient, Info) or vanished (Warning).
 void reportGroup(ScanContext& context, std::vector<VanishedRun> group, bool frozen)
@@ -231,24 +429,50 @@ void reportGroup(ScanContext& context, std::vector<VanishedRun> group, bool froz
 
 } // namespace
 
+void startVanishingStream(ScanContext& context)
+{
+    const int64_t available = availableRows(context.inputs);
+    if (available <= 0 || !hdf5::isThreadSafe())
+        return;
+    context.vanishingHeadStart = std::make_shared<VanishingHeadStart>(context.inputs, context.config, available);
+}
+
+void waitForVanishingStream(ScanContext& context)
+{
+    if (context.vanishingHeadStart)
+        context.vanishingHeadStart->waitUntilStreamed();
+}
+
 Status detectVanishing(ScanContext& context)
 {
     const ScanInputs& inputs = context.inputs;
-    const TableInfo* layers = inputs.table(rf::kLayers);
-    if (!layers || !inputs.hasDataset(rf::kLayers, rf::column::kGradNorm) || layers->names.size() < 2)
-        return Status::success();
-    const auto& steps = inputs.steps(rf::kLayers);
-    int64_t rows = std::min<int64_t>(int64_t(steps.size()), layers->rows);
-    // Not inside a blow-up: there the healthy layers look "vanished" next to the exploding ones.
-    if (context.blowupOnsetStep)
-        rows = std::min<int64_t>(rows, int64_t(rowAtOrAfter(steps, *context.blowupOnsetStep)));
+    const int64_t available = availableRows(inputs);
+    const int64_t rows = rowsBeforeBlowup(context, available);
+    std::shared_ptr<VanishingHeadStart> headStart = std::move(context.vanishingHeadStart);
     if (rows <= 0)
         return Status::success();
-    const size_t width = layers->names.size();
-    VanishingTracker tracker(width, steps, context.config);
-    if (Status s = streamGradNorms(context, rows, width, tracker); !s || context.cancelled)
-        return s;
-    const std::vector<VanishedRun> vanished = tracker.finish();
+    const auto& steps = inputs.steps(rf::kLayers);
+    std::vector<VanishedRun> vanished;
+    if (headStart) {
+        auto found = headStart->finishAt(rows, context);
+        headStart.reset();
+        if (!found)
+            return Error{found.error()};
+        if (context.cancelled)
+            return Status::success();
+        vanished = std::move(*found);
+    } else {
+        VanishingTracker tracker(inputs.table(rf::kLayers)->names.size(), steps, context.config);
+        StreamLimit limit(rows);
+        const Status s = streamGradNorms(inputs, context.config.blockRows, 0, rows, tracker,
+                                         {&inputs.blockBuffer(0), &inputs.blockBuffer(1)}, limit, {},
+                                         [&](int64_t rowsDone) {
+                                             return context.progressed(0.3 + 0.7 * double(rowsDone) / double(rows), "layers");
+                                         });
+        if (!s || context.cancelled)
+            return s;
+        vanished = tracker.finish();
+    }
     if (vanished.empty())
         return Status::success();
 

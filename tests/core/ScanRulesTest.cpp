@@ -266,6 +266,66 @@ TEST(VanishingRule, ALayerWhoseGradientStopsIsNamedFromWhereItStopped)
     EXPECT_LE(vanishing->onsetStep, 224);
 }
 
+// The vanishing rule's stream begins before the rules and learns only later, from the blow-up
+// rule, where to stop. Whether that comes before the stream gets there or after it (then the rule
+// goes back to a kept state and streams the rest again), the findings are those of streaming in
+// place: for every cut, on and off block and cell boundaries, with many blocks of 128 rows.
+TEST(VanishingRule, TheStreamBegunBeforeTheRulesFindsWhatStreamingInPlaceFinds)
+{
+    const int64_t rows = 6000;
+    NoisyRun run(rows);
+    ScanInputs inputs = run.inputs();
+    inputs.addTable("layers", {"a", "b", "c", "d", "e", "f"}, run.steps,
+                    {{"grad_norm", table(rows, 6, [&](int64_t step, size_t c) {
+                          const float g = float(run.gradNorm[size_t(step)]);
+                          if (c == 1 && step >= 1500 && step < 2500)
+                              return g * 1e-7f; // vanishes, then recovers
+                          if (c == 3 && step >= 4000)
+                              return 0.f; // stops for good
+                          if (c == 5)
+                              return 0.f; // never had a gradient: frozen
+                          return g;
+                      })}});
+    ScanConfig config;
+    config.blockRows = 128;
+    auto findings = [](const ScanContext& context) {
+        std::string text;
+        for (const Incident& incident : context.report.incidents) {
+            text += std::string(toString(incident.kind)) + " " + toString(incident.severity) + " onset " +
+                    std::to_string(incident.onsetStep) + " to " + std::to_string(incident.evidence.windowEndStep) + ":";
+            for (const auto& layer : incident.layers)
+                text += " " + layer;
+            text += " | " + incident.cause + " | " + incident.evidence.note + "\n";
+        }
+        return text;
+    };
+    for (const std::optional<int64_t> cut : {std::optional<int64_t>(), std::optional<int64_t>(50),
+                                             std::optional<int64_t>(1017), std::optional<int64_t>(2048),
+                                             std::optional<int64_t>(2561), std::optional<int64_t>(4096),
+                                             std::optional<int64_t>(5999)}) {
+        const std::string label = cut ? "blow-up at step " + std::to_string(*cut) : "no blow-up";
+        ScanContext inPlace(inputs, config);
+        inPlace.blowupOnsetStep = cut;
+        ASSERT_TRUE(detectVanishing(inPlace));
+        const std::string expected = findings(inPlace);
+        if (!cut)
+            EXPECT_EQ(inPlace.report.incidents.size(), 3u) << expected;
+
+        ScanContext late(inputs, config);
+        startVanishingStream(late);
+        waitForVanishingStream(late); // the stream has passed every cut before it learns it
+        late.blowupOnsetStep = cut;
+        ASSERT_TRUE(detectVanishing(late));
+        EXPECT_EQ(findings(late), expected) << label << ", limit after the stream";
+
+        ScanContext early(inputs, config);
+        startVanishingStream(early);
+        early.blowupOnsetStep = cut;
+        ASSERT_TRUE(detectVanishing(early));
+        EXPECT_EQ(findings(early), expected) << label << ", limit while it streams";
+    }
+}
+
 TEST(BadInputRule, ASaturatedBatchIsNamedWithItsFillValue)
 {
     NoisyRun run(300);

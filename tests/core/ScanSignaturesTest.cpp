@@ -355,6 +355,64 @@ TEST(SpikeScore, IsTheShareOfStepsFarAboveTheRollingMedian)
     EXPECT_LT(*spikeShare(quiet, spikeRows(quiet), quiet.size()), 0.001);
 }
 
+// spikeRows keeps its window sorted as it slides; its verdicts must be those of selecting the
+// median and deviation afresh from a copy of the window (what it did before), row for row, on
+// series with NaN rows, repeated values, uneven steps, and thresholds low enough that any change
+// in either figure flips rows.
+TEST(SpikeScore, TheSlidingWindowJudgesEveryRowAsSelectingAfreshDoes)
+{
+    auto selectingAfresh = [](const LogSeries& s, int64_t windowSteps, double sigmas) {
+        std::vector<uint8_t> out(s.size(), 0);
+        double median = kNaN, deviation = kNaN;
+        size_t windowBegin = 0;
+        std::vector<double> window;
+        for (size_t r = 0; r < s.size(); ++r) {
+            while (windowBegin < r && s.steps[windowBegin] < s.steps[r] - windowSteps)
+                ++windowBegin;
+            if (r % 16 == 0 || !std::isfinite(median)) {
+                window.clear();
+                for (size_t k = windowBegin; k < r; ++k)
+                    if (s.finite[k])
+                        window.push_back(s.log[k]);
+                if (window.size() >= 10) {
+                    median = medianInPlace(window);
+                    deviation = std::max(0.01, noiseAroundInPlace(window, median));
+                } else {
+                    median = deviation = kNaN;
+                }
+            }
+            if (s.finite[r] && std::isfinite(median) && s.log[r] > median + sigmas * deviation)
+                out[r] = 1;
+        }
+        return out;
+    };
+    std::mt19937 random(7);
+    for (int series = 0; series < 12; ++series) {
+        std::vector<int64_t> steps;
+        std::vector<double> values;
+        int64_t step = 0;
+        const double quantum = series % 3 == 0 ? 0.25 : 0.0; // repeated values in every third
+        std::normal_distribution<double> noise(0.0, 0.3);
+        for (int r = 0; r < 6000; ++r) {
+            step += 1 + int64_t(random() % (series % 2 ? 7 : 1));
+            double v = std::pow(10.0, noise(random) + (r % 997 == 0 ? 2.0 : 0.0));
+            if (quantum > 0)
+                v = std::pow(10.0, std::round(std::log10(v) / quantum) * quantum);
+            if (random() % 50 == 0)
+                v = kNaN;
+            steps.push_back(step);
+            values.push_back(v);
+        }
+        const LogSeries s = makeLogSeries(steps, values);
+        for (const int64_t window : {int64_t(40), int64_t(1000)})
+            for (const double sigmas : {0.0, 0.5, 1.0, 7.0}) {
+                const auto expected = selectingAfresh(s, window, sigmas);
+                const auto got = spikeRows(s, window, sigmas);
+                ASSERT_EQ(got, expected) << "series " << series << ", window " << window << ", sigmas " << sigmas;
+            }
+    }
+}
+
 TEST(GradientLead, TheGradientNormRisingBeforeTheLossIsMeasuredInSteps)
 {
     TrainingRun run(300);
