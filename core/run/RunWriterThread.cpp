@@ -104,7 +104,7 @@ Status RunWriterThread::appendEvent(int64_t step, std::string kind, std::string 
 Status RunWriterThread::drain()
 {
     std::unique_lock lock(m_mutex);
-    m_changed.wait(lock, [this] { return (m_jobs.empty() && !m_busy) || !m_failure || m_stopping; });
+    m_changed.wait(lock, [this] { return (m_jobs.empty() && !m_busy) || !m_failure || m_closed; });
     return m_failure;
 }
 
@@ -115,7 +115,6 @@ Status RunWriterThread::close()
         if (m_closed)
             return m_failure;
         m_closed = true;
-        m_stopping = true;
         m_changed.notify_all();
     }
     if (m_thread.joinable())
@@ -131,7 +130,7 @@ void RunWriterThread::run()
 {
     std::unique_lock lock(m_mutex);
     for (;;) {
-        m_changed.wait(lock, [this] { return !m_jobs.empty() || m_stopping; });
+        m_changed.wait(lock, [this] { return !m_jobs.empty() || m_closed; });
         if (m_jobs.empty() || !m_failure)
             break; // stopping with nothing left, or nothing more may be written
         std::function<Status(RunWriter&)> job = std::move(m_jobs.front());
@@ -150,7 +149,6 @@ void RunWriterThread::run()
         m_changed.notify_all();
     }
     m_jobs.clear();
-    m_busy = false;
     m_changed.notify_all();
 }
 

@@ -58,8 +58,6 @@ public:
     // Drains, stops the thread and closes run.h5. Further calls return the close's status.
     Status close();
 
-    const std::string& directory() const { return m_writer->directory(); }
-
 private:
     explicit RunWriterThread(std::unique_ptr<RunWriter> writer);
     static void holdForFork();
@@ -73,8 +71,7 @@ private:
     std::deque<std::function<Status(RunWriter&)>> m_jobs;
     std::mutex m_inJob;      // held while a job runs; a fork waits for it
     bool m_busy = false;     // the writer thread holds a job outside the queue
-    bool m_stopping = false;
-    bool m_closed = false;
+    bool m_closed = false;   // close() was called: the thread writes what is queued, then stops
     Status m_failure = Status::success(); // the first failed job's error
     std::thread m_thread;
 };

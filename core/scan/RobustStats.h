@@ -23,12 +23,12 @@ inline constexpr double kNonfiniteLog = 1e300;
 // An even count averages the two middle values, unless one is kNonfiniteLog: "worse than
 // anything" stays that, it is not averaged into a huge finite level.
 double medianInPlace(std::vector<double>& values);
-// The median of an even count from its two middle values (below <= above), by that rule.
 // A median absolute deviation scaled to the standard deviation of normally distributed noise.
 inline double madToSigma(double mad)
 {
     return 1.4826 * mad;
 }
+// The median of an even count from its two middle values (below <= above), by that rule.
 inline double middlePairMedian(double below, double above)
 {
     return (above >= kNonfiniteLog || below >= kNonfiniteLog) ? std::max(above, below) : 0.5 * (above + below);

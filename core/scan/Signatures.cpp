@@ -29,9 +29,15 @@ public:
     }
     size_t size() const { return m_values.size(); }
 
-    double median() const { return middleOf(m_values.size(), [this](size_t i) { return m_values[i]; }); }
+    double median() const
+    {
+        const size_t n = m_values.size();
+        if (n == 0)
+            return kNaN;
+        return n % 2 == 0 ? middlePairMedian(m_values[n / 2 - 1], m_values[n / 2]) : m_values[n / 2];
+    }
 
-    // kMadToSigma x the median of |v - centre|: the deviations below and above the centre are two
+    // madToSigma of the median of |v - centre|: the deviations below and above the centre are two
     // sorted runs walked outward from it, merged up to the middle rank.
     double noiseAround(double centre) const
     {
@@ -51,15 +57,6 @@ public:
     }
 
 private:
-    template<typename At>
-    static double middleOf(size_t n, At at)
-    {
-        if (n == 0)
-            return kNaN;
-        const size_t mid = n / 2;
-        return n % 2 == 0 ? middlePairMedian(at(mid - 1), at(mid)) : at(mid);
-    }
-
     std::vector<double> m_values;
 };
 

@@ -4,9 +4,8 @@
 // (core/CMakeLists.txt): the loop below sees every value of that dataset.
 #include "core/scan/ScanRules.h"
 
-#include "core/run/RunFormat.h"
-
 #include "core/run/Hdf5Handle.h"
+#include "core/run/RunFormat.h"
 
 #include <algorithm>
 #include <array>
@@ -276,7 +275,8 @@ using namespace vanishingrule;
 // datasets, so the two overlap on two cores. It needs libhdf5's thread safety (Debian's has it),
 // its own two block buffers, and the blow-up rule's verdict on where to stop, which comes later:
 // until then it streams on. In a run whose blow-up begins at a row the stream has already passed,
-// the rule streams again in place, so the figures never depend on the timing.
+// the rule goes back to the tally kept before a block at or before that row and streams the rest
+// again, so the figures never depend on the timing.
 class VanishingHeadStart
 {
 public:

@@ -1,9 +1,9 @@
 #pragma once
 
 // nanscope::Guard: the guard core inside a LibTorch training loop. It writes the same run
-// directory as the Python recorder (python/nanscope_recorder) through RunWriter, and it defends
-// the run: a step whose loss or gradients are not finite is skipped, and (when asked) the weights
-// and optimizer state roll back to the last good ones after N such steps in a row.
+// directory as the Python recorder (python/nanscope_recorder) through RunWriterThread, and it
+// defends the run: a step whose loss or gradients are not finite is skipped, and (when asked) the
+// weights and optimizer state roll back to the last good ones after N such steps in a row.
 //
 //     nanscope::Guard guard("runs/today", *model, options);   // model: a torch::nn::Module or a torch::jit::Module
 //     for (int64_t step = 0; ...; ++step) {
