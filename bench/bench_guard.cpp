@@ -21,11 +21,20 @@
 // after. An A/A run (both sides bare) reads 1.000-1.005x.
 //
 // The Python recorder's MLP step (2026-12-05, parts switched off one at a time, 200 pairs): about
-// 2.5 ms over a 27 ms bare step, of which run.h5's appends and flush 0.8 ms, the forward hooks'
+// 2.5 ms over a 27 ms bare step, of which run.h5's appends and flush 0.8-1.0 ms, the forward hooks'
 // activation ranges 0.6 ms, and the rest (the step's norms and readback, the batch ring's copies,
-// the buffer snapshot) 1.1-1.7 ms; with no write at all it still read 1.056-1.058x. A writer
-// thread does not help there: h5py holds the GIL through each call, so the training thread waits
-// for it (1.07-1.08x against 1.08-1.10x, with appends through ctypes that release the GIL).
+// the buffer snapshot) 1.1-1.7 ms. A writer thread does not help there: h5py holds the GIL through
+// each call, so the training thread waits for it (1.07-1.08x against 1.08-1.10x, with appends
+// through ctypes that release the GIL). So run.h5 moved to a child process (run_file_child.py):
+// the step's rows go in one pipe write, packed as one array a table (a pickled dict of per-column
+// arrays cost 46 us, the packed rows 1.5 us), 0.1 ms a step in all against 1 ms. The rest came
+// down by fewer calls, because in a training step's cold caches each torch or numpy call on a small
+// tensor costs tens of microseconds (timers around each part, 400 steps): weight and gradient
+// norms in one fused call, the host figures as numpy rows rather than tensors, the forward hooks
+// left attached while every step logs, the spike detector's deviation median walked out from the
+// median instead of sorted. numpy's reductions in place of torch's were tried and measured no
+// faster, interleaved step by step. The MLP read 1.09-1.11x before, 1.03-1.06x after (150 pairs,
+// nine runs; the bare step itself moved between 27 and 44 ms from run to run on this machine).
 //
 // This measures the CPU path. On CUDA the Guard queues all of a step's reductions and reads them
 // back in one device-to-host copy (GuardReadback's readStepFigures); no GPU was lent where this was

@@ -28,6 +28,8 @@ class ActivationHooks:
         self._calls = None            # this step's (candidate index, range stats); None when not armed
         self._failed = False
         self._handles = []
+        self._attached = None         # the candidate indices whose hooks are attached
+        self._recording = False
         self._on_failure = on_failure  # called with (module name, error) when a hook fails
 
     def due(self, step, every):
@@ -37,17 +39,28 @@ class ActivationHooks:
         return self.columns is None or step % every == 0
 
     def arm(self):
+        """Records this step's outputs. The hooks stay attached from the last logged step when they
+        are the same modules' (every step logged: no attaching and removing each step)."""
         self._calls = []
         self._failed = False
-        indices = range(len(self.candidates)) if self.columns is None else self.columns
-        for index in indices:
-            module = self.candidates[index][1]
-            self._handles.append(module.register_forward_hook(self._hook(index)))
+        self._recording = True
+        indices = list(range(len(self.candidates)) if self.columns is None else self.columns)
+        if indices != self._attached:
+            self.disarm()
+            self._handles = [self.candidates[i][1].register_forward_hook(self._hook(i)) for i in indices]
+            self._attached = indices
+
+    def stop(self):
+        """The step's forward and backward are over: the hooks record nothing until the next arm
+        (an evaluation pass between steps is not logged)."""
+        self._recording = False
 
     def disarm(self):
+        """Removes the hooks: a step that logs no activations pays nothing for them."""
         for handle in self._handles:
             handle.remove()
         self._handles = []
+        self._attached = None
 
     def captured(self):
         """The step's outputs were all measured: it was armed and no hook failed."""
@@ -76,13 +89,13 @@ class ActivationHooks:
         return {name: merged[:, j] for j, name in enumerate(COLUMNS["activations"])}, []
 
     def _hook(self, index):
-        calls = self._calls
-
         def record_output(module, inputs, output):
+            if not self._recording:
+                return
             try:
-                with torch.no_grad():
-                    for t in _tensors_of(output):
-                        calls.append((index, stats.range_stats(t)))
+                # range_stats reads detached values: no autograd graph, without a no_grad block.
+                for t in _tensors_of(output):
+                    self._calls.append((index, stats.range_stats(t)))
             except Exception as error:  # noqa: BLE001 - measuring must never stop the training step
                 self._failed = True
                 self._on_failure(self.candidates[index][0], error)

@@ -94,7 +94,7 @@ class SpikeDetector:
             # in call overhead, every step. The even-count median averages the two middle values
             # as numpy's does (and the C++ Guard's, core/scan/OnlineSpikeDetector.cpp).
             median = _median(self._sorted)
-            mad = _median(sorted(abs(v - median) for v in self._sorted))
+            mad = _median_deviation(self._sorted, median)
             # A flat history (MAD 0) still has a scale: 1e-3 of the median's size.
             scale = max(mad, 1e-3 * abs(median), 1e-12)
             spike = value > median + self.mads * scale
@@ -110,6 +110,26 @@ def _median(ordered):
     n = len(ordered)
     middle = n // 2
     return ordered[middle] if n % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def _median_deviation(ordered, median):
+    """The median of |v - median| over the sorted values, without building and sorting the
+    deviations: those below the median and those above are each sorted already, so walking
+    outward from the median meets them in order and stops halfway (half the work; it runs every
+    step). median - v equals |v - median| exactly: IEEE subtraction rounds symmetrically."""
+    n = len(ordered)
+    below = bisect.bisect_left(ordered, median) - 1
+    above = below + 1
+    previous = deviation = 0.0
+    for _ in range(n // 2 + 1):
+        previous = deviation
+        if above < n and (below < 0 or ordered[above] - median <= median - ordered[below]):
+            deviation = ordered[above] - median
+            above += 1
+        else:
+            deviation = median - ordered[below]
+            below -= 1
+    return deviation if n % 2 else (previous + deviation) / 2
 
 
 class BatchRing:

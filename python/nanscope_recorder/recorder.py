@@ -17,6 +17,7 @@ from .capture import DEFAULTS as CAPTURE_DEFAULTS, FIRST_NONFINITE, CapturePolic
 from .defences import (BatchRing, LastGoodState, SpikeDetector, UnsupportedOptimizer, check_optimizer,
                        model_state, spike_reason)
 from .run_file import RunFile, log_path
+from .run_file_child import ChildRunFile, ChildUnavailable
 from .run_format import COLUMNS, RECORDER_DEFAULTS, event_kind
 from .step_readback import StepReadback, named_inputs
 
@@ -93,7 +94,7 @@ class Recorder:
                  snapshot_every=RECORDER_DEFAULTS["snapshot_every"], allow_unguarded=False, batch_ring=8,
                  spike_mads=CAPTURE_DEFAULTS["spike_mads"], spike_window=CAPTURE_DEFAULTS["spike_window"],
                  ring_device=None, layers_every=1, spike_captures=None, later_nonfinite_captures=None,
-                 model_factory=None):
+                 model_factory=None, write_in_process=False):
         """activation_filter: callable(name, module) -> bool choosing the modules whose outputs
         are logged; default: every leaf module. restore_buffers_on_skip: on a skipped step, put
         BatchNorm running statistics back to their values before that step's forward (off by
@@ -106,6 +107,7 @@ class Recorder:
         model's class when it takes no constructor argument (model_factory.py)."""
         self.run_dir = run_dir
         self.model = model
+        self._write_in_process = bool(write_in_process)
         self.loss_name = loss_name
         self.checkpoint_every = int(checkpoint_every or 0)
         self.activations_every = int(activations_every or 0)
@@ -209,13 +211,15 @@ class Recorder:
                 self._file.flush()
         if self._activations.due(step, self.activations_every):
             self._activations.arm()
+        else:
+            self._activations.disarm()
 
     def end_step(self, loss, lr=None, loss_scale=None, **scalars):
         """Call after backward, before optimizer.step(). Returns False when the loss or the
         gradient norm is not finite: the step was logged as skipped and should not be applied."""
         if not self._in_step:
             raise RuntimeError("end_step without begin_step")
-        self._activations.disarm()
+        self._activations.stop()
         step = self._step
         extra = {}
         if lr is not None:
@@ -269,6 +273,7 @@ class Recorder:
                 self._event(step, "loss_scale_decrease", "loss scale %g -> %g"
                             % (self._last_loss_scale, extra["loss_scale"]))
             self._last_loss_scale = extra["loss_scale"]
+        spike_captured = False
         if bad:
             self._on_nonfinite(step, loss_value, grad_nonfinite,
                                reason="another rank's loss or gradients were not finite at this step; every rank "
@@ -277,12 +282,16 @@ class Recorder:
             self._skipped_streak = 0
             spike = spike_reason(self._spikes, loss_value, total_grad_norm)
             capture = self._captures.decide(finite=True, spike=True) if spike else None
+            spike_captured = capture is not None
             if capture is not None:
                 self._capture_incident(step, spike, capture)
             elif not spike and self._ring is not None:
                 self._ring.mark_healthy(step)
         self._flush_events()
-        run.flush()
+        if bad or spike_captured:
+            run.sync()  # the incident's rows are on disk before training goes on
+        else:
+            run.flush()
 
         self._in_step = False
         self._last_step = step
@@ -298,9 +307,15 @@ class Recorder:
             raise ValueError("note at step %d after an event at step %d: /events steps must not decrease"
                              % (step, self._last_event_step))
         self._event(int(step), "note", str(message))
+        self.flush()
+
+    def flush(self):
+        """Returns once every row and event given so far is in run.h5 and flushed. The recorder
+        does this itself at a non-finite or captured step and at close(); between them run.h5's
+        writer (a child process) is at most a few steps behind the training loop."""
         if self._file is not None:
             self._flush_events()
-            self._file.flush()
+            self._file.sync()
 
     def close(self):
         self._closed = True
@@ -556,14 +571,22 @@ class Recorder:
         self._input_names = [name for name, _ in getattr(self, "_input_stats", [])]
         calls = host["activations"] if host else []
         columns = self._activations.fix_columns({index for index, _ in calls})
-        self._file = RunFile(
-            log_path(self.run_dir), self._attributes, self._scalar_names,
-            layers=[name for name, _ in self._params],
-            layer_columns=tuple(self.extra_layer_values or ()),
-            activations=[name for name, _ in columns],
-            activation_kinds=[type(m).__name__ for _, m in columns],
-            buffers=[name for name, _ in self._norms],
-            inputs=self._input_names)
+        schema = dict(layers=[name for name, _ in self._params],
+                      layer_columns=tuple(self.extra_layer_values or ()),
+                      activations=[name for name, _ in columns],
+                      activation_kinds=[type(m).__name__ for _, m in columns],
+                      buffers=[name for name, _ in self._norms],
+                      inputs=self._input_names)
+        path = log_path(self.run_dir)
+        if not self._write_in_process:
+            try:
+                self._file = ChildRunFile(path, self._attributes, self._scalar_names, **schema)
+                return
+            except ChildUnavailable as why:
+                self._write_in_process = True
+                warnings.warn("nanscope: run.h5 is written in the training process, which costs the step more: %s"
+                              % why, RuntimeWarning, stacklevel=4)
+        self._file = RunFile(path, self._attributes, self._scalar_names, **schema)
 
     def _scalar_row(self, extra):
         known = self._scalar_names[len(_COMPUTED_SCALARS):]

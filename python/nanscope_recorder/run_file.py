@@ -33,6 +33,11 @@ BUFFER_COLUMNS = COLUMNS["buffers"]
 LAYER_COLUMNS = COLUMNS["layers"]
 
 
+def check_schema(scalars):
+    if "loss" not in scalars:
+        raise ValueError("the scalars must include 'loss'")
+
+
 class _Table:
     """One group: a `steps` dataset and datasets sharing its row axis."""
 
@@ -52,7 +57,7 @@ class _Table:
                 chunks = (ROW_CHUNK, max(1, min(width, COLUMN_CHUNK)))
             self.columns[name] = group.create_dataset(name, shape=shape, maxshape=maxshape, dtype=dtype,
                                                       chunks=chunks, fletcher32=True)
-        self._dtype = dtype
+        self.dtype = dtype
         self._row_space = h5s.create_simple((1,) if width is None else (1, width))
         self._step_space = h5s.create_simple((1,))
 
@@ -61,7 +66,7 @@ class _Table:
         # h5py's low-level calls: the high-level resize + __setitem__ costs ~8x more per row.
         n = self.rows + 1
         for name, dset in self.columns.items():
-            row = np.ascontiguousarray(values[name], dtype=self._dtype)
+            row = np.ascontiguousarray(values[name], dtype=self.dtype)
             if self.width is None:
                 _write_row(dset.id, (n,), (self.rows,), (1,), self._row_space, row.reshape(1))
             else:
@@ -87,8 +92,7 @@ class RunFile:
 
     def __init__(self, path, attributes, scalars, layers=None, activations=None, activation_kinds=None,
                  buffers=None, inputs=None, events=True, layer_columns=()):
-        if "loss" not in scalars:
-            raise ValueError("the scalars must include 'loss'")
+        check_schema(scalars)
         self.path = path
         self._file = h5py.File(path, "w", libver="latest")
         f = self._file
@@ -135,6 +139,10 @@ class RunFile:
         self.events.rows = n
 
     def flush(self):
+        self._file.flush()
+
+    def sync(self):
+        """Everything appended so far is in the file (run_file_child's interface; here a flush)."""
         self._file.flush()
 
     def close(self):

@@ -1,5 +1,6 @@
 """nanscope reads a run while it is being written, and a training process killed with SIGKILL
-mid-run leaves a run.h5 whose flushed rows nanscope reads."""
+mid-run leaves a run.h5 with every step that ended: its writer (a child process of the trainer,
+run_file_child.py) writes what it was given, flushed after each step, and closes the file."""
 import os
 import signal
 import subprocess
@@ -13,7 +14,7 @@ import numpy as np
 
 import recorder_fixtures as fx
 
-# Trains until killed; prints each step once end_step has flushed it.
+# Trains until killed; prints each step once end_step has handed it to run.h5's writer.
 TRAINER = textwrap.dedent("""
     import sys
     import torch
@@ -38,6 +39,18 @@ TRAINER = textwrap.dedent("""
 """)
 
 MIN_STEPS = 15
+# The writer follows the training loop by microseconds; this only bounds a hung one.
+WRITER_DEADLINE_S = 60
+
+
+def rows_once_written(run_dir, at_least):
+    """`nanscope info` of the run once its scalars hold `at_least` rows (or the deadline passed)."""
+    deadline = time.monotonic() + WRITER_DEADLINE_S
+    while True:
+        status, info = fx.nanscope_info(run_dir)
+        if (status == 0 and info["groups"]["scalars"]["rows"] >= at_least) or time.monotonic() > deadline:
+            return status, info
+        time.sleep(0.05)
 
 
 class KilledTraining(unittest.TestCase):
@@ -58,7 +71,7 @@ class KilledTraining(unittest.TestCase):
                         break
                     last = int(line)
                 # nanscope reads the run while it is being written.
-                status, live = fx.nanscope_info(run_dir)
+                status, live = rows_once_written(run_dir, last + 1)
                 self.assertEqual(status, 0, live)
                 self.assertGreaterEqual(live["groups"]["scalars"]["rows"], last + 1)
             finally:
@@ -67,10 +80,10 @@ class KilledTraining(unittest.TestCase):
             self.assertGreaterEqual(last, MIN_STEPS, err)
             self.assertEqual(proc.returncode, -signal.SIGKILL)
 
-            status, info = fx.nanscope_info(run_dir)
+            status, info = rows_once_written(run_dir, last + 1)
             self.assertEqual(status, 0, info)
             groups = info["groups"]
-            # Every step printed was flushed; a few more may have been before the kill landed.
+            # Every step printed was written; a few more may have been before the kill landed.
             for table in ("scalars", "layers", "buffers", "inputs"):
                 self.assertGreaterEqual(groups[table]["rows"], last + 1, table)
             self.assertGreaterEqual(groups["activations"]["rows"], last // 3 + 1)

@@ -1,0 +1,242 @@
+"""run.h5 is written by a child process of the training process (run_file_child.py): the file is the
+one the in-process writer writes, value for value; an incident's rows are on disk when end_step
+returns; Recorder.flush() makes every row readable; a Ctrl-C that stops training does not stop the
+writer before it has written what it was given; a writer that dies is an error naming run.h5; and
+where no child can start, the recorder writes in process and says so."""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+import warnings
+
+import h5py
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import recorder_fixtures as fx
+from nanscope_recorder import Recorder, run_file_child
+
+# Attributes and columns that differ between two recordings of the same training by nature.
+_CLOCK = {"created_utc"}
+_CLOCK_COLUMNS = {"scalars/wall_time"}
+
+
+def _contents(path):
+    """{dataset path: values} and {attribute: value} of an HDF5 file."""
+    datasets = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda name, obj: datasets.__setitem__(name, obj[()]) if isinstance(obj, h5py.Dataset) else None)
+        attributes = {k: v for k, v in f.attrs.items() if k not in _CLOCK}
+    return datasets, attributes
+
+
+def _step(rec, model, opt, step, nan=False):
+    x, y = fx.batch(step)
+    if nan:
+        x[2, 1] = float("nan")
+    rec.begin_step(step, inputs=x, targets=y)
+    loss = F.cross_entropy(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    applied = rec.end_step(loss, lr=0.1)
+    if applied:
+        opt.step()
+    return applied
+
+
+def _rows(run_dir, table="scalars"):
+    with fx.open_run(run_dir) as f:
+        return f[table + "/steps"].shape[0]
+
+
+class WriterChild(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.tmp = self._tmp.name
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def test_the_child_writes_what_the_training_process_would_value_for_value(self):
+        files = {}
+        for in_process in (False, True):
+            run_dir = os.path.join(self.tmp, "in_process" if in_process else "child")
+            # Step 7's NaN makes incident events, a capture and a skipped row.
+            fx.train(run_dir, fx.bn_mlp(), 12, nan_at=7, write_in_process=in_process, activations_every=1)
+            files[in_process] = _contents(os.path.join(run_dir, "run.h5"))
+        (child, child_attrs), (in_process, in_process_attrs) = files[False], files[True]
+        self.assertEqual(child_attrs.keys(), in_process_attrs.keys())
+        self.assertEqual(sorted(child), sorted(in_process))
+        for name in ("scalars/loss", "layers/grad_norm", "activations/max", "buffers/running_var_max", "events/kind"):
+            self.assertIn(name, child)
+        for name, values in child.items():
+            if name in _CLOCK_COLUMNS:
+                self.assertEqual(values.shape, in_process[name].shape, name)
+            else:
+                np.testing.assert_array_equal(values, in_process[name], err_msg=name)
+        self.assertEqual(child["scalars/skipped"].tolist().count(1.0), 1)
+
+    def test_an_incident_is_on_disk_when_end_step_returns(self):
+        run_dir = os.path.join(self.tmp, "run")
+        model = fx.bn_mlp()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        rec = Recorder(run_dir, model, checkpoint_every=0, activations_every=0)
+        try:
+            for step in range(5):
+                self.assertTrue(_step(rec, model, opt, step))
+            self.assertFalse(_step(rec, model, opt, 5, nan=True))
+            # No flush(): the recorder waits for the writer at a non-finite step.
+            with fx.open_run(run_dir) as f:
+                rows = f["scalars/steps"].shape[0]
+                self.assertEqual(rows, 6)
+                self.assertEqual(f["scalars/skipped"][5], 1.0)
+                self.assertIn(b"nonfinite_loss", f["events/kind"][:].tolist())
+        finally:
+            rec.close()
+
+    def test_flush_makes_every_row_readable_while_training_goes_on(self):
+        run_dir = os.path.join(self.tmp, "run")
+        model = fx.bn_mlp()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        rec = Recorder(run_dir, model, checkpoint_every=0, activations_every=1)
+        try:
+            for step in range(9):
+                _step(rec, model, opt, step)
+            rec.flush()
+            status, info = fx.nanscope_info(run_dir)
+            self.assertEqual(status, 0, info)
+            for table in ("scalars", "layers", "buffers", "inputs", "activations"):
+                self.assertEqual(info["groups"][table]["rows"], 9, table)
+        finally:
+            rec.close()
+
+    def test_a_writer_that_dies_is_an_error_naming_run_h5(self):
+        run_dir = os.path.join(self.tmp, "run")
+        model = fx.bn_mlp()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        rec = Recorder(run_dir, model, checkpoint_every=0, activations_every=0)
+        _step(rec, model, opt, 0)
+        os.kill(rec._file.writer_pid, signal.SIGKILL)
+        with self.assertRaises(OSError) as raised:
+            for step in range(1, 40):  # flush() looks every 16 steps; flush() below always does
+                _step(rec, model, opt, step)
+            rec.flush()
+        self.assertIn(os.path.join(run_dir, "run.h5"), str(raised.exception))
+        self.assertIn("writer", str(raised.exception))
+        with self.assertRaises(OSError):
+            rec.close()
+
+    def test_run_h5_that_cannot_be_created_is_an_error_naming_it(self):
+        run_dir = os.path.join(self.tmp, "run")
+        os.makedirs(run_dir)
+        os.symlink(os.path.join(self.tmp, "no such folder", "run.h5"), os.path.join(run_dir, "run.h5"))
+        with self.assertRaises(OSError) as raised:
+            fx.train(run_dir, fx.bn_mlp(), 2)
+        self.assertIn(os.path.join(run_dir, "run.h5"), str(raised.exception))
+
+    def test_close_does_not_wait_for_processes_forked_after_the_writer_started(self):
+        # A DataLoader's workers are forked from the training process and hold its pipe to the
+        # writer open; close() must not wait for them to exit.
+        run_dir = os.path.join(self.tmp, "run")
+        model = fx.bn_mlp()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        rec = Recorder(run_dir, model, checkpoint_every=0, activations_every=0)
+        _step(rec, model, opt, 0)
+        worker = os.fork()
+        if worker == 0:
+            signal.pause()  # holds every inherited descriptor until killed
+            os._exit(0)
+        try:
+            _step(rec, model, opt, 1)
+            rec.close()  # would hang here if the writer waited for the end of the pipe
+            self.assertEqual(_rows(run_dir), 2)
+        finally:
+            os.kill(worker, signal.SIGKILL)
+            os.waitpid(worker, 0)
+
+    def test_ctrl_c_stops_training_and_the_writer_still_writes_every_row(self):
+        # Ctrl-C in a terminal signals the whole foreground process group: the trainer and,
+        # were it in that group, the writer. The trainer's `with` block closes the recorder.
+        trainer = textwrap.dedent("""
+            import sys, torch, torch.nn.functional as F
+            from nanscope_recorder import Recorder
+            import recorder_fixtures as fx
+            model = fx.bn_mlp()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            try:
+                with Recorder(sys.argv[1], model, checkpoint_every=0, activations_every=1) as rec:
+                    step = 0
+                    while True:
+                        x, y = fx.batch(step)
+                        rec.begin_step(step, inputs=x, targets=y)
+                        loss = F.cross_entropy(model(x), y)
+                        opt.zero_grad()
+                        loss.backward()
+                        if rec.end_step(loss, lr=0.1):
+                            opt.step()
+                        print(step, flush=True)
+                        step += 1
+            except KeyboardInterrupt:
+                print("interrupted", flush=True)
+        """)
+        run_dir = os.path.join(self.tmp, "interrupted")
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.abspath(__file__)), env.get("PYTHONPATH", "")])
+        proc = subprocess.Popen([sys.executable, "-c", trainer, run_dir], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=env, text=True, start_new_session=True)
+        last, seen = -1, ""
+        try:
+            while last < 10:
+                line = proc.stdout.readline()
+                if not line:
+                    break
+                seen += line
+                last = int(line)
+            os.killpg(proc.pid, signal.SIGINT)
+            out, err = proc.communicate(timeout=120)
+            out = seen + out
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        self.assertGreaterEqual(last, 10, err)
+        self.assertIn("interrupted", out, err)
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertNotIn("failed", err)
+        printed = [int(s) for s in out.split() if s.isdigit()]
+        # close() waited for the writer: every step that ended is in run.h5, and nothing else.
+        with h5py.File(os.path.join(run_dir, "run.h5"), "r") as f:
+            steps = f["scalars/steps"][:].tolist()
+            self.assertEqual(steps[:len(printed)], printed)
+            self.assertLessEqual(len(steps), len(printed) + 1)  # the step the signal cut may have ended
+            self.assertEqual(f["activations/steps"].shape[0], len(steps))
+
+    def test_where_no_child_starts_the_recorder_writes_in_process_and_says_so(self):
+        boot, executable = run_file_child._BOOT, sys.executable
+        cases = {"a child that exits at once": ("boot", "status 5"),
+                 "an embedding program's executable": ("executable", "not a Python interpreter")}
+        for label, (broken, reason) in cases.items():
+            run_dir = os.path.join(self.tmp, broken)
+            if broken == "boot":
+                run_file_child._BOOT = "import sys; sys.exit(5)"
+            else:
+                sys.executable = "/usr/bin/env"
+            try:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    fx.train(run_dir, fx.bn_mlp(), 4)
+            finally:
+                run_file_child._BOOT, sys.executable = boot, executable
+            said = [str(w.message) for w in caught if "in the training process" in str(w.message)]
+            self.assertEqual(len(said), 1, (label, [str(w.message) for w in caught]))
+            self.assertIn(reason, said[0], label)
+            self.assertEqual(_rows(run_dir), 4, label)
+
+
+if __name__ == "__main__":
+    result = unittest.main(exit=False, verbosity=2).result
+    sys.exit(0 if result.wasSuccessful() else 1)
