@@ -110,22 +110,22 @@ Result<std::vector<RankedOnset>> blameLayers(const ScanInputs& inputs, const For
     std::vector<RankedOnset> onsets;
     if (inputs.table(rf::kLayers) && inputs.hasDataset(rf::kLayers, rf::column::kGradNorm)) {
         // h rows past the window's end, so that the centred median sees what followed.
-        auto columns = inputs.readWindow(rf::kLayers, rf::column::kGradNorm, rf::column::kGradNonfinite, nullptr, windowBeginStep,
-                                         windowEndStep, config.smoothingRows);
-        if (!columns)
-            return Error{columns.error()};
-        for (const auto& column : *columns)
-            if (auto onset = layerOnset(column, onsetStep, config))
-                onsets.push_back({*onset, order.parameter(column.name)});
+        auto visited = inputs.visitWindow(rf::kLayers, rf::column::kGradNorm, rf::column::kGradNonfinite, nullptr,
+                                          windowBeginStep, windowEndStep, config.smoothingRows, [&](const LayerColumn& column) {
+                                              if (auto onset = layerOnset(column, onsetStep, config))
+                                                  onsets.push_back({*onset, order.parameter(column.name)});
+                                          });
+        if (!visited)
+            return Error{visited.error()};
     }
     if (inputs.table(rf::kActivations)) {
-        auto columns = inputs.readWindow(rf::kActivations, rf::column::kMax, rf::column::kNan, rf::column::kInf, windowBeginStep, windowEndStep,
-                                         config.smoothingRows);
-        if (!columns)
-            return Error{columns.error()};
-        for (const auto& column : *columns)
-            if (auto onset = layerOnset(column, onsetStep, config))
-                onsets.push_back({*onset, order.module(column.name)});
+        auto visited = inputs.visitWindow(rf::kActivations, rf::column::kMax, rf::column::kNan, rf::column::kInf,
+                                          windowBeginStep, windowEndStep, config.smoothingRows, [&](const LayerColumn& column) {
+                                              if (auto onset = layerOnset(column, onsetStep, config))
+                                                  onsets.push_back({*onset, order.module(column.name)});
+                                          });
+        if (!visited)
+            return Error{visited.error()};
     }
     orderLayerOnsets(onsets, config.tieDecades);
     return onsets;

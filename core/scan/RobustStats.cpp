@@ -51,20 +51,27 @@ double log10Abs(double v)
     return a > 0 ? std::log10(a) : kZeroLog;
 }
 
+void fillLogs(LogSeries& s)
+{
+    const size_t n = s.raw.size();
+    s.log.resize(n);
+    s.finite.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+        s.finite[i] = std::isfinite(s.raw[i]);
+        s.log[i] = s.finite[i] ? log10Abs(s.raw[i]) : kNaN;
+    }
+}
+
 LogSeries makeLogSeries(const std::vector<int64_t>& steps, const std::vector<double>& values)
 {
     LogSeries s;
     const size_t n = std::min(steps.size(), values.size());
     s.steps.assign(steps.begin(), steps.begin() + n);
     s.raw.assign(values.begin(), values.begin() + n);
-    s.log.resize(n);
-    s.finite.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-        s.finite[i] = std::isfinite(values[i]);
-        s.log[i] = s.finite[i] ? log10Abs(values[i]) : kNaN;
-    }
+    fillLogs(s);
     return s;
 }
+
 
 size_t rowAtOrAfter(const std::vector<int64_t>& steps, int64_t step)
 {

@@ -5,6 +5,7 @@
 // "how much worse" of the scan is measured on).
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -38,6 +39,55 @@ inline double medianOf(std::vector<double> values)
     return medianInPlace(values);
 }
 
+// A window of values kept sorted as it slides (values added and removed one at a time), whose
+// median and median absolute deviation are read off the order instead of selected afresh. The
+// figures are medianInPlace's and noiseAroundInPlace's, to the bit: the same order statistics of
+// the same values, combined by the same expressions. Adding or removing moves the values above
+// it: cheap for windows up to a few hundred values (spikeRows' 1,000-step window, the smoothing
+// of onsets), where a tree's node per value costs more than the move.
+class SortedWindow
+{
+public:
+    void add(double value) { m_values.insert(std::upper_bound(m_values.begin(), m_values.end(), value), value); }
+    void remove(double value)
+    {
+        const auto it = std::lower_bound(m_values.begin(), m_values.end(), value);
+        if (it != m_values.end() && *it == value)
+            m_values.erase(it);
+    }
+    size_t size() const { return m_values.size(); }
+
+    double median() const
+    {
+        const size_t n = m_values.size();
+        if (n == 0)
+            return kNaN;
+        return n % 2 == 0 ? middlePairMedian(m_values[n / 2 - 1], m_values[n / 2]) : m_values[n / 2];
+    }
+
+    // madToSigma of the median of |v - centre|: the deviations below and above the centre are two
+    // sorted runs walked outward from it, merged up to the middle rank.
+    double noiseAround(double centre) const
+    {
+        const size_t n = m_values.size();
+        const size_t split = size_t(std::lower_bound(m_values.begin(), m_values.end(), centre) - m_values.begin());
+        size_t below = split, above = split; // next candidates: m_values[below - 1], m_values[above]
+        const size_t mid = n / 2;
+        double previous = kNaN, current = kNaN;
+        for (size_t rank = 0; rank <= mid; ++rank) {
+            const bool takeBelow =
+                below > 0 && (above >= n || std::fabs(m_values[below - 1] - centre) <= std::fabs(m_values[above] - centre));
+            previous = current;
+            current = takeBelow ? std::fabs(m_values[--below] - centre) : std::fabs(m_values[above++] - centre);
+        }
+        const double mad = n % 2 == 0 ? middlePairMedian(previous, current) : current;
+        return madToSigma(mad);
+    }
+
+private:
+    std::vector<double> m_values;
+};
+
 // The noise of a sample from its absolute deviations: the median absolute deviation scaled to a
 // normal distribution's sigma. Reorders `absoluteDeviations`.
 double noiseFromDeviationsInPlace(std::vector<double>& absoluteDeviations);
@@ -66,6 +116,9 @@ struct LogSeries
 
 // The first min(steps, values) rows of a series, on the log10 scale.
 LogSeries makeLogSeries(const std::vector<int64_t>& steps, const std::vector<double>& values);
+// Sets `log` and `finite` from `raw` (steps and raw values in place; their vectors keep their
+// room, so a series refilled for column after column allocates nothing).
+void fillLogs(LogSeries& s);
 
 // Row of the first step >= `step` (steps ascending); steps.size() when none.
 size_t rowAtOrAfter(const std::vector<int64_t>& steps, int64_t step);

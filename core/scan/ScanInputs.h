@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -138,6 +139,12 @@ public:
     Result<std::vector<LayerColumn>> readWindow(const char* table, const char* value, const char* countA,
                                                 const char* countB, int64_t beginStep, int64_t endStep,
                                                 int64_t extraRows = 0) const;
+    // The same columns handed to `visit` one at a time, in the table's order, without keeping them:
+    // the column passed is reused for the next (copy what must outlive the call). For the rules
+    // that look at every column of a wide table and keep a few figures of each.
+    Status visitWindow(const char* table, const char* value, const char* countA, const char* countB,
+                       int64_t beginStep, int64_t endStep, int64_t extraRows,
+                       const std::function<void(const LayerColumn&)>& visit) const;
 
 private:
     ScanInputs() = default;

@@ -10,58 +10,6 @@ namespace nanscope::scan {
 
 namespace rf = runformat;
 
-namespace {
-
-// The window of spikeRows kept sorted as it slides (both ends only move forward), so that a
-// refresh reads its median and its median absolute deviation off the order instead of selecting
-// them afresh: two nth_element passes over a 1,000-value copy every 16 rows were a tenth of a
-// 100,000-step scan. The figures are medianInPlace's and noiseAroundInPlace's, to the bit: the
-// same order statistics of the same values, combined by the same expressions.
-class SortedWindow
-{
-public:
-    void add(double value) { m_values.insert(std::upper_bound(m_values.begin(), m_values.end(), value), value); }
-    void remove(double value)
-    {
-        const auto it = std::lower_bound(m_values.begin(), m_values.end(), value);
-        if (it != m_values.end() && *it == value)
-            m_values.erase(it);
-    }
-    size_t size() const { return m_values.size(); }
-
-    double median() const
-    {
-        const size_t n = m_values.size();
-        if (n == 0)
-            return kNaN;
-        return n % 2 == 0 ? middlePairMedian(m_values[n / 2 - 1], m_values[n / 2]) : m_values[n / 2];
-    }
-
-    // madToSigma of the median of |v - centre|: the deviations below and above the centre are two
-    // sorted runs walked outward from it, merged up to the middle rank.
-    double noiseAround(double centre) const
-    {
-        const size_t n = m_values.size();
-        const size_t split = size_t(std::lower_bound(m_values.begin(), m_values.end(), centre) - m_values.begin());
-        size_t below = split, above = split; // next candidates: m_values[below - 1], m_values[above]
-        const size_t mid = n / 2;
-        double previous = kNaN, current = kNaN;
-        for (size_t rank = 0; rank <= mid; ++rank) {
-            const bool takeBelow =
-                below > 0 && (above >= n || std::fabs(m_values[below - 1] - centre) <= std::fabs(m_values[above] - centre));
-            previous = current;
-            current = takeBelow ? std::fabs(m_values[--below] - centre) : std::fabs(m_values[above++] - centre);
-        }
-        const double mad = n % 2 == 0 ? middlePairMedian(previous, current) : current;
-        return madToSigma(mad);
-    }
-
-private:
-    std::vector<double> m_values;
-};
-
-} // namespace
-
 std::vector<uint8_t> spikeRows(const LogSeries& s, int64_t windowSteps, double sigmas)
 {
     std::vector<uint8_t> out(s.size(), 0);
@@ -216,16 +164,15 @@ Result<std::optional<Precursor>> findPrecursor(const ScanInputs& inputs, const S
                                  Source{rf::kLayers, rf::column::kParamNorm, rf::column::kParamNonfinite, nullptr}}) {
         if (!inputs.hasDataset(source.table, source.value))
             continue;
-        auto columns = inputs.readWindow(source.table, source.value, source.countA, source.countB, windowBeginStep,
-                                         failureStep - 1);
-        if (!columns)
-            return Error{columns.error()};
-        for (const LayerColumn& column : *columns) {
-            auto p = columnPrecursor(column, config, minDecades);
-            if (p && (!best || p->onsetStep < best->onsetStep ||
-                      (p->onsetStep == best->onsetStep && p->riseDecades > best->riseDecades)))
-                best = std::move(p);
-        }
+        auto visited = inputs.visitWindow(source.table, source.value, source.countA, source.countB, windowBeginStep,
+                                          failureStep - 1, 0, [&](const LayerColumn& column) {
+                                              auto p = columnPrecursor(column, config, minDecades);
+                                              if (p && (!best || p->onsetStep < best->onsetStep ||
+                                                        (p->onsetStep == best->onsetStep && p->riseDecades > best->riseDecades)))
+                                                  best = std::move(p);
+                                          });
+        if (!visited)
+            return Error{visited.error()};
     }
     return best;
 }
