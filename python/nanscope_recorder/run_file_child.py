@@ -20,7 +20,11 @@ What the training loop can count on:
 - A failed write (a full disk): raised as OSError, naming run.h5, by a later call (within 16
   steps, or the next sync or close); nothing after it is written.
 - The child runs in a session of its own, so a Ctrl-C in the terminal stops training but not the
-  child, which then writes what it was given and exits when the pipe closes.
+  child, which then writes what it was given and exits at close. A Ctrl-C (or a signal handler
+  that raises) while a full pipe makes a write wait is raised once the step's message is out
+  whole; the child never reads half a message.
+- close() tells the child to finish rather than waiting for the end of the pipe, which a process
+  forked later (a DataLoader's workers) holds open too; such a forked copy cannot write.
 - The child imports h5py and numpy, never torch, and none of the training script's modules.
 
 Where no child can start (an interpreter that is not a plain python, a frozen application), the
@@ -54,7 +58,8 @@ sys.modules["nanscope_recorder"] = package
 try:
     from nanscope_recorder.run_file_child import serve
 except Exception as error:
-    sys.stdout.write('{"unavailable": %r}\\n' % ("%s: %s" % (type(error).__name__, error)))
+    import json
+    sys.stdout.write(json.dumps({"unavailable": "%s: %s" % (type(error).__name__, error)}) + "\\n")
     sys.stdout.flush()
     sys.exit(3)
 serve()
@@ -108,15 +113,21 @@ class ChildRunFile:
         self._error = None
         self._unavailable = None
         self._flushes = 0
+        self._syncs_sent = self._syncs_answered = 0
         try:
             self._proc = subprocess.Popen([interpreter, "-c", _BOOT, _PACKAGE_DIR], stdin=subprocess.PIPE,
-                                          stdout=subprocess.PIPE, start_new_session=True)
+                                          stdout=subprocess.PIPE, start_new_session=True, bufsize=0)
         except OSError as error:
             raise ChildUnavailable("%s could not start (%s)" % (interpreter, error)) from error
         schema = dict(layers=layers, activations=activations, activation_kinds=activation_kinds, buffers=buffers,
                       inputs=inputs, events=events, layer_columns=tuple(layer_columns))
         self._queue(("create", path, dict(attributes), list(scalars), schema))
-        first = self._send_and_wait()
+        try:
+            first = self._send_and_wait()
+        except BaseException:
+            self._proc.kill()  # a Ctrl-C while it starts: no child is left behind
+            self._end_child()
+            raise
         if first is None or "unavailable" in first:
             status = self._end_child()
             why = first["unavailable"] if first else "it exited with status %s" % status
@@ -189,7 +200,8 @@ class ChildRunFile:
                 pass  # unsent bytes of a child that is gone: its replies and status say why
             self._read_replies(block=True)
             proc.stdout.close()
-        return proc.wait()
+            status = proc.wait()  # reaped even when a Ctrl-C is on its way out of _send
+        return status
 
     # ------------------------------------------------------------------------------------- pipe
 
@@ -199,30 +211,54 @@ class ChildRunFile:
     def _send(self):
         if not self._pending:
             return
+        if os.getpid() != self._owner_pid:
+            raise RuntimeError("nanscope: the run.h5 writer belongs to process %d; a process forked from it (a "
+                               "DataLoader worker) cannot write to it" % self._owner_pid)
         payload = pickle.dumps(self._pending, protocol=pickle.HIGHEST_PROTOCOL)
+        self._syncs_sent += sum(1 for op in self._pending if op[0] == "sync")
         self._pending = []
         try:
-            self._proc.stdin.write(_HEADER.pack(len(payload)) + payload)
-            self._proc.stdin.flush()
+            self._write_whole(_HEADER.pack(len(payload)) + payload)
         except BrokenPipeError:
             # The child is gone; its last reply or its exit status says why.
             self._read_replies(block=True)
             self._fail("the run.h5 writer (pid %d) exited with status %s" % (self._proc.pid, self._proc.wait()))
 
+    def _write_whole(self, data):
+        """Writes all of `data` even when a signal handler raises meanwhile (a Ctrl-C while a full
+        pipe makes the write wait): half a message would leave the child reading the middle of
+        one as the next one's length. The handler's exception is raised once the message is out;
+        an interrupted os.write has written nothing (a pipe write that moved bytes returns their
+        count)."""
+        fd = self._proc.stdin.fileno()
+        view = memoryview(data)
+        interrupted = None
+        while view:
+            try:
+                view = view[os.write(fd, view):]
+            except BrokenPipeError:
+                raise
+            except BaseException as error:  # noqa: B902 - re-raised below, after the message
+                interrupted = interrupted or error
+        if interrupted is not None:
+            raise interrupted
+
     def _send_and_wait(self):
-        """Sends the queue and a sync; returns the child's reply to it (a dict), or None when the
-        child exited without one."""
+        """Sends the queue and a sync; returns once the child has answered every sync sent so far
+        (one left unanswered by an interrupted wait included): {"synced": True}, {"error": ...} or
+        {"unavailable": ...}, or None when the child exited first."""
         self._queue(("sync",))
         self._send()
-        while self._unavailable is None:
+        while self._unavailable is None and self._syncs_answered < self._syncs_sent:
             line = self._next_line(block=True)
             if line is None:
                 break
-            if "synced" in self._note(line):
-                return {"error": self._error} if self._error else {"synced": True}
+            self._note(line)
         if self._unavailable is not None:
             return {"unavailable": self._unavailable}
-        return None
+        if self._syncs_answered < self._syncs_sent:
+            return None
+        return {"error": self._error} if self._error else {"synced": True}
 
     def _read_replies(self, block):
         while True:
@@ -232,7 +268,14 @@ class ChildRunFile:
             self._note(line)
 
     def _note(self, line):
-        reply = json.loads(line)
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            return {}  # not a reply: something printed to stdout before the child moved it aside
+        if not isinstance(reply, dict):
+            return {}
+        if "synced" in reply:
+            self._syncs_answered += 1
         if "error" in reply and self._error is None:
             self._error = reply["error"]
         if "unavailable" in reply:
