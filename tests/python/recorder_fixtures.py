@@ -2,6 +2,8 @@
 import json
 import os
 import subprocess
+import sys
+import textwrap
 
 import h5py
 import torch
@@ -93,3 +95,41 @@ def open_run(run_dir):
 
 def strings(dataset):
     return [s.decode() if isinstance(s, bytes) else s for s in dataset[:]]
+
+
+# A training script that trains until it is stopped (SIGKILL, Ctrl-C) and writes each step to
+# stdout once end_step has handed its rows to run.h5's writer: one unbuffered write a line, which
+# a signal cannot cut in two. A Ctrl-C ends the `with` block, which closes the recorder.
+_TRAIN_UNTIL_STOPPED = textwrap.dedent("""
+    import json, os, sys
+    import torch
+    import torch.nn.functional as F
+    from nanscope_recorder import Recorder
+    import recorder_fixtures as fx
+
+    model = fx.bn_mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    try:
+        with Recorder(sys.argv[1], model, **json.loads(sys.argv[2])) as rec:
+            step = 0
+            while True:
+                x, y = fx.batch(step)
+                rec.begin_step(step, inputs=x, targets=y)
+                loss = F.cross_entropy(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                if rec.end_step(loss, lr=0.1):
+                    opt.step()
+                os.write(1, b"%d\\n" % step)
+                step += 1
+    except KeyboardInterrupt:
+        os.write(1, b"interrupted\\n")
+""")
+
+
+def start_training_until_stopped(run_dir, recorder_options, **popen_options):
+    """The script above in a child process (stdout and stderr piped, text), recording into run_dir."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.abspath(__file__)), env.get("PYTHONPATH", "")])
+    return subprocess.Popen([sys.executable, "-c", _TRAIN_UNTIL_STOPPED, run_dir, json.dumps(recorder_options)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, **popen_options)

@@ -3,40 +3,14 @@ mid-run leaves a run.h5 with every step that ended: its writer (a child process 
 run_file_child.py) writes what it was given, flushed after each step, and closes the file."""
 import os
 import signal
-import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 import unittest
 
 import numpy as np
 
 import recorder_fixtures as fx
-
-# Trains until killed; prints each step once end_step has handed it to run.h5's writer.
-TRAINER = textwrap.dedent("""
-    import sys
-    import torch
-    import torch.nn.functional as F
-    from nanscope_recorder import Recorder
-    import recorder_fixtures as fx
-
-    model = fx.bn_mlp()
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    rec = Recorder(sys.argv[1], model, loss_name="cross_entropy", checkpoint_every=4, activations_every=3)
-    step = 0
-    while True:
-        x, y = fx.batch(step)
-        rec.begin_step(step, inputs=x, targets=y)
-        loss = F.cross_entropy(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        if rec.end_step(loss, lr=0.1):
-            opt.step()
-        print(step, flush=True)
-        step += 1
-""")
 
 MIN_STEPS = 15
 # The writer follows the training loop by microseconds; this only bounds a hung one.
@@ -57,11 +31,8 @@ class KilledTraining(unittest.TestCase):
     def test_rows_flushed_before_sigkill_are_readable(self):
         with tempfile.TemporaryDirectory() as tmp:
             run_dir = os.path.join(tmp, "killed")
-            env = dict(os.environ)
-            env["PYTHONPATH"] = os.pathsep.join(
-                [os.path.dirname(os.path.abspath(__file__)), env.get("PYTHONPATH", "")])
-            proc = subprocess.Popen([sys.executable, "-c", TRAINER, run_dir], stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, env=env, text=True)
+            proc = fx.start_training_until_stopped(
+                run_dir, dict(loss_name="cross_entropy", checkpoint_every=4, activations_every=3))
             try:
                 last = -1
                 deadline = time.monotonic() + 120

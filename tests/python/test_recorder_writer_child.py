@@ -5,10 +5,8 @@ writer before it has written what it was given; a writer that dies is an error n
 where no child can start, the recorder writes in process and says so."""
 import os
 import signal
-import subprocess
 import sys
 import tempfile
-import textwrap
 import unittest
 import warnings
 
@@ -61,6 +59,13 @@ class WriterChild(unittest.TestCase):
     def tearDown(self):
         self._tmp.cleanup()
 
+    def _recorded_training(self, activations_every):
+        """(run folder, recorder, model, optimizer) of a small BatchNorm MLP, no checkpoints."""
+        run_dir = os.path.join(self.tmp, "run")
+        model = fx.bn_mlp()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        return run_dir, Recorder(run_dir, model, checkpoint_every=0, activations_every=activations_every), model, opt
+
     def test_the_child_writes_what_the_training_process_would_value_for_value(self):
         files = {}
         for in_process in (False, True):
@@ -81,10 +86,7 @@ class WriterChild(unittest.TestCase):
         self.assertEqual(child["scalars/skipped"].tolist().count(1.0), 1)
 
     def test_an_incident_is_on_disk_when_end_step_returns(self):
-        run_dir = os.path.join(self.tmp, "run")
-        model = fx.bn_mlp()
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        rec = Recorder(run_dir, model, checkpoint_every=0, activations_every=0)
+        run_dir, rec, model, opt = self._recorded_training(activations_every=0)
         try:
             for step in range(5):
                 self.assertTrue(_step(rec, model, opt, step))
@@ -99,10 +101,7 @@ class WriterChild(unittest.TestCase):
             rec.close()
 
     def test_flush_makes_every_row_readable_while_training_goes_on(self):
-        run_dir = os.path.join(self.tmp, "run")
-        model = fx.bn_mlp()
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        rec = Recorder(run_dir, model, checkpoint_every=0, activations_every=1)
+        run_dir, rec, model, opt = self._recorded_training(activations_every=1)
         try:
             for step in range(9):
                 _step(rec, model, opt, step)
@@ -115,10 +114,7 @@ class WriterChild(unittest.TestCase):
             rec.close()
 
     def test_a_writer_that_dies_is_an_error_naming_run_h5(self):
-        run_dir = os.path.join(self.tmp, "run")
-        model = fx.bn_mlp()
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        rec = Recorder(run_dir, model, checkpoint_every=0, activations_every=0)
+        run_dir, rec, model, opt = self._recorded_training(activations_every=0)
         _step(rec, model, opt, 0)
         os.kill(rec._file.writer_pid, signal.SIGKILL)
         with self.assertRaises(OSError) as raised:
@@ -133,10 +129,7 @@ class WriterChild(unittest.TestCase):
     def test_a_ctrl_c_in_the_middle_of_a_write_loses_no_row(self):
         # A full pipe makes the write wait; a Ctrl-C there must not leave half a message in it,
         # or the child would read the middle of one as the next one's length.
-        run_dir = os.path.join(self.tmp, "run")
-        model = fx.bn_mlp()
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        rec = Recorder(run_dir, model, checkpoint_every=0, activations_every=1)
+        run_dir, rec, model, opt = self._recorded_training(activations_every=1)
         _step(rec, model, opt, 0)
         real_write = os.write
         calls = []
@@ -172,10 +165,7 @@ class WriterChild(unittest.TestCase):
     def test_close_does_not_wait_for_processes_forked_after_the_writer_started(self):
         # A DataLoader's workers are forked from the training process and hold its pipe to the
         # writer open; close() must not wait for them to exit.
-        run_dir = os.path.join(self.tmp, "run")
-        model = fx.bn_mlp()
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        rec = Recorder(run_dir, model, checkpoint_every=0, activations_every=0)
+        run_dir, rec, model, opt = self._recorded_training(activations_every=0)
         _step(rec, model, opt, 0)
         worker = os.fork()
         if worker == 0:
@@ -192,34 +182,9 @@ class WriterChild(unittest.TestCase):
     def test_ctrl_c_stops_training_and_the_writer_still_writes_every_row(self):
         # Ctrl-C in a terminal signals the whole foreground process group: the trainer and,
         # were it in that group, the writer. The trainer's `with` block closes the recorder.
-        trainer = textwrap.dedent("""
-            import os, sys, torch, torch.nn.functional as F
-            from nanscope_recorder import Recorder
-            import recorder_fixtures as fx
-            model = fx.bn_mlp()
-            opt = torch.optim.SGD(model.parameters(), lr=0.1)
-            try:
-                with Recorder(sys.argv[1], model, checkpoint_every=0, activations_every=1) as rec:
-                    step = 0
-                    while True:
-                        x, y = fx.batch(step)
-                        rec.begin_step(step, inputs=x, targets=y)
-                        loss = F.cross_entropy(model(x), y)
-                        opt.zero_grad()
-                        loss.backward()
-                        if rec.end_step(loss, lr=0.1):
-                            opt.step()
-                        # One unbuffered write a line: a signal cannot cut it in two.
-                        os.write(1, b"%d\\n" % step)
-                        step += 1
-            except KeyboardInterrupt:
-                os.write(1, b"interrupted\\n")
-        """)
         run_dir = os.path.join(self.tmp, "interrupted")
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.abspath(__file__)), env.get("PYTHONPATH", "")])
-        proc = subprocess.Popen([sys.executable, "-c", trainer, run_dir], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=env, text=True, start_new_session=True)
+        proc = fx.start_training_until_stopped(run_dir, dict(checkpoint_every=0, activations_every=1),
+                                               start_new_session=True)
         last, seen = -1, ""
         try:
             while last < 10:
