@@ -47,6 +47,10 @@ _HEADER = struct.Struct("<Q")
 # flush() looks for the child's error replies every this many calls (each look is a system call;
 # sync() and close() always look).
 _REPLY_CHECK_EVERY = 16
+# The buffer a step's message is copied into before it is written (see _write_whole); a larger
+# message (a model of tens of thousands of layers) is written straight through, and a signal in
+# the middle of it can still cut it.
+_PIPE_BUFFER = 1 << 20
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 # The child's first lines: load this package's run_file without its __init__ (which imports torch),
 # whatever else sys.path holds, then serve the pipe.
@@ -116,7 +120,7 @@ class ChildRunFile:
         self._syncs_sent = self._syncs_answered = 0
         try:
             self._proc = subprocess.Popen([interpreter, "-c", _BOOT, _PACKAGE_DIR], stdin=subprocess.PIPE,
-                                          stdout=subprocess.PIPE, start_new_session=True, bufsize=0)
+                                          stdout=subprocess.PIPE, start_new_session=True, bufsize=_PIPE_BUFFER)
         except OSError as error:
             raise ChildUnavailable("%s could not start (%s)" % (interpreter, error)) from error
         schema = dict(layers=layers, activations=activations, activation_kinds=activation_kinds, buffers=buffers,
@@ -227,15 +231,17 @@ class ChildRunFile:
     def _write_whole(self, data):
         """Writes all of `data` even when a signal handler raises meanwhile (a Ctrl-C while a full
         pipe makes the write wait): half a message would leave the child reading the middle of
-        one as the next one's length. The handler's exception is raised once the message is out;
-        an interrupted os.write has written nothing (a pipe write that moved bytes returns their
-        count)."""
-        fd = self._proc.stdin.fileno()
-        view = memoryview(data)
+        one as the next one's length, a message written twice would write its rows twice. The
+        message is copied into the pipe's buffer (sized for it, so whole or not at all), and the
+        buffer's flush counts what reached the pipe in C, before any handler runs: flushing again
+        after an interrupt sends exactly the rest. The handler's exception is raised after."""
+        stdin = self._proc.stdin
+        stdin.write(data)
         interrupted = None
-        while view:
+        while True:
             try:
-                view = view[os.write(fd, view):]
+                stdin.flush()
+                break
             except BrokenPipeError:
                 raise
             except BaseException as error:  # noqa: B902 - re-raised below, after the message
