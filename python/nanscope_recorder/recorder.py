@@ -11,6 +11,7 @@ from torch.nn.modules.batchnorm import _NormBase
 
 from . import stats
 from .activations import ActivationHooks
+from .buffer_snapshot import BufferSnapshot
 from .checkpoints import Checkpointer, remove_step_files, save_batch, step_file_name
 from .model_factory import describe as model_factory_spec
 from .capture import DEFAULTS as CAPTURE_DEFAULTS, FIRST_NONFINITE, CapturePolicy
@@ -164,7 +165,7 @@ class Recorder:
         self._last_step = None
         self._in_step = False
         self._checkpoint_saved = False
-        self._buffer_snapshot = None
+        self._buffer_snapshot = BufferSnapshot()
         self._skipped_streak = 0
         self._last_loss_scale = None
         self._warned = set()
@@ -296,7 +297,7 @@ class Recorder:
         self._in_step = False
         self._last_step = step
         self._inputs = self._targets = None
-        self._buffer_snapshot = None
+        self._buffer_snapshot.clear()
         return not bad
 
     def note(self, message, step=None):
@@ -405,8 +406,8 @@ class Recorder:
                           % (self._skipped_streak, step, reason, self.run_dir), RuntimeWarning, stacklevel=3)
         if self._last_good is not None and self._skipped_streak >= self.rollback_after:
             self._roll_back(step)
-        elif self.restore_buffers_on_skip and self._buffer_snapshot:
-            self._restore_buffers()
+        elif self.restore_buffers_on_skip and self._buffer_snapshot.taken:
+            self._buffer_snapshot.restore()
             self._event(step, "buffers_restored", "BatchNorm running statistics of %d layer(s) put back to "
                                                   "their values before step %d" % (len(self._norms), step))
 
@@ -487,7 +488,7 @@ class Recorder:
         an incident_capture event saying what was written. Which steps come here is the capture
         policy's call (capture.py)."""
         if not self._checkpoint_saved:
-            self._save_checkpoint(step, overrides=self._snapshot_overrides())
+            self._save_checkpoint(step, overrides=self._buffer_snapshot.copies())
         written = []
         if not os.path.exists(os.path.join(self._batch_dir, step_file_name(step))):
             path = save_batch(self._batch_dir, step, self._inputs, self._targets, self.loss_name)
@@ -550,19 +551,10 @@ class Recorder:
 
     def _snapshot_buffers(self):
         """Running statistics before this step's forward changes them (checkpoint N holds those)."""
-        if not self._norms:
-            self._buffer_snapshot = None
-            return
-        with torch.no_grad():
-            self._buffer_snapshot = [(name, t, t.detach().clone()) for name, t in self._norm_buffers()]
-
-    def _snapshot_overrides(self):
-        return {name: copy for name, _, copy in self._buffer_snapshot or []}
-
-    def _restore_buffers(self):
-        with torch.no_grad():
-            for _, live, copy in self._buffer_snapshot or []:
-                live.copy_(copy)
+        if self._norms:
+            self._buffer_snapshot.take(self._norm_buffers())
+        else:
+            self._buffer_snapshot.clear()
 
     # ---------------------------------------------------------------- run.h5
 

@@ -2,10 +2,11 @@
 
 Everything here returns tensors, which the recorder concatenates and copies to the host once a
 step (one synchronisation per step on a GPU, none per parameter or per module), except the CPU
-short paths of range_stats and buffer_stats: their figures are on the host already, as numpy
-arrays (step_readback.gather_rows takes either).
+short paths of range_stats and buffer_stats: their figures are on the host already, as tuples of
+floats (step_readback.gather_rows takes either).
 """
 import math
+import threading
 
 import numpy as np
 import torch
@@ -32,36 +33,59 @@ def _as_float(t):
 def range_stats(tensor):
     """[min, max, mean, std, nan, inf, finite] (float64) over the finite elements of `tensor`.
     min/max/mean/std are NaN when no element is finite, as the C++ side writes them (runFileFigure).
-    A CPU tensor whose values are all finite gets a numpy array (its figures are on the host
-    already); any other gets a tensor on its device, computed without waiting for the device."""
-    x = _as_float(tensor).reshape(-1)
+    A CPU float tensor whose values are all finite gets a tuple of floats (its figures are on the
+    host already); any other gets a tensor on its device, computed without waiting for the device."""
+    x = _as_float(tensor)
     n = x.numel()
     if n == 0:
         return torch.tensor([_NAN, _NAN, _NAN, _NAN, 0.0, 0.0, 0.0], dtype=torch.float64, device=x.device)
-    if x.device.type == "cpu":
-        # On the CPU a host check costs nothing, and all-finite tensors (the usual case) take a
-        # short path: the range, the sum, then the sum of squared deviations from the mean. That
-        # is 2-3x faster than torch.std (a Welford pass, 53 us on a 64 x 512 activation against a
-        # 4 us sum) and as exact: the CPU sum is pairwise, and the deviations are centred. Each
-        # call counts (tens of microseconds on a small activation in a training step's cold
-        # caches), so there are as few as the figures need: torch.mean would be a sum and a
-        # division of its own, and the result is a numpy array (a tensor built for it costs
-        # 9 us). numpy's reductions measured no faster here, interleaved step by step.
-        lo, hi = torch.aminmax(x)
-        lo, hi = lo.item(), hi.item()
-        if math.isfinite(lo) and math.isfinite(hi):
-            mean = x.sum().item() / n
-            magnitude = max(abs(lo), abs(hi))
-            if n < 2:
-                std = 0.0
-            elif _SQUARES_SAFE[0] < magnitude < _SQUARES_SAFE[1] or x.dtype == torch.float64:
-                std = math.sqrt((x - mean).square_().sum().item() / (n - 1))
-            else:
-                # Squares of float32 values this large overflow, of values this small underflow;
-                # torch.std accumulates wider.
-                std = torch.std(x).item()
-            return np.array([lo, hi, mean, std, 0.0, 0.0, float(n)])
-    return _masked_range_stats(x)
+    if x.device.type == "cpu" and n > 1:
+        figures = _host_range_stats(x)
+        if figures is not None:
+            return figures
+    return _masked_range_stats(x.reshape(-1))
+
+
+_NUMPY_FLOATS = (torch.float32, torch.float64)
+# The deviations of tensors up to this size go into a buffer kept from the last step (per thread
+# and dtype); larger ones, whose passes cost far more than an allocation, into a new array.
+_SCRATCH_ELEMENTS = 1 << 20
+_scratch = threading.local()
+
+
+def _deviation_buffer(n, dtype):
+    if n > _SCRATCH_ELEMENTS:
+        return np.empty(n, dtype=dtype)
+    buffers = getattr(_scratch, "buffers", None)
+    if buffers is None:
+        buffers = _scratch.buffers = {}
+    buffer = buffers.get(dtype)
+    if buffer is None or buffer.size < n:
+        buffer = buffers[dtype] = np.empty(max(n, 1 << 12), dtype=dtype)
+    return buffer[:n]
+
+
+def _host_range_stats(x):
+    """range_stats of an all-finite float32 or float64 CPU tensor of two or more values, else None
+    (NaN or Inf, or float32 values whose squares would overflow or underflow). The range, the sum,
+    then the sum of squared deviations from the mean: 2-3x faster than torch.std (a Welford pass,
+    53 us on a 64 x 512 activation against a 4 us sum) and as exact (numpy's sums are pairwise, and
+    the deviations are centred). Read through numpy, in place: in a training step each library call
+    costs 10-15 us (cold caches after the step's matrix products, against 1-3 us in a loop), and
+    numpy's calls are fewer and lighter than torch's for the same figures; the deviations go into a
+    buffer kept from the last step, not a new allocation."""
+    v = x.numpy()
+    lo, hi = float(v.min()), float(v.max())
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return None  # NaN or Inf: the masked path counts them
+    if v.dtype == np.float32 and not _SQUARES_SAFE[0] < max(abs(lo), abs(hi)) < _SQUARES_SAFE[1]:
+        return None  # float32 squares this large overflow, this small underflow: the masked path sums in float64
+    n = v.size
+    mean = float(v.sum()) / n
+    deviations = _deviation_buffer(n, v.dtype)
+    np.subtract(v, v.dtype.type(mean), out=deviations.reshape(v.shape))
+    np.square(deviations, out=deviations)
+    return (lo, hi, mean, math.sqrt(float(deviations.sum()) / (n - 1)), 0.0, 0.0, float(n))
 
 
 def _masked_range_stats(x):
@@ -126,17 +150,23 @@ def finite_min_max(tensor):
 def buffer_stats(running_mean, running_var):
     """[mean min, mean max, var min, var max, non-finite count] of a normalisation layer's running
     statistics (float64): the /buffers row, over the finite values, NaN where none is."""
-    if running_mean.device.type == "cpu" and running_var.device.type == "cpu":
+    mean_host, var_host = _host_values(running_mean), _host_values(running_var)
+    if mean_host is not None and var_host is not None and mean_host.size and var_host.size:
         # As in range_stats: on the CPU a host check is free, and healthy buffers (the usual case)
-        # need only their two ranges.
-        mean_lo, mean_hi = (v.item() for v in torch.aminmax(_as_float(running_mean).reshape(-1)))
-        var_lo, var_hi = (v.item() for v in torch.aminmax(_as_float(running_var).reshape(-1)))
-        if all(math.isfinite(v) for v in (mean_lo, mean_hi, var_lo, var_hi)):
-            return np.array([mean_lo, mean_hi, var_lo, var_hi, 0.0])
+        # need only their two ranges, read in place through numpy.
+        row = (float(mean_host.min()), float(mean_host.max()), float(var_host.min()), float(var_host.max()), 0.0)
+        if all(math.isfinite(v) for v in row):
+            return row
     mean_lo, mean_hi = finite_min_max(running_mean)
     var_lo, var_hi = finite_min_max(running_var)
     bad = nonfinite_count(running_mean) + nonfinite_count(running_var)
     return torch.stack([mean_lo.double(), mean_hi.double(), var_lo.double(), var_hi.double(), bad.double()])
+
+
+def _host_values(tensor):
+    """A CPU float32/float64 tensor's values as a numpy view (no copy), else None."""
+    t = tensor.detach()
+    return t.numpy() if t.device.type == "cpu" and t.dtype in _NUMPY_FLOATS else None
 
 
 def nonfinite_count(tensor):

@@ -38,11 +38,13 @@ def check_loss(loss):
 
 def gather_rows(rows):
     """stats' rows as one 2-D array: numpy on the host when every row is there already (stats' CPU
-    short paths), else a tensor on the rows' device (a GPU's, or a CPU's with a non-finite value)."""
-    if all(isinstance(r, np.ndarray) for r in rows):
-        return np.array(rows)  # np.stack's checks cost 4x more
+    short paths give tuples of floats), else a float64 tensor on the rows' device (a GPU's, or a
+    CPU's with a non-finite value)."""
+    if not any(isinstance(r, torch.Tensor) for r in rows):
+        return np.array(rows, dtype=np.float64)  # np.stack's checks cost 4x more
     device = next(r.device for r in rows if isinstance(r, torch.Tensor))
-    return torch.stack([r if isinstance(r, torch.Tensor) else torch.from_numpy(r).to(device) for r in rows])
+    return torch.stack([r if isinstance(r, torch.Tensor) else torch.tensor(r, dtype=torch.float64, device=device)
+                        for r in rows])
 
 
 def _to_host(parts, device):

@@ -12,6 +12,11 @@ import torch
 from nanscope_recorder import stats
 
 
+def figures(row):
+    """A stats row as a list: a tuple of floats (the CPU short path) or a tensor."""
+    return row.tolist() if isinstance(row, torch.Tensor) else list(row)
+
+
 def reference(values):
     """[min, max, mean, std, nan, inf] computed the slow, obvious way in float64."""
     v = values.double().reshape(-1)
@@ -40,6 +45,12 @@ def cases():
         "huge": torch.randn(1000) * 1e25,
         "tiny": torch.randn(1000) * 1e-25,
         "empty": torch.zeros(0),
+        # The CPU short path reads in place through numpy, with a deviation buffer kept between
+        # calls: a strided view, float64, two values, and a tensor larger than that buffer.
+        "transposed": (torch.randn(40, 70) * 2 - 1).t(),
+        "float64": torch.randn(500, dtype=torch.float64) * 2 + 5,
+        "two values": torch.tensor([1.0, 4.0]),
+        "beyond the kept buffer": torch.randn((1 << 20) + 3) * 0.5 + 2,
     }
 
 
@@ -51,15 +62,34 @@ class RangeStats(unittest.TestCase):
     def test_cpu_and_device_paths_agree_with_the_reference(self):
         for label, t in cases().items():
             expected = reference(t)
-            self.assert_stats(stats.range_stats(t).tolist(), expected, label + " (cpu path)")
+            self.assert_stats(figures(stats.range_stats(t)), expected, label + " (cpu path)")
             if t.numel():
                 x = t.double() if not t.is_floating_point() else t.float()
                 self.assert_stats(stats._masked_range_stats(x.reshape(-1)).tolist(), expected,
                                   label + " (device path)")
 
+    def test_cpu_path_leaves_the_tensor_alone_and_serves_threads_at_once(self):
+        import threading
+        tensors = [torch.randn(3000) * (k + 1) + k for k in range(8)]
+        before = [t.clone() for t in tensors]
+        results = [None] * len(tensors)
+
+        def measure(k):
+            for _ in range(50):
+                results[k] = figures(stats.range_stats(tensors[k]))
+
+        threads = [threading.Thread(target=measure, args=(k,)) for k in range(len(tensors))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for k, t in enumerate(tensors):
+            self.assertTrue(torch.equal(t, before[k]), "the measured tensor was changed")
+            self.assert_stats(results[k], reference(t), "thread %d" % k)
+
     def test_merged_calls_equal_one_tensor(self):
         parts = [torch.randn(50) * 2, torch.randn(70) + 3, torch.tensor([math.nan, 1.0, math.inf])]
-        merged = stats.merge_range_stats([stats.range_stats(p).tolist() for p in parts])
+        merged = stats.merge_range_stats([figures(stats.range_stats(p)) for p in parts])
         self.assert_stats(merged, reference(torch.cat(parts)), "merged")
 
     def test_the_shared_merge_cases_as_the_cpp_side(self):
@@ -70,7 +100,7 @@ class RangeStats(unittest.TestCase):
         self.assertGreaterEqual(len(cases), 5)
         for case in cases:
             parts = [torch.tensor(p, dtype=torch.float64) for p in case["parts"]]
-            merged = stats.merge_range_stats([stats.range_stats(p).tolist() for p in parts])
+            merged = stats.merge_range_stats([figures(stats.range_stats(p)) for p in parts])
             whole = np.concatenate([np.asarray(p, dtype=np.float64) for p in case["parts"]])
             self.assertAlmostEqual(merged[2], whole.mean(), delta=1e-12 * abs(whole.mean()) + 1e-300, msg=case["name"])
             expected_std = whole.std(ddof=1) if whole.size > 1 else 0.0
@@ -91,14 +121,14 @@ class RangeStats(unittest.TestCase):
         """The /buffers row: a healthy layer's ranges exactly; a poisoned one's over its finite
         values, with every NaN and Inf of both buffers counted (what BatchNorm health reads)."""
         mean, var = torch.tensor([-0.5, 0.25, 2.0]), torch.tensor([0.125, 4.0, 1.5])
-        self.assertEqual(stats.buffer_stats(mean, var).tolist(), [-0.5, 2.0, 0.125, 4.0, 0.0])
+        self.assertEqual(figures(stats.buffer_stats(mean, var)), [-0.5, 2.0, 0.125, 4.0, 0.0])
         var[0], mean[2] = math.nan, math.inf
-        row = stats.buffer_stats(mean, var).tolist()
+        row = figures(stats.buffer_stats(mean, var))
         self.assertEqual(row[:2], [-0.5, 0.25])
         self.assertAlmostEqual(row[2], 1.5, places=6)
         self.assertAlmostEqual(row[3], 4.0, places=6)
         self.assertEqual(row[4], 2.0)
-        row = stats.buffer_stats(mean, torch.full((3,), math.nan)).tolist()
+        row = figures(stats.buffer_stats(mean, torch.full((3,), math.nan)))
         self.assertTrue(math.isnan(row[2]) and math.isnan(row[3]), "no finite variance: NaN, not a number")
         self.assertEqual(row[4], 4.0)
 
