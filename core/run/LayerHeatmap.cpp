@@ -41,6 +41,48 @@ Source sourceFor(const RunSource& reader, HeatmapQuantity quantity)
     return {rf::kLayers, {rf::column::kGradNorm}};
 }
 
+// One row folded into a bin's per-layer maximum, raw; whether the bin saw a finite value and a
+// non-finite one. One loop per quantity, free of branches, so that it vectorises.
+inline bool isFiniteValue(float v)
+{
+    return std::fabs(v) <= std::numeric_limits<float>::max();
+}
+
+void foldValues(const float* row, size_t columns, float* binMax, uint8_t* finiteSeen, uint8_t* nonfiniteSeen)
+{
+    for (size_t c = 0; c < columns; ++c) {
+        const float value = row[c];
+        const bool finite = isFiniteValue(value);
+        nonfiniteSeen[c] |= uint8_t(!finite);
+        finiteSeen[c] |= uint8_t(finite);
+        binMax[c] = finite && value > binMax[c] ? value : binMax[c];
+    }
+}
+
+void foldMagnitudes(const float* low, const float* high, size_t columns, float* binMax, uint8_t* finiteSeen,
+                    uint8_t* nonfiniteSeen)
+{
+    for (size_t c = 0; c < columns; ++c) {
+        const bool finite = isFiniteValue(low[c]) && isFiniteValue(high[c]);
+        const float value = std::max(std::fabs(low[c]), std::fabs(high[c]));
+        nonfiniteSeen[c] |= uint8_t(!finite);
+        finiteSeen[c] |= uint8_t(finite);
+        binMax[c] = finite && value > binMax[c] ? value : binMax[c];
+    }
+}
+
+// Counts: the finite values of one or two datasets summed; a count is never itself non-finite.
+void foldCounts(const float* first, const float* second, size_t columns, float* binMax, uint8_t* finiteSeen)
+{
+    for (size_t c = 0; c < columns; ++c) {
+        float value = isFiniteValue(first[c]) ? first[c] : 0.f;
+        if (second)
+            value += isFiniteValue(second[c]) ? second[c] : 0.f;
+        finiteSeen[c] = 1;
+        binMax[c] = std::max(binMax[c], value);
+    }
+}
+
 } // namespace
 
 HeatmapQuantity defaultHeatmapQuantity(const RunSource& reader)
@@ -79,46 +121,63 @@ Result<LayerHeatmap> buildLayerHeatmap(const RunSource& reader, HeatmapQuantity 
         map.binLastStep[b] = steps[std::min<size_t>(size_t(rows) - 1, size_t(double(b + 1) * rowsPerBin) - 1)];
     }
 
+    // Each row's values are folded into the current bin's per-layer maximum, raw and in row order
+    // (contiguous, so the loop vectorises); the bin's cells, one per layer and bins apart, are
+    // written once per bin and block, and the logarithm taken once per cell (log10 is increasing:
+    // the log of the largest value is the largest log). Each block is read into the buffer of
+    // the last. Taking the log of every value and writing each to its cell made the heatmap of
+    // bench_gui's 100,000 x 1,000 run take 0.8 s, 0.47-0.6 s now, most of it HDF5's read.
     const bool counts = quantity == HeatmapQuantity::NonfiniteCount;
+    const bool logScale = !counts;
+    std::vector<std::vector<float>> blocks(source.datasets.size());
+    std::vector<float> binMax(columns);
+    std::vector<uint8_t> binFinite(columns), binNonfinite(columns);
+    const auto resetBin = [&] {
+        std::fill(binMax.begin(), binMax.end(), -std::numeric_limits<float>::infinity());
+        std::fill(binFinite.begin(), binFinite.end(), 0);
+        std::fill(binNonfinite.begin(), binNonfinite.end(), 0);
+    };
+    const auto flushBin = [&](size_t bin) {
+        for (size_t c = 0; c < columns; ++c) {
+            const size_t cell = c * bins + bin;
+            map.nonfinite[cell] |= binNonfinite[c];
+            if (!binFinite[c])
+                continue;
+            float value = binMax[c];
+            if (logScale)
+                value = value > 0 ? std::log10(value) : -std::numeric_limits<float>::infinity();
+            map.values[cell] = std::max(map.values[cell], value);
+            hasValue[cell] = 1;
+        }
+        resetBin();
+    };
+    resetBin();
     for (int64_t begin = 0; begin < rows; begin += kRowsPerBlock) {
         if (!reportProgress(progress, double(begin) / double(rows), "heatmap"))
             return Error{"cancelled"};
         const int64_t count = std::min(kRowsPerBlock, rows - begin);
-        std::vector<std::vector<float>> blocks;
-        for (const char* d : source.datasets) {
-            auto block = reader.readBlock(source.table, d, begin, count);
-            if (!block)
-                return Error{block.error()};
-            blocks.push_back(std::move(*block));
+        for (size_t d = 0; d < source.datasets.size(); ++d) {
+            auto read = reader.readBlockInto(source.table, source.datasets[d], begin, count, blocks[d]);
+            if (!read)
+                return Error{read.error()};
         }
+        size_t bin = std::min(bins - 1, size_t(double(begin) / rowsPerBin));
         for (int64_t r = 0; r < count; ++r) {
-            const size_t bin = std::min(bins - 1, size_t(double(begin + r) / rowsPerBin));
-            for (size_t c = 0; c < columns; ++c) {
-                const size_t at = size_t(r) * columns + c;
-                float value = 0;
-                bool finite = true;
-                if (counts) {
-                    for (const auto& b : blocks)
-                        value += std::isfinite(b[at]) ? b[at] : 0.f;
-                } else if (quantity == HeatmapQuantity::ActivationAbsMax) {
-                    const float lo = blocks[0][at], hi = blocks[1][at];
-                    finite = std::isfinite(lo) && std::isfinite(hi);
-                    value = std::max(std::fabs(lo), std::fabs(hi));
-                } else {
-                    value = blocks[0][at];
-                    finite = std::isfinite(value);
-                }
-                const size_t cell = c * bins + bin;
-                if (!finite) {
-                    map.nonfinite[cell] = 1;
-                    continue;
-                }
-                if (!counts)
-                    value = value > 0 ? std::log10(value) : -std::numeric_limits<float>::infinity();
-                map.values[cell] = std::max(map.values[cell], value);
-                hasValue[cell] = 1;
+            const size_t rowBin = std::min(bins - 1, size_t(double(begin + r) / rowsPerBin));
+            if (rowBin != bin) {
+                flushBin(bin);
+                bin = rowBin;
             }
+            const float* first = blocks[0].data() + size_t(r) * columns;
+            const float* second = blocks.size() > 1 ? blocks[1].data() + size_t(r) * columns : nullptr;
+            if (counts)
+                foldCounts(first, second, columns, binMax.data(), binFinite.data());
+            else if (second) // ActivationAbsMax: the larger magnitude of min and max
+                foldMagnitudes(first, second, columns, binMax.data(), binFinite.data(), binNonfinite.data());
+            else
+                foldValues(first, columns, binMax.data(), binFinite.data(), binNonfinite.data());
         }
+        flushBin(bin); // a bin that goes on into the next block is flushed again there
     }
     // Non-finite wins over any finite extreme in the same bin; zeros on a log scale are floored.
     float floor = std::numeric_limits<float>::infinity();

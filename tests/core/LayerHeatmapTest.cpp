@@ -49,6 +49,82 @@ TEST(LayerHeatmap, DownsamplingKeepsASingleNanStepAndTheExtremes)
     EXPECT_FLOAT_EQ(map->at(0, 50), 0.f);
 }
 
+TEST(LayerHeatmap, EveryCellEqualsTheLargestLogOfItsStepsAcrossReadBlocks)
+{
+    // 10,007 steps in 7 bins of about 1,430: bins straddle the reader's blocks of 4,096 rows, so a
+    // bin's maximum is gathered from two blocks. Zeros, negative values (no logarithm: the floor),
+    // NaN and Inf among them. Each cell is checked against the obvious per-value computation.
+    test::ScratchDir dir;
+    RunSchema schema;
+    schema.layers = {"a", "b", "c", "d"};
+    const int64_t rows = 10007;
+    std::vector<int64_t> steps;
+    std::vector<float> grad;
+    uint32_t state = 12345;
+    const auto next = [&] { return state = state * 1664525u + 1013904223u; };
+    for (int64_t s = 0; s < rows; ++s) {
+        steps.push_back(s * 2);
+        for (int layer = 0; layer < 4; ++layer) {
+            const uint32_t r = next();
+            float value = std::ldexp(float(r % 1000 + 1), int(r >> 24) % 40 - 20);
+            if (r % 997 == 0)
+                value = 0.f;
+            else if (r % 991 == 0)
+                value = -value;
+            else if (layer == 3 && r % 4001 == 0)
+                value = r % 2 ? NAN : INFINITY;
+            grad.push_back(value);
+        }
+    }
+    grad[size_t(4096 * 4 + 1)] = 1e30f; // just after the first block's end, in layer b
+    grad[size_t(4095 * 4 + 2)] = 1e29f; // just before it, in layer c
+    {
+        auto writer = RunWriter::create(dir.path(), schema);
+        ASSERT_TRUE(writer);
+        ASSERT_TRUE((*writer)->appendRows("layers", steps, {{"grad_norm", grad}}));
+    }
+    auto reader = RunReader::open(dir.path());
+    ASSERT_TRUE(reader);
+    const size_t bins = 7;
+    auto map = buildLayerHeatmap(**reader, HeatmapQuantity::GradNormLog10, bins);
+    ASSERT_TRUE(map) << map.error();
+    ASSERT_EQ(map->bins(), bins);
+
+    const double rowsPerBin = double(rows) / double(bins);
+    std::vector<float> expected(4 * bins, -INFINITY);
+    std::vector<bool> nonfinite(4 * bins, false);
+    for (int64_t s = 0; s < rows; ++s) {
+        const size_t bin = std::min(bins - 1, size_t(double(s) / rowsPerBin));
+        for (size_t layer = 0; layer < 4; ++layer) {
+            const float v = grad[size_t(s) * 4 + layer];
+            if (!std::isfinite(v))
+                nonfinite[layer * bins + bin] = true;
+            else if (v > 0)
+                expected[layer * bins + bin] = std::max(expected[layer * bins + bin], std::log10(v));
+        }
+    }
+    float floor = INFINITY;
+    for (float v : expected)
+        if (std::isfinite(v))
+            floor = std::min(floor, v);
+    int nonfiniteCells = 0;
+    for (size_t layer = 0; layer < 4; ++layer)
+        for (size_t b = 0; b < bins; ++b) {
+            const size_t cell = layer * bins + b;
+            EXPECT_EQ(bool(map->nonfinite[cell]), nonfinite[cell]) << "layer " << layer << " bin " << b;
+            if (nonfinite[cell]) {
+                ++nonfiniteCells;
+                EXPECT_TRUE(std::isnan(map->at(layer, b)));
+            } else {
+                EXPECT_EQ(map->at(layer, b), std::isfinite(expected[cell]) ? expected[cell] : floor)
+                    << "layer " << layer << " bin " << b;
+            }
+        }
+    EXPECT_GT(nonfiniteCells, 0);
+    EXPECT_EQ(map->at(1, size_t(4096 / rowsPerBin)), 30.f);
+    EXPECT_EQ(map->at(2, size_t(4095 / rowsPerBin)), std::log10(1e29f));
+}
+
 TEST(LayerHeatmap, NonfiniteCountsComeFromTheGradientCounts)
 {
     auto reader = RunReader::open(test::demoRun("division-by-zero"));
