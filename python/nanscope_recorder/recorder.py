@@ -20,7 +20,7 @@ from .defences import (BatchRing, LastGoodState, SpikeDetector, UnsupportedOptim
 from .run_file import RunFile, log_path
 from .run_file_child import ChildRunFile, ChildUnavailable
 from .run_format import COLUMNS, RECORDER_DEFAULTS, event_kind
-from .step_readback import StepReadback, named_inputs
+from .step_readback import StepReadback, named_inputs, total_norm
 
 _BUFFER_NAMES = ("running_mean", "running_var", "num_batches_tracked")
 # The /scalars columns the recorder computes itself; `wall_time` is seconds since the Unix epoch.
@@ -239,9 +239,9 @@ class Recorder:
         host = self._readback.read(loss, self._input_stats, self._activations)
         loss_value = host["loss"]
         grad_norms = host["grad_norm"]
-        total_grad_norm = float(np.sqrt(np.sum(np.square(grad_norms, dtype=np.float64))))
-        total_param_norm = float(np.sqrt(np.sum(np.square(host["param_norm"], dtype=np.float64))))
-        grad_nonfinite = self._readback.nonfinite_counts(grad_norms)
+        total_grad_norm = total_norm(grad_norms)
+        total_param_norm = total_norm(host["param_norm"])
+        grad_nonfinite = self._readback.nonfinite_counts(grad_norms, total_grad_norm)
         bad = not (math.isfinite(loss_value) and math.isfinite(total_grad_norm))
         skipped_for_another_rank = False
         if self.skip_agreement is not None:

@@ -1,6 +1,8 @@
 """A step's figures read back from the device in one copy: the loss, each parameter's norm and
 gradient norm, the normalisation layers' running statistics, the inputs' and the logged modules'
 output ranges. The C++ Guard's counterpart is core/torch/GuardReadback's readStepFigures."""
+import math
+
 import numpy as np
 import torch
 
@@ -63,11 +65,17 @@ def _to_host(parts, device):
     return host
 
 
+def total_norm(norms):
+    """The L2 norm of the layers' norms (the model's), summed in float64: one conversion and one
+    dot product (each library call counts in a training step)."""
+    wide = np.asarray(norms, dtype=np.float64)
+    return math.sqrt(float(wide @ wide))
+
+
 class StepReadback:
     def __init__(self, params, norms):
         self._params = params  # [(name, parameter)]
         self._norms = norms    # [(name, module)] with running statistics
-        self._present_index = (None, None)
 
     def read(self, loss, input_stats, activation_hooks):
         """Computes the step's statistics on the device and copies them to the host at once."""
@@ -80,22 +88,9 @@ class StepReadback:
         grads = [params[i].grad for i in present]
         parts = {"loss": loss_t}
         if params:
-            # Weights and gradients in one fused call: each torch call costs tens of microseconds
-            # in a training step's cold caches.
-            norms = stats.tensor_norms(params + grads)
-            parts["param_norm"] = norms[:len(params)]
-            device = norms.device
-            if len(present) == len(params):
-                parts["grad_norm"] = norms[len(params):]
-            else:
-                # A parameter without a gradient received none this step: its gradient norm is 0.
-                grad_norms = torch.zeros(len(params), device=device)
-                if grads:
-                    key = (tuple(present), device)
-                    if self._present_index[0] != key:  # the same parameters lack gradients step after step
-                        self._present_index = (key, torch.tensor(present, device=device))
-                    grad_norms[self._present_index[1]] = norms[len(params):]
-                parts["grad_norm"] = grad_norms
+            # Weights and gradients in one fused call, read back whole and split on the host:
+            # each torch call costs tens of microseconds in a training step's cold caches.
+            parts["norms"] = stats.tensor_norms(params + grads)
         on_host = {}
         calls = activation_hooks.take_calls()
         for key, rows in (("buffers", [stats.buffer_stats(m.running_mean, m.running_var) for _, m in self._norms]),
@@ -107,17 +102,24 @@ class StepReadback:
         host = _to_host(parts, loss_t.device)
         host.update(on_host)
         host["loss"] = float(host["loss"][0])
-        for k in ("grad_norm", "param_norm"):
-            host[k] = np.asarray(host.get(k, np.zeros(0)), dtype=np.float32)
+        norms = np.asarray(host.pop("norms", np.zeros(0)), dtype=np.float32)
+        host["param_norm"] = norms[:len(params)]
+        if len(present) == len(params):
+            host["grad_norm"] = norms[len(params):]
+        else:
+            # A parameter without a gradient received none this step: its gradient norm is 0.
+            host["grad_norm"] = np.zeros(len(params), dtype=np.float32)
+            host["grad_norm"][present] = norms[len(params):]
         host["activations"] = [(index, host["activations"][i]) for i, (index, _) in enumerate(calls)] \
             if calls else []
         return host
 
-    def nonfinite_counts(self, grad_norms):
+    def nonfinite_counts(self, grad_norms, total):
         """The non-finite values of each gradient whose norm is not finite (a finite norm means a
-        finite gradient: only the failure path counts)."""
+        finite gradient: only the failure path counts). `total`: total_norm(grad_norms), finite
+        exactly when every norm is (float32 squares cannot overflow its float64 sum)."""
         counts = np.zeros(len(self._params), dtype=np.float32)
-        if np.isfinite(grad_norms).all():
+        if math.isfinite(total):
             return counts
         for i in np.flatnonzero(~np.isfinite(grad_norms)):
             grad = self._params[i][1].grad

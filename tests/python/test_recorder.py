@@ -185,6 +185,40 @@ class RecorderRules(unittest.TestCase):
             self.assertEqual(f["activations/nan"][0, relu], 1 + 8)
             self.assertEqual(f["activations/min"][0, relu], 0)
 
+    def test_parameters_without_gradients_log_zero_gradient_norms(self):
+        """A frozen layer and an unused head get no gradient: their /layers gradient norm is 0, the
+        others' are their gradients' norms, every weight norm is logged, and the step is healthy."""
+        class PartlyTrained(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.frozen = torch.nn.Linear(fx.FEATURES, 8)
+                self.body = torch.nn.Linear(8, fx.CLASSES)
+                self.unused = torch.nn.Linear(8, 2)
+
+            def forward(self, x):
+                return self.body(torch.relu(self.frozen(x)))
+
+        torch.manual_seed(0)
+        model = PartlyTrained()
+        model.frozen.requires_grad_(False)
+        with Recorder(self.run_dir, model, checkpoint_every=0) as rec:
+            x, y = fx.batch(0)
+            rec.begin_step(0, inputs=x, targets=y)
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            self.assertTrue(rec.end_step(loss))
+        names = [n for n, _ in model.named_parameters()]
+        expected_grads = [p.grad.norm().item() if p.grad is not None else 0.0 for p in model.parameters()]
+        self.assertEqual([g > 0 for g in expected_grads], [False, False, True, True, False, False])
+        with fx.open_run(self.run_dir) as f:
+            self.assertEqual(fx.strings(f["layers/names"]), names)
+            np.testing.assert_allclose(f["layers/grad_norm"][0], expected_grads, rtol=1e-5)
+            np.testing.assert_allclose(f["layers/param_norm"][0], [p.norm().item() for p in model.parameters()],
+                                       rtol=1e-5)
+            self.assertEqual(f["layers/grad_nonfinite"][0].tolist(), [0.0] * len(names))
+            self.assertAlmostEqual(f["scalars/grad_norm"][0], float(np.linalg.norm(expected_grads)), places=5)
+            self.assertEqual(f["scalars/skipped"][0], 0.0)
+
     def test_extra_scalars_and_loss_scale(self):
         model = fx.bn_mlp()
         with Recorder(self.run_dir, model, checkpoint_every=0) as rec:
