@@ -43,16 +43,12 @@ Source sourceFor(const RunSource& reader, HeatmapQuantity quantity)
 
 // One row folded into a bin's per-layer maximum, raw; whether the bin saw a finite value and a
 // non-finite one. One loop per quantity, free of branches, so that it vectorises.
-inline bool isFiniteValue(float v)
-{
-    return std::fabs(v) <= std::numeric_limits<float>::max();
-}
 
 void foldValues(const float* row, size_t columns, float* binMax, uint8_t* finiteSeen, uint8_t* nonfiniteSeen)
 {
     for (size_t c = 0; c < columns; ++c) {
         const float value = row[c];
-        const bool finite = isFiniteValue(value);
+        const bool finite = std::isfinite(value);
         nonfiniteSeen[c] |= uint8_t(!finite);
         finiteSeen[c] |= uint8_t(finite);
         binMax[c] = finite && value > binMax[c] ? value : binMax[c];
@@ -63,7 +59,7 @@ void foldMagnitudes(const float* low, const float* high, size_t columns, float* 
                     uint8_t* nonfiniteSeen)
 {
     for (size_t c = 0; c < columns; ++c) {
-        const bool finite = isFiniteValue(low[c]) && isFiniteValue(high[c]);
+        const bool finite = std::isfinite(low[c]) && std::isfinite(high[c]);
         const float value = std::max(std::fabs(low[c]), std::fabs(high[c]));
         nonfiniteSeen[c] |= uint8_t(!finite);
         finiteSeen[c] |= uint8_t(finite);
@@ -75,9 +71,9 @@ void foldMagnitudes(const float* low, const float* high, size_t columns, float* 
 void foldCounts(const float* first, const float* second, size_t columns, float* binMax, uint8_t* finiteSeen)
 {
     for (size_t c = 0; c < columns; ++c) {
-        float value = isFiniteValue(first[c]) ? first[c] : 0.f;
+        float value = std::isfinite(first[c]) ? first[c] : 0.f;
         if (second)
-            value += isFiniteValue(second[c]) ? second[c] : 0.f;
+            value += std::isfinite(second[c]) ? second[c] : 0.f;
         finiteSeen[c] = 1;
         binMax[c] = std::max(binMax[c], value);
     }

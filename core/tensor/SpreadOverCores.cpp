@@ -1,7 +1,6 @@
 #include "core/tensor/SpreadOverCores.h"
 
 #include <condition_variable>
-#include <cstdlib>
 #include <exception>
 #include <map>
 #include <memory>
@@ -192,8 +191,7 @@ void spreadOverCores(int threads, const std::function<void()>& work)
         work();
         return;
     }
-    static const bool noPool = std::getenv("NANSCOPE_NO_POOL") != nullptr;
-    if (!noPool && HelperPool::forThisProcess()->run(threads - 1, work))
+    if (HelperPool::forThisProcess()->run(threads - 1, work))
         return;
     spreadOverFreshThreads(threads, work);
 }

@@ -21,9 +21,13 @@ _NAN = float("nan")
 _SQUARES_SAFE = (1e-15, 1e15)
 
 
+# The dtypes read as they are: the others are converted first (_as_float).
+_NUMPY_FLOATS = (torch.float32, torch.float64)
+
+
 def _as_float(t):
     t = t.detach()
-    if t.dtype in (torch.float32, torch.float64):
+    if t.dtype in _NUMPY_FLOATS:
         return t
     if t.is_complex():
         t = torch.view_as_real(t)
@@ -46,7 +50,6 @@ def range_stats(tensor):
     return _masked_range_stats(x.reshape(-1))
 
 
-_NUMPY_FLOATS = (torch.float32, torch.float64)
 # The deviations of tensors up to this size go into a buffer kept from the last step (per thread
 # and dtype); larger ones, whose passes cost far more than an allocation, into a new array.
 _SCRATCH_ELEMENTS = 1 << 20
@@ -164,9 +167,9 @@ def buffer_stats(running_mean, running_var):
 
 
 def _host_values(tensor):
-    """A CPU float32/float64 tensor's values as a numpy view (no copy), else None."""
-    t = tensor.detach()
-    return t.numpy() if t.device.type == "cpu" and t.dtype in _NUMPY_FLOATS else None
+    """A CPU tensor's values as numpy (a view of float32 and float64 ones, no copy), else None."""
+    t = _as_float(tensor)
+    return t.numpy() if t.device.type == "cpu" else None
 
 
 def nonfinite_count(tensor):

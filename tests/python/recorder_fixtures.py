@@ -58,6 +58,19 @@ def batch(step):
     return x, y
 
 
+def recorded_step(rec, model, opt, step, x, y, lr=0.1):
+    """One step of the loop the README shows, cross-entropy on (x, y); the optimizer steps only
+    when end_step says the step is applied. Returns what end_step returned."""
+    rec.begin_step(step, inputs=x, targets=y)
+    loss = F.cross_entropy(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    applied = rec.end_step(loss, lr=lr)
+    if applied:
+        opt.step()
+    return applied
+
+
 def train(run_dir, model, steps, nan_at=None, **recorder_options):
     """Trains with SGD; returns (recorder results per step, the model). nan_at: a step, or a
     collection of steps, whose batch gets a NaN."""
@@ -70,13 +83,7 @@ def train(run_dir, model, steps, nan_at=None, **recorder_options):
             x, y = batch(step)
             if step == nan_at or (isinstance(nan_at, (set, frozenset, range, list, tuple)) and step in nan_at):
                 x[2, 1] = float("nan")
-            rec.begin_step(step, inputs=x, targets=y)
-            loss = F.cross_entropy(model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            applied[step] = rec.end_step(loss, lr=0.1)
-            if applied[step]:
-                opt.step()
+            applied[step] = recorded_step(rec, model, opt, step, x, y)
     return applied, model
 
 
@@ -103,7 +110,6 @@ def strings(dataset):
 _TRAIN_UNTIL_STOPPED = textwrap.dedent("""
     import json, os, sys
     import torch
-    import torch.nn.functional as F
     from nanscope_recorder import Recorder
     import recorder_fixtures as fx
 
@@ -113,13 +119,7 @@ _TRAIN_UNTIL_STOPPED = textwrap.dedent("""
         with Recorder(sys.argv[1], model, **json.loads(sys.argv[2])) as rec:
             step = 0
             while True:
-                x, y = fx.batch(step)
-                rec.begin_step(step, inputs=x, targets=y)
-                loss = F.cross_entropy(model(x), y)
-                opt.zero_grad()
-                loss.backward()
-                if rec.end_step(loss, lr=0.1):
-                    opt.step()
+                fx.recorded_step(rec, model, opt, step, *fx.batch(step))
                 os.write(1, b"%d\\n" % step)
                 step += 1
     except KeyboardInterrupt:

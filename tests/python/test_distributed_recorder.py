@@ -16,8 +16,9 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn as nn
-import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
+
+import recorder_fixtures as fx
 
 WORLD = 4
 STEPS = 12
@@ -51,12 +52,7 @@ def train(rank, run_dir, store_file, scenario):
             x, y = batch(rank, step)
             if scenario == "poison" and rank == POISONED_RANK and step == POISONED_STEP:
                 x[3, 1] = float("nan")
-            rec.begin_step(step, inputs=x, targets=y)
-            loss = F.cross_entropy(model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            if rec.end_step(loss, lr=0.1):
-                opt.step()
+            fx.recorded_step(rec, model, opt, step, x, y)
     except RuntimeError:
         # A peer died: gloo's collective fails here. The survivor closes its run and leaves.
         assert scenario == "kill", "unexpected collective failure"
