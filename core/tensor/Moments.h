@@ -3,7 +3,7 @@
 // How the moments of two parts of a tensor combine (Chan, Golub and LeVeque's pairwise update):
 // the one formula every merge of statistics uses: the statistics pass's blocks and threads
 // (TensorStats.cpp), the C++ Guard's module called more than once in a step (GuardReadback), and,
-// in Python, nanscope_recorder.stats.merge_range_stats. tests/data/moment_merge_cases.json holds the
+// in Python, nanscope_recorder.host_stats.merge_range_stats. tests/data/moment_merge_cases.json holds the
 // cases both languages are checked against.
 
 #include <cstdint>

@@ -1,13 +1,12 @@
 """The recorder's forward hooks on the modules whose outputs it logs (/activations): armed for a
-logged step only, each call's output range measured on the device (stats.range_stats), and a module
+logged step only, each call's output range measured on the device (stats.range_stats) or handed to
+the run.h5 writer child to measure (a CPU output: recorder's _measure), and a module
 called twice in one forward merged into its one column. The columns are the modules that ran at the
 first logged step; a later step where one of them did not run gets no row (a partial row would
 mislead). The C++ Guard's counterpart is core/torch/GuardRunLog's activationsRow."""
-import numpy as np
 import torch
 
 from . import stats
-from .run_format import COLUMNS
 
 
 def _tensors_of(value):
@@ -22,10 +21,12 @@ def _tensors_of(value):
 
 
 class ActivationHooks:
-    def __init__(self, candidates, on_failure):
+    def __init__(self, candidates, on_failure, measure=stats.range_stats):
         self.candidates = candidates  # [(name, module)] whose outputs may be logged
+        # tensor -> its range statistics, or a note of where the writer child will compute them
+        self._measure = measure
         self.columns = None           # indices into candidates, fixed at the first logged step
-        self._calls = None            # this step's (candidate index, range stats); None when not armed
+        self._calls = None            # this step's (candidate index, range part); None when not armed
         self._failed = False
         self._handles = []
         self._attached = None         # the candidate indices whose hooks are attached
@@ -77,25 +78,25 @@ class ActivationHooks:
         self.columns = [i for i in range(len(self.candidates)) if i in fired]
         return [self.candidates[i] for i in self.columns]
 
-    def row(self, calls):
-        """The /activations row of a step's calls, or (None, names of the columns that did not run)."""
+    def row_parts(self, calls):
+        """A step's calls grouped by column, as a table's append_ranges takes them (each column's
+        calls are merged into its figures), or (None, names of the columns that did not run)."""
         by_module = {}
-        for index, values in calls:
-            by_module.setdefault(index, []).append(values)
+        for index, part in calls:
+            by_module.setdefault(index, []).append(part)
         missing = [self.candidates[i][0] for i in self.columns if i not in by_module]
         if missing:
             return None, missing
-        merged = np.array([stats.merge_range_stats(by_module[i]) for i in self.columns], dtype=np.float32)
-        return {name: merged[:, j] for j, name in enumerate(COLUMNS["activations"])}, []
+        return [by_module[i] for i in self.columns], []
 
     def _hook(self, index):
         def record_output(module, inputs, output):
             if not self._recording:
                 return
             try:
-                # range_stats reads detached values: no autograd graph, without a no_grad block.
+                # The measure reads detached values: no autograd graph, without a no_grad block.
                 for t in _tensors_of(output):
-                    self._calls.append((index, stats.range_stats(t)))
+                    self._calls.append((index, self._measure(t)))
             except Exception as error:  # noqa: BLE001 - measuring must never stop the training step
                 self._failed = True
                 self._on_failure(self.candidates[index][0], error)

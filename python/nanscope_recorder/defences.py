@@ -94,10 +94,13 @@ class SpikeDetector:
             # in call overhead, every step. The even-count median averages the two middle values
             # as numpy's does (and the C++ Guard's, core/scan/OnlineSpikeDetector.cpp).
             median = _median(self._sorted)
-            mad = _median_deviation(self._sorted, median)
-            # A flat history (MAD 0) still has a scale: 1e-3 of the median's size.
-            scale = max(mad, 1e-3 * abs(median), 1e-12)
-            spike = value > median + self.mads * scale
+            # A flat history (MAD 0) still has a scale: 1e-3 of the median's size. The scale is at
+            # least that floor, so a value below median + mads x floor (most steps) is no spike
+            # whatever the MAD: the walk for the MAD is left out for it.
+            floor = max(1e-3 * abs(median), 1e-12)
+            if self.mads < 0 or value > median + self.mads * floor:
+                scale = max(_median_deviation(self._sorted, median), floor)
+                spike = value > median + self.mads * scale
         if not spike:
             if len(self._values) == self._values.maxlen:
                 del self._sorted[bisect.bisect_left(self._sorted, self._values[0])]

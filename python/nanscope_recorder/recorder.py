@@ -1,5 +1,6 @@
 """The recorder: hooks into a PyTorch training loop and writes a run directory nanscope reads."""
 import math
+import operator
 import os
 import sys
 import time
@@ -19,12 +20,29 @@ from .defences import (BatchRing, LastGoodState, SpikeDetector, UnsupportedOptim
                        model_state, spike_reason)
 from .run_file import RunFile, log_path
 from .run_file_child import ChildRunFile, ChildUnavailable
-from .run_format import COLUMNS, RECORDER_DEFAULTS, event_kind
+from .run_format import RECORDER_DEFAULTS, event_kind
 from .step_readback import StepReadback, named_inputs, total_norm
 
 _BUFFER_NAMES = ("running_mean", "running_var", "num_batches_tracked")
 # The /scalars columns the recorder computes itself; `wall_time` is seconds since the Unix epoch.
 _COMPUTED_SCALARS = ("loss", "grad_norm", "param_norm", "skipped", "wall_time")
+# The dtypes whose values the writer child measures as they are (numpy has them all); half
+# precision and complex tensors are converted and measured in the training process.
+_STAGED_DTYPES = (torch.float32, torch.float64, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8,
+                  torch.bool)
+
+
+def _host_view(tensor):
+    """A CPU tensor's values as numpy, in place: numpy(force=True) where PyTorch has it (1.13 on),
+    one call where detach().numpy() is two (each call counts in a training step)."""
+    return tensor.detach().numpy()
+
+
+try:
+    torch.zeros(1, requires_grad=True).numpy(force=True)
+    _host_view = operator.methodcaller("numpy", force=True)  # noqa: F811
+except TypeError:
+    pass
 
 
 def _is_leaf(name, module):
@@ -153,11 +171,12 @@ class Recorder:
                        if isinstance(m, _NormBase) and m.track_running_stats and m.running_mean is not None]
         choose = activation_filter or _is_leaf
         self._activations = ActivationHooks([(name, m) for name, m in model.named_modules() if choose(name, m)],
-                                            self._activation_hook_failed)
+                                            self._activation_hook_failed, self._measure)
         self._readback = StepReadback(self._params, self._norms)
         self._checkpointer = Checkpointer(model, self._checkpoint_dir)
 
         self._file = None
+        self._stage = None  # the writer child's ChildRunFile.stage, once there is one
         self._pending_events = []  # events seen before run.h5 exists (it is created at the first end_step)
         self._scalar_names = None
         self._input_names = None
@@ -195,7 +214,7 @@ class Recorder:
         self._step, self._in_step = step, True
         self._inputs, self._targets = inputs, targets
         self._snapshot_buffers()
-        self._input_stats = [(name, stats.range_stats(t)) for name, t in named_inputs(inputs, targets)]
+        self._input_stats = [(name, self._measure(t)) for name, t in named_inputs(inputs, targets)]
         self._checkpoint_saved = False
         if self._unguarded_note:
             self._event(step, "note", self._unguarded_note)
@@ -263,8 +282,7 @@ class Recorder:
             run.layers.append(step, dict({"grad_norm": grad_norms, "param_norm": host["param_norm"],
                                           "grad_nonfinite": grad_nonfinite}, **(self.extra_layer_values or {})))
         if run.buffers is not None and layer_tables:
-            b = host["buffers"]
-            run.buffers.append(step, {name: b[:, i] for i, name in enumerate(COLUMNS["buffers"])})
+            run.buffers.append_buffers(step, host["buffers"])
         self._append_inputs(step, host["inputs"])
         if captured:
             self._append_activations(step, host["activations"])
@@ -324,6 +342,7 @@ class Recorder:
         if self._file is None and self._pending_events:
             self._create_file({}, None)
         if self._file is not None:
+            self._stage = self._readback.stage = None
             self._flush_events()
             self._file.close()
             self._file = None
@@ -357,7 +376,7 @@ class Recorder:
         run = self._file
         if run.activations is None:
             return
-        row, missing = self._activations.row(calls)
+        parts, missing = self._activations.row_parts(calls)
         if missing:
             # No value was measured for these modules: the step gets no activation row at all.
             if "activations" not in self._warned:
@@ -365,7 +384,7 @@ class Recorder:
                 self._event(step, "note", "activations not logged at step %d: module(s) %s did not run"
                             % (step, ", ".join(missing[:5])))
             return
-        run.activations.append(step, row)
+        run.activations.append_ranges(step, parts)
 
     # ---------------------------------------------------------------- inputs
 
@@ -380,7 +399,19 @@ class Recorder:
                 self._event(step, "note", "inputs not logged at step %d: expected %s, got %s"
                             % (step, self._input_names, names))
             return
-        run.inputs.append(step, {name: rows[:, j].astype(np.float32) for j, name in enumerate(COLUMNS["inputs"])})
+        run.inputs.append_ranges(step, [[part] for part in rows])
+
+    def _measure(self, tensor):
+        """A logged tensor's range statistics (an input, a module's output): a CPU tensor's values
+        are handed to the writer child, which measures them on another core while training goes
+        on (run_file_child); where it cannot take them (no child yet, no room), measured here, the
+        same way (stats.range_stats)."""
+        stage = self._stage
+        if stage is not None and tensor.is_cpu and tensor.dtype in _STAGED_DTYPES:
+            staged = stage(_host_view(tensor))
+            if staged is not None:
+                return staged
+        return stats.range_stats(tensor)
 
     # ---------------------------------------------------------------- failures
 
@@ -573,6 +604,7 @@ class Recorder:
         if not self._write_in_process:
             try:
                 self._file = ChildRunFile(path, self._attributes, self._scalar_names, **schema)
+                self._stage = self._readback.stage = self._file.stage
                 return
             except ChildUnavailable as why:
                 self._write_in_process = True

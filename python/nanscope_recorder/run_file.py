@@ -11,6 +11,7 @@ import h5py
 from h5py import h5s
 import numpy as np
 
+from .host_stats import BUFFER_FIELDS, LOGGED_RANGE_FIELDS, buffers_row, ranges_row
 from .run_format import COLUMNS
 
 FORMAT_NAME = "training-run"
@@ -31,6 +32,10 @@ ACTIVATION_COLUMNS = COLUMNS["activations"]
 INPUT_COLUMNS = COLUMNS["inputs"]
 BUFFER_COLUMNS = COLUMNS["buffers"]
 LAYER_COLUMNS = COLUMNS["layers"]
+if not (ACTIVATION_COLUMNS == INPUT_COLUMNS == LOGGED_RANGE_FIELDS and BUFFER_COLUMNS == BUFFER_FIELDS):
+    raise ImportError("run_format.json's /activations, /inputs and /buffers columns (%s, %s, %s) are not the figures "
+                      "host_stats computes (%s, %s)" % (ACTIVATION_COLUMNS, INPUT_COLUMNS, BUFFER_COLUMNS,
+                                                        LOGGED_RANGE_FIELDS, BUFFER_FIELDS))
 
 
 def check_schema(scalars):
@@ -75,6 +80,14 @@ class _Table:
         # steps last: a reader that sees the step also sees its values.
         _write_row(self.steps.id, (n,), (self.rows,), (1,), self._step_space, np.array([step], dtype=np.int64))
         self.rows = n
+
+    def append_ranges(self, step, parts_per_label):
+        """/activations and /inputs: each label's range vectors (its calls), merged into its row."""
+        self.append(step, ranges_row(parts_per_label))
+
+    def append_buffers(self, step, parts_per_layer):
+        """/buffers: each layer's buffer figures."""
+        self.append(step, buffers_row(parts_per_layer))
 
 
 def _write_row(dataset_id, extent, start, count, memory_space, data):

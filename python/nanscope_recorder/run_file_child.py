@@ -26,6 +26,11 @@ What the training loop can count on:
 - close() tells the child to finish rather than waiting for the end of the pipe, which a process
   forked later (a DataLoader's workers) holds open too; such a forked copy cannot write.
 - The child imports h5py and numpy, never torch, and none of the training script's modules.
+- The range statistics of CPU tensors (inputs, module outputs) and the normalisation layers'
+  running statistics are computed by the child: the training process copies the values into
+  16 MiB of shared memory (value_ring) and the child, on another core, measures them with the
+  same code the training process would (host_stats). When the ring has no room the training
+  process measures them itself; the figures are the same either way.
 
 Where no child can start (an interpreter that is not a plain python, a frozen application), the
 recorder writes in process (RunFile) and says so once.
@@ -40,8 +45,10 @@ import sys
 
 import numpy as np
 
+from .host_stats import buffers_row, flat_buffer_figures, range_figures, ranges_row
 from .run_file import (ACTIVATION_COLUMNS, BUFFER_COLUMNS, INPUT_COLUMNS, LAYER_COLUMNS, RunFile,
                        check_schema)
+from .value_ring import Staged, StagedBuffers, ValueRing, ValueRingReader
 
 _HEADER = struct.Struct("<Q")
 # flush() looks for the child's error replies every this many calls (each look is a system call;
@@ -98,6 +105,33 @@ class _QueuedTable:
         packed = np.array([values[c] for c in self._columns], dtype=self._dtype)
         self._owner._queue(("append", self._name, int(step), packed.tobytes()))
 
+    def append_ranges(self, step, parts_per_label):
+        """As RunFile's tables; the child measures the parts staged in the value ring."""
+        if not any(isinstance(p, Staged) for parts in parts_per_label for p in parts):
+            self.append(step, ranges_row(parts_per_label))
+            return
+        staged = []
+        parts = [[_message_part(p, staged) for p in label_parts] for label_parts in parts_per_label]
+        self._owner._queue(("ranges", self._name, int(step), parts, staged))
+
+    def append_buffers(self, step, parts_per_layer):
+        """As RunFile's tables, or the running statistics staged in the value ring as one array
+        (value_ring.StagedBuffers), which the child measures."""
+        if isinstance(parts_per_layer, StagedBuffers):
+            self._owner._queue(("buffers", self._name, int(step), parts_per_layer.staged.where,
+                                parts_per_layer.sizes))
+            return
+        self.append(step, buffers_row(parts_per_layer))
+
+
+def _message_part(part, staged):
+    """A row part as the step's message carries it: figures as a tuple of floats, values staged in
+    the ring as an index into `staged`, the list of their places the message carries beside."""
+    if isinstance(part, Staged):
+        staged.append(part.where)
+        return len(staged) - 1
+    return tuple(float(v) for v in part)
+
 
 class ChildRunFile:
     """RunFile's interface (tables with append, append_event, flush, close) plus sync(); the writing
@@ -118,14 +152,23 @@ class ChildRunFile:
         self._unavailable = None
         self._flushes = 0
         self._syncs_sent = self._syncs_answered = 0
+        self._ring_refused = None
+        # The values whose range statistics the child computes (stage); None: measured in process.
+        self._ring = ValueRing.create() if activations or inputs or buffers else None
         try:
             self._proc = subprocess.Popen([interpreter, "-c", _BOOT, _PACKAGE_DIR], stdin=subprocess.PIPE,
-                                          stdout=subprocess.PIPE, start_new_session=True, bufsize=_PIPE_BUFFER)
+                                          stdout=subprocess.PIPE, start_new_session=True, bufsize=_PIPE_BUFFER,
+                                          pass_fds=(self._ring.fd,) if self._ring else ())
         except OSError as error:
+            self._close_ring()
             raise ChildUnavailable("%s could not start (%s)" % (interpreter, error)) from error
+        ring = None
+        if self._ring is not None:
+            ring = (self._ring.fd, self._ring.capacity)
+            self._ring.close_fd()  # the child has its own copy of the descriptor
         schema = dict(layers=layers, activations=activations, activation_kinds=activation_kinds, buffers=buffers,
                       inputs=inputs, events=events, layer_columns=tuple(layer_columns))
-        self._queue(("create", path, dict(attributes), list(scalars), schema))
+        self._queue(("create", path, dict(attributes), list(scalars), schema, ring))
         try:
             first = self._send_and_wait()
         except BaseException:
@@ -139,6 +182,8 @@ class ChildRunFile:
         if "error" in first:
             self._end_child()
             raise OSError("nanscope: creating %s failed: %s" % (path, first["error"]))
+        if self._ring_refused is not None:
+            self._close_ring()  # the child could not map it: every figure is measured in process
         self.scalars = _QueuedTable(self, "scalars", list(scalars), np.float64)
         matrix = lambda name, labels, columns: _QueuedTable(self, name, columns, np.float32) if labels else None  # noqa: E731
         self.layers = matrix("layers", layers, LAYER_COLUMNS + tuple(layer_columns))
@@ -151,13 +196,19 @@ class ChildRunFile:
     def writer_pid(self):
         return self._proc.pid
 
+    def stage(self, values):
+        """Copies a numpy array of a tensor's values for the child to measure (append_ranges): its
+        value_ring.Staged note, or None when the ring has no room (the caller measures it)."""
+        ring = self._ring
+        return ring.put(values) if ring is not None else None
+
     def append_event(self, step, kind, message):
         self._queue(("event", int(step), kind, message))
 
     def flush(self):
         """Hands everything given so far to the child, which writes and flushes it; does not wait."""
         self._raise_if_failed()
-        self._queue(("flush",))
+        self._queue_flush()
         self._send()
         self._flushes += 1
         if self._flushes % _REPLY_CHECK_EVERY == 0:
@@ -167,7 +218,7 @@ class ChildRunFile:
     def sync(self):
         """Returns once everything given so far is in run.h5 and flushed."""
         self._raise_if_failed()
-        self._queue(("flush",))
+        self._queue_flush()
         reply = self._send_and_wait()
         if reply is None:
             self._fail("the run.h5 writer (pid %d) exited with status %s"
@@ -184,7 +235,7 @@ class ChildRunFile:
             return
         # An explicit close, not the end of the pipe: a process forked from this one after the
         # child started (a DataLoader's workers) holds the pipe open too, and the child would wait.
-        self._queue(("flush",))
+        self._queue_flush()
         self._queue(("close",))
         status = self._end_child()
         if status != 0 and self._error is None:
@@ -205,12 +256,23 @@ class ChildRunFile:
             self._read_replies(block=True)
             proc.stdout.close()
             status = proc.wait()  # reaped even when a Ctrl-C is on its way out of _send
+            self._close_ring()
         return status
+
+    def _close_ring(self):
+        if self._ring is not None:
+            self._ring.close()
+            self._ring = None
 
     # ------------------------------------------------------------------------------------- pipe
 
     def _queue(self, op):
         self._pending.append(op)
+
+    def _queue_flush(self):
+        """A flush, with the ring's head: once the child has handled everything before it, the
+        values staged so far (measured, or left unused by a dropped row) may be overwritten."""
+        self._queue(("flush", self._ring.head if self._ring is not None else 0))
 
     def _send(self):
         if not self._pending:
@@ -286,6 +348,8 @@ class ChildRunFile:
             self._error = reply["error"]
         if "unavailable" in reply:
             self._unavailable = reply["unavailable"]
+        if "no_ring" in reply:
+            self._ring_refused = reply["no_ring"]
         return reply
 
     def _next_line(self, block):
@@ -333,7 +397,43 @@ def serve(stream=None, out=None):
         out.flush()
 
     run = None
+    ring = None
     failed = False
+
+    def measured(parts, staged):
+        """A message's row parts with each staged one (an index into `staged`) measured."""
+        return [range_figures(ring.values(staged[p])) if isinstance(p, int) else p for p in parts]
+
+    def apply(op):
+        """Carries out one operation; False (and the error replied) when it failed."""
+        nonlocal run, ring
+        kind = op[0]
+        try:
+            if kind == "append":
+                table = getattr(run, op[1])
+                packed = np.frombuffer(op[3], dtype=table.dtype).reshape(len(table.columns), -1)
+                table.append(op[2], dict(zip(table.columns, packed if table.width else packed[:, 0])))
+            elif kind == "ranges":
+                getattr(run, op[1]).append_ranges(op[2], [measured(parts, op[4]) for parts in op[3]])
+            elif kind == "buffers":
+                getattr(run, op[1]).append_buffers(op[2], flat_buffer_figures(ring.values(op[3]), op[4]))
+            elif kind == "event":
+                run.append_event(op[1], op[2], op[3])
+            elif kind == "flush":
+                run.flush()
+            elif kind == "create":
+                path, attributes, scalars, schema, ring_spec = op[1:]
+                if ring_spec is not None:
+                    try:
+                        ring = ValueRingReader(*ring_spec)
+                    except (OSError, ValueError) as error:
+                        reply(no_ring="%s: %s" % (type(error).__name__, error))
+                run = RunFile(path, attributes, scalars, **schema)
+        except Exception as error:  # noqa: BLE001 - reported to the training process
+            reply(error="%s: %s" % (type(error).__name__, error))
+            return False
+        return True
+
     try:
         while True:
             header = _read_exact(stream, _HEADER.size)
@@ -349,24 +449,16 @@ def serve(stream=None, out=None):
                     continue
                 if kind == "close":
                     return  # the finally below closes run.h5
-                if failed:
-                    continue  # nothing after a failed write: the rows would have a gap
-                try:
-                    if kind == "append":
-                        table = getattr(run, op[1])
-                        packed = np.frombuffer(op[3], dtype=table.dtype).reshape(len(table.columns), -1)
-                        table.append(op[2], dict(zip(table.columns, packed if table.width else packed[:, 0])))
-                    elif kind == "event":
-                        run.append_event(op[1], op[2], op[3])
-                    elif kind == "flush":
-                        run.flush()
-                    elif kind == "create":
-                        path, attributes, scalars, schema = op[1:]
-                        run = RunFile(path, attributes, scalars, **schema)
-                except Exception as error:  # noqa: BLE001 - reported to the training process
-                    failed = True
-                    reply(error="%s: %s" % (type(error).__name__, error))
+                if not failed:  # nothing after a failed write: the rows would have a gap
+                    failed = not apply(op)
+                if kind == "flush" and ring is not None:
+                    # Every op before this flush is handled (or skipped after a failure), so the
+                    # values staged before it have been read: their room may be reused. After the
+                    # flush's system calls, so those reads are done before this write is seen.
+                    ring.release(op[1])
     finally:
+        if ring is not None:
+            ring.close()
         if run is not None:
             try:
                 run.close()

@@ -7,6 +7,8 @@ import numpy as np
 import torch
 
 from . import stats
+from .host_stats import flat_buffer_figures
+from .value_ring import StagedBuffers
 
 
 def named_inputs(inputs, targets):
@@ -38,17 +40,6 @@ def check_loss(loss):
     return loss_t
 
 
-def gather_rows(rows):
-    """stats' rows as one 2-D array: numpy on the host when every row is there already (stats' CPU
-    short paths give tuples of floats), else a float64 tensor on the rows' device (a GPU's, or a
-    CPU's with a non-finite value)."""
-    if not any(isinstance(r, torch.Tensor) for r in rows):
-        return np.array(rows, dtype=np.float64)  # np.stack's checks cost 4x more
-    device = next(r.device for r in rows if isinstance(r, torch.Tensor))
-    return torch.stack([r if isinstance(r, torch.Tensor) else torch.tensor(r, dtype=torch.float64, device=device)
-                        for r in rows])
-
-
 def _to_host(parts, device):
     """The step's tensors on the host as numpy arrays: float64 in one copy from a GPU (one wait a
     step), as they are (float32 or float64) from the CPU."""
@@ -72,10 +63,49 @@ def total_norm(norms):
     return math.sqrt(float(wide @ wide))
 
 
+class _RunningStatistics:
+    """The CPU normalisation layers' running means and variances copied into one flat array (mean 0,
+    var 0, mean 1, ...) with one torch.cat a step: one array to measure or hand to the writer child,
+    where measuring each layer's two buffers costs about ten library calls (a ResNet-50 has 53)."""
+
+    def __init__(self, norms):
+        self._norms = norms
+        self._key = None
+        self._views = self._flat = self._values = None
+        self.sizes = ()
+
+    def gather(self):
+        """The flat array, copied now; None when the buffers are not all contiguous CPU tensors of
+        one float dtype numpy reads as it is (then each layer is measured on its own)."""
+        buffers = [t for _, m in self._norms for t in (m.running_mean, m.running_var)]
+        key = tuple((id(t), t.data_ptr(), t.numel()) for t in buffers)  # a buffer replaced lays out again
+        if key != self._key:
+            self._lay_out(buffers)
+            self._key = key
+        if self._flat is None:
+            return None
+        torch.cat(self._views, out=self._flat)
+        return self._values
+
+    def _lay_out(self, buffers):
+        self._views = self._flat = self._values = None
+        dtype = buffers[0].dtype
+        if dtype not in (torch.float32, torch.float64) or not all(
+                t.device.type == "cpu" and t.dtype == dtype and t.is_contiguous() for t in buffers):
+            return
+        self._views = [t.detach().reshape(-1) for t in buffers]
+        self.sizes = tuple(t.numel() for t in buffers)
+        self._flat = torch.empty(sum(self.sizes), dtype=dtype)
+        self._values = self._flat.numpy()
+
+
 class StepReadback:
     def __init__(self, params, norms):
         self._params = params  # [(name, parameter)]
         self._norms = norms    # [(name, module)] with running statistics
+        self._running = _RunningStatistics(norms) if norms else None
+        # The writer child's ChildRunFile.stage once there is one: it measures the running statistics.
+        self.stage = None
 
     def read(self, loss, input_stats, activation_hooks):
         """Computes the step's statistics on the device and copies them to the host at once."""
@@ -91,16 +121,23 @@ class StepReadback:
             # Weights and gradients in one fused call, read back whole and split on the host:
             # each torch call costs tens of microseconds in a training step's cold caches.
             parts["norms"] = stats.tensor_norms(params + grads)
-        on_host = {}
+        # The row parts of /buffers, /inputs and /activations: figures on the host already (a
+        # CPU tensor's, a tuple) or a note of where the writer child measures them
+        # (value_ring.Staged, StagedBuffers) stay as they are; a device tensor's join the step's
+        # one copy to the host.
         calls = activation_hooks.take_calls()
-        for key, rows in (("buffers", [stats.buffer_stats(m.running_mean, m.running_var) for _, m in self._norms]),
-                          ("inputs", [s for _, s in input_stats]), ("activations", [s for _, s in calls])):
-            if rows:
-                rows = gather_rows(rows)
-                (on_host if isinstance(rows, np.ndarray) else parts)[key] = rows
+        buffers = self._buffer_parts()
+        ranges = {"buffers": buffers if isinstance(buffers, list) else [],
+                  "inputs": [s for _, s in input_stats], "activations": [s for _, s in calls]}
+        for key, rows in ranges.items():
+            on_device = [r for r in rows if isinstance(r, torch.Tensor)]
+            if on_device:
+                parts[key] = torch.stack(on_device)
 
         host = _to_host(parts, loss_t.device)
-        host.update(on_host)
+        for key, rows in ranges.items():
+            measured = iter(host.pop(key, ()))
+            ranges[key] = [next(measured) if isinstance(r, torch.Tensor) else r for r in rows]
         host["loss"] = float(host["loss"][0])
         norms = np.asarray(host.pop("norms", np.zeros(0)), dtype=np.float32)
         host["param_norm"] = norms[:len(params)]
@@ -110,9 +147,21 @@ class StepReadback:
             # A parameter without a gradient received none this step: its gradient norm is 0.
             host["grad_norm"] = np.zeros(len(params), dtype=np.float32)
             host["grad_norm"][present] = norms[len(params):]
-        host["activations"] = [(index, host["activations"][i]) for i, (index, _) in enumerate(calls)] \
-            if calls else []
+        host["buffers"] = ranges["buffers"] if isinstance(buffers, list) else buffers
+        host["inputs"] = ranges["inputs"]
+        host["activations"] = [(index, part) for (index, _), part in zip(calls, ranges["activations"])]
         return host
+
+    def _buffer_parts(self):
+        """The /buffers row: each layer's figures (or a device tensor of them), or the CPU layers'
+        running statistics staged for the writer child as one array (StagedBuffers)."""
+        values = self._running.gather() if self._running is not None else None
+        if values is None:
+            return [stats.buffer_stats(m.running_mean, m.running_var) for _, m in self._norms]
+        staged = self.stage(values) if self.stage is not None else None
+        if staged is not None:
+            return StagedBuffers(staged, self._running.sizes)
+        return flat_buffer_figures(values, self._running.sizes)
 
     def nonfinite_counts(self, grad_norms, total):
         """The non-finite values of each gradient whose norm is not finite (a finite norm means a

@@ -9,6 +9,7 @@ import sys
 import tempfile
 import unittest
 import warnings
+from unittest import mock
 
 import h5py
 import numpy as np
@@ -16,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 import recorder_fixtures as fx
-from nanscope_recorder import Recorder, run_file_child
+from nanscope_recorder import Recorder, run_file_child, value_ring
 
 # Attributes and columns that differ between two recordings of the same training by nature.
 _CLOCK = {"created_utc"}
@@ -67,23 +68,59 @@ class WriterChild(unittest.TestCase):
         return run_dir, Recorder(run_dir, model, checkpoint_every=0, activations_every=activations_every), model, opt
 
     def test_the_child_writes_what_the_training_process_would_value_for_value(self):
-        files = {}
-        for in_process in (False, True):
-            run_dir = os.path.join(self.tmp, "in_process" if in_process else "child")
+        """The child measures the CPU inputs and outputs handed to it through the value ring; with
+        a ring too small for most of them the training process measures the rest. Either way the
+        file is the in-process writer's, value for value."""
+        expected, _ = self._recording(in_process=True)
+        for capacity, label in ((None, "the default ring"), (2048, "a ring too small for most values")):
+            with mock.patch.object(value_ring, "DEFAULT_CAPACITY", capacity or value_ring.DEFAULT_CAPACITY):
+                got, puts = self._recording(in_process=False)
+            self.assertGreater(puts["staged"], 0, label + ": no value went through the ring")
+            if capacity:
+                self.assertGreater(puts["refused"], 0, label + ": every value fitted")
+                # The child releases the ring at each step's flush: values still go through it
+                # at the end of the run, long after the first steps filled it.
+                self.assertIn(True, puts["outcomes"][-len(puts["outcomes"]) // 4:], label + ": the ring was never released")
+            else:
+                self.assertEqual(puts["refused"], 0, label)
+            self.assert_same_file(got, expected, label)
+        with mock.patch.object(value_ring.ValueRing, "create", classmethod(lambda cls, capacity=None: None)):
+            got, puts = self._recording(in_process=False)
+        self.assertEqual(puts["staged"] + puts["refused"], 0)
+        self.assert_same_file(got, expected, "no shared memory: every value measured in process")
+
+    def _recording(self, in_process):
+        """(run.h5's contents, the value ring's puts: {"staged": n, "refused": n, "outcomes": [staged?]})."""
+        puts = {"staged": 0, "refused": 0, "outcomes": []}
+        put = value_ring.ValueRing.put
+
+        def counted_put(ring, values):
+            staged = put(ring, values)
+            puts["staged" if staged is not None else "refused"] += 1
+            puts["outcomes"].append(staged is not None)
+            return staged
+
+        run_dir = os.path.join(self.tmp, "in_process" if in_process else "child%d" % len(os.listdir(self.tmp)))
+        with mock.patch.object(value_ring.ValueRing, "put", counted_put):
             # Step 7's NaN makes incident events, a capture and a skipped row.
             fx.train(run_dir, fx.bn_mlp(), 12, nan_at=7, write_in_process=in_process, activations_every=1)
-            files[in_process] = _contents(os.path.join(run_dir, "run.h5"))
-        (child, child_attrs), (in_process, in_process_attrs) = files[False], files[True]
-        self.assertEqual(child_attrs.keys(), in_process_attrs.keys())
-        self.assertEqual(sorted(child), sorted(in_process))
-        for name in ("scalars/loss", "layers/grad_norm", "activations/max", "buffers/running_var_max", "events/kind"):
+        return _contents(os.path.join(run_dir, "run.h5")), puts
+
+    def assert_same_file(self, got, expected, label):
+        (child, child_attrs), (in_process, in_process_attrs) = got, expected
+        self.assertEqual(child_attrs.keys(), in_process_attrs.keys(), label)
+        self.assertEqual(sorted(child), sorted(in_process), label)
+        for name in ("scalars/loss", "layers/grad_norm", "activations/max", "inputs/std", "buffers/running_var_max",
+                     "events/kind"):
             self.assertIn(name, child)
         for name, values in child.items():
             if name in _CLOCK_COLUMNS:
                 self.assertEqual(values.shape, in_process[name].shape, name)
             else:
-                np.testing.assert_array_equal(values, in_process[name], err_msg=name)
+                np.testing.assert_array_equal(values, in_process[name], err_msg="%s (%s)" % (name, label))
         self.assertEqual(child["scalars/skipped"].tolist().count(1.0), 1)
+        self.assertEqual(int(np.isnan(child["inputs/nan"]).sum()), 0)
+        self.assertEqual(child["inputs/nan"][7, 0], 1.0, "step 7's NaN in x, counted (%s)" % label)
 
     def test_an_incident_is_on_disk_when_end_step_returns(self):
         run_dir, rec, model, opt = self._recorded_training(activations_every=0)
