@@ -1,7 +1,7 @@
 """The Python half of bench_guard: the Python recorder against a bare loop, on the same two models
 as the C++ Guard's half (an MLP with BatchNorm and a small transformer block), in the same way.
 
-    PYTHONPATH=python /usr/bin/python3 bench/bench_guard_python.py [--pairs 100] [--json]
+    PYTHONPATH=python /usr/bin/python3 bench/bench_guard_python.py [--pairs 100] [--mlp-pairs N] [--json]
 
 bench_guard runs this script itself and prints its figures in one table with the C++ ones; run
 alone it prints its own lines. Bare and recorded steps alternate (each on its own copy of the
@@ -110,13 +110,14 @@ def measure(kind, pairs, warmup):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=100)
+    parser.add_argument("--mlp-pairs", type=int, default=None, help="the MLP's pairs (default: --pairs)")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="one JSON object per line (what bench_guard reads)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     for kind in ("mlp", "transformer"):
-        row = measure(kind, args.pairs, args.warmup)
+        row = measure(kind, args.mlp_pairs or args.pairs if kind == "mlp" else args.pairs, args.warmup)
         if args.json:
             print(json.dumps(row), flush=True)
         else:

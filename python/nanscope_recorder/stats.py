@@ -101,7 +101,8 @@ def tensor_norms(tensors):
     fused = _HAS_FOREACH_NORM and dtype in (torch.float32, torch.float64) and \
         all(t.device == device and t.dtype == dtype for t in tensors)
     if fused:
-        return torch.stack(torch._foreach_norm(tensors)).float()
+        norms = torch.stack(torch._foreach_norm(tensors))
+        return norms if dtype == torch.float32 else norms.float()
     # Half precision, mixed dtypes or devices: norms accumulated in float32, gathered on one device.
     norms = [torch.linalg.vector_norm(t if t.dtype in (torch.float32, torch.float64) else t.float())
              .float().to(device, non_blocking=True) for t in tensors]
