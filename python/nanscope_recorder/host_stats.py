@@ -62,6 +62,10 @@ def range_figures(values):
     v = as_readable(values)
     if v.size == 0:
         return NO_VALUES
+    if not v.flags.c_contiguous:
+        # Sums run in memory order: a strided view (a transposed or channels-last tensor) is read
+        # in row order, as the writer child reads its row-order copy, so both give the same figures.
+        v = np.ascontiguousarray(v)
     if v.size > 1:
         figures = _all_finite_figures(v)
         if figures is not None:

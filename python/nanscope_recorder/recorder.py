@@ -306,6 +306,8 @@ class Recorder:
                 self._capture_incident(step, spike, capture)
             elif not spike and self._ring is not None:
                 self._ring.mark_healthy(step)
+        if self._stage is not None:
+            run.commit_staged()  # the step's staged values are all in its queued rows, or dropped
         self._flush_events()
         if bad or spike_captured:
             run.sync()  # the incident's rows are on disk before training goes on

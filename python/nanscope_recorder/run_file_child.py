@@ -153,6 +153,7 @@ class ChildRunFile:
         self._flushes = 0
         self._syncs_sent = self._syncs_answered = 0
         self._ring_refused = None
+        self._committed = 0  # the ring position whose values are all in queued rows (commit_staged)
         # The values whose range statistics the child computes (stage); None: measured in process.
         self._ring = ValueRing.create() if activations or inputs or buffers else None
         try:
@@ -201,6 +202,14 @@ class ChildRunFile:
         value_ring.Staged note, or None when the ring has no room (the caller measures it)."""
         ring = self._ring
         return ring.put(values) if ring is not None else None
+
+    def commit_staged(self):
+        """Every value staged so far is in a queued row, or in none (a dropped row): from the next
+        flush on the child may release their room. Called once a step's rows are all queued; a
+        flush in the middle of a step (a checkpoint's, a note's) releases only what was committed
+        before, not the step's values still waiting for their row."""
+        if self._ring is not None:
+            self._committed = self._ring.head
 
     def append_event(self, step, kind, message):
         self._queue(("event", int(step), kind, message))
@@ -270,9 +279,10 @@ class ChildRunFile:
         self._pending.append(op)
 
     def _queue_flush(self):
-        """A flush, with the ring's head: once the child has handled everything before it, the
-        values staged so far (measured, or left unused by a dropped row) may be overwritten."""
-        self._queue(("flush", self._ring.head if self._ring is not None else 0))
+        """A flush, with the committed ring position: once the child has handled everything before
+        it, the values staged before that position (measured, or left unused by a dropped row) may
+        be overwritten."""
+        self._queue(("flush", self._committed))
 
     def _send(self):
         if not self._pending:
@@ -457,11 +467,11 @@ def serve(stream=None, out=None):
                     # flush's system calls, so those reads are done before this write is seen.
                     ring.release(op[1])
     finally:
-        if ring is not None:
-            ring.close()
         if run is not None:
             try:
                 run.close()
             except Exception as error:  # noqa: BLE001
                 if not failed:
                     reply(error="closing: %s: %s" % (type(error).__name__, error))
+        if ring is not None:
+            ring.close()

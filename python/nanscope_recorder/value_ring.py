@@ -60,6 +60,15 @@ def _map_whole(fd, size):
     return mmap.mmap(fd, size, flags=mmap.MAP_SHARED | populate)
 
 
+def _close_mapping(mapping):
+    """Unmaps now, or, while a view of it is still alive somewhere (an interrupted measure's
+    traceback), leaves that to the view's end: never an error that would stop run.h5 closing."""
+    try:
+        mapping.close()
+    except BufferError:
+        pass
+
+
 _rings_of_this_process = weakref.WeakSet()
 
 
@@ -108,7 +117,9 @@ class ValueRing:
         if not hasattr(os, "memfd_create"):
             return None
         try:
-            fd = os.memfd_create("nanscope-values", 0)
+            # Close-on-exec: only the writer child gets it (Popen's pass_fds), not whatever else
+            # another thread of the training process starts meanwhile.
+            fd = os.memfd_create("nanscope-values", getattr(os, "MFD_CLOEXEC", 0))
         except OSError:
             return None
         try:
@@ -127,9 +138,11 @@ class ValueRing:
     def put(self, values):
         """Copies a numpy array into the ring: its Staged note, or None when there is no room."""
         room = -(-values.nbytes // _ALIGN) * _ALIGN
-        if values.nbytes == 0 or room > self.capacity // 4 or self._map is None:
+        if values.nbytes == 0 or room > self.capacity // 4:
             return None
         with self._lock:
+            if self._map is None:  # closed, or this process is a fork of the ring's owner
+                return None
             start = self._head
             offset = start % self.capacity
             if offset + room > self.capacity:  # no room before the end: start again at the beginning
@@ -143,24 +156,29 @@ class ValueRing:
                 if end > self._limit:
                     return None  # the child has not read that far yet
             dest = np.ndarray(values.shape, dtype=values.dtype, buffer=self._map, offset=_HEADER + offset)
-            np.copyto(dest, values, casting="no")
-            del dest
+            try:
+                np.copyto(dest, values, casting="no")
+            finally:
+                del dest  # an interrupted copy's traceback must not keep the mapping from closing
             self._head = end
         return Staged((_HEADER + offset, values.dtype.str, values.shape))
 
     def close(self):
         _rings_of_this_process.discard(self)
-        if self._map is not None:
-            del self._released
-            self._map.close()
-            self._map = None
+        with self._lock:
+            if self._map is not None:
+                del self._released
+                _close_mapping(self._map)
+                self._map = None
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
 
     def _forget_in_forked_child(self):
         """In a forked process: this ring is its parent's. Nothing is put any more; the mapping is
-        left to be unmapped with the process (closing it would be no safer)."""
+        left to be unmapped with the process (closing it would be no safer). A new lock: the fork
+        may have copied the old one held by another thread of the parent."""
+        self._lock = threading.Lock()
         self._map = None
 
     def close_fd(self):
@@ -194,4 +212,4 @@ class ValueRingReader:
 
     def close(self):
         del self._released
-        self._map.close()
+        _close_mapping(self._map)

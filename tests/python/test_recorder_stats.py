@@ -87,6 +87,20 @@ class RangeStats(unittest.TestCase):
             self.assertTrue(torch.equal(t, before[k]), "the measured tensor was changed")
             self.assert_stats(results[k], reference(t), "thread %d" % k)
 
+    def test_a_strided_view_gives_exactly_the_figures_of_its_row_order_copy(self):
+        """The writer child measures a row-order copy of what the training process would measure
+        in place: the two must agree to the bit, or a column's figures would depend on which
+        side measured them that step."""
+        from nanscope_recorder import host_stats
+        torch.manual_seed(1)
+        for label, view in (("transposed", (torch.randn(70, 40) * 3 + 1).t()),
+                            ("channels last", torch.randn(4, 8, 5, 5).to(memory_format=torch.channels_last)),
+                            ("with NaN", torch.where(torch.rand(30, 20) < 0.1, torch.tensor(float("nan")),
+                                                     torch.randn(30, 20)).t())):
+            copy = view.contiguous()
+            self.assertEqual(list(host_stats.range_figures(view.numpy())), list(host_stats.range_figures(copy.numpy())),
+                             label)
+
     def test_merged_calls_equal_one_tensor(self):
         parts = [torch.randn(50) * 2, torch.randn(70) + 3, torch.tensor([math.nan, 1.0, math.inf])]
         merged = stats.merge_range_stats([figures(stats.range_stats(p)) for p in parts])

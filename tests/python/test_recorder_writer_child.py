@@ -14,6 +14,7 @@ from unittest import mock
 import h5py
 import numpy as np
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
 
 import recorder_fixtures as fx
@@ -50,6 +51,48 @@ def _step(rec, model, opt, step, nan=False):
 def _rows(run_dir, table="scalars"):
     with fx.open_run(run_dir) as f:
         return f[table + "/steps"].shape[0]
+
+
+class _Transpose(nn.Module):
+    def forward(self, x):
+        return x.t()  # a strided view of its input
+
+
+class _Shapes(nn.Module):
+    """Logged outputs of the shapes real models have: a strided view (a transpose), a module
+    called twice, and eleven more, about 7 KiB a step in all."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(8)])
+        self.shared = nn.Linear(8, 8)
+        self.flip = _Transpose()
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = torch.tanh(layer(x))
+        x = self.shared(self.shared(x))
+        return self.head(self.flip(self.flip(x)))
+
+
+def _train_shapes(run_dir, in_process):
+    model = _Shapes()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with Recorder(run_dir, model, checkpoint_every=2, activations_every=1, write_in_process=in_process) as rec:
+        for step in range(10):
+            g = torch.Generator().manual_seed(step)
+            x = torch.randn(8, 16, generator=g).t()  # the batch itself a strided view
+            y = torch.randint(0, 3, (16,), generator=g)
+            rec.begin_step(step, inputs=x, targets=y)
+            if step % 3 == 1:
+                rec.note("a note in the middle of step %d" % step)  # a sync before the forward
+            loss = F.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            if rec.end_step(loss, lr=0.1):
+                opt.step()
 
 
 class WriterChild(unittest.TestCase):
@@ -121,6 +164,35 @@ class WriterChild(unittest.TestCase):
         self.assertEqual(child["scalars/skipped"].tolist().count(1.0), 1)
         self.assertEqual(int(np.isnan(child["inputs/nan"]).sum()), 0)
         self.assertEqual(child["inputs/nan"][7, 0], 1.0, "step 7's NaN in x, counted (%s)" % label)
+
+    def test_strided_outputs_modules_called_twice_and_flushes_mid_step_through_a_small_ring(self):
+        """A ring that fills within each step, flushes in the middle of steps (a checkpoint's in
+        begin_step, a note's), outputs that are strided views and a module called twice: the
+        child's file is still the in-process writer's, value for value. A mid-step flush must not
+        free the step's staged inputs before their row is sent, and a strided view's figures must
+        not depend on which side measures it."""
+        files, puts = {}, {"staged": 0, "refused": 0}
+        put = value_ring.ValueRing.put
+
+        def counted_put(ring, values):
+            staged = put(ring, values)
+            puts["staged" if staged is not None else "refused"] += 1
+            return staged
+
+        for in_process in (True, False):
+            run_dir = os.path.join(self.tmp, "in_process" if in_process else "child")
+            with mock.patch.object(value_ring, "DEFAULT_CAPACITY", 4096), \
+                    mock.patch.object(value_ring.ValueRing, "put", counted_put):
+                _train_shapes(run_dir, in_process)
+            files[in_process] = _contents(os.path.join(run_dir, "run.h5"))
+        self.assertGreater(puts["staged"], 0)
+        self.assertGreater(puts["refused"], 0, "the ring never filled: the test would not see an early release")
+        (child, _), (in_process, _) = files[False], files[True]
+        self.assertEqual(sorted(child), sorted(in_process))
+        self.assertIn("activations/mean", child)
+        for name, values in child.items():
+            if name not in _CLOCK_COLUMNS:
+                np.testing.assert_array_equal(values, in_process[name], err_msg=name)
 
     def test_an_incident_is_on_disk_when_end_step_returns(self):
         run_dir, rec, model, opt = self._recorded_training(activations_every=0)
