@@ -12,9 +12,11 @@ How:
 - One shared mapping (an anonymous memfd the child inherits), used as a ring. The training
   process copies values at the ring's head (put) and hands the child a note of where they are
   (Staged) in the step's message; the child reads them there.
-- The child releases the ring up to a position the training process gives it at each flush
-  (every step's end), once it has handled everything before that flush: the values of that step
-  and any left unused (a row that was dropped).
+- The child releases the ring up to a position the training process gives it with each flush,
+  once it has handled everything before that flush: the position the last finished step committed
+  (ChildRunFile.commit_staged, once the step's rows are queued), which covers that step's values
+  and any left unused (a row that was dropped). A flush in the middle of a step (a checkpoint's, a
+  note's) so never frees the values of the step under way, whose row is not sent yet.
 - The training process never waits for the child: when the ring has no room (the child is behind,
   or an array is larger than a quarter of the ring), put returns None and the caller computes the
   figures itself, with the same code. Nothing is lost or late either way; only where the work runs
