@@ -23,8 +23,9 @@
 // tensor's own precision. Rare blocks (NaN, Inf, overflow, zeros or subnormals) take an extra
 // L1-resident read; one with NaN, Inf or overflow is swept again in pieces of 512, and only the
 // piece that holds the value takes the careful path. Memory is asked for a few KB ahead of the
-// read. bfloat16 is widened as it is read; float16 through an L1 buffer. Large tensors are summed in fixed chunks spread over threads,
-// and a checkpoint's many smaller tensors are spread over threads one tensor each.
+// read. bfloat16 is widened as it is read; float16 through an L1 buffer. Large tensors are summed
+// in fixed chunks spread over threads, and a checkpoint's many smaller tensors are spread over
+// threads one tensor each.
 // TensorStats.cpp is built with -O3; on x86-64 the kernel is also compiled for AVX2 + FMA and for
 // AVX-512, and picked at run time by CPU feature (not by CPU model).
 

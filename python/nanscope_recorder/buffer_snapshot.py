@@ -4,7 +4,8 @@ put back when the step is skipped, and written into the checkpoint of an inciden
 Taken every step, so taken cheaply: each dtype and device's buffers are copied with one torch.cat
 into a flat tensor kept from the last step, not cloned one by one. In a training step each torch
 call costs 10-15 us (cold caches after the step's matrix products); a ResNet-50 has 159 such
-buffers. The copies are exact (a copy kernel: NaN payloads and all)."""
+buffers. The copies are exact (a copy kernel: NaN payloads and all). The recorder takes a second one after the
+forward, of the running means and variances alone, to measure the /buffers row from (flat())."""
 import torch
 
 
@@ -14,6 +15,7 @@ class BufferSnapshot:
         self._groups = []  # [(flat copy, [1-D views of the live buffers])] per dtype and device
         self._entries = []  # [(name, live buffer, group index, offset)]
         self._clones = None  # [(name, live, copy)] when the buffers cannot be viewed flat
+        self._sizes = ()  # each buffer's length, in the order given
         self.taken = False
 
     def take(self, named_buffers):
@@ -33,6 +35,13 @@ class BufferSnapshot:
 
     def clear(self):
         self.taken = False
+
+    def flat(self):
+        """The copies as taken, as one flat tensor in the order given, with each buffer's length;
+        None unless every buffer went into the same flat copy (one dtype and device, contiguous)."""
+        if not self.taken or self._clones is not None or len(self._groups) != 1:
+            return None
+        return self._groups[0][0], self._sizes
 
     def copies(self):
         """{name: a copy of the buffer as taken}, independent of later steps' snapshots."""
@@ -71,3 +80,4 @@ class BufferSnapshot:
             group[2] += t.numel()
         self._groups = [(torch.empty(size, dtype=views[0].dtype, device=views[0].device), views)
                         for _, views, size in self._groups]
+        self._sizes = tuple(t.numel() for _, t in named_buffers)

@@ -4,6 +4,7 @@ process (stats.range_stats) or in the run.h5 writer child (run_file_child), whic
 and never torch. A GPU tensor's figures are computed on its device instead (stats.py).
 """
 import math
+import threading
 
 import numpy as np
 
@@ -28,7 +29,6 @@ _SCRATCH_ELEMENTS = 1 << 20
 
 class _Scratch:
     def __init__(self):
-        import threading
         self._local = threading.local()
 
     def deviations(self, n, dtype):

@@ -15,12 +15,12 @@ from .host_stats import (RANGE_FIELDS, RANGE_WIDTH, buffer_figures, combine_mome
 _NAN = float("nan")
 
 # The dtypes numpy reads as they are: the others are converted first (_as_float).
-_NUMPY_FLOATS = (torch.float32, torch.float64)
+NUMPY_FLOATS = (torch.float32, torch.float64)
 
 
 def _as_float(t):
     t = t.detach()
-    if t.dtype in _NUMPY_FLOATS:
+    if t.dtype in NUMPY_FLOATS:
         return t
     if t.is_complex():
         t = torch.view_as_real(t)

@@ -7,6 +7,7 @@ import numpy as np
 import torch
 
 from . import stats
+from .buffer_snapshot import BufferSnapshot
 from .host_stats import flat_buffer_figures
 from .value_ring import StagedBuffers
 
@@ -63,47 +64,14 @@ def total_norm(norms):
     return math.sqrt(float(wide @ wide))
 
 
-class _RunningStatistics:
-    """The CPU normalisation layers' running means and variances copied into one flat array (mean 0,
-    var 0, mean 1, ...) with one torch.cat a step: one array to measure or hand to the writer child,
-    where measuring each layer's two buffers costs about ten library calls (a ResNet-50 has 53)."""
-
-    def __init__(self, norms):
-        self._norms = norms
-        self._key = None
-        self._views = self._flat = self._values = None
-        self.sizes = ()
-
-    def gather(self):
-        """The flat array, copied now; None when the buffers are not all contiguous CPU tensors of
-        one float dtype numpy reads as it is (then each layer is measured on its own)."""
-        buffers = [t for _, m in self._norms for t in (m.running_mean, m.running_var)]
-        key = tuple((id(t), t.data_ptr(), t.numel()) for t in buffers)  # a buffer replaced lays out again
-        if key != self._key:
-            self._lay_out(buffers)
-            self._key = key
-        if self._flat is None:
-            return None
-        torch.cat(self._views, out=self._flat)
-        return self._values
-
-    def _lay_out(self, buffers):
-        self._views = self._flat = self._values = None
-        dtype = buffers[0].dtype
-        if dtype not in (torch.float32, torch.float64) or not all(
-                t.device.type == "cpu" and t.dtype == dtype and t.is_contiguous() for t in buffers):
-            return
-        self._views = [t.detach().reshape(-1) for t in buffers]
-        self.sizes = tuple(t.numel() for t in buffers)
-        self._flat = torch.empty(sum(self.sizes), dtype=dtype)
-        self._values = self._flat.numpy()
-
-
 class StepReadback:
     def __init__(self, params, norms):
         self._params = params  # [(name, parameter)]
         self._norms = norms    # [(name, module)] with running statistics
-        self._running = _RunningStatistics(norms) if norms else None
+        # The running means and variances after the forward, copied flat with one torch.cat a
+        # step: one array to measure or hand to the writer child, where measuring each layer's two
+        # buffers costs about ten library calls (a ResNet-50 has 53 layers).
+        self._after_forward = BufferSnapshot()
         # The writer child's ChildRunFile.stage once there is one: it measures the running statistics.
         self.stage = None
 
@@ -127,8 +95,9 @@ class StepReadback:
         # one copy to the host.
         calls = activation_hooks.take_calls()
         buffers = self._buffer_parts()
-        ranges = {"buffers": buffers if isinstance(buffers, list) else [],
-                  "inputs": [s for _, s in input_stats], "activations": [s for _, s in calls]}
+        ranges = {"inputs": [s for _, s in input_stats], "activations": [s for _, s in calls]}
+        if isinstance(buffers, list):  # per layer, not staged as one array
+            ranges["buffers"] = buffers
         for key, rows in ranges.items():
             on_device = [r for r in rows if isinstance(r, torch.Tensor)]
             if on_device:
@@ -147,7 +116,7 @@ class StepReadback:
             # A parameter without a gradient received none this step: its gradient norm is 0.
             host["grad_norm"] = np.zeros(len(params), dtype=np.float32)
             host["grad_norm"][present] = norms[len(params):]
-        host["buffers"] = ranges["buffers"] if isinstance(buffers, list) else buffers
+        host["buffers"] = ranges.get("buffers", buffers)
         host["inputs"] = ranges["inputs"]
         host["activations"] = [(index, part) for (index, _), part in zip(calls, ranges["activations"])]
         return host
@@ -155,13 +124,17 @@ class StepReadback:
     def _buffer_parts(self):
         """The /buffers row: each layer's figures (or a device tensor of them), or the CPU layers'
         running statistics staged for the writer child as one array (StagedBuffers)."""
-        values = self._running.gather() if self._running is not None else None
-        if values is None:
+        flat = None
+        if self._norms and self._norms[0][1].running_mean.is_cpu:  # a device's are measured there
+            self._after_forward.take(("", t) for _, m in self._norms for t in (m.running_mean, m.running_var))
+            flat = self._after_forward.flat()
+        if flat is None or flat[0].dtype not in stats.NUMPY_FLOATS:
             return [stats.buffer_stats(m.running_mean, m.running_var) for _, m in self._norms]
+        values, sizes = flat[0].numpy(), flat[1]
         staged = self.stage(values) if self.stage is not None else None
         if staged is not None:
-            return StagedBuffers(staged, self._running.sizes)
-        return flat_buffer_figures(values, self._running.sizes)
+            return StagedBuffers(staged, sizes)
+        return flat_buffer_figures(values, sizes)
 
     def nonfinite_counts(self, grad_norms, total):
         """The non-finite values of each gradient whose norm is not finite (a finite norm means a

@@ -131,6 +131,25 @@ class RangeStats(unittest.TestCase):
         np.testing.assert_allclose(norms.numpy(), [t.float().norm().item() for t in tensors], rtol=1e-3)
         self.assertTrue(math.isnan(stats.tensor_norms([torch.tensor([1.0, math.nan])])[0].item()))
 
+    def test_running_statistics_measured_flat_give_each_layers_own_row(self):
+        """The /buffers row is measured on one flat copy of every layer's running mean and
+        variance (step_readback, and the writer child on its copy): split back into layers, each
+        row must be the row of that layer's own buffers, a poisoned one and layers of other sizes
+        among them."""
+        from nanscope_recorder import host_stats
+        torch.manual_seed(2)
+        layers = [(torch.randn(5), torch.rand(5) + 0.1), (torch.randn(3), torch.rand(3) + 0.1),
+                  (torch.randn(8), torch.rand(8) + 0.1)]
+        layers[1][1][2] = math.nan
+        layers[2][0][0] = math.inf
+        flat = torch.cat([t for pair in layers for t in pair]).numpy()
+        sizes = [t.numel() for pair in layers for t in pair]
+        rows = host_stats.flat_buffer_figures(flat, sizes)
+        self.assertEqual(len(rows), 3)
+        for k, (mean, var) in enumerate(layers):
+            self.assertEqual(list(rows[k]), figures(stats.buffer_stats(mean, var)), "layer %d" % k)
+        self.assertEqual([r[4] for r in rows], [0.0, 1.0, 1.0])
+
     def test_buffer_rows_of_healthy_and_poisoned_running_statistics(self):
         """The /buffers row: a healthy layer's ranges exactly; a poisoned one's over its finite
         values, with every NaN and Inf of both buffers counted (what BatchNorm health reads)."""
