@@ -149,6 +149,11 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
         }
     }
     const int64_t onsetStep = precursor ? precursor->onsetStep : steps[onsetRow];
+    // Decided: the vanishing rule's stream, running beside the rules, stops before it at once
+    // (what comes below reads the layers' windows, and the stream would read on past the onset).
+    context.blowupOnsetRow = onsetRow;
+    context.blowupOnsetStep = onsetStep;
+    limitVanishingStream(context);
 
     Incident incident;
     incident.kind = IncidentKind::Blowup;
@@ -258,8 +263,6 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
     fillLayers(incident, *blame, config.maxLayersListed);
     incident.nonfiniteStep = nonfiniteStep;
     evidence.windowEndStep = nonfiniteStep ? *nonfiniteStep : steps[lastRow];
-    context.blowupOnsetRow = onsetRow;
-    context.blowupOnsetStep = onsetStep;
 
     BlowupFacts facts;
     facts.series = scalars.gradNorm.empty() ? "loss" : "gradient norm";

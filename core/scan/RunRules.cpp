@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <exception>
+#include <future>
+#include <thread>
 
 namespace nanscope {
 
@@ -36,13 +38,14 @@ struct RuleStep
 // 4. spikes              reads burstRows and blowupOnsetRow: not inside a burst or a blow-up
 // 5. loss scale          writes collapseWindows
 // 6. skipped steps       reads blowupOnsetStep, collapseWindows, burstRows: explained skips
-// 7. vanishing           reads blowupOnsetStep; streams /layers (begun on a thread of its own before
-//                        rule 1, told where to stop once rule 3 has run) and reports progress 0.3 to 1
-// 8. damaged values      shares nothing
+// 7. activation growth   reads blowupOnsetStep (a blow-up explains it) and badInputs; streams
+//                        /activations while the vanishing stream reads /layers beside it
+// 8. vanishing           reads blowupOnsetStep; streams /layers (begun on a thread of its own before
+//                        rule 1, told where to stop once rule 3 has decided) and reports progress 0.3 to 1
+// 9. damaged values      shares nothing
 // (evaluation loss and non-finite metrics read blowupOnsetStep: a blow-up explains what follows it)
-// then activation growth (reads blowupOnsetStep: a blow-up explains it), spike aftermath (reads the
-// Spike/NonfiniteLoss incidents and blowupOnsetStep), divergence (reads blowupOnsetRow: a blow-up
-// explains a climb) and Adam epsilon (the caller's facts); last,
+// then spike aftermath (reads the Spike/NonfiniteLoss incidents and blowupOnsetStep), divergence
+// (reads blowupOnsetRow: a blow-up explains a climb) and Adam epsilon (the caller's facts); last,
 // the spike score of the primary series goes into every incident's evidence.
 constexpr RuleStep kRules[] = {
     {"bad inputs", detectBadInputs, -1, nullptr},
@@ -54,9 +57,9 @@ constexpr RuleStep kRules[] = {
     {"evaluation loss", detectEvaluationNonfinite, -1, nullptr},
     {"non-finite metrics", detectNonfiniteMetrics, -1, nullptr},
     {"non-finite parameters", detectNonfiniteParameters, -1, nullptr},
+    {"activation growth", detectActivationGrowth, -1, nullptr},
     {"vanishing", detectVanishing, -1, nullptr},
     {"damaged values", detectDamagedValues, -1, nullptr},
-    {"activation growth", detectActivationGrowth, -1, nullptr},
     {"spike aftermath", detectSpikeAftermath, -1, nullptr},
     {"divergence", detectDivergence, -1, nullptr},
     {"Adam epsilon", detectAdamEpsilon, -1, nullptr},
@@ -74,14 +77,33 @@ std::vector<scan::NamedRule> scan::rulesInOrder()
 
 namespace {
 
-// The spike score (share of steps 7 robust deviations above a rolling 1,000-step median) of the
-// primary series up to each incident's end.
-void addSpikeScores(const RunScalars& scalars, std::vector<Incident>& incidents)
+// The rows of the primary series 7 robust deviations above a rolling 1,000-step median, for the
+// spike scores. It needs only the scalars, so where there is a second core it is worked out on a
+// thread of its own while the rules run (the rules' chain on this thread is what the scan waits
+// for); on one core, only when an incident needs it.
+class PrimarySpikes
+{
+public:
+    explicit PrimarySpikes(const LogSeries& primary)
+        : m_primary(primary)
+    {
+        if (!primary.empty() && std::thread::hardware_concurrency() > 1)
+            m_rows = std::async(std::launch::async, [&primary] { return spikeRows(primary); });
+    }
+    std::vector<uint8_t> rows() { return m_rows.valid() ? m_rows.get() : spikeRows(m_primary); }
+
+private:
+    const LogSeries& m_primary;
+    std::future<std::vector<uint8_t>> m_rows;
+};
+
+// The spike score (share of the primary series' steps that are spikes) up to each incident's end.
+void addSpikeScores(const RunScalars& scalars, PrimarySpikes& primarySpikes, std::vector<Incident>& incidents)
 {
     const LogSeries& primary = scalars.primary();
     if (primary.empty() || incidents.empty())
         return;
-    const std::vector<uint8_t> spikes = spikeRows(primary);
+    const std::vector<uint8_t> spikes = primarySpikes.rows();
     for (Incident& incident : incidents)
         incident.evidence.spikeScore = spikeShare(primary, spikes, rowAfter(primary.steps, incidentEndStep(incident)));
 }
@@ -133,6 +155,7 @@ Result<ScanReport> runRules(const ScanInputs& inputs, const ScanConfig& config, 
     noteMissingTables(inputs, context.report.notes);
     if (!context.progressed(0.05, "scalars"))
         return cancelled;
+    PrimarySpikes primarySpikes(context.scalars.primary());
     startVanishingStream(context);
     for (const RuleStep& rule : kRules) {
         if (Status s = rule.run(context); !s)
@@ -142,7 +165,7 @@ Result<ScanReport> runRules(const ScanInputs& inputs, const ScanConfig& config, 
         if (context.cancelled)
             return cancelled;
     }
-    addSpikeScores(context.scalars, context.report.incidents);
+    addSpikeScores(context.scalars, primarySpikes, context.report.incidents);
     sortIncidents(context.report.incidents);
     context.progressed(1.0, "done");
     return std::move(context.report);

@@ -48,6 +48,9 @@ Status detectVanishing(ScanContext& context);
 // Starts streaming /layers/grad_norm for the vanishing rule on a thread of its own, so that the
 // largest read of the scan overlaps the rules before it (run before the first rule).
 void startVanishingStream(ScanContext& context);
+// Tells that stream where the vanishing rule will stop (before a blow-up's onset), once the blow-up
+// rule has decided it: the rows after it are then never read.
+void limitVanishingStream(ScanContext& context);
 // Waits until that stream has read every row it may. For tests: the vanishing rule then takes the
 // path where the blow-up rule's limit comes after the stream has passed it.
 void waitForVanishingStream(ScanContext& context);

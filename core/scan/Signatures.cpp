@@ -66,10 +66,18 @@ std::optional<Precursor> columnPrecursor(const LayerColumn& column, const ScanCo
 {
     const LogSeries& s = column.series;
     std::vector<size_t> finiteRows;
+    double lowest = kInf, highest = -kInf;
     for (size_t r = 0; r < s.size(); ++r)
-        if (s.finite[r])
+        if (s.finite[r]) {
             finiteRows.push_back(r);
+            lowest = std::min(lowest, s.log[r]);
+            highest = std::max(highest, s.log[r]);
+        }
     if (finiteRows.size() < 8)
+        return std::nullopt;
+    // The rise below is a peak of these values over a baseline that is a median of them: never more
+    // than their spread. Most columns of a thousand-layer run are flat; they stop here.
+    if (!(highest - lowest >= minDecades))
         return std::nullopt;
     // A copy holding the finite rows only: the precursor is the growth before the failure.
     LogSeries finite;
