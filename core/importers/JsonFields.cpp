@@ -179,21 +179,34 @@ const JsonField* findField(const std::vector<JsonField>& fields, std::string_vie
     return nullptr;
 }
 
-bool readObjectFields(std::string_view text, std::vector<JsonField>& fields, std::string& error)
+namespace {
+
+// Whether a key is written twice. Entries have a few keys, and a repeat is rare: a few keys are
+// compared pairwise (no allocation, once per entry of a 100,000-entry log), more through a sorted
+// copy in n log n.
+bool hasRepeatedKey(const std::vector<JsonField>& fields)
 {
-    if (!parse(text, fields, true, error))
+    constexpr size_t kPairwise = 16;
+    if (fields.size() <= kPairwise) {
+        for (size_t i = 1; i < fields.size(); ++i)
+            for (size_t j = 0; j < i; ++j)
+                if (fields[i].key == fields[j].key)
+                    return true;
         return false;
-    // A key written twice keeps its last value, as Qt's and Python's parsers do. Entries have a
-    // few keys, and a repeat is rare: a sorted copy of the keys finds one in n log n.
-    if (fields.size() < 2)
-        return true;
+    }
     std::vector<std::string_view> keys;
     keys.reserve(fields.size());
     for (const JsonField& field : fields)
         keys.push_back(field.key);
     std::sort(keys.begin(), keys.end());
-    if (std::adjacent_find(keys.begin(), keys.end()) == keys.end())
-        return true;
+    return std::adjacent_find(keys.begin(), keys.end()) != keys.end();
+}
+
+// A key written twice keeps its last value, as Qt's and Python's parsers do.
+void keepLastOfEachKey(std::vector<JsonField>& fields)
+{
+    if (!hasRepeatedKey(fields))
+        return;
     std::unordered_map<std::string_view, size_t> lastIndex;
     for (size_t i = 0; i < fields.size(); ++i)
         lastIndex[fields[i].key] = i;
@@ -205,6 +218,28 @@ bool readObjectFields(std::string_view text, std::vector<JsonField>& fields, std
         if (keep[i])
             lastOfEach.push_back(std::move(fields[i]));
     fields = std::move(lastOfEach);
+}
+
+} // namespace
+
+bool readObjectFields(std::string_view text, std::vector<JsonField>& fields, std::string& error)
+{
+    if (!parse(text, fields, true, error))
+        return false;
+    keepLastOfEachKey(fields);
+    return true;
+}
+
+bool readLeadingObjectFields(std::string_view text, std::vector<JsonField>& fields, size_t& end)
+{
+    fields.clear();
+    FieldCollector collector(fields, true);
+    rapidjson::MemoryStream bytes(text.data(), text.size());
+    rapidjson::Reader reader;
+    if (reader.Parse<kParseFlags>(bytes, collector).IsError())
+        return false;
+    end = bytes.Tell();
+    keepLastOfEachKey(fields);
     return true;
 }
 

@@ -30,6 +30,12 @@ const char* kindName(JsonField::Kind kind);
 // vector to reuse its memory.
 bool readObjectFields(std::string_view text, std::vector<JsonField>& fields, std::string& error);
 
+// The fields of the JSON object that begins `text` (whitespace before it allowed), as
+// readObjectFields reads them, and `end`, one past its closing brace: what follows is not looked
+// at. False when no valid object begins there; `end` is then not set (JsonScan finds where the
+// damaged value ends, and readObjectFields says what is wrong with it).
+bool readLeadingObjectFields(std::string_view text, std::vector<JsonField>& fields, size_t& end);
+
 // The field named `key`, or null.
 const JsonField* findField(const std::vector<JsonField>& fields, std::string_view key);
 

@@ -116,7 +116,10 @@ public:
 
     void decodeRecord(uint64_t number, uint64_t offset, const std::string& data)
     {
-        tb::Event event;
+        // One message for every record: parsing into it again reuses what it allocated for the one
+        // before (its summary, values and tags), where a fresh message per record allocated them all
+        // anew, 300,000 times for a 100,000-step log of three scalars.
+        tb::Event& event = m_event;
         if (!event.ParseFromString(data)) {
             m_log.warnings.push_back(m_path + ": record " + std::to_string(number) + " (byte " + std::to_string(offset)
                 + "): its CRCs check but it is no Event message; record skipped");
@@ -165,6 +168,7 @@ public:
 
 private:
     void skip(const std::string& what) { ++m_skipped[what]; }
+    tb::Event m_event;
 
     void decodeValue(const tb::Summary::Value& value, int64_t step, double wallTime)
     {
@@ -172,8 +176,9 @@ private:
         // Writers attach the metadata to the first value of a tag only; later values rely on it.
         if (value.has_metadata())
             m_pluginByTag[tag] = value.metadata().plugin_data().plugin_name();
+        static const std::string kNoPlugin;
         const auto known = m_pluginByTag.find(tag);
-        const std::string plugin = known == m_pluginByTag.end() ? std::string() : known->second;
+        const std::string& plugin = known == m_pluginByTag.end() ? kNoPlugin : known->second;
 
         switch (value.value_case()) {
         case tb::Summary::Value::kSimpleValue:
