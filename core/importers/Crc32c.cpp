@@ -1,6 +1,9 @@
 #include "core/importers/Crc32c.h"
 
 #include <array>
+#include <cstring>
+
+#include <nmmintrin.h>
 
 namespace nanscope {
 
@@ -34,9 +37,33 @@ uint32_t loadLittleEndian32(const unsigned char* bytes)
     return uint32_t(bytes[0]) | uint32_t(bytes[1]) << 8 | uint32_t(bytes[2]) << 16 | uint32_t(bytes[3]) << 24;
 }
 
+// The crc32 instruction computes the same reflected CRC-32C step as the tables, eight bytes per
+// instruction: a 100,000-step event file's 16 MB in a few milliseconds.
+__attribute__((target("sse4.2"))) uint32_t crc32cInstruction(const unsigned char* bytes, size_t size, uint32_t crc)
+{
+    uint64_t state = ~crc;
+    for (; size >= 8; bytes += 8, size -= 8) {
+        uint64_t word;
+        std::memcpy(&word, bytes, sizeof word);
+        state = _mm_crc32_u64(state, word);
+    }
+    auto state32 = uint32_t(state);
+    for (; size > 0; ++bytes, --size)
+        state32 = _mm_crc32_u8(state32, *bytes);
+    return ~state32;
+}
+
 } // namespace
 
 uint32_t crc32c(const void* data, size_t size, uint32_t crc)
+{
+    static const bool instruction = __builtin_cpu_supports("sse4.2");
+    if (instruction)
+        return crc32cInstruction(static_cast<const unsigned char*>(data), size, crc);
+    return crc32cPortable(data, size, crc);
+}
+
+uint32_t crc32cPortable(const void* data, size_t size, uint32_t crc)
 {
     const auto* bytes = static_cast<const unsigned char*>(data);
     crc = ~crc;

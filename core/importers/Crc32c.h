@@ -10,7 +10,11 @@ namespace nanscope {
 
 // The CRC-32C of size bytes; pass a previous result as crc to continue over more bytes.
 // crc32c("123456789") == 0xE3069283.
+// Uses the processor's crc32 instruction (SSE4.2) where it has one, else crc32cPortable.
 uint32_t crc32c(const void* data, size_t size, uint32_t crc = 0);
+
+// The same CRC from lookup tables, with no processor-specific code (tests compare the two).
+uint32_t crc32cPortable(const void* data, size_t size, uint32_t crc = 0);
 
 // TFRecord stores CRCs rotated and offset ("masked"), so that a CRC computed over bytes that
 // themselves contain CRCs does not degenerate.
