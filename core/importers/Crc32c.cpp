@@ -1,5 +1,7 @@
 #include "core/importers/Crc32c.h"
 
+#include "core/CpuFeatures.h"
+
 #include <array>
 #include <cstring>
 
@@ -57,8 +59,7 @@ __attribute__((target("sse4.2"))) uint32_t crc32cInstruction(const unsigned char
 
 uint32_t crc32c(const void* data, size_t size, uint32_t crc)
 {
-    static const bool instruction = __builtin_cpu_supports("sse4.2");
-    if (instruction)
+    if (cpu::hasSse42())
         return crc32cInstruction(static_cast<const unsigned char*>(data), size, crc);
     return crc32cPortable(data, size, crc);
 }

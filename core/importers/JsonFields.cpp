@@ -125,7 +125,10 @@ private:
     std::string m_badNumber;
 };
 
-bool parse(std::string_view text, std::vector<JsonField>& fields, bool rootIsObject, std::string& error)
+// One JSON value from the start of `text`. With `end`, it is set one past the value and what
+// follows is not looked at; without, only whitespace may follow.
+bool parse(std::string_view text, std::vector<JsonField>& fields, bool rootIsObject, std::string& error,
+           size_t* end = nullptr)
 {
     fields.clear();
     FieldCollector collector(fields, rootIsObject);
@@ -140,6 +143,10 @@ bool parse(std::string_view text, std::vector<JsonField>& fields, bool rootIsObj
         else
             error = rapidJsonErrorText(result.Code()) + " (byte " + std::to_string(result.Offset()) + ")";
         return false;
+    }
+    if (end) {
+        *end = bytes.Tell();
+        return true;
     }
     // kParseStopWhenDoneFlag ends at the value's end: only whitespace may follow it.
     for (size_t i = bytes.Tell(); i < text.size(); ++i)
@@ -232,13 +239,9 @@ bool readObjectFields(std::string_view text, std::vector<JsonField>& fields, std
 
 bool readLeadingObjectFields(std::string_view text, std::vector<JsonField>& fields, size_t& end)
 {
-    fields.clear();
-    FieldCollector collector(fields, true);
-    rapidjson::MemoryStream bytes(text.data(), text.size());
-    rapidjson::Reader reader;
-    if (reader.Parse<kParseFlags>(bytes, collector).IsError())
+    std::string error; // JsonScan and readObjectFields say what is wrong with a refused entry
+    if (!parse(text, fields, true, error, &end))
         return false;
-    end = bytes.Tell();
     keepLastOfEachKey(fields);
     return true;
 }

@@ -168,7 +168,6 @@ public:
 
 private:
     void skip(const std::string& what) { ++m_skipped[what]; }
-    tb::Event m_event;
 
     void decodeValue(const tb::Summary::Value& value, int64_t step, double wallTime)
     {
@@ -271,6 +270,7 @@ private:
     const std::string& m_path;
     ScalarLog& m_log;
     std::map<std::string, std::string> m_pluginByTag;
+    tb::Event m_event; // every record is parsed into this one (decodeRecord)
     std::map<std::string, uint64_t> m_skipped;
     uint64_t m_estimatedHistograms = 0;
 };

@@ -1,5 +1,7 @@
 #include "core/run/Fletcher32.h"
 
+#include "core/CpuFeatures.h"
+
 #include <algorithm>
 
 namespace nanscope::hdf5reads {
@@ -61,19 +63,30 @@ uint32_t folded(uint64_t sum)
     return sum == 0 ? 0 : uint32_t((sum - 1) % 65535 + 1);
 }
 
-} // namespace
-
-uint32_t fletcher32(const void* data, size_t bytes)
+// The checksum with the words summed by `addWordsTo`.
+template<void (*addWordsTo)(const uint8_t*, size_t, Sums&)>
+uint32_t fletcher32With(const void* data, size_t bytes)
 {
-    static const bool avx2 = __builtin_cpu_supports("avx2");
     const auto* p = static_cast<const uint8_t*>(data);
     Sums sums;
-    (avx2 ? addWordsAvx2 : addWordsPortable)(p, bytes / 2, sums);
+    addWordsTo(p, bytes / 2, sums);
     if (bytes % 2 != 0) {
         sums.first += uint32_t(p[bytes - 1]) << 8;
         sums.second += sums.first;
     }
     return (folded(sums.second) << 16) | folded(sums.first);
+}
+
+} // namespace
+
+uint32_t fletcher32(const void* data, size_t bytes)
+{
+    return cpu::hasAvx2() ? fletcher32With<addWordsAvx2>(data, bytes) : fletcher32With<addWordsPortable>(data, bytes);
+}
+
+uint32_t fletcher32Portable(const void* data, size_t bytes)
+{
+    return fletcher32With<addWordsPortable>(data, bytes);
 }
 
 } // namespace nanscope::hdf5reads

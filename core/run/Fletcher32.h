@@ -13,6 +13,10 @@ namespace nanscope::hdf5reads {
 // HDF5's checksum of `bytes` bytes: Fletcher's two running sums over the bytes read as big-endian
 // 16-bit words (a last odd byte is the high half of a word), each folded modulo 65535 into 16 bits,
 // where a sum is 0 only when every word was 0. The first sum is the low half of the result.
+// Sums as AVX2 vector code where the processor has it (core/CpuFeatures.h), else as fletcher32Portable.
 uint32_t fletcher32(const void* data, size_t bytes);
+
+// The same checksum compiled for the baseline x86-64 processor (tests compare the two).
+uint32_t fletcher32Portable(const void* data, size_t bytes);
 
 } // namespace nanscope::hdf5reads

@@ -71,7 +71,8 @@ void findSpikes(const ScanContext& context, const LogSeries& s, const std::strin
         }
         // The median is at least the window's least value: a row that does not rise spikeDecades
         // above that is no spike and needs no median (nearly every row of a run).
-        if (window.size() >= width / 2 && s.log[r] - *std::min_element(window.begin(), window.end()) >= config.spikeDecades) {
+        if (window.size() >= width / 2 &&
+            s.log[r] - *std::min_element(window.begin(), window.end()) >= config.spikeDecades) {
             scratch.assign(window.begin(), window.end());
             const double median = medianInPlace(scratch);
             const double excess = s.log[r] - median;

@@ -4,6 +4,7 @@
 // (core/CMakeLists.txt): the loop below sees every value of that dataset.
 #include "core/scan/ScanRules.h"
 
+#include "core/CpuFeatures.h"
 #include "core/run/Hdf5Handle.h"
 #include "core/run/RunFormat.h"
 
@@ -78,8 +79,7 @@ void accumulateRowPortable(const uint32_t* row, size_t width, float* sums, int32
 void accumulateRow(const uint32_t* row, size_t width, float* sums, int32_t* counted, int32_t* zeros,
                    int32_t* positive)
 {
-    static const bool avx2 = __builtin_cpu_supports("avx2");
-    (avx2 ? accumulateRowAvx2 : accumulateRowPortable)(row, width, sums, counted, zeros, positive);
+    (cpu::hasAvx2() ? accumulateRowAvx2 : accumulateRowPortable)(row, width, sums, counted, zeros, positive);
 }
 
 // A layer's stretch of vanishing cells.

@@ -2,6 +2,7 @@
 // feature, the split of a large tensor over threads, and the API of TensorStats.h.
 #include "core/tensor/TensorStats.h"
 
+#include "core/CpuFeatures.h"
 #include "core/tensor/SpreadOverCores.h"
 #include "core/tensor/StatsKernel.h"
 
@@ -78,15 +79,10 @@ void rangeMoments(const uint8_t* data, DType dtype, int64_t begin, int64_t end, 
 {
 #ifdef NANSCOPE_HAVE_AVX2_CLONE
     // NANSCOPE_NO_AVX2=1 forces the baseline build of the kernel, NANSCOPE_NO_AVX512=1 the AVX2
-    // build, so tests can check each.
-    static const bool avx2 = !std::getenv("NANSCOPE_NO_AVX2") && __builtin_cpu_supports("avx2")
-                             && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-    static const bool avx512 = avx2 && !std::getenv("NANSCOPE_NO_AVX512") && __builtin_cpu_supports("avx512f")
-                               && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq")
-                               && __builtin_cpu_supports("avx512vl");
-    if (avx512)
+    // build, so tests can check each (core/CpuFeatures.h).
+    if (cpu::hasAvx512())
         return rangeMomentsAvx512(data, dtype, begin, end, acc);
-    if (avx2)
+    if (cpu::hasAvx2FmaF16c())
         return rangeMomentsAvx2(data, dtype, begin, end, acc);
 #endif
     rangeMomentsBaseline(data, dtype, begin, end, acc);
