@@ -1,5 +1,7 @@
 #include "core/importers/FileText.h"
 
+#include "core/HugePages.h"
+
 #include <filesystem>
 #include <fstream>
 #include <system_error>
@@ -27,7 +29,10 @@ Result<std::string> readFileText(const std::string& path, uint64_t maxBytes)
     std::ifstream in(path, std::ios::binary);
     if (!in)
         return Error { path + ": cannot be opened for reading" };
-    std::string text(static_cast<size_t>(size), '\0');
+    std::string text;
+    text.reserve(static_cast<size_t>(size));
+    adviseHugePages(text.data(), static_cast<size_t>(size));
+    text.resize(static_cast<size_t>(size));
     in.read(text.data(), static_cast<std::streamsize>(size));
     // A file that shrank while being read (a live run rewriting it) is read as far as it goes.
     text.resize(static_cast<size_t>(in.gcount()));

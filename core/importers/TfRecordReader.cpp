@@ -3,6 +3,7 @@
 #include "core/importers/Crc32c.h"
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -26,6 +27,47 @@ uint32_t readLittleEndian32(const unsigned char* bytes)
 {
     return uint32_t(bytes[0]) | uint32_t(bytes[1]) << 8 | uint32_t(bytes[2]) << 16 | uint32_t(bytes[3]) << 24;
 }
+
+// The file read in large blocks, each record taken from the buffer where it lies. Three stream
+// reads per record (header, data, footer) were a sixth of reading a 300,000-record event file.
+class BlockBuffer {
+public:
+    explicit BlockBuffer(std::ifstream& file)
+        : m_file(file)
+    {
+    }
+
+    // Makes the next `count` bytes readable at data(); false when the file gives fewer. `count`
+    // is at most what the file's size says is left, so the buffer never outgrows the file.
+    bool ensure(size_t count)
+    {
+        if (m_end - m_begin >= count)
+            return true;
+        std::memmove(m_bytes.data(), m_bytes.data() + m_begin, m_end - m_begin);
+        m_end -= m_begin;
+        m_begin = 0;
+        if (m_bytes.size() < count)
+            m_bytes.resize(std::max(count, kBlockBytes));
+        while (m_end < count) {
+            m_file.read(m_bytes.data() + m_end, std::streamsize(m_bytes.size() - m_end));
+            const std::streamsize got = m_file.gcount();
+            if (got <= 0)
+                return false;
+            m_end += size_t(got);
+            if (!m_file)
+                m_file.clear(); // a short read at the end of the file: what it gave is kept
+        }
+        return true;
+    }
+    const unsigned char* data() const { return reinterpret_cast<const unsigned char*>(m_bytes.data()) + m_begin; }
+    void consume(size_t count) { m_begin += count; }
+
+private:
+    static constexpr size_t kBlockBytes = size_t(1) << 20;
+    std::ifstream& m_file;
+    std::vector<char> m_bytes;
+    size_t m_begin = 0, m_end = 0;
+};
 
 std::string recordsKept(uint64_t count)
 {
@@ -51,7 +93,7 @@ Result<TfRecordScan> readTfRecords(const std::string& path, const TfRecordCallba
     const uint64_t fileSize = uint64_t(end);
 
     TfRecordScan scan;
-    std::string data;
+    BlockBuffer buffer(file);
     uint64_t offset = 0;
     for (uint64_t number = 1; offset < fileSize; ++number) {
         // Made only for a warning: a good record (all but a few) needs no words.
@@ -68,11 +110,11 @@ Result<TfRecordScan> readTfRecords(const std::string& path, const TfRecordCallba
             stop("truncated: " + std::to_string(remaining) + " bytes of its 12-byte header");
             break;
         }
-        unsigned char header[kHeaderBytes];
-        if (!file.read(reinterpret_cast<char*>(header), kHeaderBytes)) {
+        if (!buffer.ensure(kHeaderBytes)) {
             stop("read error");
             break;
         }
+        const unsigned char* header = buffer.data();
         if (maskCrc32c(crc32c(header, 8)) != readLittleEndian32(header + 8)) {
             // Without a trustworthy length there is no telling where the next record starts.
             stop("CRC-32C of the length field does not match");
@@ -85,22 +127,25 @@ Result<TfRecordScan> readTfRecords(const std::string& path, const TfRecordCallba
                 + std::to_string(available) + " bytes remain in the file");
             break;
         }
-        data.resize(size_t(length)); // at most the file's size: checked just above
-        unsigned char footer[kFooterBytes];
-        if (!file.read(data.data(), std::streamsize(length))
-            || !file.read(reinterpret_cast<char*>(footer), kFooterBytes)) {
+        // At most the file's size: checked just above.
+        const size_t recordBytes = size_t(kHeaderBytes + length + kFooterBytes);
+        if (!buffer.ensure(recordBytes)) {
             stop("read error");
             break;
         }
-        offset += kHeaderBytes + length + kFooterBytes;
-        if (maskCrc32c(crc32c(data.data(), data.size())) != readLittleEndian32(footer)) {
+        const unsigned char* data = buffer.data() + kHeaderBytes;
+        const uint32_t dataCrc = readLittleEndian32(data + length);
+        offset += recordBytes;
+        if (maskCrc32c(crc32c(data, size_t(length))) != dataCrc) {
+            buffer.consume(recordBytes);
             // The length was sound, so the next record is where it says: skip only this one.
             scan.warnings.push_back(where() + "CRC-32C of the data does not match; record skipped, reading went on");
             ++scan.recordsSkipped;
             continue;
         }
         ++scan.recordsRead;
-        onRecord(number, recordOffset, data);
+        onRecord(number, recordOffset, std::string_view(reinterpret_cast<const char*>(data), size_t(length)));
+        buffer.consume(recordBytes);
     }
     return scan;
 }

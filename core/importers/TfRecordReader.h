@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace nanscope {
@@ -22,8 +23,9 @@ struct TfRecordScan {
     std::vector<std::string> warnings;
 };
 
-// Called for each good record: its number (from 1), the byte offset of its header, its data.
-using TfRecordCallback = std::function<void(uint64_t recordNumber, uint64_t offset, const std::string& data)>;
+// Called for each good record: its number (from 1), the byte offset of its header, its data. The
+// data lives in the reader's buffer until the callback returns.
+using TfRecordCallback = std::function<void(uint64_t recordNumber, uint64_t offset, std::string_view data)>;
 
 // Reads every record of path. An Error only when the file cannot be opened or read at all;
 // damage is in the warnings, with everything before it handed over.

@@ -1,5 +1,6 @@
 #include "core/run/RunReader.h"
 
+#include "core/HugePages.h"
 #include "core/run/Hdf5Handle.h"
 #include "core/run/DirectChunkRead.h"
 #include "core/run/Hdf5Reads.h"
@@ -14,7 +15,6 @@
 #include <fstream>
 #include <thread>
 
-#include <sys/mman.h>
 
 namespace fs = std::filesystem;
 
@@ -61,17 +61,6 @@ auto retriedWhileLive(bool live, Read read)
         status = read();
     }
     return status;
-}
-
-// Asks the kernel to back the 2 MiB-aligned part of [data, data + bytes) with huge pages (a hint:
-// where transparent huge pages are off, nothing changes).
-void adviseHugePages(void* data, size_t bytes)
-{
-    constexpr uintptr_t kHugePage = uintptr_t(2) << 20;
-    const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kHugePage - 1) & ~(kHugePage - 1);
-    const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHugePage - 1);
-    if (end > begin)
-        madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
 }
 
 // Gives a block buffer room for `values` floats before it is first written. A block of a wide

@@ -206,3 +206,48 @@ TEST(TensorBoardReader, HistogramShapeThatWrapsAroundIsSkipped)
     EXPECT_EQ(log->histograms.at("acts")[0].step, 2);
     EXPECT_TRUE(hasNote(*log, "1 histogram tensor of an unexpected shape or type skipped"));
 }
+
+// The reader takes the file in large blocks: records that straddle a block's end, a record larger
+// than a block (a 3 MiB graph), and a damaged record just past a block's end are all read as a
+// record-by-record reader reads them. Simple values at steps 0..n-1, one of them damaged.
+TEST(TensorBoardReader, RecordsAcrossReadBlocksAreAllRead)
+{
+    TempFolder temp;
+    ASSERT_TRUE(temp.ok());
+    constexpr int64_t kSteps = 60000; // about 2.4 MB of records: two block ends at least
+    std::string file;
+    int64_t damagedStep = -1;
+    uint64_t damagedOffset = 0;
+    for (int64_t step = 0; step < kSteps; ++step) {
+        if (step == 2 * kSteps / 3)
+            file += tfRecord(Proto().float64(1, 1).blob(4, std::string(size_t(3) << 20, 'g')).bytes);
+        std::string record = summaryEvent(step, Proto().blob(1, "loss").float32(2, float(step)));
+        if (damagedStep < 0 && file.size() > (size_t(1) << 20) + 100) {
+            damagedStep = step;
+            damagedOffset = file.size();
+            record[12 + 3] ^= 0x10; // in the data: its CRC no longer checks
+        }
+        file += record;
+    }
+    // A last record cut short: the file ends inside it.
+    file += summaryEvent(kSteps, Proto().blob(1, "loss").float32(2, 1.0f)).substr(0, 20);
+    const std::string path = temp.file("events.out.tfevents.blocks");
+    writeBytes(path, file);
+
+    const Result<ScalarLog> log = readTensorBoardEvents(path);
+    ASSERT_TRUE(log.ok()) << log.error();
+    const auto& loss = log->series.at("loss");
+    ASSERT_EQ(loss.size(), size_t(kSteps - 1));
+    for (size_t i = 0; i < loss.size(); ++i) {
+        const int64_t step = int64_t(i) + (int64_t(i) >= damagedStep ? 1 : 0);
+        ASSERT_EQ(loss[i].step, step) << "point " << i;
+        ASSERT_EQ(loss[i].value, double(step)) << "point " << i;
+    }
+    EXPECT_TRUE(hasNote(*log, "1 graph record skipped"));
+    ASSERT_EQ(log->warnings.size(), 2u);
+    EXPECT_NE(log->warnings[0].find("record " + std::to_string(damagedStep + 1) + " (byte " + std::to_string(damagedOffset)
+                  + "): CRC-32C of the data does not match"),
+        std::string::npos)
+        << log->warnings[0] << " (record n holds step n-1 before the graph)";
+    EXPECT_NE(log->warnings[1].find("truncated"), std::string::npos) << log->warnings[1];
+}

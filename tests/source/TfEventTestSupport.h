@@ -37,7 +37,7 @@ struct RecordSpan {
 inline std::vector<RecordSpan> recordsOf(const std::string& path)
 {
     std::vector<RecordSpan> spans;
-    readTfRecords(path, [&](uint64_t number, uint64_t offset, const std::string& data) {
+    readTfRecords(path, [&](uint64_t number, uint64_t offset, std::string_view data) {
         spans.push_back({ number, offset, 16 + data.size() });
     });
     return spans;
