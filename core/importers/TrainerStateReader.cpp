@@ -9,6 +9,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <string_view>
 #include <vector>
 
 namespace nanscope {
@@ -22,12 +23,15 @@ using jsonscan::ValueExtent;
 // The 6687-step trainer_state.json is 1.2 MB; a gigabyte is no trainer_state.json.
 constexpr uint64_t kMaxTrainerStateBytes = uint64_t(1) << 30;
 
+using namespace std::string_view_literals; // compared as views: the lengths first, no strlen
+
 // The Trainer's closing log call carries run totals, which are not values at a step.
 bool isSummaryEntry(const std::vector<JsonField>& entry)
 {
     return std::any_of(entry.begin(), entry.end(), [](const JsonField& field) {
-        return field.key == "train_runtime" || field.key == "train_samples_per_second"
-            || field.key == "train_steps_per_second" || field.key == "total_flos";
+        const std::string_view key = field.key;
+        return key == "train_runtime"sv || key == "train_samples_per_second"sv || key == "train_steps_per_second"sv
+            || key == "total_flos"sv;
     });
 }
 
@@ -250,7 +254,7 @@ bool TrainerStateParser::readDamagedEntry(size_t cursor, int number, ValueExtent
 
 void TrainerStateParser::readEntry(const std::vector<JsonField>& entry, int number, size_t byte)
 {
-    const JsonField* stepField = json::findField(entry, "step");
+    const JsonField* stepField = json::findField(entry, "step"sv);
     const double stepValue = stepField && stepField->kind == JsonField::Kind::Number ? stepField->number : NAN;
     if (!std::isfinite(stepValue) || stepValue != std::floor(stepValue) || std::fabs(stepValue) > 9.0e18) {
         warn(entryLabel(number, byte) + ": no whole-number \"step\"; this entry is skipped");
@@ -263,7 +267,7 @@ void TrainerStateParser::readEntry(const std::vector<JsonField>& entry, int numb
     for (size_t position = 0; position < entry.size(); ++position) {
         const JsonField& field = entry[position];
         const std::string& key = field.key;
-        if (key == "step")
+        if (std::string_view(key) == "step"sv)
             continue;
         if (field.kind != JsonField::Kind::Number) {
             ++m_skippedValues[key][json::kindName(field.kind)];
@@ -272,12 +276,12 @@ void TrainerStateParser::readEntry(const std::vector<JsonField>& entry, int numb
         const double value = field.number;
         if (summary) {
             // The summary's epoch repeats the top-level one.
-            if (key != "epoch")
+            if (std::string_view(key) != "epoch"sv)
                 m_log.attributes[key] = formatNumber(value);
             continue;
         }
         std::vector<ScalarPoint>& series = seriesFor(position, key);
-        if (key == "epoch") {
+        if (std::string_view(key) == "epoch"sv) {
             // A train and an eval entry at one step both carry the epoch; one point says it.
             if (!series.empty() && series.back().step == step
                 && (series.back().value == value || (std::isnan(series.back().value) && std::isnan(value))))
