@@ -63,6 +63,7 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "%s\n", written.error().c_str());
         return 1;
     }
+    nanscope::bench::flushWrittenFiles();
     std::printf("wrote %lld x %lld run in %.1f s\n", (long long)steps, (long long)layers, timer.elapsed() / 1000.0);
 
     // 1. Open to a drawn overview.

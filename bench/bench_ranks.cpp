@@ -213,6 +213,7 @@ int main(int argc, char** argv)
     for (const auto& entry : fs::recursive_directory_iterator(work))
         if (entry.is_regular_file())
             bytes += entry.file_size();
+    nanscope::bench::flushWrittenFiles();
     std::printf("written: %.0f MiB in %.1f s (%s)\n\n", double(bytes) / (1 << 20), writing.nsecsElapsed() / 1e9,
                 work.string().c_str());
 

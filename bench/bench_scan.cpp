@@ -296,6 +296,7 @@ int main(int argc, char** argv)
         const auto start = std::chrono::steady_clock::now();
         if (!writeRun(dir))
             return 1;
+        nanscope::bench::flushWrittenFiles();
         std::printf("written in %.1f s\n", seconds(start));
     }
     std::printf("run             %s, %.2f GB: %lld steps x %lld layers, every table\n", dir.c_str(),

@@ -431,6 +431,7 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "%s\n", s.error().c_str());
         return 1;
     }
+    nanscope::bench::flushWrittenFiles();
     std::vector<Subject> subjects{
         {"trainer_state.json", trainerState, dir + "/trainer"},
         {"TensorBoard events", events, dir + "/tensorboard"},
