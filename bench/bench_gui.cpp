@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 
 static double median(std::vector<double> v)
 {
@@ -66,31 +67,43 @@ int main(int argc, char** argv)
     nanscope::bench::flushWrittenFiles();
     std::printf("wrote %lld x %lld run in %.1f s\n", (long long)steps, (long long)layers, timer.elapsed() / 1000.0);
 
-    // 1. Open to a drawn overview.
-    nanscope::MainWindow window;
-    window.resize(1600, 1000);
-    window.show();
-    QSignalSpy loaded(&window, &nanscope::MainWindow::runLoaded);
-    QSignalSpy judged(&window, &nanscope::MainWindow::layersJudged);
-    timer.restart();
-    window.openRun(dir);
-    if (!loaded.wait(60000))
-        return 1;
-    for (auto* plot : window.overview()->plots())
-        if (plot->isVisible())
-            plot->plot()->replot(QCustomPlot::rpImmediateRefresh);
-    const double openMs = timer.nsecsElapsed() / 1e6;
-    if (!judged.wait(120000))
-        return 1;
-    // The heatmap is built on the session's thread apart from the scan: wait for it too.
-    nanscope::HeatmapView& heatmap = *window.heatmap();
-    for (int waited = 0; heatmap.heatmap().bins() == 0 && waited < 120000; waited += 5)
-        QTest::qWait(5);
-    if (heatmap.heatmap().bins() == 0) {
-        std::fprintf(stderr, "the heatmap never arrived\n");
-        return 1;
+    // 1. Open to a drawn overview, then the heatmap and layer health; three times, each in a new
+    // window, and the medians: one open in a run of the machine's slow spells read 1.47 s where
+    // the ones around it read 0.26-0.31 s. Each open is printed.
+    constexpr int kOpens = 3;
+    std::vector<double> openTimes, heatmapTimes;
+    std::unique_ptr<nanscope::MainWindow> window;
+    for (int open = 0; open < kOpens; ++open) {
+        window = std::make_unique<nanscope::MainWindow>();
+        window->resize(1600, 1000);
+        window->show();
+        QSignalSpy loaded(window.get(), &nanscope::MainWindow::runLoaded);
+        QSignalSpy judged(window.get(), &nanscope::MainWindow::layersJudged);
+        timer.restart();
+        window->openRun(dir);
+        if (!loaded.wait(60000))
+            return 1;
+        for (auto* plot : window->overview()->plots())
+            if (plot->isVisible())
+                plot->plot()->replot(QCustomPlot::rpImmediateRefresh);
+        openTimes.push_back(timer.nsecsElapsed() / 1e6);
+        if (!judged.wait(120000))
+            return 1;
+        // The heatmap is built on the session's thread apart from the scan: wait for it too.
+        nanscope::HeatmapView& heatmap = *window->heatmap();
+        for (int waited = 0; heatmap.heatmap().bins() == 0 && waited < 120000; waited += 5)
+            QTest::qWait(5);
+        if (heatmap.heatmap().bins() == 0) {
+            std::fprintf(stderr, "the heatmap never arrived\n");
+            return 1;
+        }
+        heatmapTimes.push_back(timer.nsecsElapsed() / 1e6);
+        std::printf("open %d: drawn overview %.1f ms, heatmap and layer health %.1f ms\n", open + 1,
+                    openTimes.back(), heatmapTimes.back());
     }
-    const double heatmapBuildMs = timer.nsecsElapsed() / 1e6;
+    const double openMs = median(openTimes);
+    const double heatmapBuildMs = median(heatmapTimes);
+    nanscope::HeatmapView& heatmap = *window->heatmap();
 
     // 2. A 1,000,000-point series.
     std::vector<int64_t> x(1000000);
@@ -108,17 +121,17 @@ int main(int argc, char** argv)
     const double unsampled = timeReplots(series, 5);
 
     // 3. Drawing the heatmap.
-    window.showView(nanscope::MainWindow::View::Heatmap);
-    std::vector<double> heatmapTimes;
+    window->showView(nanscope::MainWindow::View::Heatmap);
+    std::vector<double> drawTimes;
     for (int i = 0; i < 5; ++i) {
         timer.restart();
         heatmap.setHeatmap(heatmap.heatmap());
         heatmap.plot()->replot(QCustomPlot::rpImmediateRefresh);
-        heatmapTimes.push_back(timer.nsecsElapsed() / 1e6);
+        drawTimes.push_back(timer.nsecsElapsed() / 1e6);
     }
-    const double heatmapDraw = median(heatmapTimes);
+    const double heatmapDraw = median(drawTimes);
 
-    std::printf("open to a drawn overview            %8.1f ms   target < 500 ms: %s\n", openMs,
+    std::printf("open to a drawn overview            %8.1f ms (median of %d)   target < 500 ms: %s\n", openMs, kOpens,
                 openMs < 500 ? "met" : "MISSED");
     std::printf("  heatmap + layer health follow at  %8.1f ms (background, with progress)   target < 2 s: %s\n",
                 heatmapBuildMs, heatmapBuildMs < 2000 ? "met" : "MISSED");
