@@ -1,5 +1,6 @@
 // GUI figures on a 100,000-step x 1,000-layer run (issue #6), rendered offscreen:
-// - open to a drawn overview (target < 1 s);
+// - open to a drawn overview (target < 500 ms), then the heatmap and layer health (< 2 s): the
+//   medians of three opens, each in a new window;
 // - redraw after a pan or zoom of a 1,000,000-point series (target < 50 ms), against the same
 //   plot drawn without QCustomPlot's adaptive sampling, the baseline;
 // - draw the layer x step heatmap (target < 200 ms), and, apart, build it from disk.
