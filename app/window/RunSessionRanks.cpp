@@ -13,7 +13,7 @@ void RunSession::showFirstBadRank()
     RankSet* ranks = m_reader ? m_reader->rankSet() : nullptr;
     if (!ranks)
         return;
-    const auto series = scan::loadRankSeries(*ranks);
+    const auto series = scan::loadRankFirstNonfinite(*ranks);
     const scan::NonfiniteLeaders found = scan::findNonfiniteLeaders(series);
     if (!found.leaders.empty())
         (void)ranks->selectRank(found.leaders.front()->rank); // a leader has a readable run

@@ -97,21 +97,19 @@ NonfiniteLeaders findNonfiniteLeaders(const std::vector<RankSeries>& series)
     std::optional<int64_t> first;
     size_t withData = 0;
     for (const RankSeries& rank : series) {
-        if (!rank.readable || rank.steps.empty())
+        if (!rank.readable || rank.rows == 0)
             continue;
         ++withData;
-        if (rank.firstNonfiniteRow) {
-            const int64_t step = rank.steps[*rank.firstNonfiniteRow];
-            first = first ? std::min(*first, step) : step;
-        }
+        if (rank.firstNonfiniteStep)
+            first = first ? std::min(*first, *rank.firstNonfiniteStep) : *rank.firstNonfiniteStep;
     }
     if (!first || withData < 2)
         return found;
     found.step = *first;
     for (const RankSeries& rank : series) {
-        if (!rank.readable || !rank.firstNonfiniteRow)
+        if (!rank.readable || !rank.firstNonfiniteStep)
             continue;
-        const int64_t step = rank.steps[*rank.firstNonfiniteRow];
+        const int64_t step = *rank.firstNonfiniteStep;
         if (step == *first)
             found.leaders.push_back(&rank);
         else

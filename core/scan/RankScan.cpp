@@ -36,21 +36,45 @@ const char* toString(RankEnd end)
 
 namespace scan {
 
+namespace {
+
+// The rank's fields loadRankSeries and loadRankFirstNonfinite share; false (with the error set)
+// when the rank's run cannot be read or has no /scalars.
+bool startRank(const RankMember& member, RankSeries& series)
+{
+    series.rank = member.rank;
+    series.member = &member;
+    if (!member.run) {
+        series.error = member.error;
+        return false;
+    }
+    if (!member.run->table(rf::kScalars)) {
+        series.error = member.directory + ": no /scalars";
+        return false;
+    }
+    return true;
+}
+
+bool logsLocalGradNorm(const RunSource& run)
+{
+    const TableInfo* scalars = run.table(rf::kScalars);
+    return scalars &&
+           std::find(scalars->datasets.begin(), scalars->datasets.end(), rf::kLocalGradNorm) != scalars->datasets.end();
+}
+
+} // namespace
+
 std::vector<RankSeries> loadRankSeries(const RankSet& ranks)
 {
     std::vector<RankSeries> all;
     for (const RankMember& member : ranks.members()) {
         RankSeries series;
-        series.rank = member.rank;
-        series.member = &member;
-        if (!member.run) {
-            series.error = member.error;
+        if (!startRank(member, series)) {
             all.push_back(std::move(series));
             continue;
         }
         const RunSource& run = *member.run;
-        const TableInfo* scalars = run.table(rf::kScalars);
-        auto loss = scalars ? run.readSeries(rf::kScalars, "loss") : Result<std::vector<double>>(Error{"no /scalars"});
+        auto loss = run.readSeries(rf::kScalars, "loss");
         if (!loss) {
             series.error = member.directory + ": " + loss.error();
             all.push_back(std::move(series));
@@ -59,10 +83,11 @@ std::vector<RankSeries> loadRankSeries(const RankSet& ranks)
         series.readable = true;
         series.steps = run.steps(rf::kScalars);
         series.loss = std::move(*loss);
-        if (std::find(scalars->datasets.begin(), scalars->datasets.end(), rf::kLocalGradNorm) != scalars->datasets.end())
+        if (logsLocalGradNorm(run))
             if (auto local = run.readSeries(rf::kScalars, rf::kLocalGradNorm))
                 series.localGradNorm = std::move(*local);
         const size_t rows = std::min(series.steps.size(), series.loss.size());
+        series.rows = rows;
         series.steps.resize(rows);
         series.loss.resize(rows);
         if (!series.localGradNorm.empty())
@@ -71,8 +96,60 @@ std::vector<RankSeries> loadRankSeries(const RankSet& ranks)
             const bool localBad = row < series.localGradNorm.size() && !std::isfinite(series.localGradNorm[row]);
             if (!std::isfinite(series.loss[row]) || localBad) {
                 series.firstNonfiniteRow = row;
+                series.firstNonfiniteStep = series.steps[row];
                 break;
             }
+        }
+        all.push_back(std::move(series));
+    }
+    return all;
+}
+
+std::vector<RankSeries> loadRankFirstNonfinite(const RankSet& ranks)
+{
+    // 8,192 rows of doubles: 64 KiB, which the allocator hands back for the next block.
+    constexpr size_t kBlockRows = 8192;
+    std::vector<RankSeries> all;
+    for (const RankMember& member : ranks.members()) {
+        RankSeries series;
+        if (!startRank(member, series)) {
+            all.push_back(std::move(series));
+            continue;
+        }
+        const RunSource& run = *member.run;
+        const std::vector<int64_t>& steps = run.steps(rf::kScalars);
+        const size_t rows = std::min(steps.size(), size_t(run.table(rf::kScalars)->rows));
+        const bool local = logsLocalGradNorm(run);
+        bool failed = false;
+        if (rows == 0)
+            if (auto loss = run.readSeriesRows(rf::kScalars, "loss", 0, 0); !loss) {
+                series.error = member.directory + ": " + loss.error();
+                failed = true;
+            }
+        for (size_t begin = 0; begin < rows && !series.firstNonfiniteRow && !failed; begin += kBlockRows) {
+            const size_t count = std::min(kBlockRows, rows - begin);
+            auto loss = run.readSeriesRows(rf::kScalars, "loss", int64_t(begin), int64_t(count));
+            if (!loss) {
+                series.error = member.directory + ": " + loss.error();
+                failed = true;
+                break;
+            }
+            // A local norm that cannot be read is left out, as loadRankSeries leaves it.
+            Result<std::vector<double>> norms = local ? run.readSeriesRows(rf::kScalars, rf::kLocalGradNorm,
+                                                                          int64_t(begin), int64_t(count))
+                                                      : Result<std::vector<double>>(std::vector<double>{});
+            for (size_t i = 0; i < count; ++i) {
+                const bool localBad = norms && i < norms->size() && !std::isfinite((*norms)[i]);
+                if (!std::isfinite((*loss)[i]) || localBad) {
+                    series.firstNonfiniteRow = begin + i;
+                    series.firstNonfiniteStep = steps[begin + i];
+                    break;
+                }
+            }
+        }
+        if (!failed) {
+            series.readable = true;
+            series.rows = rows;
         }
         all.push_back(std::move(series));
     }
@@ -284,7 +361,7 @@ namespace scan {
 
 int rankToExplain(const RankSet& ranks, std::optional<int64_t> step, std::string* why)
 {
-    const auto series = loadRankSeries(ranks);
+    const auto series = loadRankFirstNonfinite(ranks);
     const NonfiniteLeaders found = findNonfiniteLeaders(series);
     const auto saved = [&](int rank) {
         const RankMember* member = ranks.member(rank);

@@ -81,11 +81,20 @@ struct RankSeries
     std::vector<int64_t> steps;
     std::vector<double> loss;
     std::vector<double> localGradNorm; // empty when the rank did not log it
+    size_t rows = 0;                         // rows with a step and a loss
     std::optional<size_t> firstNonfiniteRow; // loss or local gradient norm
+    std::optional<int64_t> firstNonfiniteStep;
 };
 
 // Each rank's /scalars steps, loss and local_grad_norm (read one rank after the other).
 std::vector<RankSeries> loadRankSeries(const RankSet& ranks);
+
+// Only where each rank first went non-finite (and how many rows it has): steps, loss and
+// localGradNorm stay empty. Read in blocks that stop at the first non-finite row, into one reused
+// buffer: what the window needs to open on the rank that went first. Holding every rank's
+// series for it was half of opening 64 ranks (a fresh vector of each series per rank, each
+// page faulted in).
+std::vector<RankSeries> loadRankFirstNonfinite(const RankSet& ranks);
 
 // The ranks that went non-finite first (their own loss or local gradient), at the earliest such
 // step; empty when none did, when fewer than two ranks logged steps, or when every rank did at

@@ -297,6 +297,78 @@ TEST(RankScan, OtherRanksNonfiniteStepNamesTheRankItCameFrom)
         EXPECT_EQ(count, 1) << "kind " << kind << " listed more than once";
 }
 
+// The window opens on the rank that went first from loadRankFirstNonfinite, which reads each
+// rank in blocks and stops at its first non-finite row; the scan's rules read loadRankSeries. The
+// two must name the same ranks, rows and steps: here with the first bad row in a later block than
+// the first, one only in the local gradient norm, one rank without a local norm and one without a
+// run.
+TEST(RankScan, FirstNonfiniteRowsReadInBlocksAgreeWithTheWholeSeries)
+{
+    constexpr int64_t kLongSteps = 20000; // more than two read blocks
+    std::vector<RankMember> members;
+    const auto addRank = [&](int rank, std::optional<int64_t> nanLoss, std::optional<int64_t> nanLocal, bool withLocal) {
+        RunInfo info;
+        info.directory = "/job/" + rf::rankDirName(rank);
+        auto run = std::make_shared<MemoryRunSource>(info);
+        std::vector<int64_t> steps;
+        std::vector<double> loss, local;
+        for (int64_t s = 0; s < kLongSteps; ++s) {
+            steps.push_back(10 + 2 * s); // steps are not rows
+            loss.push_back(nanLoss && s >= *nanLoss ? kNaN : 1.0);
+            local.push_back(nanLocal && s >= *nanLocal ? std::numeric_limits<double>::infinity() : 0.5);
+        }
+        std::map<std::string, std::vector<double>> columns{{"loss", loss}};
+        if (withLocal)
+            columns[rf::kLocalGradNorm] = local;
+        run->addSeriesTable(rf::kScalars, steps, columns);
+        RankMember member;
+        member.rank = rank;
+        member.directory = info.directory;
+        member.run = run;
+        members.push_back(std::move(member));
+    };
+    addRank(0, 12000, std::nullopt, true);  // the loss, in the second block
+    addRank(1, std::nullopt, 9000, true);   // only the local norm, in the second block
+    addRank(2, std::nullopt, std::nullopt, false); // healthy, no local norm
+    RankMember missing;
+    missing.rank = 3;
+    missing.directory = "/job/rank_00003";
+    missing.error = "/job/rank_00003: no such folder";
+    members.push_back(missing);
+    auto job = RankSet::create("/job", 4, std::move(members));
+    ASSERT_TRUE(job) << job.error();
+
+    const std::vector<scan::RankSeries> whole = scan::loadRankSeries(**job);
+    const std::vector<scan::RankSeries> firstOnly = scan::loadRankFirstNonfinite(**job);
+    ASSERT_EQ(whole.size(), 4u);
+    ASSERT_EQ(firstOnly.size(), 4u);
+    for (size_t i = 0; i < whole.size(); ++i) {
+        SCOPED_TRACE("rank " + std::to_string(whole[i].rank));
+        EXPECT_EQ(firstOnly[i].rank, whole[i].rank);
+        EXPECT_EQ(firstOnly[i].readable, whole[i].readable);
+        EXPECT_EQ(firstOnly[i].rows, whole[i].rows);
+        EXPECT_EQ(firstOnly[i].firstNonfiniteRow, whole[i].firstNonfiniteRow);
+        EXPECT_EQ(firstOnly[i].firstNonfiniteStep, whole[i].firstNonfiniteStep);
+        EXPECT_EQ(firstOnly[i].error, whole[i].error);
+        EXPECT_TRUE(firstOnly[i].loss.empty() && firstOnly[i].steps.empty()) << "nothing but the first bad row is kept";
+    }
+    EXPECT_EQ(whole[0].firstNonfiniteRow, std::optional<size_t>(12000));
+    EXPECT_EQ(whole[0].firstNonfiniteStep, std::optional<int64_t>(10 + 2 * 12000));
+    EXPECT_EQ(whole[1].firstNonfiniteRow, std::optional<size_t>(9000));
+    EXPECT_FALSE(whole[2].firstNonfiniteRow);
+    EXPECT_FALSE(whole[3].readable);
+
+    const scan::NonfiniteLeaders fromWhole = scan::findNonfiniteLeaders(whole);
+    const scan::NonfiniteLeaders fromFirst = scan::findNonfiniteLeaders(firstOnly);
+    ASSERT_EQ(fromFirst.leaders.size(), 1u);
+    ASSERT_EQ(fromWhole.leaders.size(), 1u);
+    EXPECT_EQ(fromFirst.leaders[0]->rank, 1) << "the local norm went first, at row 9000";
+    EXPECT_EQ(fromWhole.leaders[0]->rank, 1);
+    EXPECT_EQ(fromFirst.step, 10 + 2 * 9000);
+    EXPECT_EQ(fromFirst.othersStep, fromWhole.othersStep);
+    EXPECT_EQ(scan::rankToExplain(**job, std::nullopt, nullptr), 1);
+}
+
 TEST(RankHeatmap, RowsAreRanksAndOnlyTheBadRankIsNonfinite)
 {
     RankPlan poisoned;
