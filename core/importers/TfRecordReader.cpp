@@ -43,7 +43,8 @@ public:
     {
         if (m_end - m_begin >= count)
             return true;
-        std::memmove(m_bytes.data(), m_bytes.data() + m_begin, m_end - m_begin);
+        if (m_end > m_begin) // memmove of an empty buffer's null data is undefined even for 0 bytes
+            std::memmove(m_bytes.data(), m_bytes.data() + m_begin, m_end - m_begin);
         m_end -= m_begin;
         m_begin = 0;
         if (m_bytes.size() < count)
