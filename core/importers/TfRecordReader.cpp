@@ -32,8 +32,9 @@ uint32_t readLittleEndian32(const unsigned char* bytes)
 // reads per record (header, data, footer) were a sixth of reading a 300,000-record event file.
 class BlockBuffer {
 public:
-    explicit BlockBuffer(std::ifstream& file)
+    BlockBuffer(std::ifstream& file, uint64_t fileSize)
         : m_file(file)
+        , m_blockBytes(size_t(std::min<uint64_t>(fileSize, kBlockBytes)))
     {
     }
 
@@ -48,7 +49,7 @@ public:
         m_end -= m_begin;
         m_begin = 0;
         if (m_bytes.size() < count)
-            m_bytes.resize(std::max(count, kBlockBytes));
+            m_bytes.resize(std::max(count, m_blockBytes)); // no more than a small file holds
         while (m_end < count) {
             m_file.read(m_bytes.data() + m_end, std::streamsize(m_bytes.size() - m_end));
             const std::streamsize got = m_file.gcount();
@@ -66,6 +67,7 @@ public:
 private:
     static constexpr size_t kBlockBytes = size_t(1) << 20;
     std::ifstream& m_file;
+    const size_t m_blockBytes;
     std::vector<char> m_bytes;
     size_t m_begin = 0, m_end = 0;
 };
@@ -94,7 +96,7 @@ Result<TfRecordScan> readTfRecords(const std::string& path, const TfRecordCallba
     const uint64_t fileSize = uint64_t(end);
 
     TfRecordScan scan;
-    BlockBuffer buffer(file);
+    BlockBuffer buffer(file, fileSize);
     uint64_t offset = 0;
     for (uint64_t number = 1; offset < fileSize; ++number) {
         // Made only for a warning: a good record (all but a few) needs no words.
