@@ -7,10 +7,12 @@
 #include <qcustomplot.h>
 
 #include <QComboBox>
+#include <QFontMetrics>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 
 namespace nanscope {
@@ -53,6 +55,13 @@ HeatmapView::HeatmapView(QWidget* parent)
     m_plot->xAxis->setLabel(tr("step"));
     m_plot->yAxis->setRangeReversed(true);
     m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    // A resized plot (the dock dragged taller) labels as many rows as now fit.
+    connect(m_plot, &QCustomPlot::afterLayout, this, [this] {
+        if (!m_heatmap.rows.empty() && m_plot->axisRect()->height() != m_labelledHeight) {
+            updateRowLabels();
+            m_plot->replot(QCustomPlot::rpQueuedReplot);
+        }
+    });
     m_plot->axisRect()->setRangeDrag(Qt::Horizontal);
     m_plot->axisRect()->setRangeZoom(Qt::Horizontal);
     auto* margins = new QCPMarginGroup(m_plot);
@@ -192,15 +201,27 @@ void HeatmapView::setHeatmap(const LayerHeatmap& heatmap)
     }
     m_scale->axis()->setLabel(scaleLabel(heatmap.quantity));
 
-    // Name the rows when they fit; otherwise the readout names the row under the cursor.
-    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
-    const int every = std::max(1, rows / 40);
-    for (int r = 0; r < rows; r += every)
-        ticker->addTick(r, QString::fromStdString(heatmap.rows[size_t(r)]));
-    m_plot->yAxis->setTicker(ticker);
+    updateRowLabels();
     m_plot->xAxis->setRange(first, std::max(last, first + 1));
     m_plot->yAxis->setRange(-0.5, rows - 0.5);
     m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+// Names the rows as far as their labels fit the plot's height, one text line each: every row,
+// else every n-th (the readout names the row under the cursor). 64 ranks in the Ranks dock had
+// drawn 64 labels over each other into a black bar. Again whenever the plot's height changes.
+void HeatmapView::updateRowLabels()
+{
+    const int rows = int(m_heatmap.rows.size());
+    const int height = m_plot->axisRect()->height() > 0 ? m_plot->axisRect()->height() : m_plot->height();
+    m_labelledHeight = height;
+    const int line = std::max(1, QFontMetrics(m_plot->yAxis->tickLabelFont()).height());
+    const int fitting = std::max(1, height / line);
+    const int every = std::max({1, rows / 40, (rows + fitting - 1) / fitting});
+    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+    for (int r = 0; r < rows; r += every)
+        ticker->addTick(r, QString::fromStdString(m_heatmap.rows[size_t(r)]));
+    m_plot->yAxis->setTicker(ticker);
 }
 
 void HeatmapView::setSelectedStep(int64_t step)

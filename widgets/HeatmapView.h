@@ -52,6 +52,8 @@ signals:
     void stepClicked(qint64 step);
 
 private:
+    void updateRowLabels();
+
     QComboBox* m_quantity = nullptr;
     QLabel* m_readout = nullptr;
     QCustomPlot* m_plot = nullptr;
@@ -59,6 +61,7 @@ private:
     QCPColorScale* m_scale = nullptr;
     QCPItemStraightLine* m_stepCursor = nullptr;
     LayerHeatmap m_heatmap;
+    int m_labelledHeight = -1; // the plot height the row labels were chosen for
 };
 
 } // namespace nanscope

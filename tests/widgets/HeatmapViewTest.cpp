@@ -2,6 +2,8 @@
 
 #include <qcustomplot.h>
 
+#include <QCoreApplication>
+#include <QFontMetrics>
 #include <QImage>
 
 #include <cmath>
@@ -82,4 +84,44 @@ TEST(HeatmapView, EveryNonzeroCountReadsRedAgainstTheBackgroundOfNone)
         EXPECT_LT(c.lightness(), none.lightness() - 40) << "and stands out from none";
     }
     EXPECT_NE(cellColour(1), cellColour(3)) << "one value and a thousand differ";
+}
+
+// 64 ranks in the short Ranks dock drew 64 row labels over each other into a black bar. The rows
+// are named as far as one text line each fits the plot's height, and again as the view grows.
+TEST(HeatmapView, RowLabelsFitThePlotHeightAndFollowItsResize)
+{
+    HeatmapView view;
+    LayerHeatmap map;
+    map.quantity = HeatmapQuantity::GradNormLog10;
+    const int rows = 64;
+    for (int r = 0; r < rows; ++r)
+        map.rows.push_back("rank " + std::to_string(r));
+    map.binFirstStep = {0, 10};
+    map.binLastStep = {9, 19};
+    map.values.assign(size_t(rows) * 2, 0.5f);
+    map.nonfinite.assign(size_t(rows) * 2, 0);
+    const auto labelled = [&] {
+        view.plot()->replot(QCustomPlot::rpImmediateRefresh);
+        auto ticker = view.plot()->yAxis->ticker().dynamicCast<QCPAxisTickerText>();
+        return ticker ? int(ticker->ticks().size()) : -1;
+    };
+    const int line = QFontMetrics(view.plot()->yAxis->tickLabelFont()).height();
+
+    view.resize(500, 220);
+    view.show();
+    view.setHeatmap(map);
+    const int shortLabels = labelled();
+    const int shortHeight = view.plot()->axisRect()->height();
+    ASSERT_GT(shortHeight, 0);
+    EXPECT_GE(shortLabels, 2) << "some rows are still named";
+    EXPECT_LE(shortLabels * line, shortHeight + line) << shortLabels << " labels of " << line << " px in " << shortHeight
+                                                      << " px overlap";
+
+    view.resize(500, 1600);
+    QCoreApplication::processEvents();
+    const int tallLabels = labelled();
+    labelled(); // the queued replot after the labels changed
+    EXPECT_GT(tallLabels, shortLabels) << "a taller plot names more rows";
+    if (view.plot()->axisRect()->height() >= rows * line)
+        EXPECT_EQ(labelled(), rows) << "every row, where every label fits";
 }
