@@ -8,11 +8,11 @@
 
 #include <cmath>
 #include <cstring>
-#include <limits>
-#include <string_view>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <optional>
+#include <string_view>
 
 namespace nanscope {
 
@@ -123,7 +123,8 @@ public:
     EventDecoder(const std::string& path, ScalarLog& log)
         : m_path(path)
         , m_log(log)
-    {    }
+    {
+    }
 
     void decodeRecord(uint64_t number, uint64_t offset, std::string_view data)
     {

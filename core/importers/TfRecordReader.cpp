@@ -2,8 +2,8 @@
 
 #include "core/importers/Crc32c.h"
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>

@@ -15,7 +15,6 @@
 #include <fstream>
 #include <thread>
 
-
 namespace fs = std::filesystem;
 
 namespace nanscope {

@@ -62,6 +62,19 @@ bool logsLocalGradNorm(const RunSource& run)
            std::find(scalars->datasets.begin(), scalars->datasets.end(), rf::kLocalGradNorm) != scalars->datasets.end();
 }
 
+// The first of `count` rows whose loss, or local gradient norm where one is given for that row, is
+// not finite; a local norm series may be shorter (or empty: not logged, or unreadable).
+std::optional<size_t> firstNonfiniteRow(const std::vector<double>& loss, const std::vector<double>& localGradNorm,
+                                        size_t count)
+{
+    for (size_t row = 0; row < count; ++row) {
+        const bool localBad = row < localGradNorm.size() && !std::isfinite(localGradNorm[row]);
+        if (!std::isfinite(loss[row]) || localBad)
+            return row;
+    }
+    return std::nullopt;
+}
+
 } // namespace
 
 std::vector<RankSeries> loadRankSeries(const RankSet& ranks)
@@ -92,14 +105,9 @@ std::vector<RankSeries> loadRankSeries(const RankSet& ranks)
         series.loss.resize(rows);
         if (!series.localGradNorm.empty())
             series.localGradNorm.resize(std::min(series.localGradNorm.size(), rows));
-        for (size_t row = 0; row < rows; ++row) {
-            const bool localBad = row < series.localGradNorm.size() && !std::isfinite(series.localGradNorm[row]);
-            if (!std::isfinite(series.loss[row]) || localBad) {
-                series.firstNonfiniteRow = row;
-                series.firstNonfiniteStep = series.steps[row];
-                break;
-            }
-        }
+        series.firstNonfiniteRow = firstNonfiniteRow(series.loss, series.localGradNorm, rows);
+        if (series.firstNonfiniteRow)
+            series.firstNonfiniteStep = series.steps[*series.firstNonfiniteRow];
         all.push_back(std::move(series));
     }
     return all;
@@ -135,16 +143,13 @@ std::vector<RankSeries> loadRankFirstNonfinite(const RankSet& ranks)
                 break;
             }
             // A local norm that cannot be read is left out, as loadRankSeries leaves it.
-            Result<std::vector<double>> norms = local ? run.readSeriesRows(rf::kScalars, rf::kLocalGradNorm,
-                                                                          int64_t(begin), int64_t(count))
-                                                      : Result<std::vector<double>>(std::vector<double>{});
-            for (size_t i = 0; i < count; ++i) {
-                const bool localBad = norms && i < norms->size() && !std::isfinite((*norms)[i]);
-                if (!std::isfinite((*loss)[i]) || localBad) {
-                    series.firstNonfiniteRow = begin + i;
-                    series.firstNonfiniteStep = steps[begin + i];
-                    break;
-                }
+            std::vector<double> norms;
+            if (local)
+                if (auto read = run.readSeriesRows(rf::kScalars, rf::kLocalGradNorm, int64_t(begin), int64_t(count)))
+                    norms = std::move(*read);
+            if (const std::optional<size_t> row = firstNonfiniteRow(*loss, norms, count)) {
+                series.firstNonfiniteRow = begin + *row;
+                series.firstNonfiniteStep = steps[begin + *row];
             }
         }
         if (!failed) {

@@ -90,10 +90,9 @@ struct RankSeries
 std::vector<RankSeries> loadRankSeries(const RankSet& ranks);
 
 // Only where each rank first went non-finite (and how many rows it has): steps, loss and
-// localGradNorm stay empty. Read in blocks that stop at the first non-finite row, into one reused
-// buffer: what the window needs to open on the rank that went first. Holding every rank's
-// series for it was half of opening 64 ranks (a fresh vector of each series per rank, each
-// page faulted in).
+// localGradNorm stay empty. Read in blocks of 8,192 rows that stop at the first non-finite row:
+// what the window needs to open on the rank that went first. Holding every rank's whole series for
+// it was half of opening 64 ranks (a fresh vector of each series per rank, each page faulted in).
 std::vector<RankSeries> loadRankFirstNonfinite(const RankSet& ranks);
 
 // The ranks that went non-finite first (their own loss or local gradient), at the earliest such
