@@ -8,7 +8,9 @@ Archives come from torch.save and torch.jit.save, their pickles are taken out of
 files and the run are written by hand (h5py), each a few KB: a seed of 100 KB or more slows
 libFuzzer to a few runs a second. Needs python3-torch and python3-h5py.
 
-Other tools' logs (tensorboard, text_log, trainer_state, metrics_csv) are seeded from the real logs
+The structure-finding readers and W&B's run files (structured_log, wandb) are seeded from the real
+logs the project keeps in tests/data/logs. Other tools' logs (tensorboard, text_log, trainer_state,
+metrics_csv) are seeded from the real logs
 of ../shared/real-logs (NANSCOPE_REAL_LOGS overrides), read in place when the seeds are written:
 the small files whole, the larger ones cut to their first few KB (which also seeds the readers'
 cut-off-file paths). Those excerpts live in the build folder only, never in the project. Without
@@ -91,6 +93,9 @@ def main():
     trainer_state_seeds(os.path.join(out, "trainer_state"), real_logs)
     metrics_csv_seeds(os.path.join(out, "metrics_csv"), real_logs)
     tracker_file_seeds(os.path.join(out, "tracker_files"))
+    fixtures = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "logs")
+    structured_log_seeds(os.path.join(out, "structured_log"), fixtures)
+    wandb_seeds(os.path.join(out, "wandb"), fixtures)
 
 
 def minimal_run():
@@ -310,6 +315,21 @@ def text_log_seeds(out, real_logs):
         b"ppl: 2.01\n"
         b"chosen_last_scores (higher is better) : 2.8, acc (higher is better) : 0.49\n"
         b"Epoch 1/1 with loss 0.575\n"))
+
+
+def structured_log_seeds(out, fixtures):
+    # The heads of the project's real logs of every shape (tests/data/logs, each with its
+    # SOURCE.md): text records, JSON lines, tables, a JSON document of columns.
+    for path in sorted(glob.glob(os.path.join(fixtures, "*", "*"))):
+        if os.path.basename(path) == "SOURCE.md" or path.endswith(".wandb") or os.path.isdir(path):
+            continue
+        write(out, seed_name(path) + "-" + os.path.basename(path), head(path))
+
+
+def wandb_seeds(out, fixtures):
+    # W&B's run files: the small ones whole, the larger cut to their first blocks.
+    for path in sorted(glob.glob(os.path.join(fixtures, "*", "*.wandb"))):
+        write(out, seed_name(path) + "-" + os.path.basename(path), head(path, 4 * SEED_BYTES))
 
 
 def tracker_file_seeds(out):

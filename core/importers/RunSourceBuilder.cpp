@@ -2,6 +2,7 @@
 
 #include "core/run/RunFormat.h"
 #include "core/importers/ScalarNames.h"
+#include "core/importers/TrainingLoss.h"
 
 #include <algorithm>
 #include <cmath>
@@ -50,26 +51,6 @@ Candidate ordered(const std::string& logged, size_t logIndex, const std::vector<
 bool startsWith(const std::string& text, const char* prefix)
 {
     return text.rfind(prefix, 0) == 0;
-}
-
-// A training loss under a name nobody told us about ("train_mse", "total_loss"): the longest
-// series with "loss" in its name that is not an evaluation.
-const Candidate* lossLike(const std::map<std::string, Candidate>& chosen)
-{
-    const Candidate* best = nullptr;
-    for (const auto& [name, c] : chosen) {
-        const bool evaluation = startsWith(name, "eval") || startsWith(name, "val") || startsWith(name, "test");
-        // The run format's own names (loss_scale, eval_loss) mean what they say.
-        if (isKnownScalarName(name) || name.find("scale") != std::string::npos)
-            continue;
-        // A loss logged once or twice is a summary (the Trainer's closing "train/train_loss"), not a series.
-        if (name.find("loss") == std::string::npos || evaluation || name.find("epoch") != std::string::npos ||
-            c.steps.size() < 3)
-            continue;
-        if (!best || c.steps.size() > best->steps.size())
-            best = &c;
-    }
-    return best;
 }
 
 std::string fileName(const std::string& path)
@@ -167,12 +148,34 @@ Result<std::unique_ptr<MemoryRunSource>> RunSourceBuilder::build()
         source.notes.push_back(std::to_string(histogramTags) +
                                " histogram tags read; their ranges are not plotted yet");
     if (!chosen.count("loss")) {
-        if (const Candidate* stand = lossLike(chosen)) {
-            source.notes.push_back("no series named loss: \"" + stand->logged + "\" is taken as the training loss");
-            Candidate loss = *stand;
-            chosen.erase(stand->canonical);
+        std::vector<LoggedSeries> logged;
+        for (const auto& [name, c] : chosen)
+            logged.push_back(LoggedSeries{name, &c.steps, &c.values});
+        const TrainingLossChoice choice = chooseTrainingLoss(logged);
+        if (choice.parts.size() == 1) {
+            // The stand-in becomes the loss under its logged name's file, as if it had been named so.
+            Candidate loss = chosen[choice.parts.front()];
+            source.notes.push_back("no series named loss: \"" + loss.logged + "\" is taken as the training loss");
+            chosen.erase(choice.parts.front());
             loss.canonical = "loss";
+            info.attributes.emplace("loss_source", loss.logged);
             chosen["loss"] = std::move(loss);
+        } else if (choice.parts.size() > 1) {
+            // Their sum, on the steps they share; each part stays a series of its own.
+            Candidate sum = chosen[choice.parts.front()];
+            sum.canonical = "loss";
+            sum.logged = "loss";
+            std::string parts;
+            for (size_t i = 1; i < choice.parts.size(); ++i) {
+                const Candidate& part = chosen[choice.parts[i]];
+                for (size_t k = 0; k < sum.values.size() && k < part.values.size(); ++k)
+                    sum.values[k] += part.values[k];
+            }
+            for (const std::string& part : choice.parts)
+                parts += (parts.empty() ? "" : " + ") + chosen[part].logged;
+            source.notes.push_back(choice.why);
+            info.attributes.emplace("loss_source", parts);
+            chosen["loss"] = std::move(sum);
         }
     }
     // When each training step was logged (TensorBoard stamps every event) becomes a wall_time
@@ -206,7 +209,14 @@ Result<std::unique_ptr<MemoryRunSource>> RunSourceBuilder::build()
     for (const auto& [name, c] : chosen)
         byRate[c.steps].push_back(name);
     std::set<std::string> tableNames;
-    auto tableNameFor = [&](const std::vector<std::string>& names) {
+    // A log with no loss, gradient norm or loss scale at all (an RL log of returns, a table of
+    // metrics) is judged on what it has: its most logged series are the run's /scalars.
+    const bool noTrainingSeries = !chosen.count("loss") && !chosen.count("grad_norm") && !chosen.count("loss_scale");
+    const std::vector<int64_t>* mostLogged = nullptr;
+    for (const auto& [steps, names] : byRate)
+        if (!mostLogged || steps.size() > mostLogged->size())
+            mostLogged = &steps;
+    auto tableNameFor = [&](const std::vector<int64_t>& steps, const std::vector<std::string>& names) {
         const std::string& first = names.front();
         auto has = [&](const char* n) { return std::find(names.begin(), names.end(), n) != names.end(); };
         std::string name;
@@ -218,6 +228,8 @@ Result<std::unique_ptr<MemoryRunSource>> RunSourceBuilder::build()
             name = rf::kScalars; // a DeepSpeed log without loss lines: the loss scale is its training series
         else if (has("eval_loss"))
             name = "eval";
+        else if (noTrainingSeries && &steps == mostLogged)
+            name = rf::kScalars;
         else
             name = std::string(rf::kScalars) + "_" + first;
         while (tableNames.count(name))
@@ -230,7 +242,7 @@ Result<std::unique_ptr<MemoryRunSource>> RunSourceBuilder::build()
         std::map<std::string, std::vector<double>> series;
         for (const std::string& name : names)
             series[name] = chosen[name].values;
-        memory->addSeriesTable(tableNameFor(names), steps, std::move(series));
+        memory->addSeriesTable(tableNameFor(steps, names), steps, std::move(series));
     }
     if (!events.empty()) {
         std::stable_sort(events.begin(), events.end(),

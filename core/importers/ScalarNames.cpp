@@ -64,9 +64,21 @@ const std::map<std::string, std::string>& knownNames()
 
 std::string canonicalScalarName(const std::string& logged)
 {
-    auto it = knownNames().find(lowered(logged));
+    const std::string name = lowered(logged);
+    auto it = knownNames().find(name);
     if (it != knownNames().end())
         return it->second;
+    // A gradient norm or learning rate under a group ("actor/grad_norm", "optim/lr"): the group's
+    // name does not change what it is, unless it is an evaluation's.
+    const size_t slash = name.rfind('/');
+    if (slash != std::string::npos && name.rfind("eval", 0) != 0 && name.rfind("val", 0) != 0 &&
+        name.rfind("test", 0) != 0) {
+        const std::string last = name.substr(slash + 1);
+        if (last == "grad_norm" || last == "gnorm" || last == "gradient_norm")
+            return "grad_norm";
+        if (last == "lr" || last == "learning_rate")
+            return "lr";
+    }
     std::string safe = logged;
     for (char& c : safe) {
         if (c == '/')

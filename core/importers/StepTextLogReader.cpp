@@ -3,6 +3,7 @@
 #include "core/run/RunFormat.h"
 
 #include "core/importers/ScalarNames.h"
+#include "core/importers/SkippedStepEvents.h"
 
 #include <algorithm>
 #include <cctype>
@@ -497,30 +498,7 @@ Result<ScalarLog> readStepTextLog(const std::string& path)
                             " lines that are not step lines (banners, the script's source, evaluation text) skipped");
 
     // A non-finite gradient norm beside a finite loss: the step an fp16 loss scaler skipped.
-    const std::vector<ScalarPoint>* loss = nullptr;
-    const std::vector<ScalarPoint>* gradNorm = nullptr;
-    for (const auto& [name, points] : log.series) {
-        const std::string canonical = canonicalScalarName(name);
-        if (canonical == "loss" && !loss)
-            loss = &points;
-        else if (canonical == "grad_norm" && !gradNorm)
-            gradNorm = &points;
-    }
-    if (gradNorm) {
-        std::map<int64_t, double> lossAt;
-        if (loss)
-            for (const auto& p : *loss)
-                lossAt[p.step] = p.value;
-        for (const auto& p : *gradNorm) {
-            if (std::isfinite(p.value))
-                continue;
-            auto it = lossAt.find(p.step);
-            if (it != lossAt.end() && std::isfinite(it->second))
-                log.events.push_back({p.step, runformat::event::kSkippedStep,
-                                      "the gradient norm is " + std::string(std::isnan(p.value) ? "NaN" : "Inf") +
-                                          " while the loss is finite: a loss scaler skips such a step (fp16 overflow)"});
-        }
-    }
+    addSkippedStepEvents(log);
     return log;
 }
 

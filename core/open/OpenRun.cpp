@@ -41,10 +41,11 @@ bool isEventFileName(const fs::path& path)
     return path.filename().string().find("tfevents") != std::string::npos;
 }
 
-bool isTextLogName(const fs::path& path)
+// The files whose name alone says what they are (the rest are sniffed).
+bool isKnownByName(const fs::path& path)
 {
-    const std::string ext = path.extension().string();
-    return ext == ".log" || ext == ".txt" || ext == ".out";
+    return hasName(path, "trainer_state.json") || hasName(path, "wandb-history.jsonl") ||
+           hasName(path, "metrics.csv") || isEventFileName(path) || path.extension() == ".ckpt";
 }
 
 // Lightning names checkpoints `epoch=3-step=1200.ckpt`; others `step_1200.pt`, `model_1200.ckpt`.
@@ -82,30 +83,16 @@ void addFile(FoundLogs& found, const fs::path& path, uintmax_t& trainerStateSize
             found.checkpoints[*step] = found.checkpointSources[*step] = path.string();
         else
             found.notes.push_back(path.string() + ": a checkpoint with no step in its name, left out");
-    } else if (isTextLogName(path) && looksLikeTrainingTextLog(path.string())) {
-        found.textLogs.push_back(path.string());
-    } else if (isTextLogName(path) && looksLikeStepTextLog(path.string())) {
-        found.stepLogs.push_back(path.string());
-    } else {
+    } else if (std::string why = notALogByName(path.string()); !why.empty()) {
         // Said when nothing in the folder is a run: which files were looked at, and why each is
         // not a log, so that a person knows what to convert.
-        std::string why;
-        const std::string ext = path.extension().string();
-        if (isTextLogName(path))
-            why = "a text file without training lines in its first 1 MiB (DeepSpeed, Megatron, or step lines "
-                  "such as \"step 12 | loss 3.2\")";
-        else if (ext == ".json")
-            why = "JSON, but not a Trainer's trainer_state.json";
-        else if (ext == ".csv")
-            why = "CSV, but not a Lightning metrics.csv";
-        else if (ext == ".wandb")
-            why = "a W&B binary record file (the SDK's own protocol-buffer records, where W&B 0.10 and later keep "
-                  "the run's history), which nanscope does not read; the run folder's files/output.log is read as "
-                  "text, and files/wandb-history.jsonl where an older SDK wrote one; or export the history "
-                  "(wandb.Api().run(...).history()) to CSV";
-        else
-            why = ext.empty() ? "no extension nanscope reads" : "a " + ext + " file, no format nanscope reads";
         found.passedOver.push_back(path.string() + ": " + why);
+    } else {
+        SniffedFile sniffed = sniffLogFile(path.string());
+        if (sniffed.reader)
+            found.sniffedLogs.push_back(std::move(sniffed));
+        else
+            found.passedOver.push_back(std::move(sniffed.refusal));
     }
 }
 
@@ -126,7 +113,24 @@ void sortFound(FoundLogs& found)
     }
     // Event files are named events.out.tfevents.<unix time>.<host>...: by name is by time within a folder.
     std::sort(found.eventFiles.begin(), found.eventFiles.end());
-    std::sort(found.textLogs.begin(), found.textLogs.end());
+    std::sort(found.sniffedLogs.begin(), found.sniffedLogs.end(),
+              [](const SniffedFile& a, const SniffedFile& b) { return a.path < b.path; });
+    // A W&B run file holds one run: of several (a wandb/ folder of runs), the last by name is read
+    // (W&B names run folders run-<date>_<time>-<id>), and the others are named.
+    std::vector<std::string> wandbRuns;
+    for (const SniffedFile& log : found.sniffedLogs)
+        if (std::string_view(log.reader->id) == "wandb-records")
+            wandbRuns.push_back(log.path);
+    if (wandbRuns.size() > 1) {
+        found.notes.push_back(std::to_string(wandbRuns.size()) + " W&B run files; " + wandbRuns.back() +
+                              " is read (open a run's folder or file to read another)");
+        found.sniffedLogs.erase(std::remove_if(found.sniffedLogs.begin(), found.sniffedLogs.end(),
+                                               [&](const SniffedFile& log) {
+                                                   return std::string_view(log.reader->id) == "wandb-records" &&
+                                                          log.path != wandbRuns.back();
+                                               }),
+                                found.sniffedLogs.end());
+    }
     // An MLflow store holds many runs: the latest is read, and the others are named.
     if (found.mlflowRuns.size() > 1) {
         std::stable_sort(found.mlflowRuns.begin(), found.mlflowRuns.end(), [](const std::string& a, const std::string& b) {
@@ -177,15 +181,18 @@ FoundLogs findLogs(const std::string& pathText)
     const fs::path path(pathText);
     uintmax_t trainerStateSize = 0;
     if (fs::is_regular_file(path, ec)) {
-        if (hasName(path, runformat::kLogFileName))
+        if (hasName(path, runformat::kLogFileName)) {
             found.runFile = path.string();
-        else if (isTextLogName(path) && !looksLikeTrainingTextLog(path.string()) && !looksLikeStepTextLog(path.string()))
-            found.notes.push_back(path.string() + ": no training lines in its first lines (DeepSpeed, Megatron, or "
-                                                  "step lines such as \"step 12 | loss 3.2\")");
-        else
+        } else if (isKnownByName(path)) {
             addFile(found, path, trainerStateSize);
-        if (found.empty() && isTextLogName(path))
-            found.textLogs.push_back(path.string()); // read it anyway: the reader names what it lacks
+        } else {
+            // A file the user named is sniffed whatever its name says.
+            SniffedFile sniffed = sniffLogFile(path.string());
+            if (sniffed.reader)
+                found.sniffedLogs.push_back(std::move(sniffed));
+            else
+                found.passedOver.push_back(std::move(sniffed.refusal));
+        }
         sortFound(found);
         return found;
     }
@@ -397,19 +404,16 @@ Result<std::unique_ptr<RunSource>> openRun(const std::string& path, const Progre
         return std::unique_ptr<RunSource>(std::move(*reader));
     }
     if (found.empty()) {
-        std::string why = path + ": no training run found (looked for run.h5, trainer_state.json, metrics.csv, "
-                                 "events.out.tfevents.*, DeepSpeed or Megatron logs, checkpoint-N/ folders and "
-                                 "*.ckpt files)";
+        std::string why = path + ": no training run found: no file here is a log nanscope reads (a run.h5, a "
+                                 "Trainer's trainer_state.json, a Lightning metrics.csv, TensorBoard event files, "
+                                 "a W&B run file, a text, JSON-lines or CSV log, checkpoints)";
         for (const std::string& note : found.notes)
             why += "; " + note;
         constexpr size_t kMostListed = 12;
-        if (!found.passedOver.empty()) {
-            why += ". Files looked at: ";
-            for (size_t i = 0; i < found.passedOver.size() && i < kMostListed; ++i)
-                why += (i ? "; " : "") + found.passedOver[i];
-            if (found.passedOver.size() > kMostListed)
-                why += "; and " + std::to_string(found.passedOver.size() - kMostListed) + " more";
-        }
+        for (size_t i = 0; i < found.passedOver.size() && i < kMostListed; ++i)
+            why += "\n  " + found.passedOver[i];
+        if (found.passedOver.size() > kMostListed)
+            why += "\n  and " + std::to_string(found.passedOver.size() - kMostListed) + " more files";
         return Error{why};
     }
 
@@ -440,10 +444,17 @@ Result<std::unique_ptr<RunSource>> openRun(const std::string& path, const Progre
             builder.add(std::move(events));
         }
     }
-    for (const std::string& log : found.textLogs)
-        take(readTrainingTextLog(log));
-    for (const std::string& log : found.stepLogs)
-        take(readStepTextLog(log));
+    for (const SniffedFile& log : found.sniffedLogs)
+        take(log.reader->read(log.path));
+    // What the sniffers decided, for `nanscope info`: each file read and how, each passed over and why.
+    for (const SniffedFile& log : found.sniffedLogs)
+        builder.addNote(fs::path(log.path).filename().string() + ": read as " + log.reader->format + " (" +
+                        log.verdict.what + ")");
+    constexpr size_t kMostPassedOver = 12;
+    for (size_t i = 0; i < found.passedOver.size() && i < kMostPassedOver; ++i)
+        builder.addNote("not read: " + found.passedOver[i]);
+    if (found.passedOver.size() > kMostPassedOver)
+        builder.addNote("and " + std::to_string(found.passedOver.size() - kMostPassedOver) + " more files not read");
     for (const std::string& run : found.mlflowRuns)
         take(readMlflowRun(run));
     for (const std::string& history : found.wandbHistories)

@@ -8,6 +8,7 @@
 
 #include "core/Progress.h"
 #include "core/Result.h"
+#include "core/importers/LogReaderRegistry.h"
 #include "core/run/RunSource.h"
 
 #include <memory>
@@ -23,8 +24,9 @@ struct FoundLogs
     std::string trainerState;             // the most complete trainer_state.json
     std::vector<std::string> metricsCsv;  // Lightning CSVLogger files, the latest version first
     std::vector<std::string> eventFiles;  // TensorBoard event files of one run, oldest first
-    std::vector<std::string> textLogs;    // DeepSpeed / Megatron logs
-    std::vector<std::string> stepLogs;    // training scripts' stdout: step lines (StepTextLogReader)
+    // Files that no name identifies, whose first bytes a reader recognised (LogReaderRegistry.h):
+    // console logs, JSON lines, tables, W&B run files; each with the reader and what it found.
+    std::vector<SniffedFile> sniffedLogs;
     std::vector<std::string> mlflowRuns;  // MLflow file-store run folders (meta.yaml + metrics/), the latest
     std::vector<std::string> wandbHistories; // W&B files/wandb-history.jsonl (TrackerFolderReader)
     std::map<int64_t, std::string> checkpoints; // weights files by step, for the checkpoints pane
@@ -39,7 +41,7 @@ struct FoundLogs
     bool empty() const
     {
         return runFile.empty() && trainerState.empty() && metricsCsv.empty() && eventFiles.empty() &&
-               textLogs.empty() && stepLogs.empty() && mlflowRuns.empty() && wandbHistories.empty() &&
+               sniffedLogs.empty() && mlflowRuns.empty() && wandbHistories.empty() &&
                checkpoints.empty() && checkpointSources.empty();
     }
 };

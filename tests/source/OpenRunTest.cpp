@@ -117,8 +117,9 @@ TEST(OpenRun, AFolderWithNothingReadableSaysWhatWasLookedFor)
     auto run = openRun(empty.path());
     ASSERT_FALSE(run.ok());
     EXPECT_NE(run.error().find(empty.path()), std::string::npos) << run.error();
-    EXPECT_NE(run.error().find("trainer_state.json"), std::string::npos) << run.error();
-    EXPECT_NE(run.error().find("tfevents"), std::string::npos) << run.error();
+    for (const char* looked : {"run.h5", "Trainer", "TensorBoard", "W&B run file", "JSON-lines", "CSV"})
+        EXPECT_NE(run.error().find(looked), std::string::npos) << looked << "\n" << run.error();
+    EXPECT_NE(run.error().find("notes.md: documentation (.md)"), std::string::npos) << run.error();
     EXPECT_FALSE(openRun(empty.path() + "/missing").ok());
 }
 

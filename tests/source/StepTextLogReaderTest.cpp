@@ -29,6 +29,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 
 using namespace nanscope;
@@ -272,10 +274,12 @@ TEST(StepTextLogReader, AFolderWithNoRunNamesEachFileAndWhy)
     writeLog(folder, "run-abc.wandb", std::string("\x00\x01", 2));
     auto run = openRun(folder.path());
     ASSERT_FALSE(run);
-    for (const char* part : {"Files looked at", "notes.txt: a text file without training lines",
-                             "config.json: JSON, but not a Trainer's trainer_state.json",
-                             "run-abc.wandb: a W&B binary record file"})
+    // One line a file, each with the reason of the reader its syntax is closest to.
+    for (const char* part : {"\n  ", "notes.txt: text, but no name holds a number",
+                             "config.json: one JSON object (a summary or a configuration), not a log",
+                             "run-abc.wandb: no :W&B header: damaged, or not a W&B run file"})
         EXPECT_NE(run.error().find(part), std::string::npos) << part << "\n" << run.error();
+    EXPECT_EQ(std::count(run.error().begin(), run.error().end(), '\n'), 3) << run.error();
 }
 
 // fairseq keys a step by num_updates, not by the batch counter "100 / 2952087" before it.

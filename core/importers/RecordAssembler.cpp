@@ -1,0 +1,443 @@
+#include "core/importers/RecordAssembler.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <functional>
+#include <map>
+
+namespace nanscope {
+
+namespace {
+
+constexpr size_t kMostNames = 100000; // distinct names kept; more is not a log
+constexpr size_t kMostListedNames = 8;
+constexpr size_t kMostTablePairs = 4096;
+
+std::string_view withoutSpaces(std::string_view text)
+{
+    const size_t first = text.find_first_not_of(" \t");
+    if (first == std::string_view::npos)
+        return {};
+    return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
+// "-------------", "+-----+-----+", "=====": a table's rule.
+bool isRule(std::string_view text)
+{
+    size_t dashes = 0;
+    for (char c : text) {
+        if (c == '-' || c == '=')
+            ++dashes;
+        else if (c != '+' && c != '|' && c != ' ' && c != '\t')
+            return false;
+    }
+    return dashes >= 3;
+}
+
+// Bit for bit, so that NaN equals NaN.
+bool sameValue(double a, double b)
+{
+    return a == b || (std::isnan(a) && std::isnan(b));
+}
+
+} // namespace
+
+void RecordAssembler::piece(std::string_view text)
+{
+    ++m_pieces;
+    const std::string_view content = withoutSpaces(text);
+    if (isRule(content)) {
+        flushTable();
+        return;
+    }
+    if (!content.empty() && content.front() == '|') {
+        textrecord::parseSegment(text, m_segment);
+        if (m_segment.binary) {
+            ++m_binaryPieces;
+            return;
+        }
+        if (m_segment.pairs.empty()) {
+            // "| rollout/           |          |": the group of the rows below it.
+            std::string_view inner = content.substr(1);
+            if (!inner.empty() && inner.back() == '|')
+                inner.remove_suffix(1);
+            inner = withoutSpaces(inner);
+            const size_t bar = inner.find('|');
+            const std::string_view word = withoutSpaces(inner.substr(0, bar));
+            if (!word.empty() && word.back() == '/' && word.find(' ') == std::string_view::npos &&
+                (bar == std::string_view::npos || withoutSpaces(inner.substr(bar + 1)).empty()))
+                m_tableGroup = std::string(word);
+            return;
+        }
+        for (const textrecord::Pair& pair : m_segment.pairs) {
+            if (m_tableNames.size() >= kMostTablePairs)
+                break;
+            const bool grouped = !m_tableGroup.empty() && text.find('|') < text.find(pair.name.front()) &&
+                                 (text.substr(text.find('|') + 1, 1) == " " || text.substr(text.find('|') + 1, 1) == "\t");
+            m_tableNames.push_back(grouped ? m_tableGroup + std::string(pair.name) : std::string(pair.name));
+            m_table.pairs.push_back(textrecord::Pair{{}, pair.value, pair.absent});
+        }
+        return;
+    }
+    flushTable();
+    textrecord::parseSegment(text, m_segment);
+    if (m_segment.binary) {
+        ++m_binaryPieces;
+        return;
+    }
+    take(m_segment);
+}
+
+void RecordAssembler::flushTable()
+{
+    m_tableGroup.clear();
+    if (m_table.pairs.empty())
+        return;
+    for (size_t i = 0; i < m_table.pairs.size(); ++i)
+        m_table.pairs[i].name = m_tableNames[i];
+    m_table.indented = false;
+    m_table.barCount = m_table.barTotal = -1;
+    take(m_table);
+    m_table.pairs.clear();
+    m_tableNames.clear();
+}
+
+void RecordAssembler::take(const textrecord::Segment& record, double wallTime)
+{
+    const auto& pairs = record.pairs;
+    if (pairs.empty() && record.barCount < 0) {
+        if (!record.indented)
+            m_continues.reset(); // other text ends a record
+        return;
+    }
+    m_pairSlots.clear();
+    for (size_t i = 0; i < pairs.size(); ++i)
+        m_pairSlots.push_back(slotOf(i, pairs[i].name));
+    Record placed;
+    placed.firstCandidate = uint32_t(m_candidates.size());
+    for (size_t i = 0; i < pairs.size(); ++i) {
+        const textrecord::Pair& p = pairs[i];
+        if (p.absent || m_pairSlots[i] == SIZE_MAX)
+            continue;
+        const Slot& slot = m_slots[m_pairSlots[i]];
+        if (slot.epoch && std::isnan(placed.epoch) && std::isfinite(p.value))
+            placed.epoch = p.value;
+        int64_t raw = 0;
+        if (slot.stepRank < 0 || !records::asStep(p.value, raw))
+            continue;
+        m_candidates.emplace_back(uint32_t(m_pairSlots[i]), raw);
+        ++placed.candidates;
+    }
+    placed.barCount = record.barCount;
+    placed.barTotal = record.barTotal;
+    const bool placesItself = placed.candidates > 0 || placed.barCount >= 0;
+    // An indented piece of one value with no step of its own continues the record above it
+    // (Composer's one metric a line); an indented piece of many is a record of its own (a dict
+    // printed after a progress bar's spaces).
+    if (!placesItself && record.indented && pairs.size() == 1 && m_continues) {
+        ++m_continued;
+        m_lastWasBareBar = false;
+        if (m_pairSlots[0] != SIZE_MAX)
+            add(m_pairSlots[0], pairs[0], *m_continues, wallTime);
+        return;
+    }
+    // A progress bar redrawn with nothing else: only its last drawing before a record matters.
+    const bool bareBar = pairs.empty();
+    if (bareBar && m_lastWasBareBar && m_records.back().barTotal == placed.barTotal) {
+        m_records.back() = placed;
+        return;
+    }
+    m_lastWasBareBar = bareBar;
+    const int64_t index = int64_t(m_records.size());
+    m_records.push_back(placed);
+    m_continues = index;
+    for (size_t i = 0; i < pairs.size(); ++i)
+        if (m_pairSlots[i] != SIZE_MAX)
+            add(m_pairSlots[i], pairs[i], index, wallTime);
+}
+
+size_t RecordAssembler::slotOf(size_t position, std::string_view name)
+{
+    if (position < m_slotAt.size() && m_slotAt[position] < m_slots.size() && m_slots[m_slotAt[position]].name == name)
+        return m_slotAt[position];
+    size_t slot = SIZE_MAX;
+    auto it = m_index.find(name);
+    if (it != m_index.end()) {
+        slot = it->second;
+    } else {
+        if (m_slots.size() >= kMostNames) {
+            ++m_droppedNames;
+            return SIZE_MAX;
+        }
+        slot = m_slots.size();
+        Slot created{std::string(name), {}, 0, records::stepKeyRank(name), records::isEpochKey(name)};
+        m_slots.push_back(std::move(created));
+        m_index.emplace(m_slots.back().name, slot);
+    }
+    if (position < textrecord::kMostPairs) {
+        if (m_slotAt.size() <= position)
+            m_slotAt.resize(position + 1, SIZE_MAX);
+        m_slotAt[position] = slot;
+    }
+    return slot;
+}
+
+void RecordAssembler::add(size_t slot, const textrecord::Pair& pair, int64_t record, double wallTime)
+{
+    Slot& s = m_slots[slot];
+    ++s.records;
+    if (pair.absent)
+        return;
+    if (!s.points.empty() && s.points.back().step == record)
+        s.points.back() = ScalarPoint{record, pair.value, wallTime};
+    else
+        s.points.push_back(ScalarPoint{record, pair.value, wallTime});
+}
+
+std::vector<int64_t> RecordAssembler::placeRecords(const std::vector<bool>& holdsSeries,
+                                                   const std::vector<Slot*>& kept)
+{
+    const size_t n = m_records.size();
+    std::vector<int64_t> own(n, kNoStep);
+    // The step name: the one most records that hold series carry, the more telling on a tie
+    // (a banner's "step" printed once does not decide it).
+    std::map<uint32_t, uint64_t> votes;
+    for (size_t r = 0; r < n; ++r)
+        if (holdsSeries[r])
+            for (uint32_t c = 0; c < m_records[r].candidates; ++c)
+                ++votes[m_candidates[m_records[r].firstCandidate + c].first];
+    int chosen = -1;
+    for (const auto& [id, count] : votes) {
+        if (chosen < 0 || count > votes[uint32_t(chosen)] ||
+            (count == votes[uint32_t(chosen)] && m_slots[id].stepRank < m_slots[size_t(chosen)].stepRank))
+            chosen = int(id);
+    }
+    records::StepSequence sequence;
+    if (chosen >= 0) {
+        m_stepKey = m_slots[size_t(chosen)].name;
+        for (size_t r = 0; r < n; ++r)
+            for (uint32_t c = 0; c < m_records[r].candidates; ++c) {
+                const auto& [id, raw] = m_candidates[m_records[r].firstCandidate + c];
+                if (int(id) == chosen) {
+                    own[r] = sequence.place(raw, m_records[r].epoch);
+                    break;
+                }
+            }
+    } else {
+        // The main progress bar: the one with the largest total (an evaluation's shorter bar runs
+        // in between).
+        int64_t mainTotal = -1;
+        for (const Record& record : m_records)
+            mainTotal = std::max(mainTotal, record.barTotal);
+        if (mainTotal >= 0) {
+            for (size_t r = 0; r < n; ++r)
+                if (m_records[r].barCount >= 0 && m_records[r].barTotal == mainTotal)
+                    own[r] = sequence.place(m_records[r].barCount, m_records[r].epoch);
+        } else if (m_epochMayBeStep) {
+            // A table of a row per epoch.
+            size_t first = 0;
+            while (first < n && !holdsSeries[first])
+                ++first;
+            int64_t epoch = 0;
+            if (first < n && records::asStep(m_records[first].epoch, epoch)) {
+                m_epochIsStep = true;
+                for (size_t r = 0; r < n; ++r)
+                    if (records::asStep(m_records[r].epoch, epoch))
+                        own[r] = sequence.place(epoch);
+            }
+        }
+    }
+    m_epochRestarts = sequence.epochRestarts();
+    m_goesBack = sequence.goesBack();
+
+    // Records with no step of their own are placed at the step logged before them when that tells
+    // them apart: a progress bar redrawn between a Trainer's dicts does; the last frame of a bar
+    // that a log kept once before all of them (W&B's output.log) does not.
+    std::vector<int64_t> context(n, kNoStep);
+    bool ownSteps = false;
+    int64_t last = kNoStep;
+    for (size_t r = 0; r < n; ++r) {
+        if (own[r] != kNoStep)
+            last = own[r];
+        context[r] = last;
+        ownSteps = ownSteps || (holdsSeries[r] && own[r] != kNoStep);
+    }
+    // Told apart when (nearly) no series gets two values at one such step.
+    uint64_t withContext = 0, collisions = 0;
+    for (const Slot* slot : kept) {
+        int64_t previous = kNoStep;
+        double previousValue = 0;
+        for (const ScalarPoint& p : slot->points) {
+            const size_t r = size_t(p.step);
+            if (own[r] != kNoStep || context[r] == kNoStep)
+                continue;
+            ++withContext;
+            // The same value again (a summary block repeating the dict beside it) is no collision.
+            collisions += context[r] == previous && !sameValue(p.value, previousValue);
+            previous = context[r];
+            previousValue = p.value;
+        }
+    }
+    const bool useContext = ownSteps || (withContext > 0 && collisions * 10 <= withContext);
+    std::vector<int64_t> steps(n, kNoStep);
+    m_stepLogged = useContext;
+    if (useContext && ownSteps && collisions > 0) {
+        // A log that lost most of its progress bar's redraws (pasted from a terminal) still has a
+        // step here and there: a record whose names already have a value at the step it would
+        // take is the next step, up to the next step logged.
+        std::vector<std::vector<uint32_t>> namesOf(n);
+        for (size_t k = 0; k < kept.size(); ++k)
+            for (const ScalarPoint& p : kept[k]->points)
+                namesOf[size_t(p.step)].push_back(uint32_t(k));
+        std::vector<int64_t> nextOwn(n, kNoStep);
+        for (size_t r = n; r-- > 0;)
+            nextOwn[r] = r + 1 < n ? (own[r + 1] != kNoStep ? own[r + 1] : nextOwn[r + 1]) : kNoStep;
+        int64_t current = kNoStep;
+        std::vector<uint32_t> used;
+        for (size_t r = 0; r < n; ++r) {
+            if (own[r] != kNoStep) {
+                current = steps[r] = own[r];
+                used = namesOf[r];
+                continue;
+            }
+            if (current == kNoStep)
+                continue;
+            const bool clash = std::any_of(namesOf[r].begin(), namesOf[r].end(), [&](uint32_t k) {
+                return std::find(used.begin(), used.end(), k) != used.end();
+            });
+            if (clash && (nextOwn[r] == kNoStep || current + 1 < nextOwn[r])) {
+                ++current;
+                used.clear();
+            }
+            steps[r] = current;
+            used.insert(used.end(), namesOf[r].begin(), namesOf[r].end());
+        }
+    } else if (useContext) {
+        steps = context;
+    } else {
+        int64_t order = 0;
+        for (size_t r = 0; r < n; ++r)
+            if (holdsSeries[r])
+                steps[r] = order++;
+    }
+    return steps;
+}
+
+size_t RecordAssembler::finish(ScalarLog& log, const std::string& kind, uint64_t tooLong, uint64_t lines)
+{
+    flushTable();
+    if (lines > 0)
+        m_pieces = lines;
+    const uint64_t recordCount = m_records.size();
+    const uint64_t least = std::min<uint64_t>(kLeastRecords, recordCount);
+    const bool enough = recordCount >= 2;
+    std::vector<Slot*> kept;
+    for (Slot& slot : m_slots)
+        if (enough && slot.records >= least && !slot.points.empty())
+            kept.push_back(&slot);
+    // A value that never changes is a series only beside one that does (a constant learning rate
+    // beside the loss), not alone (a configuration printed at every start). NaN and Inf always
+    // tell something.
+    auto informative = [](const Slot& slot) {
+        for (const ScalarPoint& p : slot.points)
+            if (!std::isfinite(p.value) || !sameValue(p.value, slot.points.front().value))
+                return true;
+        return false;
+    };
+    std::vector<int64_t> informativeRecords;
+    for (const Slot* slot : kept)
+        if (informative(*slot))
+            for (const ScalarPoint& p : slot->points)
+                informativeRecords.push_back(p.step);
+    std::sort(informativeRecords.begin(), informativeRecords.end());
+    informativeRecords.erase(std::unique(informativeRecords.begin(), informativeRecords.end()),
+                             informativeRecords.end());
+    uint64_t constantsLeftOut = 0;
+    kept.erase(std::remove_if(kept.begin(), kept.end(),
+                              [&](const Slot* slot) {
+                                  if (informative(*slot))
+                                      return false;
+                                  for (const ScalarPoint& p : slot->points)
+                                      if (std::binary_search(informativeRecords.begin(), informativeRecords.end(),
+                                                             p.step))
+                                          return false;
+                                  ++constantsLeftOut;
+                                  return true;
+                              }),
+               kept.end());
+    std::vector<bool> holdsSeries(recordCount, false);
+    for (const Slot* slot : kept)
+        for (const ScalarPoint& p : slot->points)
+            holdsSeries[size_t(p.step)] = true;
+    const std::vector<int64_t> steps = placeRecords(holdsSeries, kept);
+
+    std::string listed;
+    size_t series = 0;
+    bool beforeFirstStep = false;
+    const size_t distinctSteps = [&] {
+        std::vector<int64_t> all(steps);
+        std::sort(all.begin(), all.end());
+        return size_t(std::unique(all.begin(), all.end()) - all.begin());
+    }();
+    for (Slot* slot : kept) {
+        if (m_stepLogged && !m_epochIsStep && slot->name == m_stepKey)
+            continue; // the step itself
+        std::vector<ScalarPoint> points;
+        points.reserve(slot->points.size());
+        for (ScalarPoint p : slot->points) {
+            p.step = steps[size_t(p.step)];
+            if (p.step == kNoStep) {
+                beforeFirstStep = true;
+                continue;
+            }
+            // One value a step: a progress bar redrawn at the same count, a line every rank prints.
+            if (!points.empty() && points.back().step == p.step)
+                points.back() = p;
+            else
+                points.push_back(p);
+        }
+        // One value in a log of many steps is something printed once, not a series.
+        if (points.empty() || (points.size() == 1 && distinctSteps > 3)) {
+            m_singleValues += !points.empty();
+            continue;
+        }
+        if (series < kMostListedNames)
+            listed += (series ? ", " : "") + slot->name;
+        ++series;
+        log.series[slot->name] = std::move(points);
+    }
+    if (series > kMostListedNames)
+        listed += ", ...";
+    m_stepFrom = !m_stepLogged        ? std::string("the records' order (no step is logged)")
+                 : !m_stepKey.empty() ? "\"" + m_stepKey + "\""
+                 : m_epochIsStep      ? std::string("the epoch (a row per epoch)")
+                                      : std::string("the progress bar's count");
+    log.notes.push_back(kind + ": " + records::countText(recordCount) + " records" +
+                        (m_continued ? " (and " + records::countText(m_continued) + " continued lines)" : "") +
+                        " in " + records::countText(m_pieces) + " lines; step from " + m_stepFrom + "; " +
+                        std::to_string(series) + " series (" + listed + ")");
+    if (m_epochRestarts > 0)
+        log.notes.push_back("the step starts again at each epoch (" + records::countText(m_epochRestarts) +
+                            " times): it is counted on from the previous epoch's last step");
+    if (m_goesBack > 0)
+        log.notes.push_back("the step goes back " + records::countText(m_goesBack) +
+                            " times with no new epoch (several runs in one log, or a resumed run): kept as logged");
+    if (m_singleValues > 0)
+        log.notes.push_back(std::to_string(m_singleValues) + " names with a single value are not series");
+    if (beforeFirstStep)
+        log.notes.push_back("records before the first step are not shown");
+    if (constantsLeftOut > 0)
+        log.notes.push_back(std::to_string(constantsLeftOut) +
+                            " names whose value never changes, logged apart from any series (a configuration), "
+                            "are not series");
+    if (tooLong > 0)
+        log.warnings.push_back(log.path + ": " + records::countText(tooLong) +
+                               " lines longer than 1 MiB skipped unread");
+    if (m_droppedNames > 0)
+        log.notes.push_back(records::countText(m_droppedNames) + " values under names past the first " +
+                            records::countText(kMostNames) + " not read");
+    return series;
+}
+
+} // namespace nanscope

@@ -1,0 +1,109 @@
+#pragma once
+
+// The structure-finding core of the logs nanscope was not told the format of: records of named
+// values, from text pieces (TextRecordLogReader), JSON objects (JsonLinesLogReader) or table rows
+// (DelimitedTableReader), become series on one step axis. It decides, for every syntax alike:
+//
+// - the step: the best step name (RecordSteps.h) of the first record that has one, then that
+//   name, counted on across epochs when it starts again at each; else the count of the main
+//   progress bar (the one with the largest total: an evaluation's shorter bar is not the step);
+//   else an integer epoch (a table with a row per epoch); else the records' order;
+// - which record a piece belongs to: an indented piece of pairs with no step of its own continues
+//   the record above it (Composer prints `[batch=12/100]:`, then one metric a line); a record
+//   with no step of its own (an evaluation's dict, a validation row) is placed at the last step;
+// - the series: a name with a number in at least three records (in every record of a log of two),
+//   so that a configuration printed once, a banner or a traceback is not a series;
+// - evaluation records: a record that says it is one (`"mode": "val"`) has its names prefixed
+//   with that word, so its loss is not the training loss.
+//
+// Memory grows with the series (and at most 100,000 names), not with the input.
+
+#include "core/importers/RecordSteps.h"
+#include "core/importers/ScalarLog.h"
+#include "core/importers/TextRecords.h"
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nanscope {
+
+class RecordAssembler
+{
+public:
+    // One record, as a piece of text parses (TextRecords.h) or as a reader builds one.
+    void take(const textrecord::Segment& record, double wallTime = std::numeric_limits<double>::quiet_NaN());
+    // A piece of text: parsed, then taken. Rows of a printed table (stable-baselines3's
+    // "|    ep_len_mean | 203 |" between rule lines) are gathered into one record, each row's name
+    // under the group row above it ("rollout/").
+    void piece(std::string_view text);
+    // Tables only: with no step name, an integer epoch in the first row makes the epoch the step.
+    // (A text log's first epoch may read 1.0 and its next 1.02.)
+    void allowEpochAsStep() { m_epochMayBeStep = true; }
+
+    uint64_t pieces() const { return m_pieces; }
+    uint64_t records() const { return m_records.size(); }
+    uint64_t binaryPieces() const { return m_binaryPieces; }
+    // Whether the records gave a step (set by finish), and in words where it came from.
+    bool stepLogged() const { return m_stepLogged; }
+    const std::string& stepFrom() const { return m_stepFrom; }
+
+    // Decides the step and the series on the whole log, moves the series into `log` and says in
+    // its notes what was found (`kind`: "text records", "JSON lines", "table rows"). Returns the
+    // number of series.
+    // `lines`: the input's lines, when the records were taken rather than read as pieces.
+    size_t finish(ScalarLog& log, const std::string& kind, uint64_t tooLong = 0, uint64_t lines = 0);
+
+    static constexpr uint64_t kLeastRecords = 3;
+
+private:
+    struct Slot
+    {
+        std::string name;
+        std::vector<ScalarPoint> points; // .step holds the record's index until finish
+        uint64_t records = 0;
+        int stepRank = -1;   // records::stepKeyRank of the name, decided once
+        bool epoch = false;  // records::isEpochKey
+    };
+    // What a record says of its place: the step names it holds (their slot and value, in
+    // m_candidates from `firstCandidate` on), its epoch, a progress bar's count.
+    struct Record
+    {
+        uint32_t firstCandidate = 0;
+        uint32_t candidates = 0;
+        double epoch = std::numeric_limits<double>::quiet_NaN();
+        int64_t barCount = -1, barTotal = -1;
+    };
+    static constexpr int64_t kNoStep = std::numeric_limits<int64_t>::min();
+
+    // The slot of the name at `position` of a record (the last record's slot there is tried first:
+    // records of one log repeat their names in order); SIZE_MAX past kMostNames names.
+    size_t slotOf(size_t position, std::string_view name);
+    void add(size_t slot, const textrecord::Pair& pair, int64_t record, double wallTime);
+    void flushTable();
+    // Which step each record is at, decided on the whole log.
+    std::vector<int64_t> placeRecords(const std::vector<bool>& holdsSeries, const std::vector<Slot*>& kept);
+
+    textrecord::Segment m_segment;
+    std::vector<Slot> m_slots;
+    std::map<std::string, size_t, std::less<>> m_index;
+    std::vector<size_t> m_slotAt; // the slot of each pair position in the last record
+    std::vector<Record> m_records;
+    std::vector<std::pair<uint32_t, int64_t>> m_candidates;
+    std::vector<size_t> m_pairSlots; // the slot of each pair of the record being taken
+    std::string m_stepKey, m_stepFrom;
+    bool m_epochIsStep = false, m_epochMayBeStep = false, m_stepLogged = false, m_lastWasBareBar = false;
+    uint64_t m_epochRestarts = 0, m_goesBack = 0;
+    std::optional<int64_t> m_continues; // the record an indented piece continues
+    // A printed table's rows, gathered until its closing rule.
+    textrecord::Segment m_table;
+    std::vector<std::string> m_tableNames;
+    std::string m_tableGroup;
+    uint64_t m_pieces = 0, m_continued = 0, m_binaryPieces = 0, m_droppedNames = 0, m_singleValues = 0;
+};
+
+} // namespace nanscope

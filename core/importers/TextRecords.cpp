@@ -1,0 +1,425 @@
+#include "core/importers/TextRecords.h"
+
+#include "core/importers/RecordSteps.h"
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+
+namespace nanscope::textrecord {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Characters that end a token. ':' and '=' also bind a name to its value.
+constexpr bool isSeparator(char c)
+{
+    switch (c) {
+    case ' ': case '\t': case '\r': case '\n': case ',': case ';': case '|': case '{': case '}':
+    case '[': case ']': case '(': case ')': case '<': case '>': case ':': case '=':
+        return true;
+    default:
+        return false;
+    }
+}
+
+constexpr bool isDigit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+constexpr bool isLetter(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+bool allDigits(std::string_view text)
+{
+    for (char c : text)
+        if (!isDigit(c))
+            return false;
+    return !text.empty();
+}
+
+constexpr char lower(char c)
+{
+    return (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c;
+}
+
+bool equalsIgnoringCase(std::string_view a, std::string_view b)
+{
+    if (a.size() != b.size())
+        return false;
+    for (size_t i = 0; i < a.size(); ++i)
+        if (lower(a[i]) != b[i])
+            return false;
+    return true;
+}
+
+std::string_view unquoted(std::string_view token)
+{
+    if (token.size() >= 2 && (token.front() == '\'' || token.front() == '"') && token.back() == token.front())
+        return token.substr(1, token.size() - 2);
+    if (!token.empty() && (token.front() == '\'' || token.front() == '"'))
+        token.remove_prefix(1);
+    if (!token.empty() && (token.back() == '\'' || token.back() == '"'))
+        token.remove_suffix(1);
+    return token;
+}
+
+enum class Kind { Word, Number, Absent, Counter, Other };
+
+struct Token
+{
+    Kind kind = Kind::Other;
+    double value = 0;
+    int64_t count = 0, total = 0; // Kind::Counter
+};
+
+// NaN and Inf as people and libraries print them: nan, NaN, -nan, inf, -inf, Infinity, +Inf.
+bool nonFinite(std::string_view t, double& value)
+{
+    bool negative = false;
+    if (!t.empty() && (t.front() == '-' || t.front() == '+')) {
+        negative = t.front() == '-';
+        t.remove_prefix(1);
+    }
+    if (equalsIgnoringCase(t, "nan"))
+        value = kNaN;
+    else if (equalsIgnoringCase(t, "inf") || equalsIgnoringCase(t, "infinity"))
+        value = negative ? -kInf : kInf;
+    else
+        return false;
+    return true;
+}
+
+Token classify(std::string_view raw)
+{
+    Token token;
+    const std::string_view t = unquoted(raw);
+    if (t.empty())
+        return token;
+    const char first = t.front();
+    if (isLetter(first) || first == '_' || ((first == '-' || first == '+') && t.size() > 1 && isLetter(t[1]))) {
+        if (nonFinite(t, token.value)) {
+            token.kind = Kind::Number;
+        } else if (t == "None" || t == "null" || t == "NULL" || t == "nil") {
+            token.kind = Kind::Absent;
+        } else if (first == '-' || first == '+') {
+            token.kind = Kind::Other;
+        } else {
+            // "nanms", "infs": a placeholder printed before there is a value.
+            token.kind = (t.size() > 3 && (equalsIgnoringCase(t.substr(0, 3), "nan"))) ? Kind::Other : Kind::Word;
+        }
+        return token;
+    }
+    // "450/1000": a count of a total.
+    const size_t slash = t.find('/');
+    if (slash != std::string_view::npos && slash > 0 && isDigit(first)) {
+        int64_t count = 0, total = 0;
+        const auto a = std::from_chars(t.data(), t.data() + slash, count);
+        const auto b = std::from_chars(t.data() + slash + 1, t.data() + t.size(), total);
+        if (a.ec == std::errc() && a.ptr == t.data() + slash && b.ec == std::errc() && b.ptr == t.data() + t.size() &&
+            count >= 0 && total >= 0 && count <= records::kLargestStep) {
+            token.kind = Kind::Counter;
+            token.count = count;
+            token.total = total;
+        }
+        return token;
+    }
+    const char* begin = t.data() + (first == '+' ? 1 : 0);
+    const char* end = t.data() + t.size();
+    if (begin == end || !(isDigit(*begin) || *begin == '-' || *begin == '.'))
+        return token;
+    double value = 0;
+    const auto [next, error] = std::from_chars(begin, end, value);
+    if (error != std::errc())
+        return token;
+    const std::string_view unit(next, size_t(end - next));
+    if (unit.empty() || unit == "ms" || unit == "s" || unit == "%" || unit == "sec") {
+        token.kind = Kind::Number;
+        token.value = value;
+    }
+    return token;
+}
+
+// Past an escape sequence at `at` (ESC, then '[' and parameters up to a final byte, or one byte).
+size_t skipEscape(std::string_view s, size_t at)
+{
+    ++at;
+    if (at < s.size() && s[at] == '[') {
+        ++at;
+        while (at < s.size() && !(s[at] >= 0x40 && s[at] <= 0x7E))
+            ++at;
+        return std::min(at + 1, s.size());
+    }
+    return std::min(at + 1, s.size());
+}
+
+// Whether the last word of a name says it is no measured value:
+// - a source file and line ("utils.py:460", "logging.py:157");
+// - a process's or a place's number ("(TaskRunner pid=2021996)", "File ..., line 12", "port 8265");
+// - prose: a metric's name does not end in a function word ("remaining items are 11",
+//   "... and 7 more").
+bool isNotAValueName(std::string_view word)
+{
+    using namespace std::string_view_literals;
+    // Most names are longer than any word below and hold no '.': decided without a look-up.
+    if (word.size() > 6 && word.find('.') == std::string_view::npos)
+        return word.size() >= 3 && word.substr(word.size() - 3) == "..."sv;
+    static constexpr std::string_view kExtensions[] = {".py"sv, ".cc"sv, ".cpp"sv, ".c"sv, ".h"sv,
+                                                       ".rs"sv, ".go"sv, ".js"sv, ".java"sv};
+    for (std::string_view extension : kExtensions)
+        if (word.size() > extension.size() && word.substr(word.size() - extension.size()) == extension)
+            return true;
+    if (word.size() >= 3 && word.substr(word.size() - 3) == "..."sv)
+        return true;
+    static constexpr std::string_view kWords[] = {
+        "pid"sv, "tid"sv, "port"sv, "line"sv, "lineno"sv, "thread"sv, "id"sv, "is"sv, "are"sv, "was"sv, "were"sv,
+        "be"sv, "of"sv, "to"sv, "in"sv, "at"sv, "for"sv, "with"sv, "and"sv, "or"sv, "by"sv, "from"sv, "on"sv,
+        "the"sv, "a"sv, "an"sv, "as"sv, "than"sv, "that"sv, "this"sv,
+        // a unit is no name: a profiler's "1.10 Gb   0 b" columns
+        "b"sv, "kb"sv, "mb"sv, "gb"sv, "tb"sv, "kib"sv, "mib"sv, "gib"sv, "ns"sv, "us"sv, "ms"sv, "sec"sv};
+    if (word.size() > 6)
+        return false;
+    for (std::string_view other : kWords)
+        if (equalsIgnoringCase(word, other))
+            return true;
+    return false;
+}
+
+// The wrappers numbers are printed in: np.float64(0.1), torch.tensor(0.5), tensor(0.5,
+// device='cuda:0'), Decimal('0.1'), float(1); not any call (GOTO(NaN) is an action, not a value).
+bool isNumberWrapper(std::string_view word)
+{
+    const size_t dot = word.rfind('.');
+    const std::string_view last = dot == std::string_view::npos ? word : word.substr(dot + 1);
+    using namespace std::string_view_literals;
+    static constexpr std::string_view kWrappers[] = {"float64"sv, "float32"sv, "float16"sv, "bfloat16"sv, "float"sv,
+                                                     "double"sv,  "int64"sv,   "int32"sv,   "int"sv,      "tensor"sv,
+                                                     "array"sv,   "decimal"sv, "scalar"sv,  "longdouble"sv};
+    for (std::string_view wrapper : kWrappers)
+        if (equalsIgnoringCase(last, wrapper))
+            return true;
+    return false;
+}
+
+class SegmentParser
+{
+public:
+    SegmentParser(std::string_view text, Segment& out)
+        : m_text(text)
+        , m_out(out)
+    {
+    }
+
+    void run()
+    {
+        const std::string_view s = m_text;
+        m_out.indented = !s.empty() && (s.front() == ' ' || s.front() == '\t');
+        size_t i = 0;
+        while (i < s.size()) {
+            const char c = s[i];
+            if (c == '\x1b') {
+                // A terminal's colour or cursor sequence (ESC [ ... final byte): not text.
+                i = skipEscape(s, i);
+                separator(',');
+                continue;
+            }
+            if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\r' && c != '\n') {
+                m_out.binary = true;
+                return;
+            }
+            if (isSeparator(c)) {
+                separator(c);
+                ++i;
+                continue;
+            }
+            size_t end = i;
+            // A token runs to the next separator; quotes may hold one (`'cuda:0'` stays one token).
+            if (c == '\'' || c == '"') {
+                size_t close = i + 1;
+                const size_t last = std::min(s.size(), i + 256);
+                while (close < last && s[close] != c && s[close] != '\n' && s[close] != '\r')
+                    ++close;
+                if (close < last && s[close] == c)
+                    end = close + 1;
+            }
+            while (end < s.size() && !isSeparator(s[end]))
+                ++end;
+            // "2,430" and "1,234,567": thousands separators inside one number.
+            if (isDigit(c) && end + 3 < s.size() + 0 && s[end] == ',' && allDigits(s.substr(i, end - i)) &&
+                end - i <= 3) {
+                size_t j = end;
+                while (j + 3 < s.size() && s[j] == ',' && isDigit(s[j + 1]) && isDigit(s[j + 2]) && isDigit(s[j + 3]) &&
+                       (j + 4 >= s.size() || !isDigit(s[j + 4])))
+                    j += 4;
+                if (j > end) {
+                    double value = 0;
+                    for (size_t k = i; k < j; ++k)
+                        if (s[k] != ',')
+                            value = value * 10 + (s[k] - '0');
+                    token(std::string_view(), j, value);
+                    i = j;
+                    continue;
+                }
+            }
+            const std::string_view raw = s.substr(i, end - i);
+            // A wrapper around a number: np.float64(0.1), tensor(0.1, device='cuda:0'), float(1).
+            if (end < s.size() && s[end] == '(' && isNumberWrapper(raw)) {
+                size_t after = 0;
+                if (wrapped(end, after)) {
+                    i = after;
+                    continue;
+                }
+            }
+            token(raw, end);
+            i = end;
+            if (m_out.pairs.size() >= kMostPairs)
+                return;
+        }
+    }
+
+private:
+    struct Span
+    {
+        size_t begin = 0, end = 0;
+    };
+
+    void clearName() { m_words = 0; }
+
+    std::string_view name() const
+    {
+        std::string_view n = m_text.substr(m_word[0].begin, m_word[m_words - 1].end - m_word[0].begin);
+        return unquoted(n);
+    }
+
+    void emit(double value, bool absent)
+    {
+        if (m_words > 0 && !isNotAValueName(m_text.substr(m_word[m_words - 1].begin,
+                                                           m_word[m_words - 1].end - m_word[m_words - 1].begin)))
+            m_out.pairs.push_back(Pair{name(), value, absent});
+        clearName();
+        m_afterBinder = false;
+    }
+
+    void separator(char c)
+    {
+        // '|' binds in a table row ("|    ep_len_mean | 203 |") and ends a name elsewhere: a word
+        // after it starts a new name, as after ':'.
+        if (c == ':' || c == '=' || c == '|') {
+            m_afterBinder = m_words > 0;
+            return;
+        }
+        if (c == ' ' || c == '\t')
+            return;
+        clearName();
+        m_afterBinder = false;
+    }
+
+    // At `open`, the '(' after a word: the number inside becomes the value when it is the first
+    // thing there; `after` is past the closing ')'. False when it holds no leading number.
+    bool wrapped(size_t open, size_t& after)
+    {
+        size_t i = open + 1;
+        while (i < m_text.size() && m_text[i] == ' ')
+            ++i;
+        size_t end = i;
+        while (end < m_text.size() && !isSeparator(m_text[end]))
+            ++end;
+        const Token inner = classify(m_text.substr(i, end - i));
+        if (inner.kind != Kind::Number || m_words == 0)
+            return false;
+        int depth = 1;
+        size_t j = end;
+        for (; j < m_text.size() && depth > 0 && j - open < 4096; ++j) {
+            if (m_text[j] == '(')
+                ++depth;
+            else if (m_text[j] == ')')
+                --depth;
+        }
+        if (depth != 0)
+            return false;
+        emit(inner.value, false);
+        after = j;
+        return true;
+    }
+
+    // `raw` empty: a number already read (`number`).
+    void token(std::string_view raw, size_t end, double number = 0)
+    {
+        Token t;
+        if (raw.empty()) {
+            t.kind = Kind::Number;
+            t.value = number;
+        } else {
+            t = classify(raw);
+        }
+        switch (t.kind) {
+        case Kind::Word:
+            if (m_afterBinder)
+                clearName(); // "INFO:root:step 12": a word after a binder starts a new name
+            m_afterBinder = false;
+            if (m_words == 3) {
+                m_word[0] = m_word[1];
+                m_word[1] = m_word[2];
+                m_words = 2;
+            }
+            m_word[m_words++] = Span{size_t(raw.data() - m_text.data()), end};
+            break;
+        case Kind::Number:
+            // "Loading checkpoint shards: 100%|█████|": a progress bar's percentage.
+            if (!raw.empty() && raw.back() == '%' && end < m_text.size() && m_text[end] == '|') {
+                clearName();
+                m_afterBinder = false;
+                break;
+            }
+            emit(t.value, false);
+            break;
+        case Kind::Absent:
+            emit(0, true);
+            break;
+        case Kind::Counter: {
+            if (m_words > 0 && records::stepKeyRank(name()) >= 0) {
+                emit(double(t.count), false); // "step 61/74", "[batch=12/100]"
+                break;
+            }
+            size_t next = end;
+            while (next < m_text.size() && m_text[next] == ' ')
+                ++next;
+            if (next < m_text.size() && m_text[next] == '[' && m_out.barCount < 0) {
+                m_out.barCount = t.count;
+                m_out.barTotal = t.total;
+            }
+            clearName();
+            m_afterBinder = false;
+            break;
+        }
+        case Kind::Other:
+            clearName();
+            m_afterBinder = false;
+            break;
+        }
+    }
+
+    std::string_view m_text;
+    Segment& m_out;
+    Span m_word[3];
+    size_t m_words = 0;
+    bool m_afterBinder = false;
+};
+
+} // namespace
+
+void parseSegment(std::string_view text, Segment& out)
+{
+    out.pairs.clear();
+    out.indented = false;
+    out.barCount = out.barTotal = -1;
+    out.binary = false;
+    SegmentParser(text, out).run();
+}
+
+} // namespace nanscope::textrecord
