@@ -8,7 +8,8 @@
 #
 # Each benchmark prints its own readable lines too; they are kept in the work folder named at the
 # end when a benchmark failed. Sizes: bench_scan, bench_gui, bench_run_reader and bench_sources
-# run at the 100,000-step sizes their targets are set for; bench_ranks at 16 ranks (its target
+# run at the 100,000-step sizes their targets are set for; bench_logs on three logs of 256 MB (its
+# target is a rate, and 2 GB logs would take a minute to write); bench_ranks at 16 ranks (its target
 # scale, 64 ranks x 100,000 steps, takes minutes: bench_ranks with no arguments runs it);
 # bench_tensor_stats on 48 MB tensors (still beyond the caches; its default 128 MB takes six
 # minutes, most of them in the baseline's separate LibTorch calls); bench_guard with 60 pairs, and
@@ -53,6 +54,7 @@ total_start=$SECONDS
 run bench_scan "$work/scan"
 run bench_run_reader "$work/run-reader"
 run bench_sources "$work/sources"
+run bench_logs "$work/logs" 256
 run bench_gui "$work/gui"
 run bench_ranks "$work/ranks" 16 100000 1000 100
 run bench_replay

@@ -112,8 +112,19 @@ void RecordAssembler::take(const textrecord::Segment& record, double wallTime)
         return;
     }
     m_pairSlots.clear();
-    for (size_t i = 0; i < pairs.size(); ++i)
-        m_pairSlots.push_back(slotOf(i, pairs[i].name));
+    size_t named = 0;
+    for (size_t i = 0; i < pairs.size(); ++i) {
+        size_t slot = slotOf(i, pairs[i].name);
+        if (slot != SIZE_MAX && m_slots[slot].notAValue)
+            slot = SIZE_MAX;
+        named += slot != SIZE_MAX;
+        m_pairSlots.push_back(slot);
+    }
+    if (named == 0 && record.barCount < 0) {
+        if (!record.indented)
+            m_continues.reset();
+        return;
+    }
     Record placed;
     placed.firstCandidate = uint32_t(m_candidates.size());
     for (size_t i = 0; i < pairs.size(); ++i) {
@@ -135,15 +146,16 @@ void RecordAssembler::take(const textrecord::Segment& record, double wallTime)
     // An indented piece of one value with no step of its own continues the record above it
     // (Composer's one metric a line); an indented piece of many is a record of its own (a dict
     // printed after a progress bar's spaces).
-    if (!placesItself && record.indented && pairs.size() == 1 && m_continues) {
+    if (!placesItself && record.indented && named == 1 && m_continues) {
         ++m_continued;
         m_lastWasBareBar = false;
-        if (m_pairSlots[0] != SIZE_MAX)
-            add(m_pairSlots[0], pairs[0], *m_continues, wallTime);
+        for (size_t i = 0; i < pairs.size(); ++i)
+            if (m_pairSlots[i] != SIZE_MAX)
+                add(m_pairSlots[i], pairs[i], *m_continues, wallTime);
         return;
     }
     // A progress bar redrawn with nothing else: only its last drawing before a record matters.
-    const bool bareBar = pairs.empty();
+    const bool bareBar = named == 0;
     if (bareBar && m_lastWasBareBar && m_records.back().barTotal == placed.barTotal) {
         m_records.back() = placed;
         return;
@@ -171,7 +183,8 @@ size_t RecordAssembler::slotOf(size_t position, std::string_view name)
             return SIZE_MAX;
         }
         slot = m_slots.size();
-        Slot created{std::string(name), {}, 0, records::stepKeyRank(name), records::isEpochKey(name)};
+        Slot created{std::string(name), {}, 0, records::stepKeyRank(name), records::isEpochKey(name),
+                     textrecord::isNotAValueName(name)};
         m_slots.push_back(std::move(created));
         m_index.emplace(m_slots.back().name, slot);
     }
@@ -345,14 +358,17 @@ size_t RecordAssembler::finish(ScalarLog& log, const std::string& kind, uint64_t
                 return true;
         return false;
     };
+    // The records that hold a changing value: only looked up when some value never changes.
     std::vector<int64_t> informativeRecords;
-    for (const Slot* slot : kept)
-        if (informative(*slot))
-            for (const ScalarPoint& p : slot->points)
-                informativeRecords.push_back(p.step);
-    std::sort(informativeRecords.begin(), informativeRecords.end());
-    informativeRecords.erase(std::unique(informativeRecords.begin(), informativeRecords.end()),
-                             informativeRecords.end());
+    if (std::any_of(kept.begin(), kept.end(), [&](const Slot* slot) { return !informative(*slot); })) {
+        for (const Slot* slot : kept)
+            if (informative(*slot))
+                for (const ScalarPoint& p : slot->points)
+                    informativeRecords.push_back(p.step);
+        std::sort(informativeRecords.begin(), informativeRecords.end());
+        informativeRecords.erase(std::unique(informativeRecords.begin(), informativeRecords.end()),
+                                 informativeRecords.end());
+    }
     uint64_t constantsLeftOut = 0;
     kept.erase(std::remove_if(kept.begin(), kept.end(),
                               [&](const Slot* slot) {
@@ -375,28 +391,34 @@ size_t RecordAssembler::finish(ScalarLog& log, const std::string& kind, uint64_t
     std::string listed;
     size_t series = 0;
     bool beforeFirstStep = false;
+    // More than three steps? (Counted up to four: a log of millions need not be sorted for it.)
     const size_t distinctSteps = [&] {
-        std::vector<int64_t> all(steps);
-        std::sort(all.begin(), all.end());
-        return size_t(std::unique(all.begin(), all.end()) - all.begin());
+        std::vector<int64_t> seen;
+        for (int64_t step : steps)
+            if (step != kNoStep && std::find(seen.begin(), seen.end(), step) == seen.end() && seen.size() < 4)
+                seen.push_back(step);
+        return seen.size();
     }();
     for (Slot* slot : kept) {
         if (m_stepLogged && !m_epochIsStep && slot->name == m_stepKey)
             continue; // the step itself
-        std::vector<ScalarPoint> points;
-        points.reserve(slot->points.size());
-        for (ScalarPoint p : slot->points) {
+        // Placed in place (no second copy of a long series).
+        std::vector<ScalarPoint>& points = slot->points;
+        size_t placed = 0;
+        for (size_t i = 0; i < points.size(); ++i) {
+            ScalarPoint p = points[i];
             p.step = steps[size_t(p.step)];
             if (p.step == kNoStep) {
                 beforeFirstStep = true;
                 continue;
             }
             // One value a step: a progress bar redrawn at the same count, a line every rank prints.
-            if (!points.empty() && points.back().step == p.step)
-                points.back() = p;
+            if (placed > 0 && points[placed - 1].step == p.step)
+                points[placed - 1] = p;
             else
-                points.push_back(p);
+                points[placed++] = p;
         }
+        points.resize(placed);
         // One value in a log of many steps is something printed once, not a series.
         if (points.empty() || (points.size() == 1 && distinctSteps > 3)) {
             m_singleValues += !points.empty();

@@ -68,6 +68,7 @@ private:
         uint64_t records = 0;
         int stepRank = -1;   // records::stepKeyRank of the name, decided once
         bool epoch = false;  // records::isEpochKey
+        bool notAValue = false; // textrecord::isNotAValueName: its values are dropped
     };
     // What a record says of its place: the step names it holds (their slot and value, in
     // m_candidates from `firstCandidate` on), its epoch, a progress bar's count.

@@ -14,7 +14,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Characters that end a token. ':' and '=' also bind a name to its value.
-constexpr bool isSeparator(char c)
+constexpr bool separatorChar(unsigned char c)
 {
     switch (c) {
     case ' ': case '\t': case '\r': case '\n': case ',': case ';': case '|': case '{': case '}':
@@ -23,6 +23,35 @@ constexpr bool isSeparator(char c)
     default:
         return false;
     }
+}
+
+// What each byte is to the tokenizer, in one look-up (it asks for every byte of a log): part of a
+// token, a separator, or a control character (ESC starts a terminal sequence; the others are binary).
+enum ByteClass : unsigned char { kTokenByte = 0, kSeparatorByte = 1, kControlByte = 2 };
+
+struct ByteClasses
+{
+    unsigned char table[256] = {};
+    constexpr ByteClasses()
+    {
+        for (int c = 0; c < 256; ++c) {
+            const auto byte = static_cast<unsigned char>(c);
+            table[c] = separatorChar(byte)                          ? kSeparatorByte
+                       : (byte < 0x20 && byte != '\t') || byte == 0x7f ? kControlByte
+                                                                     : kTokenByte;
+        }
+    }
+};
+constexpr ByteClasses kByteClasses;
+
+inline unsigned char byteClass(char c)
+{
+    return kByteClasses.table[static_cast<unsigned char>(c)];
+}
+
+inline bool isSeparator(char c)
+{
+    return byteClass(c) == kSeparatorByte;
 }
 
 constexpr bool isDigit(char c)
@@ -69,6 +98,67 @@ std::string_view unquoted(std::string_view token)
     return token;
 }
 
+// A decimal with at most 15 significant digits and a small exponent ("0.6914", "2e-05", "-3.25"),
+// read exactly: its digits are an integer below 2^53 and the power of ten is exact in a double, so
+// one multiplication or division rounds correctly (Clinger's fast path), as from_chars would.
+// Null for anything else, which from_chars then reads.
+const char* fastDecimal(const char* p, const char* end, double& value)
+{
+    static constexpr double kPowers[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                         1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    const bool negative = p < end && *p == '-';
+    if (negative)
+        ++p;
+    uint64_t digits = 0;
+    int significant = 0, exponent = 0;
+    const char* start = p;
+    while (p < end && isDigit(*p)) {
+        if (digits != 0 || *p != '0')
+            ++significant;
+        digits = digits * 10 + uint64_t(*p - '0');
+        ++p;
+    }
+    const bool integerPart = p > start;
+    if (p < end && *p == '.') {
+        ++p;
+        const char* fraction = p;
+        while (p < end && isDigit(*p)) {
+            if (digits != 0 || *p != '0')
+                ++significant;
+            digits = digits * 10 + uint64_t(*p - '0');
+            --exponent;
+            ++p;
+        }
+        if (!integerPart && p == fraction)
+            return nullptr;
+    } else if (!integerPart) {
+        return nullptr;
+    }
+    if (significant > 15)
+        return nullptr;
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        const char* mark = p++;
+        bool negativeExponent = false;
+        if (p < end && (*p == '+' || *p == '-'))
+            negativeExponent = *p++ == '-';
+        int e = 0;
+        const char* exponentStart = p;
+        while (p < end && isDigit(*p) && e < 1000)
+            e = e * 10 + (*p++ - '0');
+        if (p == exponentStart) {
+            p = mark; // "3e" is 3 and a unit, as from_chars reads it
+        } else {
+            exponent += negativeExponent ? -e : e;
+        }
+    }
+    if (exponent < -22 || exponent > 22)
+        return nullptr;
+    double result = double(digits);
+    result = exponent < 0 ? result / kPowers[-exponent] : result * kPowers[exponent];
+    value = negative ? -result : result;
+    return p;
+}
+
 enum class Kind { Word, Number, Absent, Counter, Other };
 
 struct Token
@@ -98,34 +188,24 @@ bool nonFinite(std::string_view t, double& value)
 Token classify(std::string_view raw)
 {
     Token token;
-    const std::string_view t = unquoted(raw);
+    const std::string_view t = (raw.front() == '\'' || raw.front() == '"' || raw.back() == '\'' || raw.back() == '"')
+                                   ? unquoted(raw)
+                                   : raw;
     if (t.empty())
         return token;
     const char first = t.front();
     if (isLetter(first) || first == '_' || ((first == '-' || first == '+') && t.size() > 1 && isLetter(t[1]))) {
-        if (nonFinite(t, token.value)) {
+        const char head = lower(first == '-' || first == '+' ? t[1] : first);
+        if ((head == 'n' || head == 'i') && nonFinite(t, token.value)) {
             token.kind = Kind::Number;
-        } else if (t == "None" || t == "null" || t == "NULL" || t == "nil") {
+        } else if ((first == 'N' || first == 'n') && (t == "None" || t == "null" || t == "NULL" || t == "nil")) {
             token.kind = Kind::Absent;
         } else if (first == '-' || first == '+') {
             token.kind = Kind::Other;
         } else {
             // "nanms", "infs": a placeholder printed before there is a value.
-            token.kind = (t.size() > 3 && (equalsIgnoringCase(t.substr(0, 3), "nan"))) ? Kind::Other : Kind::Word;
-        }
-        return token;
-    }
-    // "450/1000": a count of a total.
-    const size_t slash = t.find('/');
-    if (slash != std::string_view::npos && slash > 0 && isDigit(first)) {
-        int64_t count = 0, total = 0;
-        const auto a = std::from_chars(t.data(), t.data() + slash, count);
-        const auto b = std::from_chars(t.data() + slash + 1, t.data() + t.size(), total);
-        if (a.ec == std::errc() && a.ptr == t.data() + slash && b.ec == std::errc() && b.ptr == t.data() + t.size() &&
-            count >= 0 && total >= 0 && count <= records::kLargestStep) {
-            token.kind = Kind::Counter;
-            token.count = count;
-            token.total = total;
+            token.kind = (head == 'n' && t.size() > 3 && equalsIgnoringCase(t.substr(0, 3), "nan")) ? Kind::Other
+                                                                                                 : Kind::Word;
         }
         return token;
     }
@@ -133,12 +213,35 @@ Token classify(std::string_view raw)
     const char* end = t.data() + t.size();
     if (begin == end || !(isDigit(*begin) || *begin == '-' || *begin == '.'))
         return token;
+    // "450/1000": a count of a total.
+    if (isDigit(*begin)) {
+        const char* digitsEnd = begin;
+        while (digitsEnd < end && isDigit(*digitsEnd))
+            ++digitsEnd;
+        if (digitsEnd < end && *digitsEnd == '/') {
+            int64_t count = 0, total = 0;
+            const auto a = std::from_chars(begin, digitsEnd, count);
+            const auto b = std::from_chars(digitsEnd + 1, end, total);
+            if (a.ec == std::errc() && b.ec == std::errc() && b.ptr == end && count >= 0 && total >= 0 &&
+                count <= records::kLargestStep) {
+                token.kind = Kind::Counter;
+                token.count = count;
+                token.total = total;
+            }
+            return token;
+        }
+    }
     double value = 0;
-    const auto [next, error] = std::from_chars(begin, end, value);
-    if (error != std::errc())
-        return token;
-    const std::string_view unit(next, size_t(end - next));
-    if (unit.empty() || unit == "ms" || unit == "s" || unit == "%" || unit == "sec") {
+    const char* next = fastDecimal(begin, end, value);
+    if (!next) {
+        const auto parsed = std::from_chars(begin, end, value);
+        if (parsed.ec != std::errc())
+            return token;
+        next = parsed.ptr;
+    }
+    const size_t unit = size_t(end - next);
+    if (unit == 0 || (unit == 1 && (*next == 's' || *next == '%')) || (unit == 2 && next[0] == 'm' && next[1] == 's') ||
+        (unit == 3 && next[0] == 's' && next[1] == 'e' && next[2] == 'c')) {
         token.kind = Kind::Number;
         token.value = value;
     }
@@ -163,7 +266,7 @@ size_t skipEscape(std::string_view s, size_t at)
 // - a process's or a place's number ("(TaskRunner pid=2021996)", "File ..., line 12", "port 8265");
 // - prose: a metric's name does not end in a function word ("remaining items are 11",
 //   "... and 7 more").
-bool isNotAValueName(std::string_view word)
+bool lastWordSaysNoValue(std::string_view word)
 {
     using namespace std::string_view_literals;
     // Most names are longer than any word below and hold no '.': decided without a look-up.
@@ -182,10 +285,11 @@ bool isNotAValueName(std::string_view word)
         "the"sv, "a"sv, "an"sv, "as"sv, "than"sv, "that"sv, "this"sv,
         // a unit is no name: a profiler's "1.10 Gb   0 b" columns
         "b"sv, "kb"sv, "mb"sv, "gb"sv, "tb"sv, "kib"sv, "mib"sv, "gib"sv, "ns"sv, "us"sv, "ms"sv, "sec"sv};
-    if (word.size() > 6)
+    if (word.size() > 6 || word.empty())
         return false;
+    const char first = lower(word.front());
     for (std::string_view other : kWords)
-        if (equalsIgnoringCase(word, other))
+        if (other.size() == word.size() && other.front() == first && equalsIgnoringCase(word, other))
             return true;
     return false;
 }
@@ -222,19 +326,20 @@ public:
         size_t i = 0;
         while (i < s.size()) {
             const char c = s[i];
-            if (c == '\x1b') {
+            const unsigned char kind = byteClass(c);
+            if (kind == kSeparatorByte) {
+                separator(c);
+                ++i;
+                continue;
+            }
+            if (kind == kControlByte) {
+                if (c != '\x1b') {
+                    m_out.binary = true;
+                    return;
+                }
                 // A terminal's colour or cursor sequence (ESC [ ... final byte): not text.
                 i = skipEscape(s, i);
                 separator(',');
-                continue;
-            }
-            if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\r' && c != '\n') {
-                m_out.binary = true;
-                return;
-            }
-            if (isSeparator(c)) {
-                separator(c);
-                ++i;
                 continue;
             }
             size_t end = i;
@@ -247,7 +352,7 @@ public:
                 if (close < last && s[close] == c)
                     end = close + 1;
             }
-            while (end < s.size() && !isSeparator(s[end]))
+            while (end < s.size() && byteClass(s[end]) == kTokenByte)
                 ++end;
             // "2,430" and "1,234,567": thousands separators inside one number.
             if (isDigit(c) && end + 3 < s.size() + 0 && s[end] == ',' && allDigits(s.substr(i, end - i)) &&
@@ -298,8 +403,7 @@ private:
 
     void emit(double value, bool absent)
     {
-        if (m_words > 0 && !isNotAValueName(m_text.substr(m_word[m_words - 1].begin,
-                                                           m_word[m_words - 1].end - m_word[m_words - 1].begin)))
+        if (m_words > 0)
             m_out.pairs.push_back(Pair{name(), value, absent});
         clearName();
         m_afterBinder = false;
@@ -412,6 +516,12 @@ private:
 };
 
 } // namespace
+
+bool isNotAValueName(std::string_view name)
+{
+    const size_t space = name.find_last_of(" \t");
+    return lastWordSaysNoValue(space == std::string_view::npos ? name : name.substr(space + 1));
+}
 
 void parseSegment(std::string_view text, Segment& out)
 {

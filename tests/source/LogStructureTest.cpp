@@ -18,7 +18,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 
@@ -535,13 +537,29 @@ TEST(TextRecords, ReadsTheSyntaxesOfRealLogs)
               (Pairs{{"loss", 1.25}, {"lr", 3e-4}}));
     EXPECT_EQ(pairsOf("|    ep_rew_mean     | 123      |"), (Pairs{{"ep_rew_mean", 123}}));
     EXPECT_EQ(pairsOf("Num examples = 2,430"), (Pairs{{"Num examples", 2430}}));
-    EXPECT_EQ(pairsOf("\x1b[36m(TaskRunner pid=2021996)\x1b[0m step:3 - loss:0.5"), (Pairs{{"step", 3}, {"loss", 0.5}}));
+    EXPECT_EQ(pairsOf("\x1b[36m(TaskRunner pid=2021996)\x1b[0m step:3 - loss:0.5"),
+              (Pairs{{"TaskRunner pid", 2021996}, {"step", 3}, {"loss", 0.5}}))
+        << "colour codes are no text (the pid is dropped by its name, below)";
     EXPECT_EQ(pairsOf("step:1/5100 train_loss:16.0026 step_avg:nanms"), (Pairs{{"step", 1}, {"train_loss", 16.0026}}));
-    // Not values: an action's text, a source line, prose, a progress bar's percentage.
+    // Not values: an action's text, a progress bar's percentage...
     EXPECT_TRUE(pairsOf("Action: GOTO(NaN)").empty());
-    EXPECT_TRUE(pairsOf("[INFO|logging.py:157] 2024-11-26 22:09:01 >>").empty());
-    EXPECT_TRUE(pairsOf("   ... and 7 more reward metrics").empty());
     EXPECT_TRUE(pairsOf("Loading checkpoint shards: 100%|##########| 2/2 [00:03<00:00]").empty());
+    // ...and names that say so: a source line, a process id, prose, a unit, a name cut short.
+    for (const char* name : {"logging.py", "WARNING utils.py", "TaskRunner pid", "and", "remaining items are", "Gb",
+                             "R..."})
+        EXPECT_TRUE(textrecord::isNotAValueName(name)) << name;
+    for (const char* name : {"loss", "train/loss", "lr", "Train loss/train/total", "ep_rew_mean", "epoch"})
+        EXPECT_FALSE(textrecord::isNotAValueName(name)) << name;
+
+    // Numbers as from_chars reads them, to the last bit, on the fast path and off it.
+    for (const char* number : {"0.6914", "2e-05", "9.605263157894737e-07", "0.26893723011016846", "-3863464.0",
+                               "338649581355008.0", "1e-300", "123456789012345678", "0.1", "7.1E+00", "5e22", "5e23"}) {
+        double expected = 0;
+        std::from_chars(number, number + std::strlen(number), expected);
+        const auto pairs = pairsOf(std::string("x: ") + number);
+        ASSERT_EQ(pairs.size(), 1u) << number;
+        EXPECT_EQ(pairs[0].second, expected) << number;
+    }
 
     textrecord::Segment bar;
     textrecord::parseSegment("Epoch 0:  45%|####5     | 450/1000 [00:10<00:12, 45.00it/s, loss=1.23, v_num=0]", bar);
