@@ -310,6 +310,28 @@ bool isNumberWrapper(std::string_view word)
     return false;
 }
 
+// classify, with the two commonest tokens of a log decided first: a plain word (not nan, inf,
+// None or null) and a plain number.
+Token quickClassify(std::string_view raw)
+{
+    Token token;
+    const char first = raw.front();
+    if ((isLetter(first) || first == '_') && first != 'n' && first != 'N' && first != 'i' && first != 'I') {
+        const char last = raw.back();
+        if (last != '\'' && last != '"') {
+            token.kind = Kind::Word;
+            return token;
+        }
+    } else if (isDigit(first) || (first == '-' && raw.size() > 1 && isDigit(raw[1]))) {
+        const char* end = raw.data() + raw.size();
+        if (fastDecimal(raw.data(), end, token.value) == end) {
+            token.kind = Kind::Number;
+            return token;
+        }
+    }
+    return classify(raw);
+}
+
 class SegmentParser
 {
 public:
@@ -459,7 +481,7 @@ private:
             t.kind = Kind::Number;
             t.value = number;
         } else {
-            t = classify(raw);
+            t = quickClassify(raw);
         }
         switch (t.kind) {
         case Kind::Word:

@@ -107,6 +107,10 @@ void describeContents(RunInfo& info)
                                      : std::to_string(table.names.size()) + " columns (" + joined(table.datasets, 4) + ")";
         source.holds.push_back("/" + table.name + ": " + what + " on " + std::to_string(table.rows) + " steps");
     }
+    // Which series the scan judges as the training loss, when the log named none `loss`
+    // (core/importers/TrainingLoss): said wherever the source is described.
+    if (auto it = info.attributes.find("loss_source"); it != info.attributes.end())
+        source.holds.push_back("the training loss judged: " + it->second);
     if (!info.checkpoints.empty())
         source.holds.push_back(std::to_string(info.checkpoints.size()) + " checkpoints");
     if (!info.batches.empty())
@@ -130,6 +134,8 @@ std::string sourceSummary(const RunInfo& info)
     if (info.source.format.empty() || info.source.format == rf::kNativeSourceFormat)
         return {};
     std::string line = "Read from " + info.source.format;
+    if (auto it = info.attributes.find("loss_source"); it != info.attributes.end())
+        line += " (the loss judged: " + it->second + ")";
     std::string lacks;
     for (const std::string& lack : info.source.lacks)
         lacks += (lacks.empty() ? "" : "; ") + lack;
