@@ -1,6 +1,7 @@
 #include "core/importers/RecordAssembler.h"
 
 #include <algorithm>
+#include <charconv>
 #include <climits>
 #include <cmath>
 #include <functional>
@@ -13,6 +14,7 @@ namespace {
 constexpr size_t kMostNames = 100000; // distinct names kept; more is not a log
 constexpr size_t kMostListedNames = 8;
 constexpr size_t kMostTablePairs = 4096;
+constexpr size_t kMostSpacedColumns = 64;
 
 std::string_view withoutSpaces(std::string_view text)
 {
@@ -86,7 +88,58 @@ void RecordAssembler::piece(std::string_view text)
         ++m_binaryPieces;
         return;
     }
+    if (m_segment.pairs.empty() && m_segment.barCount < 0 && spacedTableRow(content))
+        return;
     take(m_segment);
+}
+
+bool RecordAssembler::spacedTableRow(std::string_view content)
+{
+    // A table printed with spaces (fastai's "epoch  train_loss  valid_loss  accuracy  time", then
+    // "0      0.810057    0.461940    0.896825  04:39"): the header's words name the row's numbers.
+    std::vector<std::string_view> cells;
+    size_t at = 0;
+    while (at < content.size() && cells.size() <= kMostSpacedColumns) {
+        const size_t end = content.find_first_of(" \t", at);
+        cells.push_back(content.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at));
+        if (end == std::string_view::npos)
+            break;
+        at = content.find_first_not_of(" \t", end);
+    }
+    if (cells.size() < 2 || cells.size() > kMostSpacedColumns)
+        return false;
+    auto isWord = [](std::string_view cell) {
+        const char c = cell.front();
+        return ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_') &&
+               cell.find_first_of(":=,;") == std::string_view::npos;
+    };
+    if (std::all_of(cells.begin(), cells.end(), isWord)) {
+        m_spacedHeader.assign(cells.begin(), cells.end());
+        return false;
+    }
+    if (cells.size() != m_spacedHeader.size())
+        return false;
+    m_table.pairs.clear();
+    for (size_t i = 0; i < cells.size(); ++i) {
+        double value = 0;
+        const std::string_view cell = cells[i];
+        const char* end = cell.data() + cell.size();
+        const auto parsed = std::from_chars(cell.data() + (cell.front() == '+'), end, value);
+        if (parsed.ec == std::errc() && parsed.ptr == end) {
+            m_table.pairs.push_back(textrecord::Pair{m_spacedHeader[i], value, false});
+            continue;
+        }
+        // A clock ("04:39") is a column of the row, not a value; anything else: no row of this table.
+        if (cell.find_first_not_of("0123456789:.") != std::string_view::npos || cell.find(':') == std::string_view::npos)
+            return false;
+    }
+    if (m_table.pairs.size() < 2)
+        return false;
+    m_table.indented = false;
+    m_table.barCount = m_table.barTotal = -1;
+    take(m_table);
+    m_table.pairs.clear();
+    return true;
 }
 
 void RecordAssembler::flushTable()
@@ -140,6 +193,11 @@ void RecordAssembler::take(const textrecord::Segment& record, double wallTime)
         m_candidates.emplace_back(uint32_t(m_pairSlots[i]), raw);
         ++placed.candidates;
     }
+    // An epoch printed on a line of its own (Keras' "Epoch 3/10") holds for the records after it.
+    if (std::isnan(placed.epoch))
+        placed.epoch = m_epochContext;
+    else
+        m_epochContext = placed.epoch;
     placed.barCount = record.barCount;
     placed.barTotal = record.barTotal;
     const bool placesItself = placed.candidates > 0 || placed.barCount >= 0;

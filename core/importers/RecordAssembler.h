@@ -86,6 +86,8 @@ private:
     size_t slotOf(size_t position, std::string_view name);
     void add(size_t slot, const textrecord::Pair& pair, int64_t record, double wallTime);
     void flushTable();
+    // A row of a table printed with spaces under a header of words: taken, and true.
+    bool spacedTableRow(std::string_view content);
     // Which step each record is at, decided on the whole log.
     std::vector<int64_t> placeRecords(const std::vector<bool>& holdsSeries, const std::vector<Slot*>& kept);
 
@@ -100,10 +102,12 @@ private:
     bool m_epochIsStep = false, m_epochMayBeStep = false, m_stepLogged = false, m_lastWasBareBar = false;
     uint64_t m_epochRestarts = 0, m_goesBack = 0;
     std::optional<int64_t> m_continues; // the record an indented piece continues
+    double m_epochContext = std::numeric_limits<double>::quiet_NaN(); // the last epoch logged
     // A printed table's rows, gathered until its closing rule.
     textrecord::Segment m_table;
     std::vector<std::string> m_tableNames;
     std::string m_tableGroup;
+    std::vector<std::string> m_spacedHeader; // the last line of words only: a spaced table's header
     uint64_t m_pieces = 0, m_continued = 0, m_binaryPieces = 0, m_droppedNames = 0, m_singleValues = 0;
 };
 

@@ -42,13 +42,13 @@ class StepSequence
 public:
     int64_t place(int64_t counter, double epoch = std::numeric_limits<double>::quiet_NaN())
     {
-        if (m_any && counter + m_offset < m_last) {
-            if (std::isfinite(epoch) && std::isfinite(m_lastEpoch) && epoch > m_lastEpoch) {
-                m_offset = m_last;
-                ++m_epochRestarts;
-            } else {
-                ++m_goesBack;
-            }
+        const bool newEpoch = std::isfinite(epoch) && std::isfinite(m_lastEpoch) && epoch > m_lastEpoch;
+        if (m_any && newEpoch && counter + m_offset <= m_last) {
+            // Again from the start, or the same count (a progress bar's last frame, n/n) again.
+            m_offset = m_last;
+            ++m_epochRestarts;
+        } else if (m_any && counter + m_offset < m_last) {
+            ++m_goesBack;
         }
         m_any = true;
         m_last = counter + m_offset;

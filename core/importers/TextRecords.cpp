@@ -508,8 +508,8 @@ private:
             emit(0, true);
             break;
         case Kind::Counter: {
-            if (m_words > 0 && records::stepKeyRank(name()) >= 0) {
-                emit(double(t.count), false); // "step 61/74", "[batch=12/100]"
+            if (m_words > 0 && (records::stepKeyRank(name()) >= 0 || records::isEpochKey(name()))) {
+                emit(double(t.count), false); // "step 61/74", "[batch=12/100]", Keras' "Epoch 3/10"
                 break;
             }
             size_t next = end;
