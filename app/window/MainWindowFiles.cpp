@@ -92,7 +92,8 @@ void MainWindow::chooseLogFile()
 {
     const QString file = QFileDialog::getOpenFileName(
         this, tr("Open Training Log"), QSettings().value("lastOpenDir").toString(),
-        tr("Training logs (run.h5 trainer_state.json metrics.csv *tfevents* *.log *.txt *.out *.ckpt);;All files (*)"));
+        tr("Training logs (run.h5 trainer_state.json metrics.csv *tfevents* *.wandb *.log *.txt *.out *.json "
+           "*.jsonl *.csv *.tsv *.ckpt);;All files (*)"));
     if (file.isEmpty())
         return;
     QSettings().setValue("lastOpenDir", QFileInfo(file).absolutePath());

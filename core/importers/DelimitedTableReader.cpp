@@ -69,7 +69,6 @@ public:
     explicit TableRecords(char delimiter)
         : m_delimiter(delimiter)
     {
-        m_assembler.allowEpochAsStep();
     }
 
     void row(std::string_view text)
@@ -189,7 +188,7 @@ SniffVerdict sniffDelimitedTable(const FilePrefix& file)
         return {0, "a table with no header of names (its first row is numbers)"};
     ScalarLog log;
     if (records.assembler().finish(log, kKind, 0, records.rows()) == 0)
-        return {0, "a " + delimiterName(delimiter) + "-separated table, but no column holds numbers in " +
+        return {0, !records.assembler().refusal().empty() ? "a table with " + records.assembler().refusal() : "a " + delimiterName(delimiter) + "-separated table, but no column holds numbers in " +
                        std::to_string(RecordAssembler::kLeastRecords) + " rows"};
     // Below JSON lines: many a text log has commas too, so a table must also look like one.
     const bool tableName = file.extension == ".csv" || file.extension == ".tsv";

@@ -138,7 +138,7 @@ SniffVerdict sniffJsonLinesLog(const FilePrefix& file)
     }
     ScalarLog log;
     if (records.assembler().finish(log, kKind, 0, records.lines()) == 0)
-        return {0, "JSON lines, but no name holds a number in " + std::to_string(RecordAssembler::kLeastRecords) +
+        return {0, !records.assembler().refusal().empty() ? "JSON lines with " + records.assembler().refusal() : "JSON lines, but no name holds a number in " + std::to_string(RecordAssembler::kLeastRecords) +
                        " of its first lines"};
     return {85, log.notes.front()};
 }

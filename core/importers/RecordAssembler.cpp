@@ -15,6 +15,7 @@ constexpr size_t kMostNames = 100000; // distinct names kept; more is not a log
 constexpr size_t kMostListedNames = 8;
 constexpr size_t kMostTablePairs = 4096;
 constexpr size_t kMostSpacedColumns = 64;
+constexpr uint64_t kLeastManyValuedRecords = 5;
 
 std::string_view withoutSpaces(std::string_view text)
 {
@@ -200,6 +201,7 @@ void RecordAssembler::take(const textrecord::Segment& record, double wallTime)
         m_epochContext = placed.epoch;
     placed.barCount = record.barCount;
     placed.barTotal = record.barTotal;
+    placed.ownValues = uint8_t(std::min<size_t>(named, 2));
     const bool placesItself = placed.candidates > 0 || placed.barCount >= 0;
     // An indented piece of one value with no step of its own continues the record above it
     // (Composer's one metric a line); an indented piece of many is a record of its own (a dict
@@ -305,16 +307,25 @@ std::vector<int64_t> RecordAssembler::placeRecords(const std::vector<bool>& hold
             for (size_t r = 0; r < n; ++r)
                 if (m_records[r].barCount >= 0 && m_records[r].barTotal == mainTotal)
                     own[r] = sequence.place(m_records[r].barCount, m_records[r].epoch);
-        } else if (m_epochMayBeStep) {
-            // A table of a row per epoch.
-            size_t first = 0;
-            while (first < n && !holdsSeries[first])
-                ++first;
-            int64_t epoch = 0;
-            if (first < n && records::asStep(m_records[first].epoch, epoch)) {
+        } else {
+            // A record per epoch (a table's rows, "Epoch [001/300] - Train Loss: ..."): the epoch is
+            // the step when every record that holds a value has a whole epoch and they never go
+            // back (a Trainer's epoch 1.0 then 1.02 is a fraction; three trainings in one log
+            // start again).
+            bool whole = false;
+            int64_t previous = -1, epoch = 0;
+            for (size_t r = 0; r < n; ++r) {
+                if (!holdsSeries[r])
+                    continue;
+                whole = records::asStep(m_records[r].epoch, epoch) && epoch >= previous;
+                if (!whole)
+                    break;
+                previous = epoch;
+            }
+            if (whole) {
                 m_epochIsStep = true;
                 for (size_t r = 0; r < n; ++r)
-                    if (records::asStep(m_records[r].epoch, epoch))
+                    if (holdsSeries[r] && records::asStep(m_records[r].epoch, epoch))
                         own[r] = sequence.place(epoch);
             }
         }
@@ -440,11 +451,28 @@ size_t RecordAssembler::finish(ScalarLog& log, const std::string& kind, uint64_t
                                   return true;
                               }),
                kept.end());
-    std::vector<bool> holdsSeries(recordCount, false);
+    std::vector<uint8_t> valuesIn(recordCount, 0);
     for (const Slot* slot : kept)
         for (const ScalarPoint& p : slot->points)
-            holdsSeries[size_t(p.step)] = true;
+            valuesIn[size_t(p.step)] = uint8_t(std::min(2, valuesIn[size_t(p.step)] + 1));
+    std::vector<bool> holdsSeries(recordCount, false);
+    uint64_t manyValued = 0;
+    for (size_t r = 0; r < recordCount; ++r) {
+        holdsSeries[r] = valuesIn[r] > 0;
+        // Several values in one piece: lines that continue a record ("Start 180: ..." under a
+        // test runner's "Passed 0.40 sec") do not make it one.
+        manyValued += valuesIn[r] > 1 && m_records[r].ownValues > 1;
+    }
     const std::vector<int64_t> steps = placeRecords(holdsSeries, kept);
+    // Training records: a step logged, or records of several values. A text whose numbers come
+    // one a line with no step (a package manager's log, a test runner's "Passed 0.40 sec", a
+    // cache file's "X:INTERNAL=1") is no log of training.
+    m_refusal.clear();
+    if (!m_stepLogged && manyValued < kLeastManyValuedRecords && !kept.empty()) {
+        m_refusal = "numbers, but no step is logged and fewer than " + std::to_string(kLeastManyValuedRecords) +
+                    " records hold two values or more: no training records";
+        kept.clear();
+    }
 
     std::string listed;
     size_t series = 0;
@@ -491,7 +519,7 @@ size_t RecordAssembler::finish(ScalarLog& log, const std::string& kind, uint64_t
         listed += ", ...";
     m_stepFrom = !m_stepLogged        ? std::string("the records' order (no step is logged)")
                  : !m_stepKey.empty() ? "\"" + m_stepKey + "\""
-                 : m_epochIsStep      ? std::string("the epoch (a row per epoch)")
+                 : m_epochIsStep      ? std::string("the epoch (a record per epoch)")
                                       : std::string("the progress bar's count");
     log.notes.push_back(kind + ": " + records::countText(recordCount) + " records" +
                         (m_continued ? " (and " + records::countText(m_continued) + " continued lines)" : "") +

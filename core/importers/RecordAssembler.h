@@ -7,7 +7,8 @@
 // - the step: the best step name (RecordSteps.h) of the first record that has one, then that
 //   name, counted on across epochs when it starts again at each; else the count of the main
 //   progress bar (the one with the largest total: an evaluation's shorter bar is not the step);
-//   else an integer epoch (a table with a row per epoch); else the records' order;
+//   else the epoch, when every record has a whole one and it never goes back; else the records'
+//   order;
 // - which record a piece belongs to: an indented piece of pairs with no step of its own continues
 //   the record above it (Composer prints `[batch=12/100]:`, then one metric a line); a record
 //   with no step of its own (an evaluation's dict, a validation row) is placed at the last step;
@@ -41,15 +42,14 @@ public:
     // "|    ep_len_mean | 203 |" between rule lines) are gathered into one record, each row's name
     // under the group row above it ("rollout/").
     void piece(std::string_view text);
-    // Tables only: with no step name, an integer epoch in the first row makes the epoch the step.
-    // (A text log's first epoch may read 1.0 and its next 1.02.)
-    void allowEpochAsStep() { m_epochMayBeStep = true; }
 
     uint64_t pieces() const { return m_pieces; }
     uint64_t records() const { return m_records.size(); }
     uint64_t binaryPieces() const { return m_binaryPieces; }
     // Whether the records gave a step (set by finish), and in words where it came from.
     bool stepLogged() const { return m_stepLogged; }
+    // Why finish found no training records in what it read, when it found numbers; else empty.
+    const std::string& refusal() const { return m_refusal; }
     const std::string& stepFrom() const { return m_stepFrom; }
 
     // Decides the step and the series on the whole log, moves the series into `log` and says in
@@ -78,6 +78,7 @@ private:
         uint32_t candidates = 0;
         double epoch = std::numeric_limits<double>::quiet_NaN();
         int64_t barCount = -1, barTotal = -1;
+        uint8_t ownValues = 0; // values of its own piece (not of lines continuing it), up to 2
     };
     static constexpr int64_t kNoStep = std::numeric_limits<int64_t>::min();
 
@@ -98,8 +99,8 @@ private:
     std::vector<Record> m_records;
     std::vector<std::pair<uint32_t, int64_t>> m_candidates;
     std::vector<size_t> m_pairSlots; // the slot of each pair of the record being taken
-    std::string m_stepKey, m_stepFrom;
-    bool m_epochIsStep = false, m_epochMayBeStep = false, m_stepLogged = false, m_lastWasBareBar = false;
+    std::string m_stepKey, m_stepFrom, m_refusal;
+    bool m_epochIsStep = false, m_stepLogged = false, m_lastWasBareBar = false;
     uint64_t m_epochRestarts = 0, m_goesBack = 0;
     std::optional<int64_t> m_continues; // the record an indented piece continues
     double m_epochContext = std::numeric_limits<double>::quiet_NaN(); // the last epoch logged

@@ -17,6 +17,8 @@ Result<ScalarLog> finishRead(const std::string& path, RecordAssembler& records, 
     log.path = path;
     log.format = "text log (records of named values)";
     const size_t series = records.finish(log, kKind, tooLong);
+    if (series == 0 && !records.refusal().empty())
+        return Error{path + ": text with " + records.refusal()};
     if (series == 0)
         return Error{path + ": no training records: no name holds a number in " +
                      std::to_string(RecordAssembler::kLeastRecords) + " or more of its " +
@@ -43,7 +45,7 @@ SniffVerdict sniffTextRecordLog(const FilePrefix& file)
                        records::countText(records.pieces()) + " lines)"};
     ScalarLog log;
     if (records.finish(log, kKind) == 0)
-        return {0, "text, but no name holds a number in " + std::to_string(RecordAssembler::kLeastRecords) +
+        return {0, !records.refusal().empty() ? "text with " + records.refusal() : "text, but no name holds a number in " + std::to_string(RecordAssembler::kLeastRecords) +
                        " or more of its first " + records::countText(records.pieces()) + " lines"};
     // A general syntax: below every format-specific reader, surer when a step is logged.
     return {records.stepLogged() ? 60 : 45, log.notes.front()};

@@ -433,6 +433,11 @@ private:
 
     void separator(char c)
     {
+        // "Epoch [001/300]", "Step [100/600]": a count in brackets right after its name.
+        if (c == '[' && m_words > 0 && !m_afterBinder) {
+            m_bracketAfterName = true;
+            return;
+        }
         // '|' binds in a table row ("|    ep_len_mean | 203 |") and ends a name elsewhere: a word
         // after it starts a new name, as after ':'.
         if (c == ':' || c == '=' || c == '|') {
@@ -476,12 +481,18 @@ private:
     // `raw` empty: a number already read (`number`).
     void token(std::string_view raw, size_t end, double number = 0)
     {
+        const bool bracketed = m_bracketAfterName;
+        m_bracketAfterName = false;
         Token t;
         if (raw.empty()) {
             t.kind = Kind::Number;
             t.value = number;
         } else {
             t = quickClassify(raw);
+        }
+        if (bracketed && t.kind != Kind::Counter) {
+            clearName(); // "[INFO]", "loss [mean]": a bracket after a word holds no count of it
+            m_afterBinder = false;
         }
         switch (t.kind) {
         case Kind::Word:
@@ -535,12 +546,16 @@ private:
     Span m_word[3];
     size_t m_words = 0;
     bool m_afterBinder = false;
+    bool m_bracketAfterName = false;
 };
 
 } // namespace
 
 bool isNotAValueName(std::string_view name)
 {
+    // One letter is a variable in prose or code ("x:0:0" in /etc/passwd), not a metric's name.
+    if (name.size() < 2)
+        return true;
     const size_t space = name.find_last_of(" \t");
     return lastWordSaysNoValue(space == std::string_view::npos ? name : name.substr(space + 1));
 }

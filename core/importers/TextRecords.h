@@ -45,7 +45,7 @@ constexpr size_t kMostPairs = 20000;
 
 // Whether a name says it is no measured value, by its last word: a source file and line
 // ("utils.py:460"), a process's or a place's number ("TaskRunner pid", "line"), prose ("remaining
-// items are 11", "... and 7 more"), a unit ("Gb"), a name cut short ("R..."). Decided once a name
+// items are 11", "... and 7 more"), a unit ("Gb"), a name cut short ("R..."), one letter. Decided once a name
 // (RecordAssembler), not per value.
 bool isNotAValueName(std::string_view name);
 

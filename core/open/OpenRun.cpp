@@ -403,6 +403,13 @@ Result<std::unique_ptr<RunSource>> openRun(const std::string& path, const Progre
             return Error{reader.error()};
         return std::unique_ptr<RunSource>(std::move(*reader));
     }
+    if (found.empty() && fs::is_regular_file(path, ec) && found.passedOver.size() == 1) {
+        // A file the user named: what it is, by its name where that says, and what its content is.
+        std::string why = found.passedOver.front().substr(std::min(found.passedOver.front().size(), path.size() + 2));
+        if (const std::string byName = notALogByName(path); !byName.empty())
+            why = byName + "; " + why;
+        return Error{path + ": not a training log nanscope reads: " + why};
+    }
     if (found.empty()) {
         std::string why = path + ": no training run found: no file here is a log nanscope reads (a run.h5, a "
                                  "Trainer's trainer_state.json, a Lightning metrics.csv, TensorBoard event files, "

@@ -154,6 +154,26 @@ const LogTruth kLogs[] = {
     {"hoidn__PtychoPINN__keras-history-json-nan-epoch3", "history.json", "json-columns", "epochs",
      {{"metrics/loss", 5, 0, 4, 3}},
      {}},
+    // Keras' model.fit, one summary line an epoch after "Epoch 3/40": the bar's 313/313 counted on.
+    {"AntoineDW__cat-or-dog-keras__keras-fit-epoch-summaries-healthy", "training_log.txt", "text-records",
+     "progress bar", {{"loss", 40, 313, 12520, {}}, {"val_acc", 40, 313, 12520, {}}},
+     {}},
+    // Keras with every batch's progress line: "ETA: 10s - loss: 4.0357 - acc: 0.0563".
+    {"Allegra42__ki-keras-belgian-traffic-sign__keras-fit-batch-progress-lines", "training_log.txt", "text-records",
+     "progress bar", {{"loss", 375, 1, 1995, {}}, {"val_loss", 7, 285, 1995, {}}},
+     {}},
+    // cgcnn2: "Epoch [001/300] - Train Loss: 145.13359, Valid Loss: 70.66399, LR: [0.001]", CRLF ends.
+    {"CaryBond__data-science-project__cgcnn2-pytorch-epoch-lines", "readme_output_aws.txt", "text-records",
+     "the epoch", {{"Train Loss", 250, 1, 250, {}}, {"Valid Loss", 250, 1, 250, {}}},
+     {}},
+    // fastai v2's table printed with spaces, pasted into a blog post: a row of one epoch, then 20.
+    {"NickHerrig__nickherrig.com__fastai-fine-tune-table-in-blog-md", "drink-classifier.md", "text-records", "order",
+     {{"train_loss", 21, 3, 23, {}}, {"error_rate", 21, 3, 23, {}}},
+     {}},
+    // fastai v1's tables, several trainings in one file (their epochs start again).
+    {"n-waves__multifit__fastai-v1-console-table-md", "qrrn-ja.md", "text-records", "order",
+     {{"train_loss", 33, 1, 39, {}}, {"accuracy", 33, 1, 39, {}}},
+     {}},
     // W&B's binary run file, written by wandb-core 0.19.8 (nested keys).
     {"02hyc__VQ-VAE__wandb-run-x7n9fszq", "run-x7n9fszq.wandb", "wandb-records", "_step",
      {{"train_loss", 62, 0, 61, {}}, {"train_reconstruction_loss", 62, 0, 61, {}}},
@@ -546,7 +566,7 @@ TEST(TextRecords, ReadsTheSyntaxesOfRealLogs)
     EXPECT_TRUE(pairsOf("Loading checkpoint shards: 100%|##########| 2/2 [00:03<00:00]").empty());
     // ...and names that say so: a source line, a process id, prose, a unit, a name cut short.
     for (const char* name : {"logging.py", "WARNING utils.py", "TaskRunner pid", "and", "remaining items are", "Gb",
-                             "R..."})
+                             "R...", "x"})
         EXPECT_TRUE(textrecord::isNotAValueName(name)) << name;
     for (const char* name : {"loss", "train/loss", "lr", "Train loss/train/total", "ep_rew_mean", "epoch"})
         EXPECT_FALSE(textrecord::isNotAValueName(name)) << name;
@@ -579,6 +599,9 @@ TEST(LogReaderRegistry, RefusesWhatIsNotALogAndSaysWhy)
         {"config.json", "{\"lr\": 0.001, \"batch_size\": 32, \"epochs\": 10}\n"},
         {"blob.log", std::string("\x7f" "ELF\x02\x01\x01\x00\x00\x00", 10) + std::string(4000, '\x01')},
         {"settings.txt", "lr: 0.001\nbatch_size: 32\nwarmup: 100\nweight_decay: 0.01\n"},
+        // /etc/passwd's shape: "x" between colons on every line is no metric.
+        {"passwd", "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n"
+                   "bin:x:2:2:bin:/bin:/usr/sbin/nologin\nsys:x:3:3:sys:/dev:/usr/sbin/nologin\n"},
     };
     for (const auto& [name, text] : files) {
         folder.write(name, text);
