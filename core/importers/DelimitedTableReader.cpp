@@ -16,12 +16,10 @@ namespace {
 constexpr const char* kKind = "table rows";
 constexpr int kSniffRows = 50;
 
-std::string_view trimmed(std::string_view text)
+// A cell without its padding and quotes.
+std::string_view cellText(std::string_view text)
 {
-    const size_t first = text.find_first_not_of(" \t\"'");
-    if (first == std::string_view::npos)
-        return {};
-    return text.substr(first, text.find_last_not_of(" \t\"'") - first + 1);
+    return trimmed(text, " \t\"'");
 }
 
 // The cells of one row: split at the delimiter outside double quotes.
@@ -34,11 +32,11 @@ void splitRow(std::string_view row, char delimiter, std::vector<std::string_view
         if (row[i] == '"')
             quoted = !quoted;
         else if (row[i] == delimiter && !quoted) {
-            cells.push_back(trimmed(row.substr(start, i - start)));
+            cells.push_back(cellText(row.substr(start, i - start)));
             start = i + 1;
         }
     }
-    cells.push_back(trimmed(row.substr(start)));
+    cells.push_back(cellText(row.substr(start)));
 }
 
 enum class Cell { Empty, Number, Text };

@@ -1,5 +1,7 @@
 #include "core/importers/RecordAssembler.h"
 
+#include "core/importers/TextPieces.h"
+
 #include <algorithm>
 #include <charconv>
 #include <climits>
@@ -16,14 +18,6 @@ constexpr size_t kMostListedNames = 8;
 constexpr size_t kMostTablePairs = 4096;
 constexpr size_t kMostSpacedColumns = 64;
 constexpr uint64_t kLeastManyValuedRecords = 5;
-
-std::string_view withoutSpaces(std::string_view text)
-{
-    const size_t first = text.find_first_not_of(" \t");
-    if (first == std::string_view::npos)
-        return {};
-    return text.substr(first, text.find_last_not_of(" \t") - first + 1);
-}
 
 // "-------------", "+-----+-----+", "=====": a table's rule.
 bool isRule(std::string_view text)
@@ -49,7 +43,7 @@ bool sameValue(double a, double b)
 void RecordAssembler::piece(std::string_view text)
 {
     ++m_pieces;
-    const std::string_view content = withoutSpaces(text);
+    const std::string_view content = trimmed(text);
     if (isRule(content)) {
         flushTable();
         return;
@@ -65,11 +59,11 @@ void RecordAssembler::piece(std::string_view text)
             std::string_view inner = content.substr(1);
             if (!inner.empty() && inner.back() == '|')
                 inner.remove_suffix(1);
-            inner = withoutSpaces(inner);
+            inner = trimmed(inner);
             const size_t bar = inner.find('|');
-            const std::string_view word = withoutSpaces(inner.substr(0, bar));
+            const std::string_view word = trimmed(inner.substr(0, bar));
             if (!word.empty() && word.back() == '/' && word.find(' ') == std::string_view::npos &&
-                (bar == std::string_view::npos || withoutSpaces(inner.substr(bar + 1)).empty()))
+                (bar == std::string_view::npos || trimmed(inner.substr(bar + 1)).empty()))
                 m_tableGroup = std::string(word);
             return;
         }

@@ -82,6 +82,14 @@ void TextPieces::deliver(std::string_view piece)
         m_onPiece(piece);
 }
 
+std::string_view trimmed(std::string_view text, std::string_view strip)
+{
+    const size_t first = text.find_first_not_of(strip);
+    if (first == std::string_view::npos)
+        return {};
+    return text.substr(first, text.find_last_not_of(strip) - first + 1);
+}
+
 size_t firstNulByte(std::string_view text)
 {
     const void* at = std::memchr(text.data(), '\0', text.size());

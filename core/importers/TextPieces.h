@@ -37,6 +37,9 @@ private:
     uint64_t m_tooLongPieces = 0;
 };
 
+// `text` without the characters of `strip` at either end.
+std::string_view trimmed(std::string_view text, std::string_view strip = " \t");
+
 // Where the first NUL byte of `text` is, or npos.
 size_t firstNulByte(std::string_view text);
 

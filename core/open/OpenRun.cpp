@@ -58,6 +58,16 @@ std::optional<int64_t> stepInName(const std::string& name)
     return std::nullopt;
 }
 
+// A file whose content decides: read by the reader that takes it, or passed over with why.
+void addSniffed(FoundLogs& found, const fs::path& path)
+{
+    SniffedFile sniffed = sniffLogFile(path.string());
+    if (sniffed.reader)
+        found.sniffedLogs.push_back(std::move(sniffed));
+    else
+        found.passedOver.push_back(std::move(sniffed.refusal));
+}
+
 void addFile(FoundLogs& found, const fs::path& path, uintmax_t& trainerStateSize)
 {
     std::error_code ec;
@@ -88,11 +98,7 @@ void addFile(FoundLogs& found, const fs::path& path, uintmax_t& trainerStateSize
         // not a log, so that a person knows what to convert.
         found.passedOver.push_back(path.string() + ": " + why);
     } else {
-        SniffedFile sniffed = sniffLogFile(path.string());
-        if (sniffed.reader)
-            found.sniffedLogs.push_back(std::move(sniffed));
-        else
-            found.passedOver.push_back(std::move(sniffed.refusal));
+        addSniffed(found, path);
     }
 }
 
@@ -186,12 +192,7 @@ FoundLogs findLogs(const std::string& pathText)
         } else if (isKnownByName(path)) {
             addFile(found, path, trainerStateSize);
         } else {
-            // A file the user named is sniffed whatever its name says.
-            SniffedFile sniffed = sniffLogFile(path.string());
-            if (sniffed.reader)
-                found.sniffedLogs.push_back(std::move(sniffed));
-            else
-                found.passedOver.push_back(std::move(sniffed.refusal));
+            addSniffed(found, path); // a file the user named is sniffed whatever its name says
         }
         sortFound(found);
         return found;
