@@ -1,6 +1,5 @@
 #include "core/importers/WandbRecordReader.h"
 
-#include "core/importers/FileText.h"
 #include "core/importers/JsonFields.h"
 #include "core/importers/RecordSteps.h"
 #include "core/importers/SkippedStepEvents.h"
@@ -11,6 +10,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 
 namespace nanscope {
 
@@ -21,7 +23,6 @@ constexpr size_t kHeaderBytes = 7;
 constexpr size_t kBlockBytes = 32768;
 constexpr size_t kFragmentHeaderBytes = 7;
 constexpr uint64_t kMostRecordBytes = uint64_t(64) << 20; // one history row; more is damage
-constexpr uint64_t kMostFileBytes = uint64_t(4) << 30;
 constexpr size_t kMostWarnings = 20;
 constexpr size_t kMostConfigText = 200;
 
@@ -57,99 +58,106 @@ struct Damage
     std::string what;
 };
 
-// The records of the file, by LevelDB's log framing with blocks counted from `blockBase`.
-// `onRecord(offset, bytes)` gets each whole record. Returns false when the framing does not fit
-// at all (a fragment crossing a block end before any record was read): the other block base.
+// Reads `size` bytes at `offset` into `out` (fewer at the end of the file).
+using ReadAt = std::function<void(uint64_t offset, size_t size, std::string& out)>;
+
+// The records of the file, by LevelDB's log framing with blocks counted from `blockBase`, read one
+// block at a time (a fragment never crosses a block): memory holds a block and the record being
+// assembled, whatever the file's size. `onRecord(offset, bytes)` gets each whole record. Returns
+// false when the framing does not fit at all (a fragment crossing a block end before any record
+// was read): the other block base.
 template<typename OnRecord>
-bool readFraming(std::string_view file, size_t blockBase, OnRecord&& onRecord, std::vector<Damage>& damage,
-                 bool& cut, uint64_t& cutRecord)
+bool readFraming(const ReadAt& readAt, uint64_t fileSize, size_t blockBase, OnRecord&& onRecord,
+                 std::vector<Damage>& damage, bool& cut, uint64_t& cutRecord)
 {
-    size_t at = kHeaderBytes;
-    std::string pending;
+    std::string block, pending;
     uint64_t pendingOffset = 0;
     bool inRecord = false;
     uint64_t records = 0;
-    while (at < file.size()) {
-        const size_t inBlock = (at - blockBase) % kBlockBytes;
-        const size_t left = kBlockBytes - inBlock;
-        if (left < kFragmentHeaderBytes) {
-            at += left; // the block's padding
-            continue;
-        }
-        if (at + kFragmentHeaderBytes > file.size()) {
-            cut = true;
-            break;
-        }
-        const char* h = file.data() + at;
-        const uint32_t checksum = readLe32(h);
-        const uint16_t length = readLe16(h + 4);
-        const uint8_t type = uint8_t(h[6]);
-        if (checksum == 0 && length == 0 && type == kZero) {
-            at += left; // a zeroed rest of block (preallocated)
-            continue;
-        }
-        if (kFragmentHeaderBytes + length > left) {
-            if (records == 0 && damage.empty())
-                return false;
-            damage.push_back({records + 1, at, "a fragment longer than its block (" + std::to_string(length) + " bytes)"});
-            at += left;
-            inRecord = false;
-            continue;
-        }
-        if (at + kFragmentHeaderBytes + length > file.size()) {
-            cut = true;
-            break;
-        }
-        const std::string_view data = file.substr(at + kFragmentHeaderBytes, length);
-        if (fragmentChecksum(type, data) != checksum) {
-            damage.push_back({records + 1, at, "CRC-32 mismatch"});
-            // The rest of this block cannot be trusted; the next block starts afresh.
-            at += left;
-            inRecord = false;
-            pending.clear();
-            continue;
-        }
-        const uint64_t fragmentAt = at;
-        at += kFragmentHeaderBytes + length;
-        switch (type) {
-        case kFull:
-            if (inRecord)
-                damage.push_back({records + 1, pendingOffset, "a record whose last fragment is missing"});
-            inRecord = false;
-            ++records;
-            onRecord(fragmentAt, data);
-            break;
-        case kFirst:
-            if (inRecord)
-                damage.push_back({records + 1, pendingOffset, "a record whose last fragment is missing"});
-            pending.assign(data);
-            pendingOffset = fragmentAt;
-            inRecord = true;
-            break;
-        case kMiddle:
-        case kLast:
-            if (!inRecord) {
-                damage.push_back({records + 1, fragmentAt, "a record's later fragment without its first"});
+    bool ended = false;
+    for (uint64_t blockStart = blockBase == 0 ? 0 : kHeaderBytes; blockStart < fileSize && !ended;
+         blockStart += kBlockBytes) {
+        readAt(blockStart, size_t(std::min<uint64_t>(kBlockBytes, fileSize - blockStart)), block);
+        size_t pos = blockStart == 0 ? kHeaderBytes : 0;
+        while (pos < block.size()) {
+            const size_t left = kBlockBytes - pos;
+            if (left < kFragmentHeaderBytes)
+                break; // the block's padding
+            if (pos + kFragmentHeaderBytes > block.size()) {
+                cut = ended = true;
                 break;
             }
-            if (pending.size() + data.size() > kMostRecordBytes) {
-                damage.push_back({records + 1, pendingOffset, "a record larger than 64 MiB"});
+            const char* h = block.data() + pos;
+            const uint32_t checksum = readLe32(h);
+            const uint16_t length = readLe16(h + 4);
+            const uint8_t type = uint8_t(h[6]);
+            const uint64_t fragmentAt = blockStart + pos;
+            if (checksum == 0 && length == 0 && type == kZero)
+                break; // a zeroed rest of block (preallocated)
+            if (kFragmentHeaderBytes + length > left) {
+                if (records == 0 && damage.empty())
+                    return false;
+                damage.push_back(
+                    {records + 1, fragmentAt, "a fragment longer than its block (" + std::to_string(length) + " bytes)"});
+                inRecord = false;
+                break;
+            }
+            if (pos + kFragmentHeaderBytes + length > block.size()) {
+                cut = ended = true;
+                break;
+            }
+            const std::string_view data(block.data() + pos + kFragmentHeaderBytes, length);
+            if (fragmentChecksum(type, data) != checksum) {
+                damage.push_back({records + 1, fragmentAt, "CRC-32 mismatch"});
+                // The rest of this block cannot be trusted; the next block starts afresh.
                 inRecord = false;
                 pending.clear();
                 break;
             }
-            pending.append(data);
-            if (type == kLast) {
+            pos += kFragmentHeaderBytes + length;
+            bool nextBlock = false;
+            switch (type) {
+            case kFull:
+                if (inRecord)
+                    damage.push_back({records + 1, pendingOffset, "a record whose last fragment is missing"});
                 inRecord = false;
                 ++records;
-                onRecord(pendingOffset, std::string_view(pending));
+                onRecord(fragmentAt, data);
+                break;
+            case kFirst:
+                if (inRecord)
+                    damage.push_back({records + 1, pendingOffset, "a record whose last fragment is missing"});
+                pending.assign(data);
+                pendingOffset = fragmentAt;
+                inRecord = true;
+                break;
+            case kMiddle:
+            case kLast:
+                if (!inRecord) {
+                    damage.push_back({records + 1, fragmentAt, "a record's later fragment without its first"});
+                    break;
+                }
+                if (pending.size() + data.size() > kMostRecordBytes) {
+                    damage.push_back({records + 1, pendingOffset, "a record larger than 64 MiB"});
+                    inRecord = false;
+                    pending.clear();
+                    break;
+                }
+                pending.append(data);
+                if (type == kLast) {
+                    inRecord = false;
+                    ++records;
+                    onRecord(pendingOffset, std::string_view(pending));
+                }
+                break;
+            default:
+                damage.push_back({records + 1, fragmentAt, "an unknown fragment type " + std::to_string(type)});
+                inRecord = false;
+                nextBlock = true;
+                break;
             }
-            break;
-        default:
-            damage.push_back({records + 1, fragmentAt, "an unknown fragment type " + std::to_string(type)});
-            at = fragmentAt + left;
-            inRecord = false;
-            break;
+            if (nextBlock)
+                break;
         }
     }
     if (inRecord)
@@ -329,14 +337,22 @@ SniffVerdict sniffWandbRecords(const FilePrefix& file)
     return {0, "no :W&B header"};
 }
 
-Result<ScalarLog> readWandbRecordBytes(const std::string& path, std::string_view bytes)
+namespace {
+
+// The run file through `readAt`: its header checked, then its records.
+Result<ScalarLog> readWandbRecordsFrom(const std::string& path, uint64_t size, const ReadAt& readAt)
 {
-    if (bytes.size() < kHeaderBytes || bytes.substr(0, 4) != ":W&B")
+    std::string header;
+    readAt(0, kHeaderBytes, header);
+    if (header.size() < 4 || header.compare(0, 4, ":W&B") != 0)
         return Error{path + ": not a W&B run file (no :W&B header)"};
-    if (bytes.substr(0, kHeaderBytes) != kMagic)
+    if (header.size() < kHeaderBytes || std::string_view(header) != kMagic)
         return Error{path + ": a W&B run file of a version nanscope does not read (header bytes " +
-                     std::to_string(uint8_t(bytes[4])) + " " + std::to_string(uint8_t(bytes[5])) + " " +
-                     std::to_string(uint8_t(bytes[6])) + ")"};
+                     (header.size() >= kHeaderBytes ? std::to_string(uint8_t(header[4])) + " " +
+                                                          std::to_string(uint8_t(header[5])) + " " +
+                                                          std::to_string(uint8_t(header[6]))
+                                                    : std::string("cut short")) +
+                     ")"};
     ScalarLog log;
     log.path = path;
     log.format = "W&B run file (.wandb)";
@@ -345,19 +361,19 @@ Result<ScalarLog> readWandbRecordBytes(const std::string& path, std::string_view
     uint64_t cutRecord = 0;
     auto handler = std::make_unique<RecordHandler>(path, log);
     auto onRecord = [&](uint64_t offset, std::string_view record) { handler->record(offset, record); };
-    if (!readFraming(bytes, 0, onRecord, damage, cut, cutRecord)) {
+    if (!readFraming(readAt, size, 0, onRecord, damage, cut, cutRecord)) {
         // wandb-core before 0.17.6 counted blocks from after the header.
         damage.clear();
         cut = false;
-        if (!readFraming(bytes, kHeaderBytes, onRecord, damage, cut, cutRecord))
+        if (!readFraming(readAt, size, kHeaderBytes, onRecord, damage, cut, cutRecord))
             return Error{path + ": a W&B run file whose first record does not fit its block: damaged"};
         log.notes.push_back("blocks counted from after the header (as wandb-core before 0.17.6 wrote them)");
     }
     for (const Damage& d : damage)
         handler->warn(d.record, d.offset, d.what + "; the records before it and the blocks after it are read");
     if (cut)
-        handler->warn(cutRecord, bytes.size(), "the file ends inside a record (cut, or the run is still being written); "
-                                    "the records before it are read");
+        handler->warn(cutRecord, size, "the file ends inside a record (cut, or the run is still being written); "
+                                       "the records before it are read");
     handler->finish();
     if (log.series.empty())
         return Error{path + ": a W&B run file with no history values (" + records::countText(handler->records()) +
@@ -366,12 +382,29 @@ Result<ScalarLog> readWandbRecordBytes(const std::string& path, std::string_view
     return log;
 }
 
+} // namespace
+
+Result<ScalarLog> readWandbRecordBytes(const std::string& path, std::string_view bytes)
+{
+    return readWandbRecordsFrom(path, bytes.size(), [bytes](uint64_t offset, size_t size, std::string& out) {
+        out.assign(offset < bytes.size() ? bytes.substr(size_t(offset), size) : std::string_view());
+    });
+}
+
 Result<ScalarLog> readWandbRecords(const std::string& path)
 {
-    auto bytes = readFileText(path, kMostFileBytes);
-    if (!bytes)
-        return Error{bytes.error()};
-    return readWandbRecordBytes(path, *bytes);
+    std::error_code ec;
+    const uint64_t size = std::filesystem::file_size(path, ec);
+    std::ifstream in(path, std::ios::binary);
+    if (ec || !in)
+        return Error{path + ": cannot be read"};
+    return readWandbRecordsFrom(path, size, [&in](uint64_t offset, size_t size, std::string& out) {
+        out.resize(size);
+        in.clear();
+        in.seekg(std::streamoff(offset));
+        in.read(out.data(), std::streamsize(size));
+        out.resize(size_t(std::max<std::streamsize>(0, in.gcount())));
+    });
 }
 
 } // namespace nanscope

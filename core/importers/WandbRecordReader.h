@@ -19,7 +19,8 @@
 // NaN and Infinity included) at its `_step`, with `_timestamp` as the wall time; the run's
 // config (attributes `config.<key>`), id, project and name, and its exit code. A fragment whose
 // checksum fails, a record that does not parse or a file cut mid-record is a warning naming the
-// record and its byte; the blocks after a damaged one are still read.
+// record and its byte; the blocks after a damaged one are still read. The file is read a block at
+// a time: memory holds one block and the record being assembled (at most 64 MiB), not the file.
 
 #include "core/Result.h"
 #include "core/importers/LogReaderRegistry.h"
