@@ -36,16 +36,27 @@ bool numberFromText(const char* text, size_t length, double& number)
 // Collects the values at depth 1 of the document (an object's fields), or the root value itself.
 class FieldCollector : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, FieldCollector> {
 public:
-    FieldCollector(std::vector<JsonField>& fields, bool rootIsObject)
+    FieldCollector(std::vector<JsonField>& fields, bool rootIsObject, bool flatten = false)
         : m_fields(fields)
         , m_rootIsObject(rootIsObject)
+        , m_flatten(flatten && rootIsObject)
     {
     }
 
-    bool Null() { return scalar(JsonField::Kind::Null); }
-    bool Bool(bool) { return scalar(JsonField::Kind::Bool); }
+    bool Null() { return nested(JsonField::Kind::Null) || scalar(JsonField::Kind::Null); }
+    bool Bool(bool) { return nested(JsonField::Kind::Bool) || scalar(JsonField::Kind::Bool); }
     bool RawNumber(const char* text, rapidjson::SizeType length, bool)
     {
+        if (nestedValue()) {
+            m_fields.emplace_back();
+            m_fields.back().key = nestedKey();
+            m_fields.back().kind = JsonField::Kind::Number;
+            if (!numberFromText(text, length, m_fields.back().number)) {
+                m_badNumber = std::string(text, length);
+                return false;
+            }
+            return true;
+        }
         if (!rootOrValueDepth())
             return true;
         JsonField* field = current(JsonField::Kind::Number);
@@ -59,6 +70,10 @@ public:
     }
     bool String(const char* text, rapidjson::SizeType length, bool)
     {
+        if (nested(JsonField::Kind::Text)) {
+            m_fields.back().text.assign(text, length);
+            return true;
+        }
         if (!rootOrValueDepth())
             return true;
         JsonField* field = current(JsonField::Kind::Text);
@@ -72,11 +87,23 @@ public:
             m_fields.emplace_back();
             m_fields.back().key.assign(text, length);
         }
+        if (m_flatten && m_depth >= 1 && size_t(m_depth) <= m_keys.size() && m_objectsOnly)
+            m_keys[size_t(m_depth) - 1].assign(text, length);
         return true;
     }
-    bool StartObject() { return open(JsonField::Kind::Object); }
+    bool StartObject()
+    {
+        if (nestedValue() && !nested(JsonField::Kind::Object))
+            return false;
+        return open(JsonField::Kind::Object);
+    }
     bool EndObject(rapidjson::SizeType) { return close(); }
-    bool StartArray() { return open(JsonField::Kind::List); }
+    bool StartArray()
+    {
+        if (nestedValue() && !nested(JsonField::Kind::List))
+            return false;
+        return open(JsonField::Kind::List);
+    }
     bool EndArray(rapidjson::SizeType) { return close(); }
 
     bool rootWasWrongKind() const { return m_rootWrongKind; }
@@ -100,6 +127,27 @@ private:
         return &m_fields.back();
     }
     bool rootOrValueDepth() const { return m_depth == 0 || atValueDepth(); }
+
+    // Flattening: a value inside objects only, below the root object's fields, is a field of its
+    // own named by the keys to it ("train/loss"). Lists end the flattening below them.
+    bool nestedValue() const { return m_flatten && m_depth > 1 && m_objectsOnly; }
+    std::string nestedKey() const
+    {
+        std::string key = m_keys[0];
+        for (int level = 1; level < m_depth; ++level)
+            key += "/" + m_keys[size_t(level)];
+        return key;
+    }
+    // A nested value of another kind than a number: a field of that kind; false when not nested.
+    bool nested(JsonField::Kind kind)
+    {
+        if (!nestedValue())
+            return false;
+        m_fields.emplace_back();
+        m_fields.back().key = nestedKey();
+        m_fields.back().kind = kind;
+        return true;
+    }
     bool scalar(JsonField::Kind kind) { return !rootOrValueDepth() || current(kind) != nullptr; }
     bool open(JsonField::Kind kind)
     {
@@ -110,16 +158,34 @@ private:
         if (atValueDepth() && !current(kind))
             return false;
         ++m_depth;
+        if (m_flatten) {
+            m_kinds.push_back(kind);
+            m_objectsOnly = m_objectsOnly && kind == JsonField::Kind::Object && m_depth <= kDeepestFlattened;
+            if (m_keys.size() < size_t(m_depth))
+                m_keys.resize(size_t(m_depth));
+        }
         return true;
     }
     bool close()
     {
         --m_depth;
+        if (m_flatten && !m_kinds.empty()) {
+            m_kinds.pop_back();
+            m_objectsOnly = m_depth <= kDeepestFlattened &&
+                            std::all_of(m_kinds.begin(), m_kinds.end(),
+                                        [](JsonField::Kind k) { return k == JsonField::Kind::Object; });
+        }
         return true;
     }
 
+    static constexpr int kDeepestFlattened = 4;
+
     std::vector<JsonField>& m_fields;
     const bool m_rootIsObject;
+    const bool m_flatten;
+    std::vector<std::string> m_keys;           // the key at each object level (flattening)
+    std::vector<JsonField::Kind> m_kinds;      // the containers open (flattening)
+    bool m_objectsOnly = true;                 // every open container an object
     int m_depth = 0;
     bool m_rootWrongKind = false;
     std::string m_badNumber;
@@ -128,10 +194,10 @@ private:
 // One JSON value from the start of `text`. With `end`, it is set one past the value and what
 // follows is not looked at; without, only whitespace may follow.
 bool parse(std::string_view text, std::vector<JsonField>& fields, bool rootIsObject, std::string& error,
-           size_t* end = nullptr)
+           size_t* end = nullptr, bool flatten = false)
 {
     fields.clear();
-    FieldCollector collector(fields, rootIsObject);
+    FieldCollector collector(fields, rootIsObject, flatten);
     rapidjson::MemoryStream bytes(text.data(), text.size());
     // One reader per thread: the iterative parser's stack is allocated on first use and kept, where
     // a reader per call allocated it again for each of a 100,000-entry log_history's entries.
@@ -234,6 +300,14 @@ void keepLastOfEachKey(std::vector<JsonField>& fields)
 bool readObjectFields(std::string_view text, std::vector<JsonField>& fields, std::string& error)
 {
     if (!parse(text, fields, true, error))
+        return false;
+    keepLastOfEachKey(fields);
+    return true;
+}
+
+bool readFlattenedObjectFields(std::string_view text, std::vector<JsonField>& fields, std::string& error)
+{
+    if (!parse(text, fields, true, error, nullptr, true))
         return false;
     keepLastOfEachKey(fields);
     return true;

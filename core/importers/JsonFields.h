@@ -30,6 +30,11 @@ const char* kindName(JsonField::Kind kind);
 // vector to reuse its memory.
 bool readObjectFields(std::string_view text, std::vector<JsonField>& fields, std::string& error);
 
+// readObjectFields, with the fields of nested objects read too, named by the keys to them joined
+// with '/' ({"train": {"loss": 1.5}} gives "train" as an object and "train/loss" as a number), four
+// levels deep; inside a list nothing is read.
+bool readFlattenedObjectFields(std::string_view text, std::vector<JsonField>& fields, std::string& error);
+
 // The fields of the JSON object that begins `text` (whitespace before it allowed), as
 // readObjectFields reads them, and `end`, one past its closing brace: what follows is not looked
 // at. False when no valid object begins there; `end` is then not set (JsonScan finds where the

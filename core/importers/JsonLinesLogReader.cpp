@@ -38,7 +38,7 @@ public:
         std::string error;
         if (text.find_first_not_of(" \t") == std::string_view::npos)
             return;
-        if (!json::readObjectFields(text, m_fields, error)) {
+        if (!json::readFlattenedObjectFields(text, m_fields, error)) {
             if (m_notObjects++ == 0)
                 m_firstProblem = "line " + std::to_string(m_lines) + ": " + error;
             return;

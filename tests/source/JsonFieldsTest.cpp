@@ -131,3 +131,32 @@ TEST(JsonFields, ALoneValue)
     EXPECT_EQ(value.key, "") << "an object's members are not read as a lone value";
     EXPECT_FALSE(json::readValue("1 2", value, error));
 }
+
+// A JSON-lines log that nests its metrics ({"train": {"loss": ...}}) is read to its leaves, named by
+// their keys; a list stops the descent, and so does a fifth level.
+TEST(JsonFields, FlattenedFieldsNameNestedValuesByTheirKeys)
+{
+    std::vector<json::JsonField> fields;
+    std::string error;
+    ASSERT_TRUE(json::readFlattenedObjectFields(
+        R"({"step": 3, "train": {"loss": NaN, "acc": [0.5, {"x": 1}], "opt": {"lr": 1e-4, "name": "adam"}},)"
+        R"( "a": {"b": {"c": {"d": {"e": 1}}}}})",
+        fields, error))
+        << error;
+    auto field = [&](const char* key) { return json::findField(fields, key); };
+    for (const char* key : {"train/loss", "train/opt/lr", "train/opt/name", "train/acc", "train", "a/b/c/d"})
+        ASSERT_NE(field(key), nullptr) << key;
+    ASSERT_NE(field("train/loss"), nullptr);
+    EXPECT_TRUE(std::isnan(field("train/loss")->number));
+    ASSERT_NE(field("train/opt/lr"), nullptr);
+    EXPECT_EQ(field("train/opt/lr")->number, 1e-4);
+    EXPECT_EQ(field("train/opt/name")->kind, json::JsonField::Kind::Text);
+    EXPECT_EQ(field("train/acc")->kind, json::JsonField::Kind::List);
+    EXPECT_EQ(field("train/acc/x"), nullptr) << "nothing inside a list";
+    EXPECT_EQ(field("train")->kind, json::JsonField::Kind::Object);
+    EXPECT_NE(field("a/b/c/d"), nullptr);
+    EXPECT_EQ(field("a/b/c/d/e"), nullptr) << "four levels deep at most";
+    // The unflattened reader is unchanged: nested values stay their object.
+    ASSERT_TRUE(json::readObjectFields(R"({"step": 3, "train": {"loss": 1}})", fields, error));
+    EXPECT_EQ(fields.size(), 2u);
+}
