@@ -121,6 +121,13 @@ void LayerDetailView::showStepRange(double lower, double upper)
         plot->setStepRange(lower, upper);
 }
 
+void LayerDetailView::resetZoom()
+{
+    m_stepRange.reset();
+    for (auto* plot : {m_gradient, m_activation, m_nonfinite})
+        plot->resetZoom();
+}
+
 void LayerDetailView::setSelectedStep(int64_t step)
 {
     for (auto* plot : {m_gradient, m_activation, m_nonfinite})

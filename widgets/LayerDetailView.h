@@ -31,6 +31,8 @@ public:
     // Zooms the three linked plots to a span of steps (the selected incident's), now and for
     // every layer shown after (following the user's zoom from there), until clear().
     void showStepRange(double lower, double upper);
+    // Every step again, for this layer and the next (the Overview's Reset zoom).
+    void resetZoom();
     // Drops everything of the run shown (RunContext::runClosed).
     void clear();
     const LayerDetail& detail() const { return m_detail; }

@@ -496,6 +496,7 @@ void OverviewView::resetZoom()
     }
     if (steps)
         showStepRange(steps->lower, steps->upper);
+    emit zoomReset();
 }
 
 void markIncidents(SeriesPlot& plot, const std::vector<Incident>& incidents, bool labels, const QString& shownSeries)

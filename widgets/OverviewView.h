@@ -101,6 +101,8 @@ public:
 
 signals:
     void stepClicked(qint64 step);
+    // Reset zoom was asked for: the views that follow the Overview's steps reset theirs too.
+    void zoomReset();
     // A plot was added from the Series menu (or addSeriesPlot), with its series and the incidents.
     void plotAdded(SeriesPlot* plot);
 

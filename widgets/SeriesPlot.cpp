@@ -145,8 +145,10 @@ SeriesPlot::SeriesPlot(const QString& title, QWidget* parent)
     connect(m_plot, &QCustomPlot::mouseMove, this, [this](QMouseEvent* event) { updateHover(event->position().x()); });
     // Ctrl+drag draws a box to zoom into, steps and values; a plain drag keeps panning the steps.
     // (QCustomPlot emits mousePress before it decides between a drag and a selection box.)
-    m_plot->setToolTip(tr("Drag to pan, wheel to zoom the steps, Ctrl+drag to zoom into a box, "
-                          "double-click to select a step"));
+    QStringList gestures;
+    for (const auto& [what, how] : mouseGestures())
+        gestures << how + ": " + what;
+    m_plot->setToolTip(gestures.join("\n"));
     connect(m_plot, &QCustomPlot::mousePress, this, [this](QMouseEvent* event) {
         const bool boxZoom = event->button() == Qt::LeftButton && (event->modifiers() & Qt::ControlModifier);
         m_plot->setSelectionRectMode(boxZoom ? QCP::srmZoom : QCP::srmNone);
@@ -158,6 +160,15 @@ SeriesPlot::SeriesPlot(const QString& title, QWidget* parent)
         if (!m_syncingRange)
             emit stepRangeChanged(range.lower, range.upper);
     });
+}
+
+QList<QPair<QString, QString>> SeriesPlot::mouseGestures()
+{
+    return {{tr("pan the steps"), tr("drag")},
+            {tr("zoom the steps"), tr("mouse wheel")},
+            {tr("zoom into a box of steps and values"), tr("Ctrl+drag")},
+            {tr("select a step"), tr("double-click")},
+            {tr("reset the zoom"), tr("right-click \u25B8 Reset zoom, or Overview's Reset zoom")}};
 }
 
 void SeriesPlot::setSeries(const std::vector<int64_t>& steps, const std::vector<double>& values)

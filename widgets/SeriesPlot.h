@@ -1,5 +1,7 @@
 #pragma once
 
+#include <QList>
+#include <QPair>
 #include <QWidget>
 
 #include <cstdint>
@@ -30,6 +32,10 @@ class SeriesPlot : public QWidget
     Q_OBJECT
 public:
     explicit SeriesPlot(const QString& title, QWidget* parent = nullptr);
+
+    // What the mouse does on a plot, as (what, how) pairs: the one list the plot's tooltip and
+    // Help > Keyboard Shortcuts both show, so that they cannot say different things.
+    static QList<QPair<QString, QString>> mouseGestures();
 
     void setSeries(const std::vector<int64_t>& steps, const std::vector<double>& values);
     // Drops everything of the run shown: series, overlay, markers, bands, trend, cursor, readout.

@@ -4,6 +4,7 @@
 
 #include "core/run/Hdf5Handle.h"
 #include "core/torch/Replay.h"
+#include "widgets/SeriesPlot.h"
 
 #include <QAction>
 #include <QDialog>
@@ -18,6 +19,7 @@
 #include <QMessageBox>
 #include <QStandardPaths>
 #include <QStatusBar>
+
 #include <QTableWidget>
 #include <QTextBrowser>
 #include <QVBoxLayout>
@@ -74,8 +76,8 @@ void showShortcuts(QMainWindow* window)
         if (action->menu())
             collectShortcuts(action->menu(), action->text().remove('&'), rows);
     // Shortcuts that live in the views rather than in a menu.
-    rows.append({QObject::tr("Plots \u25B8 zoom"), QObject::tr("mouse wheel, or drag a box")});
-    rows.append({QObject::tr("Plots \u25B8 reset zoom"), QObject::tr("double-click")});
+    for (const auto& [what, how] : SeriesPlot::mouseGestures())
+        rows.append({QObject::tr("Plots \u25B8 %1").arg(what), how});
     auto* table = new QTableWidget(int(rows.size()), 2);
     table->setObjectName("shortcuts");
     table->setHorizontalHeaderLabels({QObject::tr("Command"), QObject::tr("Shortcut")});

@@ -266,6 +266,7 @@ void MainWindow::connectViewsToContext()
 void MainWindow::connectViewRequests()
 {
     connect(m_overview, &OverviewView::stepClicked, this, &MainWindow::selectStep);
+    connect(m_overview, &OverviewView::zoomReset, m_layerDetail, &LayerDetailView::resetZoom);
     connect(m_layerDetail, &LayerDetailView::stepClicked, this, &MainWindow::selectStep);
     connect(m_heatmap, &HeatmapView::stepClicked, this, &MainWindow::selectStep);
     connect(m_batchNorm, &BatchNormView::stepClicked, this, &MainWindow::selectStep);

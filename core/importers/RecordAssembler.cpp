@@ -421,16 +421,14 @@ size_t RecordAssembler::finish(ScalarLog& log, const std::string& kind, uint64_t
                 return true;
         return false;
     };
-    // The records that hold a changing value: only looked up when some value never changes.
-    std::vector<int64_t> informativeRecords;
+    // The records that hold a changing value: only marked when some value never changes.
+    std::vector<bool> informativeRecord;
     if (std::any_of(kept.begin(), kept.end(), [&](const Slot* slot) { return !informative(*slot); })) {
+        informativeRecord.assign(recordCount, false);
         for (const Slot* slot : kept)
             if (informative(*slot))
                 for (const ScalarPoint& p : slot->points)
-                    informativeRecords.push_back(p.step);
-        std::sort(informativeRecords.begin(), informativeRecords.end());
-        informativeRecords.erase(std::unique(informativeRecords.begin(), informativeRecords.end()),
-                                 informativeRecords.end());
+                    informativeRecord[size_t(p.step)] = true;
     }
     uint64_t constantsLeftOut = 0;
     kept.erase(std::remove_if(kept.begin(), kept.end(),
@@ -438,8 +436,7 @@ size_t RecordAssembler::finish(ScalarLog& log, const std::string& kind, uint64_t
                                   if (informative(*slot))
                                       return false;
                                   for (const ScalarPoint& p : slot->points)
-                                      if (std::binary_search(informativeRecords.begin(), informativeRecords.end(),
-                                                             p.step))
+                                      if (informativeRecord[size_t(p.step)])
                                           return false;
                                   ++constantsLeftOut;
                                   return true;

@@ -11,6 +11,7 @@
 #include <QDockWidget>
 #include <QLabel>
 #include <QMenu>
+#include <QMap>
 #include <QMenuBar>
 #include <QSignalSpy>
 #include <QTableWidget>
@@ -61,6 +62,15 @@ TEST(HelpMenu, OffersTheGuideTheShortcutsADemoRunAndAbout)
     for (int row = 0; row < shortcuts->rowCount(); ++row)
         listsOpen = listsOpen || shortcuts->item(row, 0)->text().contains("Open Run");
     EXPECT_TRUE(listsOpen) << "File > Open Run and its Ctrl+O are listed";
+    // What the plots do with the mouse, as they do it (issue 51: help had said double-click resets
+    // the zoom and a drag draws a box; double-click selects a step and a plain drag pans).
+    QMap<QString, QString> gestures;
+    for (int row = 0; row < shortcuts->rowCount(); ++row)
+        gestures[shortcuts->item(row, 0)->text()] = shortcuts->item(row, 1)->text();
+    EXPECT_EQ(gestures.value("Plots \u25B8 select a step"), "double-click");
+    EXPECT_EQ(gestures.value("Plots \u25B8 pan the steps"), "drag");
+    EXPECT_EQ(gestures.value("Plots \u25B8 zoom into a box of steps and values"), "Ctrl+drag");
+    EXPECT_FALSE(gestures.value("Plots \u25B8 reset the zoom").contains("double-click"));
 }
 
 TEST(HelpMenu, AboutNamesTheLibraries)

@@ -219,6 +219,13 @@ TEST(MainWindow, IncidentsAreListedAndSelectingOneMovesThePlots)
         EXPECT_DOUBLE_EQ(layerRange.lower, range.lower) << plot->title().toStdString();
         EXPECT_DOUBLE_EQ(layerRange.upper, range.upper) << plot->title().toStdString();
     }
+
+    // Overview's Reset zoom resets the Layer tab too (issue 51: it stayed on the incident).
+    window.overview()->resetZoom();
+    const QCPRange whole = window.overview()->plot("loss")->plot()->xAxis->range();
+    EXPECT_GT(whole.size(), 200) << "the Overview shows the whole run again";
+    for (SeriesPlot* plot : {window.layerDetail()->gradientPlot(), window.layerDetail()->activationPlot()})
+        EXPECT_GT(plot->plot()->xAxis->range().size(), 200) << plot->title().toStdString();
 }
 
 // The Guard stamps every step with its wall time, so a run it wrote can be plotted against time;
