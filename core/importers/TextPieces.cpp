@@ -10,15 +10,16 @@ namespace {
 constexpr size_t kBlockBytes = size_t(1) << 20;
 constexpr size_t kBinaryCheckBytes = size_t(256) << 10;
 
-// The next '\n' or '\r' from `at`, or text.size().
-size_t nextBreak(std::string_view text, size_t at)
+// The next '\n' or '\r' from `at`, or text.size(). `newline` remembers the next '\n' found, so
+// that a line of many '\r' updates (a progress bar) is searched for its end once, not once each.
+size_t nextBreak(std::string_view text, size_t at, size_t& newline)
 {
-    const char* begin = text.data() + at;
-    const size_t left = text.size() - at;
-    const void* newline = std::memchr(begin, '\n', left);
-    const size_t lineEnd = newline ? size_t(static_cast<const char*>(newline) - begin) : left;
-    const void* ret = std::memchr(begin, '\r', lineEnd);
-    return at + (ret ? size_t(static_cast<const char*>(ret) - begin) : lineEnd);
+    if (newline == std::string_view::npos || newline < at) {
+        const void* found = std::memchr(text.data() + at, '\n', text.size() - at);
+        newline = found ? size_t(static_cast<const char*>(found) - text.data()) : text.size();
+    }
+    const void* ret = std::memchr(text.data() + at, '\r', newline - at);
+    return ret ? size_t(static_cast<const char*>(ret) - text.data()) : newline;
 }
 
 } // namespace
@@ -31,8 +32,9 @@ TextPieces::TextPieces(std::function<void(std::string_view)> onPiece)
 void TextPieces::feed(std::string_view block)
 {
     size_t at = 0;
+    size_t newline = std::string_view::npos;
     while (at < block.size()) {
-        const size_t end = nextBreak(block, at);
+        const size_t end = nextBreak(block, at, newline);
         const std::string_view part = block.substr(at, end - at);
         if (end == block.size()) { // no break in the rest of the block: carried to the next
             append(part);

@@ -109,26 +109,31 @@ const char* fastDecimal(const char* p, const char* end, double& value)
     const bool negative = p < end && *p == '-';
     if (negative)
         ++p;
+    // Leading zeros are no significant digits (0.000123 has three); the digits are counted by
+    // where they start and end, not one by one.
     uint64_t digits = 0;
-    int significant = 0, exponent = 0;
+    int exponent = 0;
     const char* start = p;
-    while (p < end && isDigit(*p)) {
-        if (digits != 0 || *p != '0')
-            ++significant;
-        digits = digits * 10 + uint64_t(*p - '0');
+    while (p < end && *p == '0')
         ++p;
-    }
+    const char* integerDigits = p;
+    while (p < end && isDigit(*p))
+        digits = digits * 10 + uint64_t(*p++ - '0');
+    int significant = int(p - integerDigits);
     const bool integerPart = p > start;
     if (p < end && *p == '.') {
         ++p;
         const char* fraction = p;
-        while (p < end && isDigit(*p)) {
-            if (digits != 0 || *p != '0')
-                ++significant;
-            digits = digits * 10 + uint64_t(*p - '0');
-            --exponent;
-            ++p;
-        }
+        if (significant == 0)
+            while (p < end && *p == '0') {
+                ++p;
+                --exponent;
+            }
+        const char* fractionDigits = p;
+        while (p < end && isDigit(*p))
+            digits = digits * 10 + uint64_t(*p++ - '0');
+        significant += int(p - fractionDigits);
+        exponent -= int(p - fractionDigits);
         if (!integerPart && p == fraction)
             return nullptr;
     } else if (!integerPart) {
@@ -219,10 +224,20 @@ Token classify(std::string_view raw)
         while (digitsEnd < end && isDigit(*digitsEnd))
             ++digitsEnd;
         if (digitsEnd < end && *digitsEnd == '/') {
+            // Digits only on both sides, at most 15 each (no overflow), read here.
+            auto integer = [](const char* from, const char* to, int64_t& value) {
+                if (from == to || to - from > 15)
+                    return false;
+                value = 0;
+                for (const char* c = from; c < to; ++c) {
+                    if (!isDigit(*c))
+                        return false;
+                    value = value * 10 + (*c - '0');
+                }
+                return true;
+            };
             int64_t count = 0, total = 0;
-            const auto a = std::from_chars(begin, digitsEnd, count);
-            const auto b = std::from_chars(digitsEnd + 1, end, total);
-            if (a.ec == std::errc() && b.ec == std::errc() && b.ptr == end && count >= 0 && total >= 0 &&
+            if (integer(begin, digitsEnd, count) && integer(digitsEnd + 1, end, total) &&
                 count <= records::kLargestStep) {
                 token.kind = Kind::Counter;
                 token.count = count;
@@ -324,8 +339,18 @@ Token quickClassify(std::string_view raw)
         }
     } else if (isDigit(first) || (first == '-' && raw.size() > 1 && isDigit(raw[1]))) {
         const char* end = raw.data() + raw.size();
-        if (fastDecimal(raw.data(), end, token.value) == end) {
+        const char* next = fastDecimal(raw.data(), end, token.value);
+        if (next == end) {
             token.kind = Kind::Number;
+            return token;
+        }
+        if (next && *next != '/') {
+            // A number and a unit ("312ms", "45%", "4.50it/s"), read once.
+            const size_t unit = size_t(end - next);
+            token.kind = (unit == 1 && (*next == 's' || *next == '%')) || (unit == 2 && next[0] == 'm' && next[1] == 's') ||
+                                 (unit == 3 && next[0] == 's' && next[1] == 'e' && next[2] == 'c')
+                             ? Kind::Number
+                             : Kind::Other;
             return token;
         }
     }
@@ -374,6 +399,10 @@ public:
                 if (close < last && s[close] == c)
                     end = close + 1;
             }
+            // Four bytes a step while all four are token bytes (kTokenByte is 0), then one by one.
+            while (end + 4 <= s.size() &&
+                   (byteClass(s[end]) | byteClass(s[end + 1]) | byteClass(s[end + 2]) | byteClass(s[end + 3])) == 0)
+                end += 4;
             while (end < s.size() && byteClass(s[end]) == kTokenByte)
                 ++end;
             // "2,430" and "1,234,567": thousands separators inside one number.

@@ -125,6 +125,7 @@ TEST(IncidentDetector, DivisionByZeroIsOneSkippedNaNInTheNormLayerNotABlowup)
     auto nans = ofKind(report, IncidentKind::NonfiniteLoss);
     ASSERT_EQ(nans.size(), 1u) << describe(report);
     EXPECT_EQ(nans.front()->onsetStep, 180);
+    EXPECT_EQ(nans.front()->nonfiniteStep, std::optional<int64_t>(180)) << "its non-finite step is said";
     ASSERT_FALSE(nans.front()->layers.empty());
     EXPECT_EQ(nans.front()->layers.front(), "norm");
     EXPECT_NE(nans.front()->suggestion.find("eps"), std::string::npos) << nans.front()->suggestion;
