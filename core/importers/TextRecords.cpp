@@ -580,6 +580,14 @@ private:
 
 } // namespace
 
+const char* readNumber(const char* begin, const char* end, double& value)
+{
+    if (const char* next = fastDecimal(begin, end, value))
+        return next;
+    const auto parsed = std::from_chars(begin, end, value);
+    return parsed.ec == std::errc() ? parsed.ptr : nullptr;
+}
+
 bool isNotAValueName(std::string_view name)
 {
     // One letter is a variable in prose or code ("x:0:0" in /etc/passwd), not a metric's name.

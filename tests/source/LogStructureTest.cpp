@@ -8,6 +8,7 @@
 
 #include "SourceTestSupport.h"
 
+#include "core/importers/JsonLinesLogReader.h"
 #include "core/importers/LogReaderRegistry.h"
 #include "core/importers/TextRecordLogReader.h"
 #include "core/importers/TextRecords.h"
@@ -653,6 +654,53 @@ TEST(TextRecordLogReader, HostileInputIsReadInBoundedMemory)
     ASSERT_TRUE(read) << read.error();
     EXPECT_EQ(read->series.size(), 10000u);
     EXPECT_EQ(findSeries(*read, "m9999")->back().value, 10001);
+}
+
+} // namespace
+} // namespace nanscope
+
+namespace nanscope {
+namespace {
+
+// JSON lines are read by a plain scan when a line is a flat object, and by RapidJSON otherwise:
+// both read the same values, and what is not JSON is refused as before.
+TEST(JsonLinesLogReader, ThePlainScanAndTheParserReadTheSameValues)
+{
+    ScratchFolder folder;
+    const std::string text = R"({"step": 0, "loss": 1.5, "lr": 1e-05, "note": "warm-up", "ok": true, "x": null})"
+                             "\n"
+                             R"({"step": 1, "loss": NaN, "lr": 2E-5, "note": "with \"escape\"", "ok": false})"
+                             "\n"
+                             R"({"step": 2, "loss": Infinity, "lr": 3e-5, "train": {"acc": 0.5}})"
+                             "\n"
+                             R"({"step": 3, "loss": -Infinity, "lr": 0.26893723011016846})"
+                             "\n"
+                             R"({"step": 4, "loss": 01, "lr": 4e-5})"
+                             "\n"
+                             R"({"step": 5, "loss": 0.25, "lr": 5e-5} trailing)"
+                             "\n"
+                             R"(  {"step" : 6 , "loss" : -0.0 , "lr" : 6e-5 }  )"
+                             "\n";
+    const std::string path = folder.write("log.jsonl", text);
+    auto log = readJsonLinesLog(path);
+    ASSERT_TRUE(log) << log.error();
+    const auto* loss = findSeries(*log, "loss");
+    ASSERT_NE(loss, nullptr);
+    std::vector<int64_t> steps;
+    for (const ScalarPoint& p : *loss)
+        steps.push_back(p.step);
+    EXPECT_EQ(steps, (std::vector<int64_t>{0, 1, 2, 3, 6})) << "lines 4 and 5 are not JSON";
+    EXPECT_EQ((*loss)[0].value, 1.5);
+    EXPECT_TRUE(std::isnan((*loss)[1].value)) << "read by RapidJSON: the note has an escape";
+    EXPECT_EQ((*loss)[2].value, INFINITY) << "read by RapidJSON: a nested object";
+    EXPECT_EQ((*loss)[3].value, -INFINITY);
+    EXPECT_TRUE(std::signbit((*loss)[4].value));
+    const auto* lr = findSeries(*log, "lr");
+    ASSERT_NE(lr, nullptr);
+    EXPECT_EQ((*lr)[1].value, 2e-5);
+    EXPECT_EQ((*lr)[3].value, 0.26893723011016846);
+    ASSERT_FALSE(log->warnings.empty());
+    EXPECT_NE(log->warnings.front().find("2 lines are not JSON objects"), std::string::npos) << log->warnings.front();
 }
 
 } // namespace
