@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <limits>
 
 namespace nanscope::textrecord {
@@ -102,6 +103,34 @@ std::string_view unquoted(std::string_view token)
 // read exactly: its digits are an integer below 2^53 and the power of ten is exact in a double, so
 // one multiplication or division rounds correctly (Clinger's fast path), as from_chars would.
 // Null for anything else, which from_chars then reads.
+// Eight ASCII digits at `p` as their value, when all eight are digits (two's-complement tricks on
+// one little-endian word: a byte-wise check, then pairs, quads and octets combined by multiplies).
+inline bool eightDigits(const char* p, uint64_t& value)
+{
+    uint64_t word = 0;
+    std::memcpy(&word, p, 8);
+    if (((word & 0xF0F0F0F0F0F0F0F0ull) | (((word + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) >> 4)) !=
+        0x3333333333333333ull)
+        return false;
+    word = (word & 0x0F0F0F0F0F0F0F0Full) * 2561 >> 8;
+    word = (word & 0x00FF00FF00FF00FFull) * 6553601 >> 16;
+    value = (word & 0x0000FFFF0000FFFFull) * 42949672960001ull >> 32;
+    return true;
+}
+
+// Digits from `p` into `digits`, eight at a time where they come in eights.
+inline const char* readDigits(const char* p, const char* end, uint64_t& digits)
+{
+    uint64_t eight = 0;
+    while (end - p >= 8 && digits < 100000000000ull && eightDigits(p, eight)) {
+        digits = digits * 100000000ull + eight;
+        p += 8;
+    }
+    while (p < end && isDigit(*p))
+        digits = digits * 10 + uint64_t(*p++ - '0');
+    return p;
+}
+
 const char* fastDecimal(const char* p, const char* end, double& value)
 {
     static constexpr double kPowers[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
@@ -117,8 +146,7 @@ const char* fastDecimal(const char* p, const char* end, double& value)
     while (p < end && *p == '0')
         ++p;
     const char* integerDigits = p;
-    while (p < end && isDigit(*p))
-        digits = digits * 10 + uint64_t(*p++ - '0');
+    p = readDigits(p, end, digits);
     int significant = int(p - integerDigits);
     const bool integerPart = p > start;
     if (p < end && *p == '.') {
@@ -130,8 +158,7 @@ const char* fastDecimal(const char* p, const char* end, double& value)
                 --exponent;
             }
         const char* fractionDigits = p;
-        while (p < end && isDigit(*p))
-            digits = digits * 10 + uint64_t(*p++ - '0');
+        p = readDigits(p, end, digits);
         significant += int(p - fractionDigits);
         exponent -= int(p - fractionDigits);
         if (!integerPart && p == fraction)
@@ -331,6 +358,9 @@ Token quickClassify(std::string_view raw)
 {
     Token token;
     const char first = raw.front();
+    // " - " between the pairs of a verl line, a lone "#" of a progress bar: no value, no name.
+    if (raw.size() == 1 && !isLetter(first) && !isDigit(first) && first != '_')
+        return token;
     if ((isLetter(first) || first == '_') && first != 'n' && first != 'N' && first != 'i' && first != 'I') {
         const char last = raw.back();
         if (last != '\'' && last != '"') {

@@ -24,6 +24,7 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
+#include <random>
 
 namespace nanscope {
 namespace {
@@ -573,13 +574,32 @@ TEST(TextRecords, ReadsTheSyntaxesOfRealLogs)
         EXPECT_FALSE(textrecord::isNotAValueName(name)) << name;
 
     // Numbers as from_chars reads them, to the last bit, on the fast path and off it.
-    for (const char* number : {"0.6914", "2e-05", "9.605263157894737e-07", "0.26893723011016846", "-3863464.0",
-                               "338649581355008.0", "1e-300", "123456789012345678", "0.1", "7.1E+00", "5e22", "5e23"}) {
+    std::vector<std::string> numbers = {"0.6914", "2e-05", "9.605263157894737e-07", "0.26893723011016846", "-3863464.0",
+                                        "338649581355008.0", "1e-300", "123456789012345678", "0.1", "7.1E+00", "5e22",
+                                        "5e23", "12345678.9", "0.123456789", "123456789012345", "1234567890123456",
+                                        "00000000.5", "0.00000000123", "99999999999999.99", "-0.0"};
+    // And 20,000 random decimals of 1 to 20 digits with and without exponents.
+    std::mt19937_64 random(49);
+    for (int i = 0; i < 20000; ++i) {
+        std::string number = random() % 4 == 0 ? "-" : "";
+        const int integerDigits = int(random() % 12), fractionDigits = int(random() % 12);
+        for (int d = 0; d < integerDigits; ++d)
+            number += char('0' + random() % 10);
+        if (integerDigits == 0 || random() % 3 != 0) {
+            number += integerDigits == 0 ? "0." : ".";
+            for (int d = 0; d < fractionDigits; ++d)
+                number += char('0' + random() % 10);
+        }
+        if (random() % 4 == 0)
+            number += "e" + std::to_string(int(random() % 60) - 30);
+        numbers.push_back(number);
+    }
+    for (const std::string& number : numbers) {
         double expected = 0;
-        std::from_chars(number, number + std::strlen(number), expected);
-        const auto pairs = pairsOf(std::string("x: ") + number);
+        std::from_chars(number.data(), number.data() + number.size(), expected);
+        const auto pairs = pairsOf("name: " + number);
         ASSERT_EQ(pairs.size(), 1u) << number;
-        EXPECT_EQ(pairs[0].second, expected) << number;
+        ASSERT_EQ(pairs[0].second, expected) << number;
     }
 
     textrecord::Segment bar;
