@@ -398,9 +398,75 @@ public:
 
     void run()
     {
+        m_out.indented = !m_text.empty() && (m_text.front() == ' ' || m_text.front() == '\t');
+        if (!progressBar())
+            scan(0, m_text.size());
+    }
+
+private:
+    // A tqdm progress bar ("Epoch 3:  45%|####5     | 450/1000 [00:10<00:12, 4.50it/s, loss=1.2]"):
+    // its count and total read straight away, and only what can hold pairs tokenized (the text
+    // before the percentage, the postfix after the rate, anything after the bracket). A log of
+    // progress-bar redraws is mostly those bars. False when the piece is no such bar.
+    bool progressBar()
+    {
         const std::string_view s = m_text;
-        m_out.indented = !s.empty() && (s.front() == ' ' || s.front() == '\t');
-        size_t i = 0;
+        const size_t percent = s.find("%|");
+        if (percent == std::string_view::npos)
+            return false;
+        const size_t barEnd = s.find('|', percent + 2);
+        if (barEnd == std::string_view::npos)
+            return false;
+        size_t at = barEnd + 1;
+        while (at < s.size() && s[at] == ' ')
+            ++at;
+        auto integer = [&](int64_t& value) {
+            const size_t start = at;
+            value = 0;
+            while (at < s.size() && isDigit(s[at]) && at - start < 15)
+                value = value * 10 + (s[at++] - '0');
+            return at > start && !(at < s.size() && isDigit(s[at]));
+        };
+        int64_t count = 0, total = 0;
+        if (!integer(count) || at >= s.size() || s[at] != '/')
+            return false;
+        ++at;
+        if (!integer(total))
+            return false;
+        while (at < s.size() && s[at] == ' ')
+            ++at;
+        if (at >= s.size() || s[at] != '[' || count > records::kLargestStep)
+            return false;
+        const size_t open = at;
+        const size_t close = s.find(']', open);
+        if (close == std::string_view::npos)
+            return false;
+        size_t numberStart = percent;
+        while (numberStart > 0 && (isDigit(s[numberStart - 1]) || s[numberStart - 1] == '.'))
+            --numberStart;
+        m_out.barCount = count;
+        m_out.barTotal = total;
+        scan(0, numberStart);
+        // [elapsed<remaining, rate, postfix...]: the postfix follows the second comma.
+        size_t comma = s.find(',', open);
+        if (comma != std::string_view::npos && comma < close)
+            comma = s.find(',', comma + 1);
+        if (comma != std::string_view::npos && comma < close)
+            scan(comma + 1, close);
+        scan(close + 1, s.size());
+        return true;
+    }
+
+    // Tokenizes the text from `from` to `to` (pairs do not cross it).
+    void scan(size_t from, size_t to)
+    {
+        if (m_out.binary)
+            return;
+        clearName();
+        m_afterBinder = false;
+        m_bracketAfterName = false;
+        const std::string_view s = m_text.substr(0, to);
+        size_t i = from;
         while (i < s.size()) {
             const char c = s[i];
             const unsigned char kind = byteClass(c);
@@ -430,10 +496,12 @@ public:
                     end = close + 1;
             }
             // Four bytes a step while all four are token bytes (kTokenByte is 0), then one by one.
-            while (end + 4 <= s.size() &&
-                   (byteClass(s[end]) | byteClass(s[end + 1]) | byteClass(s[end + 2]) | byteClass(s[end + 3])) == 0)
+            const char* data = s.data();
+            const size_t size = s.size();
+            while (end + 4 <= size && (byteClass(data[end]) | byteClass(data[end + 1]) | byteClass(data[end + 2]) |
+                                       byteClass(data[end + 3])) == 0)
                 end += 4;
-            while (end < s.size() && byteClass(s[end]) == kTokenByte)
+            while (end < size && byteClass(data[end]) == kTokenByte)
                 ++end;
             // "2,430" and "1,234,567": thousands separators inside one number.
             if (isDigit(c) && end + 3 < s.size() + 0 && s[end] == ',' && allDigits(s.substr(i, end - i)) &&
@@ -452,7 +520,7 @@ public:
                     continue;
                 }
             }
-            const std::string_view raw = s.substr(i, end - i);
+            const std::string_view raw(s.data() + i, end - i);
             // A wrapper around a number: np.float64(0.1), tensor(0.1, device='cuda:0'), float(1).
             if (end < s.size() && s[end] == '(' && isNumberWrapper(raw)) {
                 size_t after = 0;
@@ -463,12 +531,11 @@ public:
             }
             token(raw, end);
             i = end;
-            if (m_out.pairs.size() >= kMostPairs)
+            if (m_full)
                 return;
         }
     }
 
-private:
     struct Span
     {
         size_t begin = 0, end = 0;
@@ -484,8 +551,10 @@ private:
 
     void emit(double value, bool absent)
     {
-        if (m_words > 0)
+        if (m_words > 0) {
             m_out.pairs.push_back(Pair{name(), value, absent});
+            m_full = m_out.pairs.size() >= kMostPairs;
+        }
         clearName();
         m_afterBinder = false;
     }
@@ -606,6 +675,7 @@ private:
     size_t m_words = 0;
     bool m_afterBinder = false;
     bool m_bracketAfterName = false;
+    bool m_full = false; // kMostPairs read: the rest of the piece is not
 };
 
 } // namespace
