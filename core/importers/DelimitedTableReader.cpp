@@ -5,6 +5,7 @@
 #include "core/importers/TextPieces.h"
 
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <cmath>
 #include <limits>
@@ -72,6 +73,7 @@ public:
     void row(std::string_view text)
     {
         ++m_rows;
+        m_assembler.consumed(text.size() + 1);
         splitRow(text, m_delimiter, m_cells);
         if (m_header.empty()) {
             for (std::string_view cell : m_cells)
@@ -209,6 +211,9 @@ Result<ScalarLog> readDelimitedTable(const std::string& path)
     if (!delimiter)
         return Error{path + ": not a table: " + why};
     TableRecords records(delimiter);
+    std::error_code ec;
+    if (const uint64_t size = std::filesystem::file_size(path, ec); !ec)
+        records.assembler().expectBytes(size);
     TextPieces pieces([&](std::string_view row) { records.row(row); });
     if (Status read = feedFile(path, pieces); !read)
         return Error{read.error()};

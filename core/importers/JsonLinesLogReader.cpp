@@ -7,6 +7,7 @@
 #include "core/importers/TextRecords.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <cmath>
 #include <limits>
 
@@ -152,6 +153,7 @@ public:
     void line(std::string_view text)
     {
         ++m_lines;
+        m_assembler.consumed(text.size() + 1);
         std::string error;
         if (text.find_first_not_of(" \t") == std::string_view::npos)
             return;
@@ -269,6 +271,9 @@ SniffVerdict sniffJsonLinesLog(const FilePrefix& file)
 Result<ScalarLog> readJsonLinesLog(const std::string& path)
 {
     JsonLinesRecords records;
+    std::error_code ec;
+    if (const uint64_t size = std::filesystem::file_size(path, ec); !ec)
+        records.assembler().expectBytes(size);
     TextPieces pieces([&](std::string_view line) { records.line(line); });
     if (Status read = feedFile(path, pieces); !read)
         return Error{read.error()};

@@ -43,6 +43,12 @@ public:
     // under the group row above it ("rollout/").
     void piece(std::string_view text);
 
+    // The size of the whole input, when known: long series then grow once to what it will likely
+    // hold instead of doubling (pieces' bytes are counted as they come).
+    void expectBytes(uint64_t total) { m_expectedBytes = total; }
+    // Bytes of input read by a reader that takes its records itself (JSON lines, tables).
+    void consumed(uint64_t bytes) { m_bytes += bytes; }
+
     uint64_t pieces() const { return m_pieces; }
     uint64_t records() const { return m_records.size(); }
     uint64_t binaryPieces() const { return m_binaryPieces; }
@@ -109,6 +115,7 @@ private:
     std::vector<std::string> m_tableNames;
     std::string m_tableGroup;
     std::vector<std::string> m_spacedHeader; // the last line of words only: a spaced table's header
+    uint64_t m_bytes = 0, m_expectedBytes = 0;
     uint64_t m_pieces = 0, m_continued = 0, m_binaryPieces = 0, m_droppedNames = 0, m_singleValues = 0;
 };
 

@@ -5,6 +5,8 @@
 #include "core/importers/SkippedStepEvents.h"
 #include "core/importers/TextPieces.h"
 
+#include <filesystem>
+
 namespace nanscope {
 
 namespace {
@@ -65,6 +67,9 @@ Result<ScalarLog> readTextRecordText(const std::string& path, std::string_view t
 Result<ScalarLog> readTextRecordLog(const std::string& path)
 {
     RecordAssembler records;
+    std::error_code ec;
+    if (const uint64_t size = std::filesystem::file_size(path, ec); !ec)
+        records.expectBytes(size);
     TextPieces pieces([&](std::string_view piece) { records.piece(piece); });
     if (Status read = feedFile(path, pieces); !read)
         return Error{read.error()};

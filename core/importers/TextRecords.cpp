@@ -533,6 +533,26 @@ private:
             i = end;
             if (m_full)
                 return;
+            // "name:value", "name=value", "name: value": the number read right here, when it is a
+            // plain one that ends where its token does (the commonest pair of a log).
+            if (m_words > 0 && end + 1 < size && (data[end] == ':' || data[end] == '=')) {
+                size_t at = end + 1;
+                if (at < size && data[at] == ' ')
+                    ++at;
+                if (at < size && (isDigit(data[at]) || (data[at] == '-' && at + 1 < size && isDigit(data[at + 1])))) {
+                    double value = 0;
+                    const char* next = fastDecimal(data + at, data + size, value);
+                    const size_t after = next ? size_t(next - data) : 0;
+                    if (next && (after == size || byteClass(data[after]) == kSeparatorByte) &&
+                        !(after < size && data[after] == ',' && after + 1 < size && isDigit(data[after + 1]))) {
+                        separator(data[end]);
+                        emit(value, false);
+                        i = after;
+                        if (m_full)
+                            return;
+                    }
+                }
+            }
         }
     }
 
