@@ -4,13 +4,15 @@
 // progress-bar redraws), a verl console (one line of forty `/`-nested metrics a step, ANSI tags),
 // and detectron2-style JSON lines. For each, in a child process of its own (so that each reports
 // its own peak memory): reading the file's bytes in 1 MiB blocks (the baseline), then the reader
-// that sniffing picks, three times; the median is the figure.
+// that sniffing picks, then opening it as a run (openRun: the reader and the run's tables), each
+// three times; the medians are the figures.
 //
 //   bench_logs [FOLDER] [MEGABYTES]     (default: a temporary folder, 256 MB per log)
 
 #include "BenchTable.h"
 
 #include "core/importers/LogReaderRegistry.h"
+#include "core/open/OpenRun.h"
 
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -147,9 +149,22 @@ void measure(const char* shape, const std::string& path)
         for (const auto& [name, values] : log->series)
             points += values.size();
     }
+    // Opening it as a run: the reader and the run's tables (RunSourceBuilder), as the window and
+    // every command open it.
+    std::vector<double> opens;
+    for (int i = 0; i < kRepeats; ++i) {
+        const auto start = Clock::now();
+        auto run = openRun(path);
+        opens.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+        if (!run) {
+            std::printf("%s: %s\n", shape, run.error().c_str());
+            std::exit(1);
+        }
+    }
     struct rusage usage {};
     getrusage(RUSAGE_SELF, &usage);
-    const double readMs = median(reads), byteMs = median(baseline);
+    const double readMs = median(reads), byteMs = median(baseline), openMs = median(opens);
+    const double openRate = megabytes / (openMs / 1000);
     const double rate = megabytes / (readMs / 1000);
     std::printf("%s: %.0f MB read by %s in %.0f ms (%.0f MB/s; the bytes alone %.0f ms), %zu series, %llu values, "
                 "peak memory %.0f MiB\n",
@@ -158,6 +173,10 @@ void measure(const char* shape, const std::string& path)
     const std::string figure = std::string(shape) + ", " + bench::formatted("%.0f MB", megabytes);
     bench::tableRow("bench_logs", figure + ": read, MB/s on one core", bench::formatted("%.0f MB/s", rate),
                     bench::milliseconds(byteMs) + " reading its bytes", ">= 300 MB/s", rate >= 300);
+    std::printf("%s: opened as a run in %.0f ms (%.0f MB/s)\n", shape, openMs, openRate);
+    bench::tableRow("bench_logs", figure + ": opened as a run (openRun), MB/s on one core",
+                    bench::formatted("%.0f MB/s", openRate), bench::milliseconds(byteMs) + " reading its bytes",
+                    ">= 300 MB/s", openRate >= 300);
     bench::tableRow("bench_logs", figure + ": peak memory (" + std::to_string(points) + " values)",
                     bench::formatted("%.0f MiB", usage.ru_maxrss / 1024.0), "", "bounded by the series", std::nullopt);
 }

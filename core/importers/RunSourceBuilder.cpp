@@ -32,11 +32,19 @@ struct Candidate
 Candidate ordered(const std::string& logged, size_t logIndex, const std::vector<ScalarPoint>& points,
                   size_t& repeats)
 {
-    std::vector<ScalarPoint> sorted = points;
-    std::stable_sort(sorted.begin(), sorted.end(),
-                     [](const ScalarPoint& a, const ScalarPoint& b) { return a.step < b.step; });
+    const auto byStep = [](const ScalarPoint& a, const ScalarPoint& b) { return a.step < b.step; };
+    // Most logs are in step order already: sorted only when they are not (no copy, no n log n).
+    std::vector<ScalarPoint> sortedCopy;
+    const std::vector<ScalarPoint>* sorted = &points;
+    if (!std::is_sorted(points.begin(), points.end(), byStep)) {
+        sortedCopy = points;
+        std::stable_sort(sortedCopy.begin(), sortedCopy.end(), byStep);
+        sorted = &sortedCopy;
+    }
     Candidate c{canonicalScalarName(logged), logged, logIndex, {}, {}};
-    for (const ScalarPoint& p : sorted) {
+    c.steps.reserve(sorted->size());
+    c.values.reserve(sorted->size());
+    for (const ScalarPoint& p : *sorted) {
         if (!c.steps.empty() && c.steps.back() == p.step) {
             c.values.back() = p.value;
             ++repeats;
@@ -241,7 +249,7 @@ Result<std::unique_ptr<MemoryRunSource>> RunSourceBuilder::build()
     for (const auto& [steps, names] : byRate) {
         std::map<std::string, std::vector<double>> series;
         for (const std::string& name : names)
-            series[name] = chosen[name].values;
+            series[name] = std::move(chosen[name].values); // chosen is not read after this
         memory->addSeriesTable(tableNameFor(steps, names), steps, std::move(series));
     }
     if (!events.empty()) {
