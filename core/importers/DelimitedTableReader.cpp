@@ -5,7 +5,6 @@
 #include "core/importers/TextPieces.h"
 
 #include <charconv>
-#include <filesystem>
 #include <fstream>
 #include <cmath>
 #include <limits>
@@ -211,9 +210,7 @@ Result<ScalarLog> readDelimitedTable(const std::string& path)
     if (!delimiter)
         return Error{path + ": not a table: " + why};
     TableRecords records(delimiter);
-    std::error_code ec;
-    if (const uint64_t size = std::filesystem::file_size(path, ec); !ec)
-        records.assembler().expectBytes(size);
+    records.assembler().expectBytesOf(path);
     TextPieces pieces([&](std::string_view row) { records.row(row); });
     if (Status read = feedFile(path, pieces); !read)
         return Error{read.error()};

@@ -7,7 +7,6 @@
 #include "core/importers/TextRecords.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <cmath>
 #include <limits>
 
@@ -271,9 +270,7 @@ SniffVerdict sniffJsonLinesLog(const FilePrefix& file)
 Result<ScalarLog> readJsonLinesLog(const std::string& path)
 {
     JsonLinesRecords records;
-    std::error_code ec;
-    if (const uint64_t size = std::filesystem::file_size(path, ec); !ec)
-        records.assembler().expectBytes(size);
+    records.assembler().expectBytesOf(path);
     TextPieces pieces([&](std::string_view line) { records.line(line); });
     if (Status read = feedFile(path, pieces); !read)
         return Error{read.error()};

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <climits>
 #include <cmath>
 #include <functional>
@@ -40,6 +41,13 @@ bool sameValue(double a, double b)
 }
 
 } // namespace
+
+void RecordAssembler::expectBytesOf(const std::string& path)
+{
+    std::error_code ec;
+    if (const uint64_t size = std::filesystem::file_size(path, ec); !ec)
+        m_expectedBytes = size;
+}
 
 void RecordAssembler::piece(std::string_view text)
 {

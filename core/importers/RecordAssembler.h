@@ -46,6 +46,8 @@ public:
     // The size of the whole input, when known: long series then grow once to what it will likely
     // hold instead of doubling (pieces' bytes are counted as they come).
     void expectBytes(uint64_t total) { m_expectedBytes = total; }
+    // The same, from the size of the file at `path` (nothing when it has none).
+    void expectBytesOf(const std::string& path);
     // Bytes of input read by a reader that takes its records itself (JSON lines, tables).
     void consumed(uint64_t bytes) { m_bytes += bytes; }
 

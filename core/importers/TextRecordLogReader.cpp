@@ -5,7 +5,6 @@
 #include "core/importers/SkippedStepEvents.h"
 #include "core/importers/TextPieces.h"
 
-#include <filesystem>
 
 namespace nanscope {
 
@@ -67,9 +66,7 @@ Result<ScalarLog> readTextRecordText(const std::string& path, std::string_view t
 Result<ScalarLog> readTextRecordLog(const std::string& path)
 {
     RecordAssembler records;
-    std::error_code ec;
-    if (const uint64_t size = std::filesystem::file_size(path, ec); !ec)
-        records.expectBytes(size);
+    records.expectBytesOf(path);
     TextPieces pieces([&](std::string_view piece) { records.piece(piece); });
     if (Status read = feedFile(path, pieces); !read)
         return Error{read.error()};
