@@ -20,6 +20,7 @@ constexpr size_t kMostTablePairs = 4096;
 constexpr size_t kMostSpacedColumns = 64;
 constexpr uint64_t kLeastManyValuedRecords = 5;
 constexpr size_t kLeastPointsToForesee = 4096;
+constexpr uint32_t kMostStepNamesARecord = 8;
 
 // "-------------", "+-----+-----+", "=====": a table's rule.
 bool isRule(std::string_view text)
@@ -193,7 +194,8 @@ void RecordAssembler::take(const textrecord::Segment& record, double wallTime)
         if (slot.epoch && std::isnan(placed.epoch) && std::isfinite(p.value))
             placed.epoch = p.value;
         int64_t raw = 0;
-        if (slot.stepRank < 0 || !records::asStep(p.value, raw))
+        // A few step names a record at most: a line of thousands of "step=1" is not thousands of steps.
+        if (slot.stepRank < 0 || placed.candidates >= kMostStepNamesARecord || !records::asStep(p.value, raw))
             continue;
         m_candidates.emplace_back(uint32_t(m_pairSlots[i]), raw);
         ++placed.candidates;
