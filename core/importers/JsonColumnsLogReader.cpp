@@ -14,7 +14,7 @@ namespace nanscope {
 
 namespace {
 
-constexpr uint64_t kMostBytes = uint64_t(64) << 20;
+constexpr uint64_t kMostBytes = uint64_t(16) << 20; // a document tree takes several times the text
 constexpr int kDeepest = 4;
 constexpr unsigned kParseFlags = rapidjson::kParseNanAndInfFlag | rapidjson::kParseIterativeFlag;
 

@@ -7,7 +7,7 @@
 // step is an array named as a step or an epoch ("epochs", "step") when its values are integers,
 // else the position. NaN, Infinity and -Infinity are data; null is a value not logged. Arrays of
 // another length than the most common one are left out with a note. The file is read whole (a
-// history of this shape is small): at most 64 MiB.
+// history of this shape is small): at most 16 MiB.
 
 #include "core/Result.h"
 #include "core/importers/LogReaderRegistry.h"
