@@ -3,6 +3,7 @@
 #include "core/importers/RecordAssembler.h"
 #include "core/importers/SkippedStepEvents.h"
 #include "core/importers/TextPieces.h"
+#include "core/importers/TextRecords.h"
 
 #include <charconv>
 #include <fstream>
@@ -41,6 +42,8 @@ void splitRow(std::string_view row, char delimiter, std::vector<std::string_view
 
 enum class Cell { Empty, Number, Text };
 
+// A cell's number through the one number reader of the text logs (textrecord::readNumber: NaN,
+// Inf and their spellings included), whole or not at all.
 Cell readCell(std::string_view cell, double& value)
 {
     if (cell.empty())
@@ -48,14 +51,8 @@ Cell readCell(std::string_view cell, double& value)
     std::string_view t = cell;
     if (t.front() == '+')
         t.remove_prefix(1);
-    const auto [end, error] = std::from_chars(t.data(), t.data() + t.size(), value);
-    if (error == std::errc() && end == t.data() + t.size())
+    if (!t.empty() && textrecord::readNumber(t.data(), t.data() + t.size(), value) == t.data() + t.size())
         return Cell::Number;
-    // from_chars reads "nan", "inf" and "infinity" in any case; the rest of the spellings:
-    if (t == "NaN" || t == "-nan" || t == "-NaN") {
-        value = std::numeric_limits<double>::quiet_NaN();
-        return Cell::Number;
-    }
     if (t == "None" || t == "null" || t == "NULL")
         return Cell::Empty;
     return Cell::Text;

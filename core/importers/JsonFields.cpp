@@ -1,12 +1,14 @@
 #include "core/importers/JsonFields.h"
 
 #include "core/RapidJsonErrors.h"
+#include "core/importers/TextRecords.h"
 
 #include <rapidjson/memorystream.h>
 #include <rapidjson/reader.h>
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <unordered_map>
 
 namespace nanscope::json {
@@ -311,6 +313,109 @@ bool readFlattenedObjectFields(std::string_view text, std::vector<JsonField>& fi
         return false;
     keepLastOfEachKey(fields);
     return true;
+}
+
+bool readPlainObjectFields(std::string_view text, std::vector<JsonFieldView>& fields)
+{
+    fields.clear();
+    const char* p = text.data();
+    const char* end = p + text.size();
+    auto spaces = [&] {
+        while (p < end && (*p == ' ' || *p == '\t' || *p == '\r'))
+            ++p;
+    };
+    auto quoted = [&](std::string_view& out) {
+        const char* start = ++p; // past the opening quote
+        while (p < end && *p != '"') {
+            if (*p == '\\' || static_cast<unsigned char>(*p) < 0x20)
+                return false;
+            ++p;
+        }
+        if (p == end)
+            return false;
+        out = std::string_view(start, size_t(p - start));
+        ++p;
+        return true;
+    };
+    auto word = [&](std::string_view w) {
+        if (size_t(end - p) < w.size() || std::string_view(p, w.size()) != w)
+            return false;
+        p += w.size();
+        return true;
+    };
+    spaces();
+    if (p == end || *p != '{')
+        return false;
+    ++p;
+    spaces();
+    if (p < end && *p == '}') {
+        ++p;
+    } else {
+        for (;;) {
+            spaces();
+            JsonFieldView field;
+            if (p == end || *p != '"' || !quoted(field.key))
+                return false;
+            spaces();
+            if (p == end || *p != ':')
+                return false;
+            ++p;
+            spaces();
+            if (p == end)
+                return false;
+            const char c = *p;
+            if (c == '"') {
+                field.kind = JsonField::Kind::Text;
+                if (!quoted(field.text))
+                    return false;
+            } else if (c == 'n') {
+                if (!word("null"))
+                    return false;
+            } else if (c == 't' || c == 'f') {
+                if (!word(c == 't' ? "true" : "false"))
+                    return false;
+                field.kind = JsonField::Kind::Bool;
+            } else if (c == 'N' || c == 'I' || (c == '-' && p + 1 < end && p[1] == 'I')) {
+                const bool negative = c == '-';
+                if (negative)
+                    ++p;
+                field.kind = JsonField::Kind::Number;
+                if (word("NaN"))
+                    field.number = std::numeric_limits<double>::quiet_NaN();
+                else if (word("Infinity"))
+                    field.number = negative ? -std::numeric_limits<double>::infinity()
+                                            : std::numeric_limits<double>::infinity();
+                else
+                    return false;
+            } else if (c == '-' || (c >= '0' && c <= '9')) {
+                // JSON's numbers: no leading zero before another digit, no '+', no bare '.'.
+                const char* digit = c == '-' ? p + 1 : p;
+                if (digit == end || !(*digit >= '0' && *digit <= '9') ||
+                    (*digit == '0' && digit + 1 < end && digit[1] >= '0' && digit[1] <= '9'))
+                    return false;
+                const char* next = textrecord::readNumber(p, end, field.number);
+                if (!next)
+                    return false;
+                p = next;
+                field.kind = JsonField::Kind::Number;
+            } else {
+                return false; // an object or a list inside: RapidJSON reads them
+            }
+            fields.push_back(field);
+            spaces();
+            if (p < end && *p == ',') {
+                ++p;
+                continue;
+            }
+            if (p < end && *p == '}') {
+                ++p;
+                break;
+            }
+            return false;
+        }
+    }
+    spaces();
+    return p == end;
 }
 
 bool readLeadingObjectFields(std::string_view text, std::vector<JsonField>& fields, size_t& end)

@@ -4,7 +4,6 @@
 #include "core/importers/RecordAssembler.h"
 #include "core/importers/SkippedStepEvents.h"
 #include "core/importers/TextPieces.h"
-#include "core/importers/TextRecords.h"
 
 #include <algorithm>
 #include <cmath>
@@ -19,131 +18,15 @@ using json::JsonField;
 constexpr const char* kKind = "JSON lines";
 constexpr int kSniffLines = 20;
 
-// One field of a line's object, its key and text viewed in the line (the fast path) or in the
-// fields RapidJSON decoded.
-struct FlatField
-{
-    std::string_view key;
-    JsonField::Kind kind = JsonField::Kind::Null;
-    double number = 0;
-    std::string_view text;
-};
-
 // The word of an object that says which phase wrote it: "val", "test", "eval"; empty for training.
-std::string_view phaseOf(const std::vector<FlatField>& fields)
+std::string_view phaseOf(const std::vector<json::JsonFieldView>& fields)
 {
     for (std::string_view key : {std::string_view("mode"), std::string_view("phase"), std::string_view("split")})
-        for (const FlatField& f : fields)
+        for (const json::JsonFieldView& f : fields)
             if (f.key == key && f.kind == JsonField::Kind::Text && !f.text.empty() && f.text.size() < 32 &&
                 f.text != "train" && f.text != "training")
                 return f.text;
     return {};
-}
-
-// The common line of a JSON-lines log read without a parser: one object of plain keys and of
-// numbers, NaN/Infinity, null, true/false and strings without escapes. False for anything else
-// (an escape, a nested object or list, damage), which RapidJSON then reads and judges.
-bool readFlatObject(std::string_view text, std::vector<FlatField>& fields)
-{
-    fields.clear();
-    const char* p = text.data();
-    const char* end = p + text.size();
-    auto spaces = [&] {
-        while (p < end && (*p == ' ' || *p == '\t' || *p == '\r'))
-            ++p;
-    };
-    auto quoted = [&](std::string_view& out) {
-        const char* start = ++p; // past the opening quote
-        while (p < end && *p != '"') {
-            if (*p == '\\' || static_cast<unsigned char>(*p) < 0x20)
-                return false;
-            ++p;
-        }
-        if (p == end)
-            return false;
-        out = std::string_view(start, size_t(p - start));
-        ++p;
-        return true;
-    };
-    auto word = [&](std::string_view w) {
-        if (size_t(end - p) < w.size() || std::string_view(p, w.size()) != w)
-            return false;
-        p += w.size();
-        return true;
-    };
-    spaces();
-    if (p == end || *p != '{')
-        return false;
-    ++p;
-    spaces();
-    if (p < end && *p == '}') {
-        ++p;
-    } else {
-        for (;;) {
-            spaces();
-            FlatField field;
-            if (p == end || *p != '"' || !quoted(field.key))
-                return false;
-            spaces();
-            if (p == end || *p != ':')
-                return false;
-            ++p;
-            spaces();
-            if (p == end)
-                return false;
-            const char c = *p;
-            if (c == '"') {
-                field.kind = JsonField::Kind::Text;
-                if (!quoted(field.text))
-                    return false;
-            } else if (c == 'n') {
-                if (!word("null"))
-                    return false;
-            } else if (c == 't' || c == 'f') {
-                if (!word(c == 't' ? "true" : "false"))
-                    return false;
-                field.kind = JsonField::Kind::Bool;
-            } else if (c == 'N' || c == 'I' || (c == '-' && p + 1 < end && p[1] == 'I')) {
-                const bool negative = c == '-';
-                if (negative)
-                    ++p;
-                field.kind = JsonField::Kind::Number;
-                if (word("NaN"))
-                    field.number = std::numeric_limits<double>::quiet_NaN();
-                else if (word("Infinity"))
-                    field.number = negative ? -std::numeric_limits<double>::infinity()
-                                            : std::numeric_limits<double>::infinity();
-                else
-                    return false;
-            } else if (c == '-' || (c >= '0' && c <= '9')) {
-                // JSON's numbers: no leading zero before another digit, no '+', no bare '.'.
-                const char* digit = c == '-' ? p + 1 : p;
-                if (digit == end || !(*digit >= '0' && *digit <= '9') ||
-                    (*digit == '0' && digit + 1 < end && digit[1] >= '0' && digit[1] <= '9'))
-                    return false;
-                const char* next = textrecord::readNumber(p, end, field.number);
-                if (!next)
-                    return false;
-                p = next;
-                field.kind = JsonField::Kind::Number;
-            } else {
-                return false; // an object or a list inside: RapidJSON reads them
-            }
-            fields.push_back(field);
-            spaces();
-            if (p < end && *p == ',') {
-                ++p;
-                continue;
-            }
-            if (p < end && *p == '}') {
-                ++p;
-                break;
-            }
-            return false;
-        }
-    }
-    spaces();
-    return p == end;
 }
 
 class JsonLinesRecords
@@ -156,7 +39,7 @@ public:
         std::string error;
         if (text.find_first_not_of(" \t") == std::string_view::npos)
             return;
-        if (!readFlatObject(text, m_flat)) {
+        if (!json::readPlainObjectFields(text, m_flat)) {
             if (!json::readFlattenedObjectFields(text, m_fields, error)) {
                 if (m_notObjects++ == 0)
                     m_firstProblem = "line " + std::to_string(m_lines) + ": " + error;
@@ -164,7 +47,7 @@ public:
             }
             m_flat.clear();
             for (const JsonField& f : m_fields)
-                m_flat.push_back(FlatField{f.key, f.kind, f.number, f.text});
+                m_flat.push_back(json::JsonFieldView{f.key, f.kind, f.number, f.text});
         }
         ++m_objects;
         m_record.pairs.clear();
@@ -172,7 +55,7 @@ public:
         m_prefixed.clear();
         m_prefixed.reserve(m_flat.size());
         double wallTime = std::numeric_limits<double>::quiet_NaN();
-        for (const FlatField& f : m_flat) {
+        for (const json::JsonFieldView& f : m_flat) {
             if (f.key.empty())
                 continue;
             if (f.key == "_timestamp" && f.kind == JsonField::Kind::Number) {
@@ -217,7 +100,7 @@ private:
     RecordAssembler m_assembler;
     textrecord::Segment m_record;
     std::vector<JsonField> m_fields;
-    std::vector<FlatField> m_flat;
+    std::vector<json::JsonFieldView> m_flat;
     std::vector<std::string> m_prefixed;
     uint64_t m_lines = 0, m_objects = 0, m_notObjects = 0, m_notNumbers = 0;
     std::string m_firstProblem;

@@ -4,6 +4,7 @@
 #include "core/importers/JsonColumnsLogReader.h"
 #include "core/importers/JsonLinesLogReader.h"
 #include "core/importers/MetricsCsvReader.h"
+#include "core/importers/ScalarNames.h"
 #include "core/importers/StepTextLogReader.h"
 #include "core/importers/TensorBoardReader.h"
 #include "core/importers/TextRecordLogReader.h"
@@ -90,12 +91,6 @@ const std::vector<LogReader> kReaders = {
     {"step-lines", "training log (step lines)", sniffStepLines, readStepTextLog},
     {"text-records", "text log (records of named values)", sniffTextRecordLog, readTextRecordLog},
 };
-
-std::string lowered(std::string text)
-{
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    return text;
-}
 
 } // namespace
 

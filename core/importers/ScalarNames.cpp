@@ -8,12 +8,6 @@ namespace nanscope {
 
 namespace {
 
-std::string lowered(std::string text)
-{
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    return text;
-}
-
 // Logged name (lower case) -> run-format name. Epoch-level averages (`train_loss_epoch`) are not
 // listed: they are one value per epoch, not the per-step loss, and keep their own name.
 const std::map<std::string, std::string>& knownNames()
@@ -61,6 +55,12 @@ const std::map<std::string, std::string>& knownNames()
 }
 
 } // namespace
+
+std::string lowered(std::string text)
+{
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    return text;
+}
 
 std::string canonicalScalarName(const std::string& logged)
 {

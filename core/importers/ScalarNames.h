@@ -12,6 +12,9 @@ namespace nanscope {
 // when it is none of them.
 std::string canonicalScalarName(const std::string& logged);
 
+// `text` in lower case (ASCII): names are matched case-blind.
+std::string lowered(std::string text);
+
 // True for the names the run format defines, which the views and the scan read by name.
 bool isKnownScalarName(const std::string& canonical);
 

@@ -9,7 +9,7 @@
 //
 // A W&B run folder (wandb/run-<date>-<id>/): the W&B SDK before 0.10 wrote files/wandb-history.jsonl,
 // one JSON object per logged step with "_step", "_timestamp" and the metrics; later SDKs keep the
-// history only in the binary run-<id>.wandb record file, which nanscope does not read (the
+// history only in the binary run-<id>.wandb record file, which WandbRecordReader reads (the
 // folder's files/output.log, the script's stdout, is read by the text log readers).
 //
 // tests/source/TrackerFolderReaderTest.cpp cites the real folders these shapes come from.

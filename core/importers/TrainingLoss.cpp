@@ -1,5 +1,7 @@
 #include "core/importers/TrainingLoss.h"
 
+#include "core/importers/ScalarNames.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -7,12 +9,6 @@
 namespace nanscope {
 
 namespace {
-
-std::string lowered(std::string text)
-{
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    return text;
-}
 
 bool startsWith(const std::string& text, const char* prefix)
 {

@@ -8,6 +8,10 @@ namespace nanscope {
 
 int64_t incidentEndStep(const Incident& incident)
 {
+    // A burst of non-finite steps the training recovered from ends at its last one; its
+    // nonfiniteStep is its first.
+    if (incident.kind == IncidentKind::NonfiniteLoss)
+        return std::max(incident.onsetStep, incident.evidence.windowEndStep);
     if (incident.nonfiniteStep)
         return *incident.nonfiniteStep;
     return std::max(incident.onsetStep, incident.evidence.windowEndStep);

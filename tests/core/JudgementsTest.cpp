@@ -90,6 +90,18 @@ TEST(IncidentExtent, EndsAtTheEvidenceWindowWithoutANonfiniteStep)
     EXPECT_EQ(range.last, 150.0);
 }
 
+// A recovered burst says its first non-finite step, and still spans to its last (the view and the
+// spike-aftermath rule read its end).
+TEST(IncidentExtent, ANonfiniteBurstEndsAtItsLastStepThoughItSaysItsFirst)
+{
+    Incident incident;
+    incident.kind = IncidentKind::NonfiniteLoss;
+    incident.onsetStep = 100;
+    incident.nonfiniteStep = 100;
+    incident.evidence.windowEndStep = 104;
+    EXPECT_EQ(incidentEndStep(incident), 104);
+}
+
 TEST(ReplayableSteps, OnlyStepsWithBothACheckpointAndABatch)
 {
     RunInfo info;
