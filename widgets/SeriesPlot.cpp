@@ -175,6 +175,10 @@ void SeriesPlot::setSeries(const std::vector<int64_t>& steps, const std::vector<
 {
     m_steps = steps;
     m_data = values;
+    // A series below zero (a negative log-likelihood, a policy-gradient loss) cannot be drawn on a
+    // log axis: it would show an empty plot. The log box stays for the user to tick again.
+    if (m_logScale && std::any_of(values.begin(), values.end(), [](double v) { return std::isfinite(v) && v < 0; }))
+        setLogScale(false);
     applyData();
 }
 

@@ -28,6 +28,19 @@ TEST(SeriesPlot, NonFiniteValuesGetMarkersInsteadOfVanishing)
     EXPECT_EQ(plot.nanCount(), 2);
 }
 
+// A loss below zero (Keras' history.json of tests/data/logs, a negative log-likelihood) on the
+// log axis the loss plot starts with would be an empty plot.
+TEST(SeriesPlot, ASeriesBelowZeroIsDrawnOnALinearAxis)
+{
+    SeriesPlot plot("loss");
+    plot.setLogScale(true);
+    plot.setSeries({0, 1, 2}, {0.5, 0.25, 0.125});
+    EXPECT_TRUE(plot.logScale());
+    plot.setSeries({0, 1, 2, 3}, {-3863464.0, -3942532.75, -3938984.25, std::nan("")});
+    EXPECT_FALSE(plot.logScale());
+    EXPECT_EQ(plot.plot()->yAxis->scaleType(), QCPAxis::stLinear);
+}
+
 TEST(SeriesPlot, ConstantSeriesGetsAReadableBandAroundItsValue)
 {
     SeriesPlot plot("learning rate");
