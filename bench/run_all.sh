@@ -51,6 +51,7 @@ run() {
 }
 
 total_start=$SECONDS
+run bench_startup "$work/startup"
 run bench_scan "$work/scan"
 run bench_run_reader "$work/run-reader"
 run bench_sources "$work/sources"

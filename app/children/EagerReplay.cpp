@@ -4,7 +4,7 @@
 
 #include "core/replay/ReplayJudgement.h"
 #include "core/run/RunFormat.h"
-#include "core/torch/Replay.h"
+#include "core/replay/ReplayOptions.h"
 
 #include <QDir>
 #include <QFileInfo>

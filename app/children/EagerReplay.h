@@ -7,7 +7,7 @@
 
 #include "core/replay/ReplayTrace.h"
 #include "core/Result.h"
-#include "core/torch/Replay.h"
+#include "core/replay/ReplayOptions.h"
 
 #include <QString>
 #include <QStringList>

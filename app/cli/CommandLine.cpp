@@ -3,6 +3,7 @@
 #include <exception>
 #include <new>
 #include "app/cli/CliSupport.h"
+#include "app/cli/LibTorchProgram.h"
 #include "app/cli/Subcommands.h"
 
 #include <QTextStream>
@@ -14,28 +15,42 @@ namespace nanscope::cli {
 
 namespace {
 
+LibTorchCommands& providedLibTorchCommands()
+{
+    static LibTorchCommands commands;
+    return commands;
+}
+
+bool always(const QStringList&)
+{
+    return true;
+}
+
 struct Subcommand
 {
     const char* name;
     const char* summary;
-    std::function<int(const QStringList&)> run;
+    std::function<int(const QStringList&)> run; // empty: this program hands it to nanscope-torch
+    // Whether these arguments make the command run LibTorch; null: never.
+    bool (*needsLibTorch)(const QStringList& commandArguments) = nullptr;
 };
 
-const std::vector<Subcommand>& subcommands()
+std::vector<Subcommand> subcommands()
 {
-    static const std::vector<Subcommand> commands{
+    const LibTorchCommands& torch = providedLibTorchCommands();
+    auto orHandOver = [](CommandFunction f) { return f ? std::function<int(const QStringList&)>(f) : nullptr; };
+    return {
         {"info", "what a run directory holds", runInfo},
-        {"demo", "train small models and write the demo runs", runDemo},
+        {"demo", "train small models and write the demo runs", orHandOver(torch.demo), always},
         {"scan", "find and classify incidents", runScan},
-        {"replay", "re-run a saved batch through a saved checkpoint, op by op", runReplay},
+        {"replay", "re-run a saved batch through a saved checkpoint, op by op", orHandOver(torch.replay), always},
         {"triage", "is an incident the data, the model's state, or both? replays around a step", runTriage},
         {"report", "write the incident report (.html, .pdf, .md, .json)", runReport},
-        {"stats", "tensor health of a checkpoint (torch.save, TorchScript, safetensors)", runStats},
+        {"stats", "tensor health of a checkpoint (torch.save, TorchScript, safetensors)", runStats, statsNeedsLibTorch},
         {"diff", "compare two checkpoints: relative updates, new NaN/Inf", runDiff},
         {"compare", "compare runs: where they diverge, how their incidents differ", runCompare},
         {"import", "write a run directory from Trainer, Lightning, TensorBoard or DeepSpeed logs", runImport},
     };
-    return commands;
 }
 
 void printUsage(QTextStream& stream)
@@ -52,6 +67,11 @@ void printUsage(QTextStream& stream)
 }
 
 } // namespace
+
+void provideLibTorchCommands(const LibTorchCommands& commands)
+{
+    providedLibTorchCommands() = commands;
+}
 
 bool isSubcommand(const QString& word)
 {
@@ -77,6 +97,10 @@ int run(const QStringList& arguments)
     }
     for (const auto& c : subcommands()) {
         if (command == c.name) {
+            // Only nanscope-torch provides the commands; in it, every command runs here.
+            const bool inLibTorchProgram = providedLibTorchCommands().replay != nullptr;
+            if (!inLibTorchProgram && c.needsLibTorch && c.needsLibTorch(arguments.mid(2)))
+                return runInLibTorchProgram(arguments);
             QStringList rest = arguments.mid(2);
             rest.prepend(QString("nanscope %1").arg(c.name));
             // The last line of defence: a command that throws reports it and exits with the

@@ -4,7 +4,7 @@
 // read back by the replay pane and the report. Encoder and decoder side by side, so that every
 // figure written (absmax included) is read, and shapes are written one way.
 
-#include "core/torch/Replay.h"
+#include "core/replay/ReplayOptions.h"
 #include "widgets/ViewData.h"
 
 #include <QByteArray>

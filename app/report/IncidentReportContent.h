@@ -10,7 +10,7 @@
 #include "core/compare/RunComparison.h"
 #include "core/run/RunSource.h"
 #include "core/scan/Incident.h"
-#include "core/torch/Replay.h"
+#include "core/replay/ReplayOptions.h"
 #include "widgets/ViewData.h"
 
 #include <QByteArray>

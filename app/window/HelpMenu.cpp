@@ -3,7 +3,7 @@
 #include "app/children/ChildProgram.h"
 
 #include "core/run/Hdf5Handle.h"
-#include "core/torch/Replay.h"
+#include "core/replay/ReplayOptions.h"
 #include "widgets/SeriesPlot.h"
 
 #include <QAction>

@@ -297,3 +297,10 @@ def forward(self, x):
     ASSERT_TRUE(linear->grad && linear->grad->min);
     EXPECT_EQ(*linear->grad->min, 0.0) << "the ReLU passes none back where the linear's output was negative";
 }
+
+// Reports and Help > About name the LibTorch of the replays without loading it (the window's
+// program never does): the version the build recorded must be the one nanscope-torch links.
+TEST(Replay, TheLibTorchVersionSaidWithoutLoadingItIsTheOneLinked)
+{
+    EXPECT_EQ(nanscope::libtorchVersion(), TORCH_VERSION);
+}

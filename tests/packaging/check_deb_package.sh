@@ -83,6 +83,7 @@ done
 contents=$(dpkg-deb --contents "$deb")
 paths=$(awk '{print $6}' <<<"$contents")
 for path in ./usr/bin/nanscope \
+            ./usr/bin/nanscope-torch \
             ./usr/share/applications/nanscope.desktop \
             ./usr/share/icons/hicolor/scalable/apps/nanscope.svg \
             ./usr/share/mime/packages/nanscope.xml \
@@ -100,6 +101,7 @@ grep -q '__pycache__\|\.pyc$' <<<"$paths" && fail "the package carries Python by
 not_root=$(awk '$2 != "root/root" {print $6}' <<<"$contents")
 [[ -z $not_root ]] || fail "files not owned by root: $not_root"
 grep -E ' \./usr/bin/nanscope$' <<<"$contents" | grep -q '^-rwxr-xr-x' || fail "usr/bin/nanscope is not mode 0755"
+grep -E ' \./usr/bin/nanscope-torch$' <<<"$contents" | grep -q '^-rwxr-xr-x' || fail "usr/bin/nanscope-torch is not mode 0755"
 
 root="$work/unpacked"
 dpkg-deb --extract "$deb" "$root"
@@ -109,6 +111,10 @@ runpath=$(readelf -d "$root/usr/bin/nanscope" 2>/dev/null | grep -E 'RPATH|RUNPA
 [[ -z $runpath ]] || fail "the installed binary keeps a library path of the build: $runpath"
 said=$(env -u DISPLAY -u WAYLAND_DISPLAY "$root/usr/bin/nanscope" --version 2>&1)
 [[ $said == "nanscope $version" ]] || fail "the packaged 'nanscope --version' says '$said', not 'nanscope $version'"
+# nanscope never loads LibTorch; the installed nanscope-torch beside it runs the models (issue 54).
+readelf -d "$root/usr/bin/nanscope" | grep -qE '\[lib(torch|c10)' && fail "the packaged nanscope links LibTorch"
+usage=$(env -u DISPLAY -u WAYLAND_DISPLAY "$root/usr/bin/nanscope" replay --help 2>&1 | head -1)
+[[ $usage == "Usage: nanscope replay [options]"* ]] || fail "the packaged 'nanscope replay --help' (done by nanscope-torch) says '$usage'"
 
 # --- the desktop entry
 desktop="$root/usr/share/applications/nanscope.desktop"
