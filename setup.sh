@@ -18,7 +18,7 @@ case "$mode" in
 esac
 
 packages=(build-essential cmake ninja-build ccache pkg-config
-          qt6-base-dev qt6-svg-dev libqcustomplot-dev libhdf5-dev libtorch-dev zlib1g-dev
+          qt6-base-dev qt6-svg-dev libqcustomplot-dev libhdf5-dev zlib1g-dev
           libgtest-dev libgmock-dev python3 python3-torch python3-h5py python3-numpy
           poppler-utils fonts-dejavu-core libprotobuf-dev protobuf-compiler rapidjson-dev python3-venv python3-torchvision)
 # libFuzzer for clang 14 is in libclang-rt-14-dev (libclang_rt.fuzzer-x86_64.a).
@@ -33,6 +33,27 @@ if ((${#missing[@]})); then
   [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
   "${sudo_cmd[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# torch (its LibTorch is what nanscope-torch builds against) and the Python test libraries, pinned in
+# python/requirements.txt, in the project's own virtual environment. Debian's python3-torch (1.13)
+# stays: some tests replay archives an old torch wrote.
+if [ "$mode" != fuzz ]; then
+  venv=.venv
+  stamp="$venv/.nanscope-requirements"
+  if [ ! -x "$venv/bin/python" ]; then
+    echo "== creating $venv"
+    /usr/bin/python3 -m venv "$venv"
+  fi
+  if ! cmp -s python/requirements.txt "$stamp"; then
+    echo "== installing python/requirements.txt into $venv (torch with its CUDA libraries: about 5 GB)"
+    "$venv/bin/pip" install --disable-pip-version-check -q -r python/requirements.txt
+    cp python/requirements.txt "$stamp"
+  fi
+  if ! "$venv/bin/python" -c "import torch" 2>/dev/null; then
+    echo "setup.sh: the torch of $venv does not import; remove $venv and run again" >&2
+    exit 1
+  fi
 fi
 
 # ccache keyed on paths relative to the checkout, so a second clone (CI) reuses the first's objects;
@@ -55,6 +76,13 @@ jobs=${NANSCOPE_JOBS:-$(nproc)}
 # them on a fresh machine).
 bench=OFF
 [ "$mode" = bench ] && bench=ON
+# A build folder configured against another LibTorch (Debian's 1.13, before torch came from the
+# pinned wheel) is configured again from scratch. (A LibTorch of one's own: run cmake yourself,
+# README "Build".)
+if [ -f "$build_dir/CMakeCache.txt" ] && ! grep -q "^Torch_DIR:PATH=$PWD/.venv/" "$build_dir/CMakeCache.txt"; then
+  echo "== $build_dir was configured against another LibTorch: configuring it again"
+  rm -f "$build_dir/CMakeCache.txt" "$build_dir/build.ninja"
+fi
 if [ ! -f "$build_dir/build.ninja" ]; then
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNANSCOPE_BUILD_BENCH=$bench
 elif [ "$(sed -n 's/^NANSCOPE_BUILD_BENCH:BOOL=//p' "$build_dir/CMakeCache.txt")" != "$bench" ]; then

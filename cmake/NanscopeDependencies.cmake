@@ -1,6 +1,5 @@
-# Every dependency comes from a distribution package (Debian 12) found with find_package.
-# An official LibTorch distribution (a CUDA build, say) is picked up through CMAKE_PREFIX_PATH
-# with no code change: core only uses the public C++ API.
+# Every C++ dependency comes from a distribution package (Debian 12) found with find_package, except
+# LibTorch, which comes from the pinned torch wheel (cmake/NanscopeTorch.cmake).
 
 find_program(CCACHE_PROGRAM ccache)
 if(CCACHE_PROGRAM)
@@ -11,7 +10,6 @@ endif()
 find_package(Qt6 REQUIRED COMPONENTS Core Gui Widgets PrintSupport Svg Concurrent Test)
 find_package(QCustomPlotQt6 REQUIRED)
 find_package(HDF5 REQUIRED COMPONENTS C)
-find_package(Torch REQUIRED)
 find_package(ZLIB REQUIRED) # CRC-32 of checkpoint archive entries
 # TensorBoard event records (core/importers): libprotobuf-dev and protobuf-compiler. CMake's own
 # FindProtobuf module finds them (Debian ships no protobuf CMake package) and gives
@@ -20,6 +18,9 @@ find_package(Protobuf REQUIRED)
 if(NOT Protobuf_PROTOC_EXECUTABLE)
   message(FATAL_ERROR "protoc not found: install protobuf-compiler (./setup.sh installs it)")
 endif()
+# After protobuf: the torch wheel's Caffe2Config defines protobuf::libprotobuf as an empty target
+# when none exists yet, and the readers of TensorBoard and W&B files would then link no protobuf.
+include(NanscopeTorch)
 # JSON of other tools' logs (core/importers/JsonFields): rapidjson-dev, header-only. Its CMake package
 # only names the include folder.
 find_package(RapidJSON REQUIRED)

@@ -35,11 +35,11 @@ set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${NANSCOPE_PACKAGE_MAINTAINER}")
 
-# Depends: dpkg-shlibdeps reads the libraries the binary links (Qt 6, QCustomPlot, LibTorch, HDF5,
+# Depends: dpkg-shlibdeps reads the libraries the binaries link (Qt 6, QCustomPlot, HDF5, protobuf,
 # zlib, the C++ runtime) and names their packages with the minimum versions the build needs.
-# libprotobuf32 is declared by hand: the TensorBoard reader links it; until that is merged LibTorch
-# already pulls it in, so the line costs nothing. (Once linked, dpkg-shlibdeps lists it again with a
-# version; dpkg accepts the repeat.)
+# libprotobuf32 is also declared by hand (dpkg accepts the repeat). LibTorch is not a dependency:
+# nanscope-torch runs with the torch wheel's, which Debian does not package, and `nanscope` finds it
+# when it hands a model over (app/cli/LibTorchProgram.h; README "Install").
 # Without dpkg-shlibdeps (package dpkg-dev) the list is the Debian 12 one written out.
 find_program(NANSCOPE_DPKG_SHLIBDEPS dpkg-shlibdeps)
 mark_as_advanced(NANSCOPE_DPKG_SHLIBDEPS)
@@ -49,7 +49,7 @@ if(NANSCOPE_DPKG_SHLIBDEPS)
 else()
   message(STATUS "dpkg-shlibdeps not found (package dpkg-dev): the .deb declares the Debian 12 dependencies as written in cmake/Packaging.cmake")
   set(CPACK_DEBIAN_PACKAGE_DEPENDS
-      "libc6, libgcc-s1, libstdc++6, libqt6core6, libqt6gui6, libqt6widgets6, libqt6svg6, libqcustomplot2.1-qt6, libtorch1.13, libhdf5-103-1, zlib1g, libprotobuf32")
+      "libc6, libgcc-s1, libstdc++6, libqt6core6, libqt6gui6, libqt6widgets6, libqt6svg6, libqcustomplot2.1-qt6, libhdf5-103-1, zlib1g, libprotobuf32")
 endif()
 # The recorder's imports; the binary itself runs without Python.
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3-torch, python3-h5py, python3-numpy")

@@ -1,5 +1,6 @@
 #include "app/ProgramMain.h"
 #include "app/cli/CommandLine.h"
+#include "app/cli/LibTorchProgram.h"
 #include "app/cli/Subcommands.h"
 
 #include "core/torch/TorchTensorStats.h"
@@ -9,6 +10,7 @@
 // in-process.
 int main(int argc, char** argv)
 {
+    nanscope::cli::restoreLibraryPathAfterHandover();
     nanscope::torchstats::installStatsBackend();
     nanscope::cli::provideLibTorchCommands({nanscope::cli::runReplay, nanscope::cli::runDemo});
     return nanscope::runProgram(argc, argv);

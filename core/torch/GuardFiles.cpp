@@ -3,6 +3,10 @@
 #include "core/run/CheckpointForm.h"
 #include "core/torch/Guard.h"
 
+#include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/serialization/export.h>
+#include <torch/csrc/jit/serialization/pickler.h>
+
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -59,6 +63,33 @@ void saveCheckpointFiles(const std::string& path, guardmodel::ModelAccess& model
         live[i]->copy_(current[i]);
 }
 
+namespace {
+
+// torch::pickle_save, without its type tags: it marks a dict that is not Dict[str, Tensor] with
+// torch.jit._pickle.restore_type_tag, a global that torch.load refuses under weights_only=True (the
+// default since torch 2.6), so a user's `torch.load(batch)` failed. The same zip archive (data.pkl
+// and data/<i> for each tensor) as torch.save writes, which torch.load reads with weights_only.
+std::vector<char> pickleWithoutTypeTags(const c10::IValue& value)
+{
+    std::vector<char> pickled;
+    torch::jit::Pickler pickler([&](const char* bytes, size_t size) { pickled.insert(pickled.end(), bytes, bytes + size); },
+                                nullptr, nullptr, nullptr, nullptr, /*tag_aggregates=*/false);
+    pickler.protocol();
+    pickler.pushIValue(value);
+    pickler.stop();
+    std::vector<char> archive;
+    caffe2::serialize::PyTorchStreamWriter writer([&](const void* bytes, size_t size) -> size_t {
+        const char* begin = static_cast<const char*>(bytes);
+        archive.insert(archive.end(), begin, begin + size);
+        return size;
+    });
+    torch::jit::writeArchiveAndTensors("data", pickled.data(), pickled.size(), pickler.tensorData(), writer);
+    writer.writeEndOfFile();
+    return archive;
+}
+
+} // namespace
+
 void saveBatchFile(const std::string& path, const torch::Tensor& inputs, const torch::Tensor& targets, int64_t step,
                    const std::string& lossName)
 {
@@ -69,7 +100,7 @@ void saveBatchFile(const std::string& path, const torch::Tensor& inputs, const t
     if (!lossName.empty())
         batch.insert("loss", lossName);
     batch.insert("step", step);
-    const std::vector<char> bytes = torch::pickle_save(c10::IValue(batch));
+    const std::vector<char> bytes = pickleWithoutTypeTags(c10::IValue(batch));
     saveAtomically(path, [&](const std::string& partial) {
         std::ofstream out(partial, std::ios::binary);
         out.write(bytes.data(), std::streamsize(bytes.size()));

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -27,12 +28,17 @@ bool rollbackKnows(torch::optim::Optimizer& optimizer);
 
 constexpr const char* kKnownOptimizers = "Adam, AdamW, SGD, RMSprop, Adagrad";
 
+// How an optimizer's state names a parameter: its TensorImpl's address as a string up to torch 2.x's
+// middle releases, the address itself since (ska::flat_hash_map<void*, ...>).
+using OptimizerStateKey =
+    std::decay_t<decltype(std::declval<torch::optim::Optimizer&>().state())>::key_type;
+
 // A good step's weights, buffers and optimizer state: what a rollback returns to.
 struct GoodState
 {
     int64_t step = -1;
     std::vector<torch::Tensor> parameters, buffers;
-    std::vector<std::pair<std::string, std::unique_ptr<torch::optim::OptimizerParamState>>> optimizer;
+    std::vector<std::pair<OptimizerStateKey, std::unique_ptr<torch::optim::OptimizerParamState>>> optimizer;
 };
 
 // Copies the model's and the optimizer's state as of `step`; nothing when the optimizer holds a

@@ -164,22 +164,45 @@ private:
     }
 
     // The inputs forward is called with: the batch's inputs, and its targets too when forward takes
-    // one argument more than the batch has inputs (a model that computes its loss in forward).
+    // one argument more than the batch has inputs (a model that computes its loss in forward). The
+    // arguments after those that forward declares with a default (Hugging Face's
+    // `labels: Optional[Tensor] = None`, an optional attention mask) get their defaults.
     Status chooseForwardInputs(size_t expectedInputs)
     {
         m_forwardInputs = m_batch.inputs;
+        m_forwardDefaults.clear();
         m_targetsInForward = false;
-        if (m_batch.inputs.size() == expectedInputs)
+        const auto& arguments = m_module.get_method("forward").function().getSchema().arguments();
+        // Defaults for the arguments after the first `given` (the schema's argument 0 is self).
+        auto defaultsAfter = [&](size_t given, std::vector<c10::IValue>& defaults) {
+            if (given > expectedInputs)
+                return false;
+            for (size_t i = given + 1; i <= expectedInputs && i < arguments.size(); ++i) {
+                if (!arguments[i].default_value())
+                    return false;
+                defaults.push_back(*arguments[i].default_value());
+            }
+            return true;
+        };
+        const size_t inputs = m_batch.inputs.size();
+        std::vector<c10::IValue> defaults;
+        if (inputs == expectedInputs)
             return Status::success();
-        if (m_batch.targets.defined() && m_batch.inputs.size() + 1 == expectedInputs) {
+        if (m_batch.targets.defined() && defaultsAfter(inputs + 1, defaults)) {
             torch::Tensor targets = m_batch.targets;
             if (targets.is_floating_point())
                 targets = targets.to(m_dtype);
             m_forwardInputs.push_back(targets);
+            m_forwardDefaults = std::move(defaults);
             m_targetsInForward = true;
             return Status::success();
         }
-        return Error{m_options.batch + ": the batch has " + std::to_string(m_batch.inputs.size()) + " input tensor(s)" +
+        defaults.clear();
+        if (defaultsAfter(inputs, defaults)) {
+            m_forwardDefaults = std::move(defaults);
+            return Status::success();
+        }
+        return Error{m_options.batch + ": the batch has " + std::to_string(inputs) + " input tensor(s)" +
                      (m_batch.targets.defined() ? " and targets" : "") + " but the model's " + forwardCall() + " takes " +
                      std::to_string(expectedInputs)};
     }
@@ -209,6 +232,7 @@ private:
             return inputs;
         for (const auto& input : m_forwardInputs)
             stack.emplace_back(input);
+        stack.insert(stack.end(), m_forwardDefaults.begin(), m_forwardDefaults.end());
         ProbedOps probed(probedOps, dataValues, m_modulePaths);
         ProbeRecording recording(
             [&](int64_t id, const std::vector<torch::Tensor>& inputs, const std::vector<torch::Tensor>& outputs) {
@@ -355,6 +379,7 @@ private:
         std::vector<c10::IValue> inputs;
         for (const auto& input : m_forwardInputs)
             inputs.emplace_back(input.dim() > 0 && input.size(0) == n ? input.index_select(0, index) : input);
+        inputs.insert(inputs.end(), m_forwardDefaults.begin(), m_forwardDefaults.end());
         try {
             const c10::IValue returned = m_module.forward(inputs);
             std::vector<torch::Tensor> tensors;
@@ -456,6 +481,7 @@ private:
     c10::ScalarType m_dtype = torch::kFloat;
     std::set<std::string> m_modulePaths; // named_modules() of the checkpoint
     std::vector<torch::Tensor> m_forwardInputs; // the batch's inputs, and its targets when forward takes them
+    std::vector<c10::IValue> m_forwardDefaults; // then the defaults of forward's remaining arguments
     bool m_targetsInForward = false;
     c10::TypePtr m_returnType;                   // of forward, for reading a loss out of what it returns
     LossConvention m_convention = LossConvention::None;

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <set>
 #include <utility>
 
@@ -27,7 +28,8 @@ using WeakTensor = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensor
 // node's outputs it is. The node is held, so its address names it until the replay ends.
 struct GradientSlot
 {
-    std::shared_ptr<torch::autograd::Node> node;
+    // The node that made the value: a shared_ptr in older LibTorch, an intrusive_ptr in newer.
+    std::decay_t<decltype(std::declval<const torch::Tensor&>().grad_fn())> node;
     uint32_t output = 0;
     using Key = std::pair<const torch::autograd::Node*, uint32_t>;
     Key key() const { return {node.get(), output}; }

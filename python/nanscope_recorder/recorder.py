@@ -49,6 +49,14 @@ def _is_leaf(name, module):
     return name != "" and next(module.children(), None) is None
 
 
+def _uncompiled(model):
+    """The module a torch.compile wrapper holds, or the model itself."""
+    original = getattr(model, "_orig_mod", None)
+    if original is not None and type(model).__name__ == "OptimizedModule":
+        return original
+    return model
+
+
 class Recorder:
     """Records one training run into `run_dir` (run.h5, checkpoints/, batches/).
 
@@ -125,6 +133,10 @@ class Recorder:
         nor traces): "module:function", or the function, called with no arguments; default: the
         model's class when it takes no constructor argument (model_factory.py)."""
         self.run_dir = run_dir
+        # A torch.compile'd model (torch 2.x's OptimizedModule) wraps the module the user wrote: the
+        # recorder watches, names and saves that one (no "_orig_mod." in layer names; a checkpoint
+        # that scripts), while training runs the compiled forward, which calls its hooks.
+        model = _uncompiled(model)
         self.model = model
         self._write_in_process = bool(write_in_process)
         self.loss_name = loss_name

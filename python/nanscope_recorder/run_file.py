@@ -107,7 +107,10 @@ class RunFile:
                  buffers=None, inputs=None, events=True, layer_columns=()):
         check_schema(scalars)
         self.path = path
-        self._file = h5py.File(path, "w", libver="latest")
+        # The file format of HDF5 1.10, whatever HDF5 h5py brings: "latest" under h5py 3.16's HDF5 2.0
+        # writes object headers that HDF5 1.10 (Debian 12's, which nanscope reads with) refuses
+        # ("bad version number for layout message"). 1.10's format has everything SWMR needs.
+        self._file = h5py.File(path, "w", libver=("v110", "v110"))
         f = self._file
         f.attrs["format"] = FORMAT_NAME
         f.attrs["format_version"] = np.int64(FORMAT_VERSION)

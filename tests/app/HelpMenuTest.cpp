@@ -18,6 +18,8 @@
 #include <QTest>
 #include <QTextBrowser>
 
+#include "core/replay/ReplayOptions.h"
+
 #include <gtest/gtest.h>
 
 using namespace nanscope;
@@ -76,7 +78,8 @@ TEST(HelpMenu, OffersTheGuideTheShortcutsADemoRunAndAbout)
 TEST(HelpMenu, AboutNamesTheLibraries)
 {
     const QString versions = libraryVersionsText();
-    for (const QString& library : {"nanscope", "Qt", "LibTorch 1.", "HDF5 1.", "QCustomPlot 2."})
+    const QString libtorch = "LibTorch " + QString::fromStdString(libtorchVersion());
+    for (const QString& library : {QString("nanscope"), QString("Qt"), libtorch, QString("HDF5 1."), QString("QCustomPlot 2.")})
         EXPECT_TRUE(versions.contains(library)) << versions.toStdString();
 }
 

@@ -4,6 +4,9 @@
 #include "AppTestSupport.h"
 
 #include "app/cli/LibTorchProgram.h"
+#include "core/replay/ReplayOptions.h"
+
+#include <QFile>
 
 #include <QProcess>
 #include <QProcessEnvironment>
@@ -56,4 +59,67 @@ TEST(LibTorchHandover, AMissingNanscopeTorchIsNamedNotACrash)
     process.start(NANSCOPE_BINARY, {"scan", demoRun("healthy")});
     ASSERT_TRUE(process.waitForFinished(60000));
     EXPECT_EQ(process.exitCode(), 0) << process.readAllStandardError().toStdString();
+}
+
+namespace {
+
+// A torch package as pip lays it out (torch/version.py, torch/lib/libtorch.so), and a python3 on
+// PATH that names it the way the hand-over asks (importlib, without importing torch).
+struct FakeTorchOnPath
+{
+    QTemporaryDir dir;
+    QByteArray savedPath = qgetenv("PATH");
+
+    explicit FakeTorchOnPath(const QString& version)
+    {
+        const QString package = dir.filePath("site-packages/torch");
+        QDir().mkpath(package + "/lib");
+        QFile(package + "/lib/libtorch.so").open(QIODevice::WriteOnly);
+        QFile versionFile(package + "/version.py");
+        versionFile.open(QIODevice::WriteOnly);
+        versionFile.write("from typing import Optional\n__version__ = '" + version.toUtf8() + "'\ncuda = None\n");
+        versionFile.close();
+        QDir().mkpath(dir.filePath("bin"));
+        QFile python(dir.filePath("bin/python3"));
+        python.open(QIODevice::WriteOnly);
+        python.write("#!/bin/sh\nprintf '%s' '" + package.toUtf8() + "'\n");
+        python.close();
+        python.setPermissions(python.permissions() | QFileDevice::ExeOwner);
+        qputenv("PATH", dir.filePath("bin").toLocal8Bit() + ':' + savedPath);
+    }
+    ~FakeTorchOnPath() { qputenv("PATH", savedPath); }
+    QString libFolder() const { return dir.filePath("site-packages/torch/lib"); }
+};
+
+} // namespace
+
+TEST(LibTorchHandover, TheTorchOfPythonIsUsedOnlyWhenItIsTheVersionBuiltAgainst)
+{
+    using nanscope::cli::torchLibraryFolder;
+    const QString built = QString::fromStdString(nanscope::libtorchVersion());
+    {
+        // A CUDA wheel's local version (+cu132) does not change its C++ ABI.
+        FakeTorchOnPath same(built + "+cu132");
+        QString error;
+        EXPECT_EQ(torchLibraryFolder(error, QString()), same.libFolder()) << error.toStdString();
+    }
+    {
+        FakeTorchOnPath other("1.13.1");
+        QString error;
+        EXPECT_TRUE(torchLibraryFolder(error, QString()).isEmpty());
+        EXPECT_TRUE(error.contains("1.13.1")) << error.toStdString();
+        EXPECT_TRUE(error.contains("pip install torch==" + built)) << error.toStdString();
+    }
+}
+
+TEST(LibTorchHandover, ALibraryFolderWithoutLibTorchIsNamed)
+{
+    QTemporaryDir empty;
+    qputenv("NANSCOPE_TORCH_LIBRARY_DIR", empty.path().toLocal8Bit());
+    QString error;
+    const QString folder = nanscope::cli::torchLibraryFolder(error);
+    qunsetenv("NANSCOPE_TORCH_LIBRARY_DIR");
+    EXPECT_TRUE(folder.isEmpty());
+    EXPECT_TRUE(error.contains("NANSCOPE_TORCH_LIBRARY_DIR")) << error.toStdString();
+    EXPECT_TRUE(error.contains(empty.path())) << error.toStdString();
 }

@@ -1,5 +1,7 @@
 // nanscope::Guard in a LibTorch training loop: the run it writes, and its defences (skip,
 // rollback, BatchNorm buffers put back), each checked on the model's own tensors.
+#include <sstream>
+#include <type_traits>
 #include "FollowedRun.h"
 #include "TestRuns.h"
 
@@ -20,6 +22,23 @@
 using namespace nanscope;
 
 namespace {
+
+// An Adam parameter's state. LibTorch keys an optimizer's state by the parameter's TensorImpl: its
+// address printed as a string in older releases, the address itself in newer ones.
+template <typename Optimizer> // a template, so that only the branch of the installed LibTorch is compiled
+torch::optim::AdamParamState& adamStateOf(Optimizer& optimizer, const torch::Tensor& parameter)
+{
+    auto& state = optimizer.state();
+    using Key = typename std::decay_t<decltype(state)>::key_type;
+    void* impl = parameter.unsafeGetTensorImpl();
+    if constexpr (std::is_same_v<Key, std::string>) {
+        std::ostringstream address;
+        address << impl;
+        return static_cast<torch::optim::AdamParamState&>(*state.at(address.str()));
+    } else {
+        return static_cast<torch::optim::AdamParamState&>(*state.at(impl));
+    }
+}
 
 namespace rf = runformat;
 namespace fs = std::filesystem;
@@ -331,9 +350,7 @@ TEST(Guard, RollsBackToTheLastGoodSnapshotAfterConsecutiveBadSteps)
             if (step == 4) {
                 // Snapshots are taken at steps 0, 2 and 4, before their updates.
                 snapshotWeights = loop.weights();
-                const auto* param = loop.model->parameters()[0].unsafeGetTensorImpl();
-                auto& state = static_cast<torch::optim::AdamParamState&>(
-                    *loop.optimizer->state().at(c10::guts::to_string(param)));
+                auto& state = adamStateOf(*loop.optimizer, loop.model->parameters()[0]);
                 snapshotExpAvg = state.exp_avg().clone();
             }
             ASSERT_TRUE(loop.step(guard, step));
@@ -346,8 +363,7 @@ TEST(Guard, RollsBackToTheLastGoodSnapshotAfterConsecutiveBadSteps)
         EXPECT_DOUBLE_EQ(guard.learningRateScale(), 0.5);
     }
     EXPECT_TRUE(sameTensors(loop.weights(), snapshotWeights)) << "the weights of the last good snapshot";
-    const auto* param = loop.model->parameters()[0].unsafeGetTensorImpl();
-    auto& state = static_cast<torch::optim::AdamParamState&>(*loop.optimizer->state().at(c10::guts::to_string(param)));
+    auto& state = adamStateOf(*loop.optimizer, loop.model->parameters()[0]);
     EXPECT_EQ(state.step(), 4) << "Adam's state as it was before step 4's update";
     EXPECT_TRUE(torch::equal(state.exp_avg(), snapshotExpAvg));
     EXPECT_DOUBLE_EQ(loop.optimizer->param_groups()[0].options().get_lr(), 0.005);

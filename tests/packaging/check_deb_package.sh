@@ -73,7 +73,7 @@ for dependency in "${dependencies[@]}"; do
   done
 done
 # The libraries the binary cannot start without, and libprotobuf32 for the TensorBoard reader.
-for package in libqt6core6 libqt6gui6 libqt6widgets6 libqt6svg6 libqcustomplot2.1-qt6 libtorch1.13 \
+for package in libqt6core6 libqt6gui6 libqt6widgets6 libqt6svg6 libqcustomplot2.1-qt6 \
                libhdf5-103-1 zlib1g libprotobuf32 libstdc++6 libc6; do
   [[ " ${declared[*]} " == *" $package "* ]] || fail "Depends does not name $package"
 done

@@ -19,6 +19,10 @@ export CCACHE_BASEDIR="$PWD"
 # second clone would miss every object; its debug info then names the first clone's paths.
 export CCACHE_NOHASHDIR=1
 export CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime"
+# Configured against another LibTorch (Debian's 1.13, before the pinned wheel): configure again.
+if [ -f "$build_dir/CMakeCache.txt" ] && ! grep -q "^Torch_DIR:PATH=$PWD/.venv/" "$build_dir/CMakeCache.txt"; then
+  rm -f "$build_dir/CMakeCache.txt" "$build_dir/build.ninja"
+fi
 if [ ! -f "$build_dir/build.ninja" ]; then
   cmake --preset asan -B "$build_dir" -DNANSCOPE_BUILD_BENCH=OFF
 fi
