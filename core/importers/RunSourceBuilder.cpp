@@ -56,11 +56,6 @@ Candidate ordered(const std::string& logged, size_t logIndex, const std::vector<
     return c;
 }
 
-bool startsWith(const std::string& text, const char* prefix)
-{
-    return text.rfind(prefix, 0) == 0;
-}
-
 std::string fileName(const std::string& path)
 {
     return fs::path(path).filename().string();
