@@ -62,6 +62,21 @@ std::string causeLine(const std::string& message)
     return cause.empty() ? first : cause;
 }
 
+// "aten::linear_from_the_future" of LibTorch's "Unknown builtin op: aten::linear_from_the_future."
+// (a TorchScript archive that calls an op this LibTorch does not register); empty for other causes.
+std::string unknownOpIn(const std::string& cause)
+{
+    const std::string marker = "Unknown builtin op: ";
+    const size_t at = cause.find(marker);
+    if (at == std::string::npos)
+        return {};
+    std::string op = cause.substr(at + marker.size());
+    op = op.substr(0, op.find_first_of(" \n"));
+    while (!op.empty() && (op.back() == '.' || op.back() == ','))
+        op.pop_back();
+    return op;
+}
+
 class Replayer
 {
 public:
@@ -98,11 +113,9 @@ public:
             m_module = torch::jit::load(m_options.checkpoint, m_device);
             m_modulePaths = modulePathsOf(m_module);
         } catch (const c10::Error& e) {
-            return Error{m_options.checkpoint + ": not a TorchScript archive that can replay (" +
-                         causeLine(e.what_without_backtrace()) + "); a state_dict gives tensor statistics only"};
-        } catch (const std::exception& e) {
-            return Error{m_options.checkpoint + ": not a TorchScript archive that can replay (" + causeLine(e.what()) +
-                         ")"};
+            return Error{unloadable(causeLine(e.what_without_backtrace())) + "; a state_dict gives tensor statistics only"};
+        } catch (const std::exception& e) { // TorchScript's compiler reports with its own type (ErrorReport)
+            return Error{unloadable(causeLine(e.what()))};
         }
         if (!m_module.find_method("forward"))
             return Error{m_options.checkpoint + ": the TorchScript module has no forward method"};
@@ -151,6 +164,17 @@ private:
         }
         return m_options.batch + ": the model's forward failed on this batch, which holds " +
                (m_batch.inputs.size() == 1 ? "input " : "inputs ") + inputs + expected + ": " + cause;
+    }
+
+    // Why the checkpoint did not load: an op this LibTorch lacks is named with the version that lacks it.
+    std::string unloadable(const std::string& cause) const
+    {
+        if (const std::string op = unknownOpIn(cause); !op.empty())
+            return m_options.checkpoint + ": the model calls " + op + ", an op LibTorch " + libtorchVersion() +
+                   " (the one nanscope-torch replays with) does not have: it was saved by a newer torch, or uses an "
+                   "extension's ops. Replay it with a nanscope built against that torch (README: build against your "
+                   "own LibTorch), or save state_dict checkpoints for the eager replay";
+        return m_options.checkpoint + ": not a TorchScript archive that can replay (" + cause + ")";
     }
 
     // "forward(x, labels)": the argument names of the model's forward, for saying where the loss came from.

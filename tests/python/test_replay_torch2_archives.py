@@ -8,6 +8,7 @@ import os
 import subprocess
 import textwrap
 import unittest
+import zipfile
 
 from model_source_fixture import ModelSourceTestCase
 
@@ -190,6 +191,31 @@ class ReplayTorch2Archives(ModelSourceTestCase):
         self.assertIsNone(report["forward"]["first_nonfinite"])
         self.assertEqual(report["dtype"], "bfloat16")
         self.assertIn("fc2", {op["module"] for op in report["forward"]["ops"]})
+
+
+    def test_an_op_this_libtorch_lacks_is_named_with_the_version(self):
+        """An archive saved by a newer torch calls an op LibTorch 2.15 does not register: the error
+        names the op and the LibTorch that replays, not only "not an archive"."""
+        run = os.path.join(self.tmp.name, "newer-op")
+        os.makedirs(os.path.join(run, "checkpoints"))
+        os.makedirs(os.path.join(run, "batches"))
+        saved = os.path.join(self.tmp.name, "linear.pt")
+        torch.jit.script(torch.nn.Linear(2, 2)).save(saved)
+        # The same archive, its code calling an op of a torch to come (zipfile writes fresh CRCs).
+        with zipfile.ZipFile(saved) as source, \
+                zipfile.ZipFile(os.path.join(run, "checkpoints", "step_00000003.pt"), "w") as edited:
+            for name in source.namelist():
+                data = source.read(name)
+                if name.endswith("linear.py"):
+                    data = data.replace(b"torch.linear(", b"torch.linear_from_the_future(")
+                edited.writestr(name, data)
+        torch.save({"inputs": torch.randn(3, 2), "step": 3}, os.path.join(run, "batches", "step_00000003.pt"))
+        out = subprocess.run([os.environ["NANSCOPE_BINARY"], "replay", run, "--step", "3"],
+                             capture_output=True, text=True, timeout=300)
+        self.assertEqual(out.returncode, 2, out.stderr)
+        self.assertIn("aten::linear_from_the_future", out.stderr)
+        self.assertIn("LibTorch " + torch.__version__.split("+")[0], out.stderr)
+        self.assertIn("newer torch", out.stderr)
 
 
 if __name__ == "__main__":
