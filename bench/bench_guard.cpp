@@ -8,8 +8,8 @@
 // Every step is guarded: every table every step, activations included (activationsEvery = 1),
 // no checkpoints. Bare and guarded steps alternate, each on its own copy of the model, so both
 // run under the same machine load; the ratio is the median of the per-pair ratios. The Python
-// half is bench/bench_guard_python.py, run by /usr/bin/python3 (where Debian's torch lives) with
-// the same shapes. One intra-op thread in both, so the two halves compare like with like.
+// half is bench/bench_guard_python.py, run by the Python of the pinned torch (.venv, the torch the
+// C++ half's LibTorch comes from; NANSCOPE_BENCH_PYTHON) with the same shapes. One intra-op thread in both, so the two halves compare like with like.
 //
 // Where the MLP's guarded step goes (2026-12-04, timers around each part of Guard::endStep, not
 // kept): of about 1 ms over a 28 ms bare step, the step's figures (norms, the activations' slots
@@ -191,7 +191,7 @@ Row measure(const std::string& name, Model bare, Model guarded, const std::vecto
 std::vector<Row> pythonRows(int pairs, int mlpPairs, int warmup)
 {
     const std::string script = std::string(NANSCOPE_SOURCE_DIR) + "/bench/bench_guard_python.py";
-    const std::string command = "PYTHONPATH=" + std::string(NANSCOPE_SOURCE_DIR) + "/python /usr/bin/python3 " + script +
+    const std::string command = "PYTHONPATH=" + std::string(NANSCOPE_SOURCE_DIR) + "/python " + std::string(NANSCOPE_BENCH_PYTHON) + " " + script +
                                 " --json --pairs " + std::to_string(pairs) + " --mlp-pairs " + std::to_string(mlpPairs) +
                                 " --warmup " + std::to_string(warmup);
     std::vector<Row> rows;

@@ -1,7 +1,7 @@
 """The Python half of bench_guard: the Python recorder against a bare loop, on the same two models
 as the C++ Guard's half (an MLP with BatchNorm and a small transformer block), in the same way.
 
-    PYTHONPATH=python /usr/bin/python3 bench/bench_guard_python.py [--pairs 100] [--mlp-pairs N] [--json]
+    PYTHONPATH=python .venv/bin/python bench/bench_guard_python.py [--pairs 100] [--mlp-pairs N] [--json]
 
 bench_guard runs this script itself and prints its figures in one table with the C++ ones; run
 alone it prints its own lines. Bare and recorded steps alternate (each on its own copy of the

@@ -1,6 +1,6 @@
 """What recording costs a training step: the Python recorder against the same loop without it.
 
-    PYTHONPATH=python /usr/bin/python3 bench/bench_recorder.py [--model resnet|mlp] [--pairs 20]
+    PYTHONPATH=python .venv/bin/python bench/bench_recorder.py [--model resnet|mlp] [--pairs 20]
 
 Trains a mid-size model on the CPU: a CIFAR-style ResNet-18 (11.2 M parameters, 20 BatchNorm
 layers, 32x32 images) by default, or an MLP with BatchNorm (10.5 M parameters). Plain and
