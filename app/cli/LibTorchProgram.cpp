@@ -1,12 +1,12 @@
 #include "app/cli/LibTorchProgram.h"
 
+#include "app/children/ChildProgram.h"
 #include "app/cli/CliSupport.h"
 #include "core/replay/ReplayOptions.h"
 
 #include <QCoreApplication>
 #include <QDir>
 #include <QFile>
-#include <QProcess>
 #include <QRegularExpression>
 #include <QFileInfo>
 
@@ -78,16 +78,13 @@ QString wheelVersion(const QString& torchPackage)
 // would take seconds): importlib's spec only looks at the path.
 QString torchPackageOfPython()
 {
-    QProcess python;
-    python.start("python3", {"-c", "import importlib.util as u, sys\n"
-                                   "s = u.find_spec('torch')\n"
-                                   "sys.stdout.write(s.submodule_search_locations[0] if s else '')"});
-    if (!python.waitForFinished(15000) || python.exitStatus() != QProcess::NormalExit || python.exitCode() != 0) {
-        python.kill();
-        python.waitForFinished(1000);
-        return {};
-    }
-    return QString::fromLocal8Bit(python.readAllStandardOutput()).trimmed();
+    const ChildOutcome asked = ChildProgram::runAndWait(
+        "python3",
+        {"-c", "import importlib.util as u, sys\n"
+               "s = u.find_spec('torch')\n"
+               "sys.stdout.write(s.submodule_search_locations[0] if s else '')"},
+        15000);
+    return asked.succeeded() ? QString::fromLocal8Bit(asked.standardOutput).trimmed() : QString();
 }
 
 } // namespace

@@ -113,7 +113,7 @@ public:
             m_module = torch::jit::load(m_options.checkpoint, m_device);
             m_modulePaths = modulePathsOf(m_module);
         } catch (const c10::Error& e) {
-            return Error{unloadable(causeLine(e.what_without_backtrace())) + "; a state_dict gives tensor statistics only"};
+            return Error{unloadable(causeLine(e.what_without_backtrace()))};
         } catch (const std::exception& e) { // TorchScript's compiler reports with its own type (ErrorReport)
             return Error{unloadable(causeLine(e.what()))};
         }
@@ -174,7 +174,8 @@ private:
                    " (the one nanscope-torch replays with) does not have: it was saved by a newer torch, or uses an "
                    "extension's ops. Replay it with a nanscope built against that torch (README: build against your "
                    "own LibTorch), or save state_dict checkpoints for the eager replay";
-        return m_options.checkpoint + ": not a TorchScript archive that can replay (" + cause + ")";
+        return m_options.checkpoint + ": not a TorchScript archive that can replay (" + cause +
+               "); a state_dict gives tensor statistics only";
     }
 
     // "forward(x, labels)": the argument names of the model's forward, for saying where the loss came from.
