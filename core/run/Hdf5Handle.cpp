@@ -52,4 +52,21 @@ std::string libraryVersion()
     return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release);
 }
 
+std::string newerFormatAdvice(const std::string& hdf5Message)
+{
+    // libhdf5's wordings for a message, header or superblock version it does not know.
+    const bool newer = hdf5Message.find("bad version number") != std::string::npos ||
+                       hdf5Message.find("bad version #") != std::string::npos ||
+                       hdf5Message.find("superblock version") != std::string::npos ||
+                       hdf5Message.find("version not supported") != std::string::npos;
+    if (!newer)
+        return {};
+    return "it was written in a newer HDF5 file format than this nanscope's HDF5 " + libraryVersion() +
+           " reads (HDF5 says: " + hdf5Message +
+           "). A newer HDF5 (2.0, as bundled by h5py 3.16 and later) wrote it with its latest format "
+           "(libver=\"latest\"). Copy it into the format nanscope reads with "
+           "'python -m nanscope_recorder.downgrade RUN/run.h5 NEW/run.h5' (the recorder writes libver=(\"v110\", "
+           "\"v110\") itself), or build nanscope against HDF5 2.0 or later";
+}
+
 } // namespace nanscope::hdf5

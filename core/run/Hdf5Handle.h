@@ -70,6 +70,12 @@ std::string lastErrorMessage();
 // "1.10.8": the libhdf5 this process runs (for About boxes and bug reports).
 std::string libraryVersion();
 
+// What to tell a user when libhdf5's message `hdf5Message` says an object was written in a newer
+// file-format version than this libhdf5 reads ("bad version number for layout message": h5py 3.16
+// bundles HDF5 2.0, and libver="latest" there writes object headers that 1.10 refuses), naming
+// both versions and the fix; "" when the message is about something else.
+std::string newerFormatAdvice(const std::string& hdf5Message);
+
 // A variable-length UTF-8 string type, owned by the caller.
 Handle variableStringType();
 

@@ -232,9 +232,12 @@ Status RunReader::load(const std::string& runDirectory)
         m_info.openedForSwmr = fileId >= 0;
         H5Eclear2(H5E_DEFAULT);
     }
-    if (fileId < 0)
+    if (fileId < 0) {
+        if (const std::string newer = hdf5::newerFormatAdvice(plainOpenError); !newer.empty())
+            return Error{path + ": cannot be opened: " + newer};
         return Error{path + ": cannot be opened as HDF5 (" + plainOpenError +
                      "); the file is probably truncated or corrupted"};
+    }
     m_handles->file = hdf5::file(fileId);
 
     auto format = readStringAttribute(fileId, "format");
@@ -325,6 +328,12 @@ Status RunReader::loadTable(const std::string& name)
         if (std::find(links.begin(), links.end(), labels) == links.end())
             continue;
         hdf5::Handle dset = hdf5::dataset(H5Dopen2(group.get(), labels, H5P_DEFAULT));
+        if (!dset.valid()) {
+            const std::string hdf5Message = hdf5::lastErrorMessage();
+            const std::string newer = hdf5::newerFormatAdvice(hdf5Message);
+            return Error{"/" + name + "/" + labels + " cannot be opened: " +
+                         (newer.empty() ? hdf5Message + "; the file is probably corrupted" : newer)};
+        }
         auto strings = readStringDataset(dset.get(), "/" + name + "/" + labels, m_info.logPath, fileSize);
         if (!strings)
             return Error{strings.error()};
@@ -346,6 +355,12 @@ Status RunReader::loadTable(const std::string& name)
             objectInfo.type != H5O_TYPE_DATASET)
             continue; // optional extras a project may add: ignored
         hdf5::Handle dset = hdf5::dataset(H5Dopen2(group.get(), link.c_str(), H5P_DEFAULT));
+        if (!dset.valid()) {
+            const std::string hdf5Message = hdf5::lastErrorMessage();
+            const std::string newer = hdf5::newerFormatAdvice(hdf5Message);
+            return Error{where + " cannot be opened: " +
+                         (newer.empty() ? hdf5Message + "; the file is probably corrupted" : newer)};
+        }
         hdf5::Handle space = hdf5::space(H5Dget_space(dset.get()));
         hdf5::Handle type = hdf5::type(H5Dget_type(dset.get()));
         const int rank = H5Sget_simple_extent_ndims(space.get());
