@@ -18,7 +18,7 @@ case "$mode" in
 esac
 
 packages=(build-essential cmake ninja-build ccache pkg-config
-          qt6-base-dev qt6-svg-dev libqcustomplot-dev libhdf5-dev zlib1g-dev
+          qt6-base-dev qt6-svg-dev libqcustomplot-dev libhdf5-dev zlib1g-dev libsqlite3-dev
           libgtest-dev libgmock-dev python3 python3-torch python3-h5py python3-numpy
           poppler-utils fonts-dejavu-core libprotobuf-dev protobuf-compiler rapidjson-dev python3-venv python3-torchvision)
 # libFuzzer for clang 14 is in libclang-rt-14-dev (libclang_rt.fuzzer-x86_64.a).

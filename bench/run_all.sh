@@ -61,6 +61,18 @@ run bench_ranks "$work/ranks" 16 100000 1000 100
 run bench_replay
 run bench_tensor_stats 48
 run bench_guard --pairs 60 --mlp-pairs 200
+# The framework callback's cost on a real transformers model: a Python program on the pinned torch.
+python=${NANSCOPE_BENCH_PYTHON:-.venv/bin/python}
+echo "== bench_hf_callback" >&2
+start=$SECONDS
+PYTHONPATH=python "$python" bench/bench_hf_callback.py > "$work/bench_hf_callback.out" 2>&1
+rc=$?
+grep '^TABLE' "$work/bench_hf_callback.out" | cut -f2- >> "$rows"
+if [ "$rc" -ne 0 ] || ! grep -q '^TABLE' "$work/bench_hf_callback.out"; then
+  printf '%s\t%s\t%s\t-\t-\tmissed\n' bench_hf_callback "the benchmark failed" "exit code $rc (see $work/bench_hf_callback.out)" >> "$rows"
+  failed=1
+fi
+timings+=("bench_hf_callback $((SECONDS - start)) s")
 
 echo
 echo "| bench | figure | measured | baseline | target | verdict |"

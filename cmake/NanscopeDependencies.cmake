@@ -11,6 +11,7 @@ find_package(Qt6 REQUIRED COMPONENTS Core Gui Widgets PrintSupport Svg Concurren
 find_package(QCustomPlotQt6 REQUIRED)
 find_package(HDF5 REQUIRED COMPONENTS C)
 find_package(ZLIB REQUIRED) # CRC-32 of checkpoint archive entries
+find_package(SQLite3 REQUIRED) # MLflow's tracking database (mlflow.db)
 # TensorBoard event records (core/importers): libprotobuf-dev and protobuf-compiler. CMake's own
 # FindProtobuf module finds them (Debian ships no protobuf CMake package) and gives
 # protobuf::libprotobuf and protobuf_generate.

@@ -100,7 +100,7 @@ Result<ReplayResult> runEagerReplay(const EagerReplayRequest& request)
     const ReplayOptions& o = request.options;
     QStringList args{"-m", "nanscope_recorder.eager_replay", "--checkpoint", QString::fromStdString(o.checkpoint),
                      "--batch", QString::fromStdString(o.batch), "--factory", request.factory,
-                     "--dtype", QString::fromStdString(o.dtype), "--device", QString::fromStdString(o.device)};
+                     "--dtype", o.dtypeChosen ? QString::fromStdString(o.dtype) : QStringLiteral("recorded"), "--device", QString::fromStdString(o.device)};
     for (const QString& folder : request.importPaths)
         args << "--path" << folder;
     if (!o.lossName.empty())
@@ -145,6 +145,8 @@ Result<ReplayResult> runEagerReplay(const EagerReplayRequest& request)
     if (!report.error.isEmpty())
         return Error{"the eager replay printed no replay: " + report.error.toStdString()};
     ReplayResult result = std::move(report.result);
+    if (!o.dtypeChosen)
+        result.dtype = report.dtype.toStdString(); // the checkpoint's own, as the child kept them
     std::vector<ReplayOp> allOps = std::move(result.ops);
     result.ops.clear();
     const QJsonObject backward = QJsonDocument::fromJson(output).object()["backward"].toObject();

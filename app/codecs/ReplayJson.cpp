@@ -132,7 +132,7 @@ QJsonObject replayResultToJson(const ReplayResult& r, int64_t step, const Replay
                      {"loss_op", r.lossOp ? QJsonValue(replayOpToJson(*r.lossOp, true)) : QJsonValue()},
                      {"checkpoint", text(options.checkpoint)},
                      {"batch", text(options.batch)},
-                     {"dtype", text(options.dtype)},
+                     {"dtype", text(r.dtype.empty() ? options.dtype : r.dtype)},
                      {"mode", options.eval ? "eval" : "train"},
                      {"forward", QJsonObject{{"first_nonfinite", r.firstNonfinite ? QJsonValue(replayOpToJson(*r.firstNonfinite, true)) : QJsonValue()},
                                              {"ops", ops}}},

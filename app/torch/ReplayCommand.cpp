@@ -105,7 +105,7 @@ int runReplay(const QStringList& arguments)
     parser.addOption({"batch", "A batch file to use instead of batches/step_N.pt.", "FILE"});
     parser.addOption({"layer", "List only ops of modules under this path (all still run).", "PREFIX"});
     parser.addOption({"bisect", "Find the samples of the batch that cause non-finite values."});
-    parser.addOption({"dtype", "Replay in float16, bfloat16, float32 or float64 (precision what-if).", "DTYPE", "float32"});
+    parser.addOption({"dtype", "Replay in float16, bfloat16, float32 or float64 (precision what-if). Default: float32 for a TorchScript checkpoint; an eager replay keeps the dtypes its checkpoint holds.", "DTYPE", "float32"});
     parser.addOption({"device", "cpu, or cuda when LibTorch has it.", "DEVICE", "cpu"});
     parser.addOption({"eval", "Replay in evaluation mode (default: training mode, as the step ran)."});
     parser.addOption({"json", "Print JSON instead of text."});
@@ -198,6 +198,7 @@ int runReplay(const QStringList& arguments)
     options.layerPrefix = parser.value("layer").toStdString();
     options.bisect = parser.isSet("bisect");
     options.dtype = parser.value("dtype").toStdString();
+    options.dtypeChosen = parser.isSet("dtype");
     options.device = parser.value("device").toStdString();
     options.eval = parser.isSet("eval");
     if (replayEagerly)

@@ -4,6 +4,7 @@
 #include "core/importers/JsonColumnsLogReader.h"
 #include "core/importers/JsonLinesLogReader.h"
 #include "core/importers/MetricsCsvReader.h"
+#include "core/importers/MlflowDatabaseReader.h"
 #include "core/importers/ScalarNames.h"
 #include "core/importers/StepTextLogReader.h"
 #include "core/importers/TensorBoardReader.h"
@@ -81,6 +82,7 @@ SniffVerdict sniffStepLines(const FilePrefix& file)
 const std::vector<LogReader> kReaders = {
     {"wandb-records", "W&B run file (.wandb)", sniffWandbRecords, readWandbRecords},
     {"trainer-state", "Hugging Face Trainer state", sniffTrainerState, readTrainerState},
+    {"mlflow-database", kMlflowDatabaseFormat, sniffMlflowDatabase, readMlflowDatabase},
     {"tensorboard", "TensorBoard event file", sniffTensorBoard, readTensorBoardEvents},
     {"lightning-csv", "PyTorch Lightning CSVLogger", sniffMetricsCsv, readMetricsCsv},
     {"wandb-history", "W&B history (wandb-history.jsonl)", sniffWandbHistory, readWandbHistory},

@@ -1,5 +1,6 @@
 #include "core/importers/TrainerStateReader.h"
 
+#include "core/importers/TrainerHiddenNonfiniteLoss.h"
 #include "core/importers/FileText.h"
 #include "core/importers/JsonFields.h"
 #include "core/importers/JsonScan.h"
@@ -371,6 +372,9 @@ Result<ScalarLog> readTrainerState(const std::string& path)
     const Status parsed = parser.parse();
     if (!parsed)
         return Error { parsed.error() };
+    const auto loggingSteps = log.attributes.find("logging_steps");
+    if (loggingSteps == log.attributes.end() || trainerHidesNonfiniteLosses(loggingSteps->second, "true"))
+        readHiddenNonfiniteLosses(log, "loss", "grad_norm");
     return log;
 }
 

@@ -1,5 +1,7 @@
 #include "core/importers/WandbRecordReader.h"
 
+#include "core/importers/LoggedStepSeries.h"
+#include "core/importers/TrainerHiddenNonfiniteLoss.h"
 #include "core/importers/JsonFields.h"
 #include "core/importers/RecordSteps.h"
 #include "core/importers/SkippedStepEvents.h"
@@ -375,6 +377,15 @@ Result<ScalarLog> readWandbRecordsFrom(const std::string& path, uint64_t size, c
         handler->warn(cutRecord, size, "the file ends inside a record (cut, or the run is still being written); "
                                        "the records before it are read");
     handler->finish();
+    stepsFromLoggedCounter(log);
+    // A Hugging Face Trainer's run (its TrainingArguments are the run's config) logs 0.0 for a NaN loss.
+    const auto setting = [&log](const char* name) {
+        const auto found = log.attributes.find(std::string("config.") + name);
+        return found == log.attributes.end() ? std::string() : found->second;
+    };
+    if (trainerHidesNonfiniteLosses(setting("logging_steps"), setting("logging_nan_inf_filter")) &&
+        !setting("logging_nan_inf_filter").empty())
+        readHiddenNonfiniteLosses(log, "train/loss", "train/grad_norm");
     if (log.series.empty())
         return Error{path + ": a W&B run file with no history values (" + records::countText(handler->records()) +
                      " records, " + records::countText(handler->historyRows()) + " history rows)"};

@@ -452,11 +452,34 @@ Result<std::unique_ptr<RunSource>> openRun(const std::string& path, const Progre
             builder.add(std::move(events));
         }
     }
-    for (const SniffedFile& log : found.sniffedLogs)
-        take(log.reader->read(log.path));
+    // A W&B run folder holds the run file (its history: every value with its step) and files/output.log
+    // (what the script printed, W&B's copy of the console): the history is read first, and the
+    // console copy only when the history holds nothing.
+    std::stable_partition(found.sniffedLogs.begin(), found.sniffedLogs.end(), [](const SniffedFile& log) {
+        return std::string_view(log.reader->id) == "wandb-records";
+    });
+    std::vector<fs::path> wandbRunsRead;
+    std::vector<std::string> consoleCopiesLeftOut;
+    for (const SniffedFile& log : found.sniffedLogs) {
+        const fs::path file(log.path);
+        if (std::string_view(log.reader->id) != "wandb-records" && file.filename() == "output.log" &&
+            file.parent_path().filename() == "files" &&
+            std::find(wandbRunsRead.begin(), wandbRunsRead.end(), file.parent_path().parent_path()) !=
+                wandbRunsRead.end()) {
+            builder.addNote(log.path + ": not read: W&B's copy of the console; the run file's history holds the "
+                                       "values with their steps");
+            consoleCopiesLeftOut.push_back(log.path);
+            continue;
+        }
+        Result<ScalarLog> read = log.reader->read(log.path);
+        if (read && std::string_view(log.reader->id) == "wandb-records")
+            wandbRunsRead.push_back(file.parent_path());
+        take(std::move(read));
+    }
     // What the sniffers decided, for `nanscope info`: each file read and how, each passed over and why.
     for (const SniffedFile& log : found.sniffedLogs)
-        builder.addNote(fs::path(log.path).filename().string() + ": read as " + log.reader->format + " (" +
+        if (std::find(consoleCopiesLeftOut.begin(), consoleCopiesLeftOut.end(), log.path) == consoleCopiesLeftOut.end())
+            builder.addNote(fs::path(log.path).filename().string() + ": read as " + log.reader->format + " (" +
                         log.verdict.what + ")");
     constexpr size_t kMostPassedOver = 12;
     for (size_t i = 0; i < found.passedOver.size() && i < kMostPassedOver; ++i)

@@ -17,6 +17,9 @@ struct ReplayOptions
     std::string lossName;   // used when the batch names none ("cross_entropy", "mse", "nll", "bce_with_logits")
     std::string layerPrefix;// only ops of modules under this path are listed (all still run)
     std::string dtype = "float32"; // float16, bfloat16, float32, float64: precision what-if
+    // No --dtype given: an eager replay keeps each parameter's dtype as its checkpoint holds it (a
+    // float16 model with float32 LoRA adapters over it); a TorchScript replay runs in `dtype`.
+    bool dtypeChosen = true;
     std::string device = "cpu";    // "cpu" or "cuda"
     bool eval = false;             // default: training mode, as the step ran
     bool bisect = false;           // find the samples that cause non-finite values

@@ -157,6 +157,9 @@ struct ReplayFinding
 struct ReplayResult
 {
     int64_t step = -1;
+    // The dtype the replay ran in when it is not ReplayOptions::dtype: an eager replay that kept the
+    // checkpoint's own dtypes says the one most parameters hold ("float16"). Empty otherwise.
+    std::string dtype;
     double loss = 0;
     bool lossFinite = true;
     std::string lossName;       // the named loss; empty under a loss in forward

@@ -24,6 +24,9 @@ inline constexpr const char* kNativeSourceFormat = "nanscope run (run.h5)";
 inline constexpr const char* kModelFactoryAttribute = "model_factory";
 inline constexpr const char* kModelFactoryPathAttribute = "model_factory_path";
 inline constexpr const char* kPythonExecutableAttribute = "python_executable";
+// Set by a log reader, not written by recorders: the steps ("11,42") whose logged loss the
+// framework replaced by 0.0 for a NaN or Inf (core/importers/TrainerHiddenNonfiniteLoss.h).
+inline constexpr const char* kLossLoggedAsZeroAttribute = "nonfinite_loss_logged_as_zero";
 
 inline constexpr const char* kScalars = "scalars";
 // A dataset of /scalars as an incident's evidence names its series ("loss" -> "scalars/loss").

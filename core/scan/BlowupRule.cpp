@@ -19,6 +19,23 @@ namespace nanscope::scan {
 
 namespace {
 
+// The log reader found that the framework logged 0.0 for this step's non-finite loss.
+bool loggedAsZero(const RunInfo& info, int64_t step)
+{
+    const auto found = info.attributes.find(runformat::kLossLoggedAsZeroAttribute);
+    if (found == info.attributes.end())
+        return false;
+    const std::string& steps = found->second;
+    size_t begin = 0;
+    while (begin <= steps.size()) {
+        const size_t end = std::min(steps.find(',', begin), steps.size());
+        if (steps.compare(begin, end - begin, std::to_string(step)) == 0)
+            return true;
+        begin = end + 1;
+    }
+    return false;
+}
+
 namespace rf = runformat;
 
 // A module's output or a parameter's norm that rose this many decades (x100) steadily up to the
@@ -340,6 +357,7 @@ Status reportNonfiniteBurst(ScanContext& context, const Burst& burst)
     incident.evidence.count = burst.count;
     NonfiniteBurstFacts facts;
     facts.firstStep = first;
+    facts.loggedAsZero = loggedAsZero(context.inputs.info(), first);
     facts.lastStep = last;
     facts.count = burst.count;
     facts.lossFinite = true;

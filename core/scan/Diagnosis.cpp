@@ -158,6 +158,9 @@ Diagnosis diagnoseNonfiniteBurst(const NonfiniteBurstFacts& facts)
     d.cause = "Non-finite loss " + at + (facts.skippedByTraining ? ", skipped by the training," : "") +
               (facts.logEndsAtBurst ? " where the log ends: whether training went on is not seen."
                                     : " and training recovered.");
+    if (facts.loggedAsZero)
+        d.cause += " The log says 0.0 there, which is not the loss: transformers' Trainer writes 0.0 in place of a "
+                   "NaN or Inf loss (logging_nan_inf_filter, on by default).";
     if (facts.lossFinite && !facts.nanInput && facts.lossJump >= kExtremeBatchLossJump) {
         d.cause = "Non-finite gradient norm " + at + " with the loss x" + numberText(facts.lossJump, 2) +
                   " its recent median: one extreme batch." +

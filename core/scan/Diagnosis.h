@@ -143,6 +143,7 @@ struct NonfiniteBurstFacts
     bool activationsFiniteAtFirstStep = false;
     bool logEndsAtBurst = false; // no row after the burst: whether training went on is not seen
     bool fp16 = false;
+    bool loggedAsZero = false; // the log wrote 0.0 for this non-finite loss (a Trainer's NaN filter)
     std::string batchNote; // savedBatchNote of the first step
 };
 Diagnosis diagnoseNonfiniteBurst(const NonfiniteBurstFacts& facts);

@@ -142,9 +142,17 @@ class Checkpointer:
     checkpoints are saved outside that window.
     """
 
-    def __init__(self, model, directory):
+    def __init__(self, model, directory, form=None):
+        """form: None (script, else trace, else state_dict) or ("state_dict", why): state_dicts
+        only, `why` saying how they replay (the Recorder's checkpoint_form)."""
         self.model = model
         self.directory = directory
+        self.state_dict_only = None
+        if form is not None:
+            kind, why = form
+            if kind != STATE_DICT:
+                raise ValueError("checkpoint_form must be None or ('%s', why), not %r" % (STATE_DICT, form))
+            self.state_dict_only = str(why)
         self.scripted = None
         self.script_error = None  # why the model did not script; None while untried or scripted
         self.traced = None
@@ -231,11 +239,13 @@ class Checkpointer:
         os.makedirs(self.directory, exist_ok=True)
         path = os.path.join(self.directory, step_file_name(step))
         overrides = overrides or {}
-        self._script()
-        module = self.scripted
-        if module is None:
-            self._trace(inputs)
-            module = self.traced
+        module = None
+        if self.state_dict_only is None:
+            self._script()
+            module = self.scripted
+            if module is None:
+                self._trace(inputs)
+                module = self.traced
         if module is not None:
             try:
                 self._save_module(step, module, overrides, path)
@@ -246,7 +256,7 @@ class Checkpointer:
                 # A trace can hold what TorchScript cannot save (a Python autograd.Function).
                 self.traced, self.trace_error = None, "saving the trace failed: " + _error_line(error)
         # The form first: a checkpoint a reader finds without its form reads as replayable.
-        self._write_form(step, STATE_DICT, self.why_not_replayable())
+        self._write_form(step, STATE_DICT, self.state_dict_only or self.why_not_replayable())
         state = self.model.state_dict()
         for name, tensor in overrides.items():
             state[name] = tensor
@@ -309,8 +319,10 @@ def _cpu(value):
     return value
 
 
-def save_batch(directory, step, inputs, targets=None, loss_name=None):
-    """Writes batches/step_N.pt: {"inputs", "targets", "loss", "step"} as the contract lists them."""
+def save_batch(directory, step, inputs, targets=None, loss_name=None, call=None):
+    """Writes batches/step_N.pt: {"inputs", "targets", "loss", "step"} as the contract lists them,
+    and "call" when the loss came from a method of the model other than forward (Lightning's
+    training_step), which eager replay then calls with the inputs."""
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, step_file_name(step))
     batch = {"inputs": _cpu(inputs), "step": int(step)}
@@ -318,5 +330,7 @@ def save_batch(directory, step, inputs, targets=None, loss_name=None):
         batch["targets"] = _cpu(targets)
     if loss_name:
         batch["loss"] = loss_name
+    if call:
+        batch["call"] = call
     _save_atomically(lambda p: torch.save(batch, p), path)
     return path

@@ -154,7 +154,7 @@ class DistributedRecorder:
         options.setdefault("run_name", "%s rank %d" % (
             os.path.basename(os.path.normpath(os.path.abspath(run_dir))), self.rank))
         self.recorder = Recorder(self.rank_dir, module, overwrite=overwrite, **options)
-        self._local = LocalGradients([(name, p) for name, p in module.named_parameters()])
+        self._local = LocalGradients(self.recorder.logged_parameters)
         if self.agree_on_skip:
             self.recorder.skip_agreement = self._any_rank_bad
         self._status = {"rank": self.rank, "world_size": self.world_size, "state": STATE_RUNNING,

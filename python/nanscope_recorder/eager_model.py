@@ -2,6 +2,7 @@
 recorder named (model_factory.py writes the "module:callable" spec, load_factory reads it), then
 loaded with the checkpoint's state_dict, which must fit it name for name and shape for shape."""
 import importlib
+import inspect
 import importlib.util
 import os
 import sys
@@ -51,12 +52,22 @@ def load_factory(spec, paths=()):
     return target
 
 
-def build_model(spec, paths=()):
+def _takes_run_dir(factory):
+    try:
+        return "run_dir" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def build_model(spec, paths=(), run_dir=None):
+    """The model `spec` builds: called with no arguments, or with run_dir= (the run directory the
+    checkpoint belongs to) when it takes that keyword, as a factory that rebuilds the model from
+    what the recorder saved in the run (nanscope_recorder.hf.rebuild) does."""
     factory = load_factory(spec, paths)
     try:
-        model = factory()
+        model = factory(run_dir=run_dir) if run_dir is not None and _takes_run_dir(factory) else factory()
     except Exception as error:  # noqa: BLE001
-        raise EagerReplayError("model factory '%s' failed when called with no arguments (%s: %s)"
+        raise EagerReplayError("model factory '%s' failed (%s: %s)"
                                % (spec, type(error).__name__, first_line(error))) from None
     if not isinstance(model, torch.nn.Module):
         raise EagerReplayError("model factory '%s' returned a %s, not a torch.nn.Module"

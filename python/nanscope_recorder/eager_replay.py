@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
+from .model_names import user_name_of
 from .eager_model import EagerReplayError, build_model, first_line, load_checkpoint
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
@@ -35,6 +36,9 @@ _THIS_DIR = os.path.dirname(os.path.abspath(__file__))
 DTYPE_NAMES = {torch.float32: "Float", torch.float64: "Double", torch.float16: "Half", torch.bfloat16: "BFloat16",
                torch.int64: "Long", torch.int32: "Int", torch.int16: "Short", torch.int8: "Char",
                torch.uint8: "Byte", torch.bool: "Bool"}
+# --dtype recorded: every parameter keeps the dtype its checkpoint holds, as the training ran (a
+# float16 model with float32 LoRA adapters has no single dtype to cast to).
+RECORDED_DTYPE = "recorded"
 REPLAY_DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
                  "bfloat16": torch.bfloat16}
 # The named losses of nanscope's replay (core/torch/Replay.cpp computeLoss), computed in float32.
@@ -205,7 +209,9 @@ class _Recording(TorchFunctionMode):
 
 def _module_hooks(model, stack):
     handles = []
+    user_name = user_name_of(model)
     for name, module in model.named_modules():
+        name = user_name(name)
         def enter(mod, inputs, name=name):
             stack.append(name)
 
@@ -290,19 +296,35 @@ def _to(value, device, dtype):
     return value
 
 
+def _call_of(model, batch, batch_path):
+    """(callable, args, kwargs, targets passed, "what was called" or None): the model's forward on
+    the batch's inputs, or, for a batch whose loss a framework's training step computed (Lightning's
+    training_step(batch, batch_idx): "call" in the batch), that method on the batch as the framework
+    gave it, which calls forward itself."""
+    step_method = batch.get("call")
+    if step_method is None:
+        args, kwargs, targets_in_forward = _forward_arguments(model, batch, batch_path)
+        return model, args, kwargs, targets_in_forward, None
+    if not isinstance(step_method, str) or not callable(getattr(model, step_method, None)):
+        raise EagerReplayError("%s: the batch is for %r, which the rebuilt %s does not have"
+                               % (batch_path, step_method, type(model).__name__))
+    return getattr(model, step_method), [batch.get("inputs"), 0], {}, True, "%s(batch, 0)" % step_method
+
+
 def replay(model, batch, batch_path, loss_name=None, backward=True):
     """Runs the instrumented forward and backward; returns the replay JSON's fields."""
-    args, kwargs, targets_in_forward = _forward_arguments(model, batch, batch_path)
+    target, args, kwargs, targets_in_forward, call = _call_of(model, batch, batch_path)
     stack = []
     data_ids = {id(t) for t in _tensors_in(args) + _tensors_in(kwargs)}
     recording = _Recording(stack, data_ids)
     handles = _module_hooks(model, stack)
-    call = "forward(%s)" % ", ".join([p.name for p in (_positional_parameters(model.forward)[0] or [])][:len(args)]
-                                     + list(kwargs))
+    if call is None:
+        call = "forward(%s)" % ", ".join([p.name for p in (_positional_parameters(model.forward)[0] or [])][:len(args)]
+                                         + list(kwargs))
     try:
         with recording:
             try:
-                returned = model(*args, **kwargs)
+                returned = target(*args, **kwargs)
             except Exception as error:  # noqa: BLE001
                 shapes = ", ".join("%s %s" % (DTYPE_NAMES.get(t.dtype, t.dtype), list(t.shape))
                                    for t in _tensors_in(args) + _tensors_in(kwargs))
@@ -362,7 +384,9 @@ def replay(model, batch, batch_path, loss_name=None, backward=True):
         if index is not None:
             result["loss_op"] = recording.ops[index]
     if loss is not None and backward:
+        user_name = user_name_of(model)
         for name, p in model.named_parameters():
+            name = user_name(name)
             params.append({"name": name, "value": value_json(p), "grad": value_json(p.grad)})
     # The backward culprit: the first op, in the order backward reached them, whose output's
     # gradient is finite while a gradient it passed to one of its inputs (an op's output, or a
@@ -404,9 +428,9 @@ def _is_bad(model, batch, batch_path, samples, loss_name):
     n = first[0].shape[0] if first and first[0].dim() > 0 else 0
     subset = {k: take(v) for k, v in batch.items()}
     try:
-        args, kwargs, _ = _forward_arguments(model, subset, batch_path)
+        target, args, kwargs, _, _ = _call_of(model, subset, batch_path)
         model.zero_grad(set_to_none=True)
-        returned = model(*args, **kwargs)
+        returned = target(*args, **kwargs)
         plain = isinstance(returned, (torch.Tensor, list, tuple, dict))
         if any(_has_nonfinite(t) for t in _tensors_in(returned if plain else _fields_of(returned))):
             return True
@@ -453,15 +477,27 @@ def bisect(model, batch, batch_path, loss_name, limit=512):
     return [i for i in everything if i not in clean and _is_bad(model, batch, batch_path, clean + [i], loss_name)]
 
 
+def _main_dtype_name(model):
+    """The dtype most of the model's floating parameters hold, by element count ("float16")."""
+    counts = {}
+    for p in model.parameters():
+        if p.is_floating_point():
+            counts[p.dtype] = counts.get(p.dtype, 0) + p.numel()
+    main = max(counts, key=counts.get) if counts else torch.float32
+    return next((name for name, value in REPLAY_DTYPES.items() if value == main), "float32")
+
+
 def run(options):
     torch.manual_seed(0)
     device = torch.device(options.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise EagerReplayError("--device cuda: this torch has no CUDA, or no GPU is visible")
-    if options.dtype not in REPLAY_DTYPES:
-        raise EagerReplayError("--dtype %s: one of %s" % (options.dtype, ", ".join(REPLAY_DTYPES)))
-    dtype = REPLAY_DTYPES[options.dtype]
-    model = build_model(options.factory, options.path)
+    if options.dtype != RECORDED_DTYPE and options.dtype not in REPLAY_DTYPES:
+        raise EagerReplayError("--dtype %s: one of %s, %s" % (options.dtype, RECORDED_DTYPE, ", ".join(REPLAY_DTYPES)))
+    dtype = REPLAY_DTYPES.get(options.dtype)  # None: the checkpoint's own dtypes
+    # checkpoints/step_N.pt: the run directory is the folder above.
+    run_dir = os.path.dirname(os.path.dirname(os.path.abspath(options.checkpoint)))
+    model = build_model(options.factory, options.path, run_dir)
     load_checkpoint(model, options.checkpoint, options.factory)
     try:
         batch = torch.load(options.batch, map_location="cpu")
@@ -471,9 +507,11 @@ def run(options):
         raise EagerReplayError("%s: not a nanscope batch (a dict with 'inputs')" % options.batch)
     model.to(device=device, dtype=dtype)
     model.train(not options.eval)
+    replayed_dtype = options.dtype if dtype is not None else _main_dtype_name(model)
     batch = {k: (_to(v, device, dtype) if k == "inputs" else _to(v, device, None) if k == "targets" else v)
              for k, v in batch.items()}
-    if isinstance(batch.get("targets"), torch.Tensor) and batch["targets"].is_floating_point() and dtype != torch.float32:
+    if isinstance(batch.get("targets"), torch.Tensor) and batch["targets"].is_floating_point() and \
+            dtype not in (None, torch.float32):
         batch["targets"] = batch["targets"].to(dtype)
     found = replay(model, batch, options.batch, options.loss_name, backward=not options.no_backward)
     found["notes"].insert(0, "eager replay: %s rebuilt the model in Python; every module's forward was hooked and "
@@ -483,7 +521,7 @@ def run(options):
     out = {"step": int(step) if step is not None else -1, "replay": "eager", "loss": found["loss"],
            "loss_name": found["loss_name"], "loss_convention": found["loss_convention"],
            "loss_from": found["loss_from"], "loss_op": found["loss_op"], "checkpoint": options.checkpoint,
-           "batch": options.batch, "dtype": options.dtype, "mode": "eval" if options.eval else "train",
+           "batch": options.batch, "dtype": replayed_dtype, "mode": "eval" if options.eval else "train",
            "forward": {"first_nonfinite": None, "ops": found["ops"]},
            "backward": {"first_nonfinite": None, "culprit_index": found["grad_culprit"], "params": found["params"]},
            "findings": [], "notes": found["notes"]}
@@ -499,7 +537,8 @@ def main(argv=None):
     parser.add_argument("--factory", required=True, help="module:callable that builds the model")
     parser.add_argument("--path", action="append", default=[], help="a folder to import the factory from")
     parser.add_argument("--loss-name", default=None)
-    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--dtype", default="float32", help="float16, bfloat16, float32, float64, or recorded: "
+                        "the checkpoint's own dtypes")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--eval", action="store_true")
     parser.add_argument("--bisect", action="store_true")

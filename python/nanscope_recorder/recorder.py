@@ -15,6 +15,7 @@ from .activations import ActivationHooks
 from .buffer_snapshot import BufferSnapshot
 from .checkpoints import Checkpointer, remove_step_files, save_batch, step_file_name
 from .model_factory import describe as model_factory_spec
+from .model_names import user_name_of
 from .capture import DEFAULTS as CAPTURE_DEFAULTS, FIRST_NONFINITE, CapturePolicy
 from .defences import (BatchRing, LastGoodState, SpikeDetector, UnsupportedOptimizer, check_optimizer,
                        model_state, spike_reason)
@@ -28,6 +29,8 @@ _BUFFER_NAMES = ("running_mean", "running_var", "num_batches_tracked")
 _COMPUTED_SCALARS = ("loss", "grad_norm", "param_norm", "skipped", "wall_time")
 # The dtypes whose values the writer child measures as they are (numpy has them all); half
 # precision and complex tensors are converted and measured in the training process.
+# Which steps the training loop skips (the Recorder's skipped_steps).
+SKIPPED_STEPS = ("bad", "none", "nonfinite_gradients")
 _STAGED_DTYPES = (torch.float32, torch.float64, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8,
                   torch.bool)
 
@@ -47,6 +50,12 @@ except TypeError:
 
 def _is_leaf(name, module):
     return name != "" and next(module.children(), None) is None
+
+
+def _is_transformers_model(model):
+    """A transformers or PEFT model (hf.py rebuilds them from their config), by its classes'
+    modules: nothing is imported to tell."""
+    return any(getattr(cls, "__module__", "").startswith(("transformers.", "peft.")) for cls in type(model).__mro__)
 
 
 def _uncompiled(model):
@@ -121,7 +130,8 @@ class Recorder:
                  snapshot_every=RECORDER_DEFAULTS["snapshot_every"], allow_unguarded=False, batch_ring=8,
                  spike_mads=CAPTURE_DEFAULTS["spike_mads"], spike_window=CAPTURE_DEFAULTS["spike_window"],
                  ring_device=None, layers_every=1, spike_captures=None, later_nonfinite_captures=None,
-                 model_factory=None, write_in_process=False):
+                 model_factory=None, write_in_process=False, skipped_steps="bad", checkpoint_form=None,
+                 batch_call=None):
         """activation_filter: callable(name, module) -> bool choosing the modules whose outputs
         are logged; default: every leaf module. restore_buffers_on_skip: on a skipped step, put
         BatchNorm running statistics back to their values before that step's forward (off by
@@ -131,7 +141,23 @@ class Recorder:
         so that its row shows the first bad parameter before the NaN spreads. model_factory: how
         eager replay rebuilds the model when its checkpoints are state_dicts (it neither scripts
         nor traces): "module:function", or the function, called with no arguments; default: the
-        model's class when it takes no constructor argument (model_factory.py)."""
+        model's class when it takes no constructor argument (model_factory.py). skipped_steps: which
+        steps the training loop skips: "bad" (the loop skips the optimizer step when end_step returns
+        False), "none" (a framework's loop applies every update; the recorder only observes) or
+        "nonfinite_gradients" (an AMP loss scaler skips the steps whose gradients are not finite);
+        with anything but "bad" the defences that change training (rollback, restore_buffers_on_skip)
+        are refused. checkpoint_form: None (TorchScript when the model scripts or traces, else a
+        state_dict) or ("state_dict", why): state_dicts only, for a model the model_factory rebuilds
+        better than a trace (a transformers model from its config). batch_call: the name of the
+        model's method that computed the loss from the batch when it is not forward (Lightning's
+        "training_step"); saved in batch files for eager replay."""
+        if skipped_steps not in SKIPPED_STEPS:
+            raise ValueError("skipped_steps must be one of %s, not %r" % (", ".join(SKIPPED_STEPS), skipped_steps))
+        if skipped_steps != "bad" and (rollback_after or restore_buffers_on_skip):
+            raise ValueError("rollback_after and restore_buffers_on_skip change training; a recorder that observes "
+                             "a framework's loop (skipped_steps=%r) cannot use them" % skipped_steps)
+        self.skipped_steps = skipped_steps
+        self.batch_call = batch_call  # the model's method eager replay calls with a saved batch (None: forward)
         self.run_dir = run_dir
         # A torch.compile'd model (torch 2.x's OptimizedModule) wraps the module the user wrote: the
         # recorder watches, names and saves that one (no "_orig_mod." in layer names; a checkpoint
@@ -162,6 +188,13 @@ class Recorder:
             "amp_dtype": amp_dtype,
             "loss_name": loss_name,
         }
+        # A transformers model (the Trainer's, or one in a loop of one's own) is rebuilt from its
+        # config for eager replay, with no factory written by hand (hf.py); one transformers cannot
+        # rebuild (custom code) is scripted or traced as any model, and a note says why.
+        transformers_note = None
+        if model_factory is None and checkpoint_form is None and _is_transformers_model(model):
+            from .hf import rebuild_plan
+            model_factory, checkpoint_form, transformers_note = rebuild_plan(model)
         factory, folders, self._no_factory = model_factory_spec(model_factory, model)
         if factory:
             self._attributes.update({"model_factory": factory, "model_factory_path": os.pathsep.join(folders),
@@ -178,14 +211,22 @@ class Recorder:
             remove_step_files(self._checkpoint_dir)  # another run's checkpoints would mislead
             remove_step_files(self._batch_dir)
 
-        self._params = [(name, p) for name, p in model.named_parameters()]
-        self._norms = [(name, m) for name, m in model.named_modules()
+        # Frozen parameters (a LoRA fine-tune's base weights) have no gradient to log: in /layers they
+        # would read as vanishing gradients. A model with none trainable yet is logged whole.
+        user_name = user_name_of(model)
+        named = [(user_name(name), p) for name, p in model.named_parameters()]
+        self._params = [(name, p) for name, p in named if p.requires_grad] or named
+        self._norms = [(user_name(name), m) for name, m in model.named_modules()
                        if isinstance(m, _NormBase) and m.track_running_stats and m.running_mean is not None]
         choose = activation_filter or _is_leaf
-        self._activations = ActivationHooks([(name, m) for name, m in model.named_modules() if choose(name, m)],
+        self._activations = ActivationHooks([(user_name(name), m) for name, m in model.named_modules()
+                                             if choose(name, m)],
                                             self._activation_hook_failed, self._measure)
         self._readback = StepReadback(self._params, self._norms)
-        self._checkpointer = Checkpointer(model, self._checkpoint_dir)
+        self._checkpointer = Checkpointer(model, self._checkpoint_dir, checkpoint_form)
+        if model_factory == "nanscope_recorder.hf:rebuild":
+            from .hf import save_model_description
+            save_model_description(model, run_dir)
 
         self._file = None
         self._stage = None  # the writer child's ChildRunFile.stage, once there is one
@@ -198,6 +239,10 @@ class Recorder:
         self._checkpoint_saved = False
         self._buffer_snapshot = BufferSnapshot()
         self._skipped_streak = 0
+        # Said at the first step, in the run: set-up facts a reader of the run needs.
+        self._first_step_notes = (["checkpoints are not rebuilt from a transformers config: " + transformers_note]
+                                  if transformers_note else [])
+        self.last_step_skipped = None
         self._last_loss_scale = None
         self._warned = set()
         self._last_event_step = -(2 ** 62)
@@ -231,6 +276,9 @@ class Recorder:
         if self._unguarded_note:
             self._event(step, "note", self._unguarded_note)
             self._unguarded_note = None
+        for note in self._first_step_notes:
+            self._event(step, "note", note)
+        self._first_step_notes = []
         self._keep_good_state(step)
         if self._ring is not None:
             if self._ring.wants_anchor(step):
@@ -246,9 +294,12 @@ class Recorder:
         else:
             self._activations.disarm()
 
-    def end_step(self, loss, lr=None, loss_scale=None, **scalars):
+    def end_step(self, loss, lr=None, loss_scale=None, gradient_scale=None, **scalars):
         """Call after backward, before optimizer.step(). Returns False when the loss or the
-        gradient norm is not finite: the step was logged as skipped and should not be applied."""
+        gradient norm is not finite: the step was logged as skipped and should not be applied
+        (with skipped_steps="bad"; otherwise the loop's own rule said whether it is skipped).
+        gradient_scale: the factor the gradients still carry (an AMP loss scale not yet unscaled);
+        the gradient norms logged are divided by it."""
         if not self._in_step:
             raise RuntimeError("end_step without begin_step")
         self._activations.stop()
@@ -270,23 +321,31 @@ class Recorder:
         host = self._readback.read(loss, self._input_stats, self._activations)
         loss_value = host["loss"]
         grad_norms = host["grad_norm"]
+        if gradient_scale is not None and float(gradient_scale) not in (0.0, 1.0):
+            grad_norms = grad_norms / float(gradient_scale)
         total_grad_norm = total_norm(grad_norms)
         total_param_norm = total_norm(host["param_norm"])
         grad_nonfinite = self._readback.nonfinite_counts(grad_norms, total_grad_norm)
         bad = not (math.isfinite(loss_value) and math.isfinite(total_grad_norm))
+        if self.skipped_steps == "bad":
+            skipped = bad
+        else:
+            skipped = self.skipped_steps == "nonfinite_gradients" and not math.isfinite(total_grad_norm)
         skipped_for_another_rank = False
         if self.skip_agreement is not None:
             any_rank_bad = bool(self.skip_agreement(bad))
             skipped_for_another_rank = any_rank_bad and not bad
             bad = bad or any_rank_bad
+            skipped = skipped or any_rank_bad
 
         if self._file is None:
             self._create_file(extra, host)
             scalar_row = self._scalar_row(extra)
         # Wall time lets nanscope plot against time as TensorBoard does, and shows pauses and slow steps.
         row = {"loss": loss_value, "grad_norm": total_grad_norm, "param_norm": total_param_norm,
-               "skipped": 1.0 if bad else 0.0, "wall_time": time.time()}
+               "skipped": 1.0 if skipped else 0.0, "wall_time": time.time()}
         row.update(scalar_row)
+        self.last_step_skipped = skipped  # what the row says; a framework callback checks it against its loop
         run = self._file
         run.scalars.append(step, row)
         layer_tables = self._layer_tables_due(step, bad)
@@ -306,7 +365,7 @@ class Recorder:
             self._last_loss_scale = extra["loss_scale"]
         spike_captured = False
         if bad:
-            self._on_nonfinite(step, loss_value, grad_nonfinite,
+            self._on_nonfinite(step, loss_value, grad_nonfinite, skipped,
                                reason="another rank's loss or gradients were not finite at this step; every rank "
                                       "skips it, so the replicas stay equal" if skipped_for_another_rank else None)
         else:
@@ -331,6 +390,32 @@ class Recorder:
         self._inputs = self._targets = None
         self._buffer_snapshot.clear()
         return not bad
+
+    @property
+    def logged_parameters(self):
+        """[(name, parameter)]: the parameters /layers logs, in its column order."""
+        return list(self._params)
+
+    def abandon_step(self):
+        """Leaves the current step unlogged (a framework callback that failed to measure it)."""
+        if self._in_step:
+            self._activations.stop()
+            self._activations.disarm()
+            self._in_step = False
+            self._last_step = self._step
+            self._inputs = self._targets = None
+            self._buffer_snapshot.clear()
+
+    def use_batch(self, inputs, targets=None):
+        """The batch saved for the current step, when it is not the one begin_step was given: with
+        gradient accumulation, the micro-batch that went non-finite (the /inputs row is then this
+        batch's). Call between begin_step and end_step."""
+        if not self._in_step:
+            raise RuntimeError("use_batch outside a step (between begin_step and end_step)")
+        self._inputs, self._targets = inputs, targets
+        self._input_stats = [(name, self._measure(t)) for name, t in named_inputs(inputs, targets)]
+        if self._ring is not None:
+            self._ring.add_batch(self._step, inputs, targets)
 
     def note(self, message, step=None):
         """Adds a `note` event (at the current or last step unless `step` is given)."""
@@ -429,7 +514,7 @@ class Recorder:
 
     # ---------------------------------------------------------------- failures
 
-    def _on_nonfinite(self, step, loss_value, grad_nonfinite, reason=None):
+    def _on_nonfinite(self, step, loss_value, grad_nonfinite, skipped, reason=None):
         self._skipped_streak += 1
         if reason is not None:
             pass  # the caller's reason (another rank's step was bad): this rank's values were finite
@@ -442,13 +527,18 @@ class Recorder:
                 reason = "non-finite gradients in %d parameter(s) (first: %s)" % (len(bad), bad[0])
             else:
                 reason = "the gradient norm overflowed, though every gradient value is finite"
-        self._event(step, "skipped_step", reason)
+        if skipped:
+            self._event(step, "skipped_step", reason)
+        elif math.isfinite(loss_value):
+            # The framework applied this update: its gradients went into the weights.
+            self._event(step, "note", "%s; the training loop applied the update" % reason)
         capture = self._captures.decide(finite=False, spike=False)
         if capture is not None:
             self._capture_incident(step, reason, capture)
         if self.warn_after_skipped and self._skipped_streak == self.warn_after_skipped:
-            warnings.warn("nanscope: %d consecutive steps skipped (up to step %d, %s); see %s"
-                          % (self._skipped_streak, step, reason, self.run_dir), RuntimeWarning, stacklevel=3)
+            warnings.warn("nanscope: %d consecutive %s (up to step %d, %s); see %s"
+                          % (self._skipped_streak, "steps skipped" if skipped else "non-finite steps", step, reason,
+                             self.run_dir), RuntimeWarning, stacklevel=3)
         if self._last_good is not None and self._skipped_streak >= self.rollback_after:
             self._roll_back(step)
         elif self.restore_buffers_on_skip and self._buffer_snapshot.taken:
@@ -536,7 +626,7 @@ class Recorder:
             self._save_checkpoint(step, overrides=self._buffer_snapshot.copies())
         written = []
         if not os.path.exists(os.path.join(self._batch_dir, step_file_name(step))):
-            path = save_batch(self._batch_dir, step, self._inputs, self._targets, self.loss_name)
+            path = save_batch(self._batch_dir, step, self._inputs, self._targets, self.loss_name, self.batch_call)
             self._event(step, "batch_saved", os.path.relpath(path, self.run_dir))
             written.append(step)
         ring = self._ring
@@ -550,7 +640,7 @@ class Recorder:
             anchor_step, anchor_state, batches = captured
             for batch_step, inputs, targets in batches:
                 if not os.path.exists(os.path.join(self._batch_dir, step_file_name(batch_step))):
-                    save_batch(self._batch_dir, batch_step, inputs, targets, self.loss_name)
+                    save_batch(self._batch_dir, batch_step, inputs, targets, self.loss_name, self.batch_call)
                     written.append(batch_step)
             checkpoint = "checkpoint %d was already saved" % anchor_step
             if not os.path.exists(os.path.join(self._checkpoint_dir, step_file_name(anchor_step))):
@@ -581,7 +671,7 @@ class Recorder:
         batch_step, inputs, targets = healthy
         if os.path.exists(os.path.join(self._batch_dir, step_file_name(batch_step))):
             return None
-        path = save_batch(self._batch_dir, batch_step, inputs, targets, self.loss_name)
+        path = save_batch(self._batch_dir, batch_step, inputs, targets, self.loss_name, self.batch_call)
         self._event(step, "batch_saved", os.path.relpath(path, self.run_dir))
         return batch_step
 

@@ -374,7 +374,10 @@ TEST(WandbRecordReader, AnInfiniteLossInARunCutShortIsRead)
     const auto* loss = findSeries(*run, "train_pde_loss");
     ASSERT_NE(loss, nullptr);
     ASSERT_EQ(loss->size(), 1u);
-    EXPECT_EQ(loss->front().step, 0);
+    // W&B's row 0; Lightning's WandbLogger logged the training's own step with it:
+    // trainer/global_step 5711, which is the step (LoggedStepSeries).
+    EXPECT_EQ(loss->front().step, 5711);
+    EXPECT_TRUE(nanscope::testing::anyContains(run->notes, "\"trainer/global_step\""));
     EXPECT_EQ(loss->front().value, INFINITY);
     ASSERT_EQ(run->warnings.size(), 1u);
     EXPECT_NE(run->warnings.front().find("the file ends inside a record"), std::string::npos);

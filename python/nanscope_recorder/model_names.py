@@ -1,0 +1,21 @@
+"""The names a user knows a model's modules and parameters by, where a wrapper adds its own: PEFT's
+PeftModel holds the user's model as base_model.model, so named_modules() says
+"base_model.model.transformer.h.0.attn.c_attn" for the user's "transformer.h.0.attn.c_attn". The
+recorder's tables and eager replay's module paths both use these names; checkpoints keep the
+state_dict's own keys, which is what loading them needs."""
+
+_PEFT_PREFIX = "base_model.model."
+
+
+def user_name_of(model):
+    """A function from a named_modules()/named_parameters() name of `model` to the user's name."""
+    wrapped = isinstance(getattr(model, "peft_config", None), dict) and \
+        getattr(getattr(model, "base_model", None), "model", None) is not None
+    if not wrapped:
+        return lambda name: name
+
+    def user_name(name):
+        if name.startswith(_PEFT_PREFIX):
+            return name[len(_PEFT_PREFIX):]
+        return "" if name + "." == _PEFT_PREFIX or name == "base_model" else name  # the wrappers: the root
+    return user_name

@@ -1,0 +1,105 @@
+"""Recording a Lightning run with one line (issue 56), with the real pytorch_lightning and lightning
+packages of python/requirements.txt: a NaN feature in one sample of step 20 goes through BatchNorm
+into every weight. The scan, replay through the module's own training_step (rebuilt from its class
+and hyperparameters), Lightning's own CSV and TensorBoard logs, gradient accumulation, and the
+training bit-identical with and without the callback."""
+import os
+import tempfile
+import unittest
+import warnings
+
+import torch
+
+from framework_fixtures import frozen_state, incidents_of, layer_names, nanscope_json, scalars, states_equal
+from lightning_modules import BATCH, Features, LightningClassifier, PlClassifier, lightning_package
+from nanscope_recorder.lightning import NanscopeCallback
+
+NAN_STEP = 20
+
+
+def fit(package_name, module_class, folder, run=None, steps=30, accumulate=1):
+    package = lightning_package(package_name)
+    package.seed_everything(0)
+    model = module_class()
+    loggers = [package.loggers.CSVLogger(folder, name="csv"), package.loggers.TensorBoardLogger(folder, name="tb")]
+    trainer = package.Trainer(max_steps=steps, accelerator="cpu", logger=loggers, enable_progress_bar=False,
+                              enable_model_summary=False, enable_checkpointing=False, log_every_n_steps=1,
+                              accumulate_grad_batches=accumulate,
+                              callbacks=[NanscopeCallback(run, checkpoint_every=10)] if run else [])
+    # Sample 5 of the step's last micro-batch.
+    data = Features(BATCH * steps * accumulate, nan_sample=BATCH * (accumulate * NAN_STEP + accumulate - 1) + 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer.fit(model, torch.utils.data.DataLoader(data, batch_size=BATCH))
+    return model
+
+
+class NanFeatureThroughBatchNorm(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.run_dir = os.path.join(cls.tmp.name, "run")
+        cls.logs = os.path.join(cls.tmp.name, "logs")
+        recorded = fit("pytorch_lightning", PlClassifier, cls.logs, run=cls.run_dir)
+        plain = fit("pytorch_lightning", PlClassifier, os.path.join(cls.tmp.name, "plain"))
+        cls.identical = states_equal(frozen_state(recorded), frozen_state(plain))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_the_training_is_bit_identical_with_and_without_the_callback(self):
+        self.assertTrue(self.identical)
+
+    def test_the_scan_finds_the_bad_input_the_blowup_and_the_poisoned_batchnorm(self):
+        found = {i["kind"]: i for i in incidents_of(self.run_dir)}
+        self.assertEqual(found["bad_input"]["onset_step"], NAN_STEP)
+        self.assertEqual(found["blowup"]["nonfinite_step"], NAN_STEP)
+        self.assertEqual(found["blowup"]["pattern"], "sudden")
+        self.assertIn("bn_corruption", found)
+        self.assertEqual(scalars(self.run_dir)["steps"].tolist(), list(range(30)))  # step N: trainer.global_step
+        self.assertIn("net.0.weight", layer_names(self.run_dir))
+
+    def test_replay_runs_the_modules_training_step_to_the_first_op_and_the_sample(self):
+        replay = nanscope_json("replay", self.run_dir, "--step", NAN_STEP, "--bisect")
+        first = replay["forward"]["first_nonfinite"]
+        op = replay["forward"]["ops"][first["index"]]
+        self.assertEqual((op["op"], op["module"]), ("aten::linear", "net.0"))
+        self.assertTrue(op["source"].startswith("lightning_modules.py:"), op["source"])
+        self.assertEqual(replay["loss_from"], "training_step(batch, 0)")
+        self.assertEqual(replay["bad_samples"], [5])
+
+    def test_lightnings_own_logs_agree_on_the_step(self):
+        for logger in ("csv", "tb"):
+            found = incidents_of(os.path.join(self.logs, logger, "version_0"))
+            steps = [i["nonfinite_step"] for i in found if i["kind"] == "blowup"]
+            self.assertEqual(steps, [NAN_STEP], (logger, found))
+
+
+class TheOtherPackageAndAccumulation(unittest.TestCase):
+    """`lightning` (not pytorch_lightning), two micro-batches a step; the second of step 20 is bad."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.run_dir = os.path.join(cls.tmp.name, "run")
+        fit("lightning.pytorch", LightningClassifier, os.path.join(cls.tmp.name, "logs"), run=cls.run_dir,
+            steps=24, accumulate=2)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_one_row_per_optimizer_step_names_the_micro_batch(self):
+        table = scalars(self.run_dir)
+        self.assertEqual(table["steps"].tolist(), list(range(24)))
+        bad = dict(zip(table["steps"].tolist(), table["bad_microbatch"].tolist()))
+        self.assertEqual(bad[NAN_STEP], 1.0)
+        self.assertEqual(bad[NAN_STEP - 1], -1.0)
+        batch = torch.load(os.path.join(self.run_dir, "batches", "step_%08d.pt" % NAN_STEP))
+        self.assertTrue(bool(torch.isnan(batch["inputs"][0]).any()))
+        self.assertEqual(batch["call"], "training_step")
+
+
+if __name__ == "__main__":
+    unittest.main()
