@@ -46,7 +46,19 @@ public:
     }
 
     bool Null() { return nested(JsonField::Kind::Null) || scalar(JsonField::Kind::Null); }
-    bool Bool(bool) { return nested(JsonField::Kind::Bool) || scalar(JsonField::Kind::Bool); }
+    bool Bool(bool value)
+    {
+        if (nested(JsonField::Kind::Bool)) {
+            m_fields.back().text = value ? "true" : "false";
+            return true;
+        }
+        if (!rootOrValueDepth())
+            return true;
+        JsonField* field = current(JsonField::Kind::Bool);
+        if (field)
+            field->text = value ? "true" : "false";
+        return field != nullptr;
+    }
     bool RawNumber(const char* text, rapidjson::SizeType length, bool)
     {
         if (nestedValue()) {
@@ -375,6 +387,7 @@ bool readPlainObjectFields(std::string_view text, std::vector<JsonFieldView>& fi
                 if (!word(c == 't' ? "true" : "false"))
                     return false;
                 field.kind = JsonField::Kind::Bool;
+                field.text = c == 't' ? "true" : "false";
             } else if (c == 'N' || c == 'I' || (c == '-' && p + 1 < end && p[1] == 'I')) {
                 const bool negative = c == '-';
                 if (negative)

@@ -17,7 +17,7 @@ struct JsonField {
     std::string key;   // empty for a lone value
     Kind kind = Kind::Null;
     double number = 0; // Kind::Number
-    std::string text;  // Kind::Text
+    std::string text;  // Kind::Text; "true" or "false" for Kind::Bool
 };
 
 // What a person calls a value of that kind, in a note about skipped values: "text", "list", ...

@@ -1,5 +1,7 @@
 #include "core/importers/TensorBoardReader.h"
 
+#include "core/importers/JsonFields.h"
+#include "core/importers/TrainerHiddenNonfiniteLoss.h"
 #include "core/importers/TfRecordReader.h"
 #include "core/tensor/ElementConversion.h"
 #include "tensorboard_event.pb.h"
@@ -243,10 +245,35 @@ private:
                 return;
             }
         }
+        // torch's SummaryWriter.add_text("args", ...) names it "args/text_summary".
+        if (plugin == "text" && (tag == "args" || tag == "args/text_summary") && tensor.string_val_size() == 1 &&
+            keepTrainingArguments(tensor.string_val(0)))
+            return;
         if (scalarPlugin)
             skip("scalar tensor of an unexpected shape or type");
         else
             skip(plugin.empty() ? "tensor summary" : plugin + " summary");
+    }
+
+    // transformers' TensorBoardCallback writes its TrainingArguments as JSON text under "args": the
+    // settings that say how its loss was logged are kept as attributes (args.logging_steps, ...).
+    bool keepTrainingArguments(const std::string& text)
+    {
+        std::vector<json::JsonField> fields;
+        std::string error;
+        if (!json::readObjectFields(text, fields, error))
+            return false;
+        for (const char* name : {"logging_steps", "logging_nan_inf_filter", "logging_strategy"}) {
+            const json::JsonField* field = json::findField(fields, name);
+            if (!field)
+                continue;
+            std::string value = field->text; // text, or "true"/"false"
+            if (field->kind == json::JsonField::Kind::Number)
+                value = field->number == std::floor(field->number) ? std::to_string(int64_t(field->number))
+                                                                   : std::to_string(field->number);
+            m_log.attributes[std::string("args.") + name] = value;
+        }
+        return true;
     }
 
     // A TF2 histogram: [k, 3] rows of (left edge, right edge, count), k = 0 for no data.
@@ -329,6 +356,14 @@ Result<ScalarLog> readTensorBoardEvents(const std::string& path)
     log.warnings.insert(log.warnings.begin(), scan->warnings.begin(), scan->warnings.end());
     decoder.finish();
     noteStepsGoingBack(log);
+    // transformers' TensorBoardCallback logs 0.0 for a NaN loss, as the Trainer's own log does.
+    const auto argument = [&log](const char* name) {
+        const auto found = log.attributes.find(std::string("args.") + name);
+        return found == log.attributes.end() ? std::string() : found->second;
+    };
+    if (!argument("logging_nan_inf_filter").empty() &&
+        trainerHidesNonfiniteLosses(argument("logging_steps"), argument("logging_nan_inf_filter")))
+        readHiddenNonfiniteLosses(log, "train/loss", "train/grad_norm");
     if (scan->recordsRead == 0)
         log.notes.push_back("the file holds no records (a writer that had not flushed yet)");
     return log;

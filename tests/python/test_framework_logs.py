@@ -1,7 +1,7 @@
 """The logs the frameworks themselves keep of a run open in nanscope and agree with what the
 callback recorded (issue 56, item 5): one Hugging Face Trainer run, recorded by NanscopeCallback and
-reported at the same time to trainer_state.json, W&B (offline: the binary .wandb run file) and
-MLflow (its local SQLite store, mlflow.db). The batch of step 11 has every label -100: the loss is
+reported at the same time to trainer_state.json, W&B (offline: the binary .wandb run file), MLflow
+(its local SQLite store, mlflow.db) and TensorBoard. The batch of step 11 has every label -100: the loss is
 0/0, and every one of those logs writes 0.0 for it (logging_nan_inf_filter)."""
 import glob
 import os
@@ -14,7 +14,7 @@ from nanscope_recorder.hf import NanscopeCallback
 IGNORED_STEP = 11
 
 
-class OneRunFourLogs(unittest.TestCase):
+class OneRunFiveLogs(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
@@ -30,7 +30,7 @@ class OneRunFourLogs(unittest.TestCase):
         cls.run_dir = os.path.join(root, "run")
         cls.output = os.path.join(root, "trainer")
         data = TokenData(64, ignored=range(4 * (IGNORED_STEP - 1), 4 * IGNORED_STEP))
-        trainer = Trainer(model=gpt2(), args=training_arguments(cls.output, 16, report_to=["wandb", "mlflow"]),
+        trainer = Trainer(model=gpt2(), args=training_arguments(cls.output, 16, report_to=["wandb", "mlflow", "tensorboard"]),
                           train_dataset=data, callbacks=[NanscopeCallback(cls.run_dir)])
         trainer.train()
         trainer.save_state()
@@ -44,6 +44,8 @@ class OneRunFourLogs(unittest.TestCase):
             "trainer_state.json": os.path.join(cls.output, "trainer_state.json"),
             "W&B offline run": glob.glob(os.path.join(root, "wandb", "offline-run-*"))[0],
             "MLflow store": os.path.join(root, "mlflow.db"),
+            "TensorBoard events": os.path.dirname(glob.glob(os.path.join(cls.output, "**", "events.out.tfevents.*"),
+                                                            recursive=True)[0]),
         }
 
     @classmethod
@@ -58,7 +60,7 @@ class OneRunFourLogs(unittest.TestCase):
             self.assertIn("recovered", found[0]["cause"], name)
 
     def test_the_frameworks_logs_say_their_zero_is_not_the_loss(self):
-        for name in ("trainer_state.json", "W&B offline run", "MLflow store"):
+        for name in ("trainer_state.json", "W&B offline run", "MLflow store", "TensorBoard events"):
             found = incidents_of(self.logs[name])
             self.assertIn("0.0 there, which is not the loss", found[0]["cause"], name)
 
