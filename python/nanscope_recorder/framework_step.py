@@ -67,6 +67,19 @@ class MicroBatches:
         stacked = torch.stack(self.losses)
         return stacked.sum() if summed else stacked.mean()
 
+    def end_step(self, recorder, accumulating, summed, lr=None, loss_scale=None, gradient_scale=None):
+        """Ends the recorder's step on these micro-batches: their loss (see step_loss) and, with
+        gradient accumulation, `bad_microbatch`: the first that went non-finite (-1: none), whose
+        batch is then the one saved."""
+        scalars = {}
+        if accumulating:
+            bad = self.first_bad()
+            scalars["bad_microbatch"] = float(bad)
+            if bad > 0:
+                recorder.use_batch(self.batches[bad])
+        return recorder.end_step(self.step_loss(summed), lr=lr, loss_scale=loss_scale, gradient_scale=gradient_scale,
+                                 **scalars)
+
     def first_bad(self):
         """The index of the first micro-batch whose loss, or the gradients summed after it, went
         non-finite; -1 when none did."""

@@ -305,17 +305,11 @@ class NanscopeCallback(TrainerCallback):
             self._failure.fail(self.recorder, "the backward pass of step %s" % self._step, error)
 
     def _end_step(self):
-        micro = self._micro
-        scalars = {}
-        if self._accumulation > 1:
-            bad = micro.first_bad()
-            scalars["bad_microbatch"] = float(bad)
-            if bad > 0:
-                self.recorder.use_batch(micro.batches[bad])
         lr = self._optimizer.param_groups[0].get("lr") if self._optimizer is not None else None
+        # The gradients still carry an fp16 loss scale here (the Trainer unscales when it clips).
         scale = float(self._scaler.get_scale()) if self._scaler is not None else None
-        self.recorder.end_step(micro.step_loss(self._summed_losses), lr=lr, loss_scale=scale, gradient_scale=scale,
-                               **scalars)
+        self._micro.end_step(self.recorder, self._accumulation > 1, self._summed_losses, lr=lr, loss_scale=scale,
+                             gradient_scale=scale)
         self._step = None
         self._micro = MicroBatches()
 

@@ -176,18 +176,12 @@ class _Recording:
         if self._failure.failed or self._step is None:
             return
         try:
-            micro = self._micro
-            scalars = {}
-            if self._accumulation > 1:
-                bad = micro.first_bad()
-                scalars["bad_microbatch"] = float(bad)
-                if bad > 0:
-                    self.recorder.use_batch(micro.batches[bad])
             scale = float(self._scaler.get_scale()) if self._scaler is not None else None
             self._scale_before = scale
-            # Lightning divided each micro-batch's loss by accumulate_grad_batches: their sum is the step's.
-            self.recorder.end_step(micro.step_loss(summed=True), lr=optimizer.param_groups[0].get("lr"),
-                                   loss_scale=scale, **scalars)
+            # Lightning divided each micro-batch's loss by accumulate_grad_batches: their sum is the
+            # step's. Its scaler has unscaled the gradients already.
+            self._micro.end_step(self.recorder, self._accumulation > 1, summed=True,
+                                 lr=optimizer.param_groups[0].get("lr"), loss_scale=scale)
         except Exception as error:  # noqa: BLE001
             self._failure.fail(self.recorder, "the end of step %s" % self._step, error)
         self._step = None

@@ -137,6 +137,15 @@ class DivergingLearningRate(unittest.TestCase):
         self.assertTrue(40 <= found[0]["onset_step"] <= 120, found[0]["onset_step"])
         self.assertIn("learning rate", found[0]["cause"])
 
+    def test_the_report_says_the_same(self):
+        report = os.path.join(self.tmp.name, "report.md")
+        done = nanscope("report", self.run_dir, "-o", report)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        with open(report) as f:
+            text = f.read()
+        self.assertIn("diverged without NaN", text)
+        self.assertIn("learning rate", text)
+
     def test_bfloat16_autocast_is_recorded_and_the_training_is_bit_identical(self):
         info = nanscope("info", self.run_dir).stdout
         self.assertRegex(info, r"amp_dtype\s+bfloat16")
@@ -169,6 +178,18 @@ class NanFeatureInTheData(unittest.TestCase):
         self.assertEqual(op["module"], "model.layers.0.input_layernorm")  # the first op to read the embeddings
         bisect = nanscope_json("replay", self.run_dir, "--step", 6, "--bisect")
         self.assertEqual(bisect["bad_samples"], [2])
+
+
+    def test_triage_blames_the_batch_and_the_report_carries_the_replay(self):
+        triage = nanscope_json("triage", self.run_dir, "--step", 6)
+        self.assertEqual(triage["label"], "data")
+        report = os.path.join(self.tmp.name, "report.json")
+        done = nanscope("report", self.run_dir, "-o", report)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        with open(report) as f:
+            written = json.load(f)
+        self.assertIn(("bad_input", 6), [(i["kind"], i["onset_step"]) for i in written["incidents"]])
+        self.assertIn("model.layers.0.input_layernorm", json.dumps(written["critical"]))
 
 
 class LoraOverFloat16Overflows(unittest.TestCase):
