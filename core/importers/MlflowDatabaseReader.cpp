@@ -112,22 +112,32 @@ Result<ScalarLog> readMlflowDatabase(const std::string& path)
         return Error{db.error()};
     sqlite3* handle = db->get();
 
+    // The latest run that logged a metric: a store's newest run is often one still starting, or
+    // one that failed before its first value (seen in real stores), and it is named in a note.
     auto runs = prepare(handle, path,
-                        "SELECT run_uuid, name, start_time, status FROM runs WHERE lifecycle_stage != 'deleted' "
-                        "ORDER BY start_time DESC");
+                        "SELECT run_uuid, name, status, EXISTS (SELECT 1 FROM metrics m WHERE m.run_uuid = r.run_uuid) "
+                        "FROM runs r WHERE lifecycle_stage != 'deleted' ORDER BY start_time DESC");
     if (!runs)
         return Error{runs.error()};
     std::string runId, runName, status;
-    int64_t runCount = 0;
+    int64_t runCount = 0, emptyNewer = 0;
     while (sqlite3_step(runs->get()) == SQLITE_ROW) {
-        if (runCount++ == 0) {
-            runId = columnText(runs->get(), 0);
-            runName = columnText(runs->get(), 1);
-            status = columnText(runs->get(), 3);
+        ++runCount;
+        if (!runId.empty())
+            continue;
+        if (sqlite3_column_int(runs->get(), 3) == 0) {
+            ++emptyNewer;
+            continue;
         }
+        runId = columnText(runs->get(), 0);
+        runName = columnText(runs->get(), 1);
+        status = columnText(runs->get(), 2);
     }
-    if (runId.empty())
+    if (runCount == 0)
         return Error{path + ": an MLflow tracking database with no run"};
+    if (runId.empty())
+        return Error{path + ": an MLflow tracking database whose " + std::to_string(runCount) +
+                     " runs logged no metrics"};
 
     ScalarLog log;
     log.path = path;
@@ -138,8 +148,9 @@ Result<ScalarLog> readMlflowDatabase(const std::string& path)
     if (!status.empty())
         log.attributes["mlflow_run_status"] = status;
     if (runCount > 1)
-        log.notes.push_back(std::to_string(runCount) + " MLflow runs in the database; the latest, " +
-                            (runName.empty() ? runId : runName + " (" + runId + ")") + ", is read");
+        log.notes.push_back(std::to_string(runCount) + " MLflow runs in the database; the latest that logged metrics, " +
+                            (runName.empty() ? runId : runName + " (" + runId + ")") + ", is read" +
+                            (emptyNewer > 0 ? " (" + std::to_string(emptyNewer) + " newer logged none)" : ""));
 
     auto metrics = prepare(handle, path,
                            "SELECT key, value, step, is_nan, timestamp FROM metrics WHERE run_uuid = ? "
@@ -165,7 +176,7 @@ Result<ScalarLog> readMlflowDatabase(const std::string& path)
     if (stepped != SQLITE_DONE)
         return Error{path + ": the metrics table cannot be read to its end (" + sqlite3_errmsg(handle) + ")"};
     if (log.series.empty())
-        return Error{path + ": the latest MLflow run (" + runId + ") logged no metrics"};
+        return Error{path + ": the MLflow run " + runId + " logged no metrics"};
 
     auto params = prepare(handle, path, "SELECT key, value FROM params WHERE run_uuid = ?");
     if (params) {

@@ -17,6 +17,18 @@ def refuse_existing_run(run_dir):
                               "a new run directory" % log_path(run_dir))
 
 
+# The Recorder options a framework callback decides itself: what its loop skips, how checkpoints
+# replay, and the defences that would change the training it observes.
+CALLBACK_OWN_OPTIONS = ("skipped_steps", "checkpoint_form", "model_factory", "batch_call", "rollback_after",
+                        "restore_buffers_on_skip")
+
+
+def refuse_own_options(options):
+    for own in CALLBACK_OWN_OPTIONS:
+        if own in options:
+            raise TypeError("NanscopeCallback sets %s itself (the framework's loop decides what it skips)" % own)
+
+
 def model_batch(args, kwargs):
     """The batch as the model received it: its keyword arguments (tensors, numbers, strings,
     None), or its positional ones when it took no keyword argument."""

@@ -33,7 +33,7 @@ import os
 import torch
 from transformers import TrainerCallback
 
-from .framework_step import MicroBatches, WarnOnce, model_batch, output_loss, refuse_existing_run
+from .framework_step import MicroBatches, WarnOnce, model_batch, output_loss, refuse_existing_run, refuse_own_options
 from .recorder import Recorder
 
 # Where the run keeps what rebuilds the model: the config transformers wrote and which class read it.
@@ -165,9 +165,7 @@ class NanscopeCallback(TrainerCallback):
 
     def __init__(self, run_dir, **recorder_options):
         refuse_existing_run(run_dir)
-        for own in ("skipped_steps", "checkpoint_form", "model_factory", "rollback_after", "restore_buffers_on_skip"):
-            if own in recorder_options:
-                raise TypeError("NanscopeCallback sets %s itself (the Trainer's loop decides what it skips)" % own)
+        refuse_own_options(recorder_options)
         self.run_dir = run_dir
         self._options = recorder_options
         self.recorder = None

@@ -22,7 +22,7 @@ import os
 
 import torch
 
-from .framework_step import MicroBatches, WarnOnce, refuse_existing_run
+from .framework_step import MicroBatches, WarnOnce, refuse_existing_run, refuse_own_options
 from .model_factory import describe as factory_spec
 from .recorder import Recorder
 
@@ -105,10 +105,7 @@ class _Recording:
 
     def __init__(self, run_dir, **recorder_options):
         refuse_existing_run(run_dir)
-        for own in ("skipped_steps", "checkpoint_form", "model_factory", "batch_call", "rollback_after",
-                    "restore_buffers_on_skip"):
-            if own in recorder_options:
-                raise TypeError("NanscopeCallback sets %s itself (Lightning's loop decides what it skips)" % own)
+        refuse_own_options(recorder_options)
         self.run_dir = run_dir
         self._options = recorder_options
         self.recorder = None
