@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace nanscope {
@@ -31,16 +33,27 @@ double neighbourMedian(const std::vector<ScalarPoint>& points, size_t at)
     return around[around.size() / 2];
 }
 
-bool gradientNormAllows(const ScalarLog& log, const std::string& gradNormName, int64_t step)
+// The gradient norm by step, looked up once per candidate (a log may hold many zeros: no scan each).
+class GradientNorms
 {
-    const auto found = log.series.find(gradNormName);
-    if (found == log.series.end())
-        return true;
-    for (const ScalarPoint& point : found->second)
-        if (point.step == step)
-            return point.value == 0.0 || !std::isfinite(point.value);
-    return true; // not logged at that step
-}
+public:
+    GradientNorms(const ScalarLog& log, const std::string& name)
+    {
+        const auto found = log.series.find(name);
+        if (found != log.series.end())
+            for (const ScalarPoint& point : found->second)
+                m_byStep[point.step] = point.value;
+    }
+    // A hidden NaN comes with a gradient norm of 0 (no gradient), NaN or Inf, or none logged.
+    bool allowHiddenNonfiniteAt(int64_t step) const
+    {
+        const auto found = m_byStep.find(step);
+        return found == m_byStep.end() || found->second == 0.0 || !std::isfinite(found->second);
+    }
+
+private:
+    std::unordered_map<int64_t, double> m_byStep;
+};
 
 } // namespace
 
@@ -58,11 +71,13 @@ void readHiddenNonfiniteLosses(ScalarLog& log, const std::string& lossName, cons
         return;
     std::vector<ScalarPoint>& points = loss->second;
     std::vector<int64_t> hidden;
+    std::optional<GradientNorms> gradientNorms; // read only when a zero is a candidate
     for (size_t i = 0; i < points.size(); ++i) {
-        if (points[i].value != 0.0 || !gradientNormAllows(log, gradNormName, points[i].step))
+        if (points[i].value != 0.0 || !(neighbourMedian(points, i) > kLevelFarFromZero))
             continue;
-        const double level = neighbourMedian(points, i);
-        if (level > kLevelFarFromZero) {
+        if (!gradientNorms)
+            gradientNorms.emplace(log, gradNormName);
+        if (gradientNorms->allowHiddenNonfiniteAt(points[i].step)) {
             hidden.push_back(points[i].step);
             points[i].value = std::numeric_limits<double>::quiet_NaN();
         }
