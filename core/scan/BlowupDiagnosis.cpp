@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cctype>
 #include <cstring>
 #include <sstream>
 
@@ -45,13 +46,26 @@ Diagnosis diagnoseBlowupCause(const BlowupFacts& facts)
     const std::string ratio = facts.jumpRatio ? numberText(*facts.jumpRatio, 2) : std::string("?");
     const std::string onset = std::to_string(facts.onsetStep);
     if (const auto& input = facts.input) {
-        d.cause = "Sudden blow-up at one batch: the input batch of step " + std::to_string(input->step) + " holds " +
-                  (input->nonfinite ? "NaN/Inf" : "extreme values") +
-                  (input->note.empty() ? "" : " (" + input->note + ")") + "; the " + facts.series +
-                  (facts.jumpRatio ? " jumped x" + ratio : std::string(" went non-finite at step " + onset)) +
-                  " and the update destroyed the weights.";
+        const std::string batch = "the input batch of step " + std::to_string(input->step) + " holds " +
+                                  (input->nonfinite ? "NaN/Inf" : "extreme values") +
+                                  (input->note.empty() ? "" : " (" + input->note + ")");
+        if (facts.sudden) {
+            d.cause = "Sudden blow-up at one batch: " + batch + "; the " + facts.series +
+                      (facts.jumpRatio ? " jumped x" + ratio : std::string(" went non-finite at step " + onset)) +
+                      " and the update destroyed the weights.";
+        } else {
+            // The same pattern as the table's: a climb that the batch ended, not one batch.
+            const double slope = facts.growthDecadesPerStep.value_or(std::nan(""));
+            d.cause = "Gradual blow-up: the " + facts.series + " grew for " +
+                      std::to_string(facts.windowEndStep - facts.onsetStep) + " steps from step " + onset +
+                      (slope > 0 ? ", x10 every " + numberText(1.0 / slope, 2) + " steps" : std::string()) +
+                      (facts.nonfiniteStep ? ", until NaN at step " + std::to_string(*facts.nonfiniteStep) : "") +
+                      "; " + batch + ", which the weights, already unstable, did not survive.";
+        }
         d.suggestion = "Inspect that batch and fix or filter the records it came from; clip gradients "
                        "(clip_grad_norm_) so one batch cannot destroy the weights." +
+                       std::string(facts.sudden ? "" : " The climb before it says the learning rate was too high "
+                                                       "for this point of training as well.") +
                        input->batchNote;
     } else if (facts.nanInFirstSteps) {
         d.cause = "Non-finite from the first logged step (" + std::to_string(facts.firstLoggedStep) +
@@ -108,24 +122,51 @@ Diagnosis diagnoseBlowupCause(const BlowupFacts& facts)
 Diagnosis diagnoseNanFromUpdate(const BlowupFacts& facts)
 {
     Diagnosis d;
-    const std::string at = std::to_string(facts.onsetStep);
-    const bool apart = facts.previousLoggedStep && *facts.previousLoggedStep < facts.onsetStep - 1;
-    d.cause = "NaN born in the parameters: at step " + at + " the weights of " + joinNames(facts.nanParameters, 4) +
-              " are already non-finite, while the loss and gradient norm " +
+    const std::string at = std::to_string(facts.nonfiniteStep.value_or(facts.onsetStep));
+    const bool apart = facts.previousLoggedStep && facts.nonfiniteStep &&
+                       *facts.previousLoggedStep < *facts.nonfiniteStep - 1;
+    const std::string update =
+        !facts.updateStep       ? "the optimizer update before step " + at
+        : facts.updateStepExact ? "the optimizer update of step " + std::to_string(*facts.updateStep)
+                                : "an optimizer update between steps " + std::to_string(*facts.updateStep) + " and " + at;
+    d.cause = "NaN born in " + update + ": the weights of " + joinNames(facts.nanParameters, 4) +
+              " are non-finite at step " + at + ", while the loss and gradient norm " +
               (facts.previousLoggedStep ? "of step " + std::to_string(*facts.previousLoggedStep) + " were"
                                         : std::string("before were")) +
-              (facts.stableBefore ? " finite and stable: " : " finite: ") +
-              (apart ? "an optimizer update between those steps most likely wrote them, though a NaN from a forward "
-                       "pass at an unlogged step spreads the same way,"
-                     : "the optimizer update before step " + at + " wrote them, not the forward pass") +
-              " (division 0/0 or by ~0 in the step: Adam with eps=0 and a zero "
-              "gradient, a gradient normalised by its own norm, a custom update rule).";
+              (facts.stableBefore ? " finite and stable" : " finite") +
+              (facts.updateStep ? std::string(", and its weights finite") : std::string()) +
+              (apart ? ": an update most likely wrote them, though a NaN from a forward pass at an unlogged step "
+                       "spreads the same way"
+                     : ": the update wrote them, not the forward pass") +
+              ".";
+    if (!facts.zeroGradientParameters.empty())
+        d.cause += " The gradient of " + joinNames(facts.zeroGradientParameters, 4) + " at step " +
+                   std::to_string(*facts.updateStep) +
+                   " was exactly zero: an update that divides by the gradient's size computes 0/0 there (Adam "
+                   "with eps=0 on a parameter that has had no gradient yet: a block just unfrozen behind a "
+                   "zero-initialised layer; a gradient normalised by its own norm).";
+    else
+        d.cause += " Typical: a division 0/0 or by ~0 in the step (Adam with eps=0 and a zero gradient, a "
+                   "gradient normalised by its own norm, a custom update rule).";
+    d.cause += " What follows (NaN losses, poisoned normalisation statistics) is its consequence.";
     d.suggestion = "Check the optimizer step for divisions that can meet a zero gradient (an exactly-zero gradient "
-                   "appears when a feature is missing from a batch or a unit is dead); keep Adam's eps > 0 (1e-8, "
-                   "or 1e-6 and above in float16/bfloat16); guard normalisations with an eps. Resume from a "
-                   "checkpoint before step " +
-                   at + ".";
+                   "appears when a feature is missing from a batch, a unit is dead, or a block is unfrozen behind a "
+                   "zero-initialised layer); keep Adam's eps > 0 (1e-8, or 1e-6 and above in float16/bfloat16); "
+                   "guard normalisations with an eps. Resume from a checkpoint before step " +
+                   std::to_string(facts.onsetStep) + ".";
     return d;
+}
+
+// The precursor in words: what it is a value of.
+std::string precursorWhat(const BlowupFacts& facts)
+{
+    if (facts.precursorSource == "activations")
+        return "the output of " + facts.precursor;
+    if (facts.precursorSource == "layers/param_norm")
+        return "the weights of " + facts.precursor;
+    if (facts.precursorSource == "layers/grad_norm")
+        return "the gradient of " + facts.precursor;
+    return "the logged " + facts.precursor;
 }
 
 Diagnosis diagnoseGrowthPrecursor(const BlowupFacts& facts)
@@ -134,18 +175,48 @@ Diagnosis diagnoseGrowthPrecursor(const BlowupFacts& facts)
     const bool activation = facts.precursorSource == "activations";
     const double slope = facts.growthDecadesPerStep.value_or(std::nan(""));
     const std::string rate = slope > 0 ? ", x10 every " + numberText(1.0 / slope, 2) + " steps" : "";
-    d.cause = "Gradual blow-up that began in " + std::string(activation ? "the output of " : "the weights of ") +
-              facts.precursor + ": it grew " + numberText(facts.precursorRiseDecades, 2) +
-              " orders of magnitude from step " + std::to_string(facts.onsetStep) + rate +
+    const int64_t end = facts.nonfiniteStep.value_or(facts.windowEndStep);
+    d.cause = "Gradual blow-up that began in " + precursorWhat(facts) + ": it grew from " +
+              numberText(facts.precursorBaseline, 3) + " to " + numberText(facts.precursorPeak, 3) + " (x" +
+              numberText(std::pow(10.0, facts.precursorRiseDecades), 2) + ") over " +
+              std::to_string(end - facts.onsetStep) + " steps from step " + std::to_string(facts.onsetStep) + rate +
               (facts.nonfiniteStep ? ", until NaN at step " + std::to_string(*facts.nonfiniteStep) : std::string()) +
-              ", while the " + facts.series + " showed little of it" +
-              (facts.float16Overflow ? "; it reached the float16 limit (65504), where softmax/exp overflow" : "") + ".";
-    if (activation)
+              ", while the " + facts.series + " showed little of it";
+    if (facts.precursorLimit)
+        d.cause += "; " + facts.precursorLimitText + ", and it reached " + numberText(facts.precursorPeak, 3);
+    else if (facts.float16Overflow)
+        d.cause += "; it reached the float16 limit (65504), where softmax/exp overflow";
+    d.cause += ". A drift, not one bad batch: the batch of the NaN step only crossed the line.";
+    std::string lower = facts.precursor;
+    for (char& c : lower)
+        c = char(std::tolower(static_cast<unsigned char>(c)));
+    const auto named = [&](std::initializer_list<const char*> words) {
+        for (const char* word : words)
+            if (lower.find(word) != std::string::npos)
+                return true;
+        return false;
+    };
+    // The advice by what the quantity is, read from its name (the run says no more).
+    if (named({"router", "gate", "gating"}))
+        d.suggestion = "A router whose logits keep growing: add a router z-loss (1e-3 * logsumexp^2, ST-MoE) and a "
+                       "load-balancing loss, compute the router's softmax in float32, lower the router's learning "
+                       "rate. ";
+    else if (named({"lora", "adapter"}))
+        d.suggestion = "An adapter whose output keeps growing while the loss sits at its floor: lower its learning "
+                       "rate or its scaling (lora_alpha / r), add weight decay or dropout on it, and keep the "
+                       "softmax/loss in float32. ";
+    else if (named({"logit_scale", "temperature", "logits"}) && !named({"attn", "attention", "score", "qk"}))
+        d.suggestion = "A learned temperature or logit scale with nothing to bound it: clamp it (CLIP clamps the "
+                       "logit scale at 100), give it weight decay or a lower learning rate, and compute "
+                       "softmax/cross-entropy with the library's log-softmax (it subtracts the maximum) in float32. ";
+    else if (activation)
         d.suggestion = "If these are attention logits: normalise queries and keys (QK-norm / LayerNorm on q and k), "
                        "lower the learning rate (of the attention projections and any temperature parameter), "
                        "add a z-loss on the logits (1e-4 * logsumexp^2), or compute the softmax in float32. ";
     else
         d.suggestion = "Lower the learning rate of that parameter (or add weight decay / clamp it); ";
+    if (facts.precursorLimit)
+        d.suggestion += "Whatever computes exp() of it must subtract the maximum first (logsumexp), or run in float32. ";
     d.suggestion += "Resume from a checkpoint before step " + std::to_string(facts.onsetStep) + ".";
     return d;
 }

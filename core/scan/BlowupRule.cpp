@@ -7,6 +7,8 @@
 #include "core/run/RunFormat.h"
 #include "core/scan/BlowupFailure.h"
 #include "core/scan/BlowupOnset.h"
+#include "core/scan/BlowupOrigin.h"
+#include "core/scan/Precursor.h"
 #include "core/scan/Onset.h"
 #include "core/scan/Recovery.h"
 #include "core/scan/Signatures.h"
@@ -42,6 +44,53 @@ namespace rf = runformat;
 // failure is where the blow-up began, even when the gradient norm shows nothing yet.
 constexpr double kPrecursorDecades = 2.0;
 
+// The earliest precursor (core/scan/Precursor.h), when it and not the primary series says where the
+// blow-up began: it began more than a few steps before the primary's onset, or, a climb of orders
+// of magnitude, the primary showed no blow-up of its own (within a jump of its baseline where the
+// growth began and right up to the failure: attention logits growing into the float16 limit).
+// Looked for further back than the primary's baseline: a temperature or a router's logits can
+// climb for thousands of steps.
+Result<std::optional<Precursor>> leadingPrecursor(const ScanContext& context, size_t failureRow, size_t onsetRow,
+                                                  const Rise& rise)
+{
+    const ScanConfig& config = context.config;
+    const std::vector<int64_t>& steps = context.scalars.steps;
+    const LogSeries& s = context.scalars.primary();
+    const int64_t failureStep = steps[failureRow];
+    PrecursorSearch search;
+    // Not past an earlier incident's burst: it is not the baseline.
+    const int64_t afterBurst = context.burstRows.empty()
+                                   ? steps.front()
+                                   : steps[std::min(steps.size() - 1, context.burstRows.back().second + 1)];
+    search.windowBeginStep =
+        std::max(failureStep - std::max(config.precursorLookbackSteps, config.lookbackSteps), afterBurst);
+    search.failureStep = failureStep;
+    search.minDecades = config.precursorDecades;
+    search.strongDecades = kPrecursorDecades;
+    search.minLeadSteps = std::max<int64_t>(4 * config.jumpSteps, 20);
+    auto found = findPrecursor(context.inputs, config, search);
+    if (!found || !*found)
+        return found;
+    const Precursor& p = **found;
+    const int64_t margin = std::max<int64_t>(2 * config.jumpSteps, 5);
+    if (p.onsetStep < steps[onsetRow] - margin)
+        return found;
+    const size_t growthRow = rowAtOrAfter(steps, p.onsetStep);
+    std::vector<double> around, last;
+    for (size_t r = growthRow > 2 ? growthRow - 2 : 0; r <= growthRow + 2 && r < failureRow; ++r)
+        if (s.finite[r])
+            around.push_back(s.log[r]);
+    for (size_t r = failureRow; r-- > growthRow && last.size() < 5;)
+        if (s.finite[r])
+            last.push_back(s.log[r]);
+    const bool primaryFlat = growthRow < failureRow && std::isfinite(rise.baseline) && !around.empty() &&
+                             !last.empty() && medianOf(around) - rise.baseline < config.jumpDecades &&
+                             medianOf(last) - rise.baseline < config.jumpDecades;
+    if (p.riseDecades >= kPrecursorDecades && primaryFlat)
+        return found;
+    return std::optional<Precursor>{};
+}
+
 Status reportBlowup(ScanContext& context, const Failure& failure)
 {
     const ScanConfig& config = context.config;
@@ -66,65 +115,26 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
     size_t onsetRow = sudden ? jump->row : std::min(rise.onsetRow, failureRow);
     double baseline = sudden ? jump->baseline : rise.baseline;
 
-    // Where the first NaN was born: weights already non-finite at the failing step were written
-    // by the optimizer update before it; finite weights and a NaN loss mean the forward pass.
-    std::optional<NonfiniteOrigin> origin;
-    std::vector<std::string> nanParameters;
-    if (failure.nonfinite) {
-        auto bad = nonfiniteParametersAt(context.inputs, failureStep);
-        if (!bad)
-            return Error{bad.error()};
-        if (*bad) {
-            nanParameters = **bad;
-            origin = nanParameters.empty() ? NonfiniteOrigin::Forward : NonfiniteOrigin::Parameters;
-        }
-    }
     const Incident* blamedInput = context.badInputNear(steps[onsetRow], 1, 0);
-    // Born in the weights after a stable stretch: one update did it, at the failing step; the
-    // noise before it is not an onset.
     // A batch with extreme values (a missing feature read as zeros) may be what met the 0/0; only
     // a batch holding NaN/Inf itself puts the origin in the data.
     const bool nanInput = blamedInput && blamedInput->severity == Severity::Critical;
-    // Every parameter non-finite at the first bad row: which one went first cannot be read from
-    // this row. Logged rows apart, the NaN may even have come from a forward pass in between and
-    // spread through the updates: then where it was born is not known either.
-    const TableInfo* layerTable = context.inputs.table(rf::kLayers);
-    const bool everyParameter = origin == NonfiniteOrigin::Parameters && layerTable &&
-                                nanParameters.size() >= layerTable->names.size();
-    const bool spreadBetweenRows =
-        everyParameter && failureRow > 0 && steps[failureRow] - steps[failureRow - 1] > 1;
-    // In the first rows there is no stretch to call stable, but weights finite at the row before and
-    // non-finite at this one were written by the update in between all the same.
-    const bool stableBefore = stableUntil(s, windowBegin, failureRow);
-    bool bornInWeights =
-        origin == NonfiniteOrigin::Parameters && !nanInput && (stableBefore || (failureRow > 0 && failureRow <= 2));
+    auto judgedOrigin = judgeNonfiniteOrigin(context, failure, windowBegin, nanInput, rise.onsetRow < failureRow);
+    if (!judgedOrigin)
+        return Error{judgedOrigin.error()};
+    OriginJudgement& born = *judgedOrigin;
+    std::optional<NonfiniteOrigin> origin = born.origin;
+    const std::vector<std::string>& nanParameters = born.nanParameters;
+    const bool everyParameter = born.everyParameter;
+    const bool spreadBetweenRows = born.spreadBetweenRows;
+    const bool stableBefore = born.stableBefore;
+    bool bornInWeights = born.bornInWeights;
     std::optional<Precursor> precursor;
     if ((!bornInWeights || spreadBetweenRows) && !blamedInput) {
-        // A module's output or a parameter's norm growing toward the failure long before the
-        // gradient norm shows it (attention logits growing until float16 overflows).
-        auto found = findPrecursor(context.inputs, config, steps[windowBegin], failureStep, kPrecursorDecades);
+        auto found = leadingPrecursor(context, failureRow, onsetRow, rise);
         if (!found)
             return Error{found.error()};
-        const int64_t margin = std::max<int64_t>(2 * config.jumpSteps, 5);
-        bool use = *found && (*found)->onsetStep < steps[onsetRow] - margin;
-        if (*found && !use) {
-            // A module output (or a parameter) that grew by orders of magnitude steadily up to the
-            // failure is how it failed, even when the primary series drifted earlier: use it when the
-            // primary showed no blow-up of its own (within a jump of its baseline where the growth
-            // began and right up to the failure: attention logits growing into the float16 limit).
-            const size_t growthRow = rowAtOrAfter(steps, (*found)->onsetStep);
-            std::vector<double> around, last;
-            for (size_t r = growthRow > 2 ? growthRow - 2 : 0; r <= growthRow + 2 && r < failureRow; ++r)
-                if (s.finite[r])
-                    around.push_back(s.log[r]);
-            for (size_t r = failureRow; r-- > growthRow && last.size() < 5;)
-                if (s.finite[r])
-                    last.push_back(s.log[r]);
-            use = growthRow < failureRow && std::isfinite(rise.baseline) && !around.empty() && !last.empty() &&
-                  medianOf(around) - rise.baseline < config.jumpDecades &&
-                  medianOf(last) - rise.baseline < config.jumpDecades;
-        }
-        if (use) {
+        if (*found) {
             // The onset is read off the found precursor, not the optional it is copied into:
             // GCC 12 warns the optional's member "may be used uninitialized" there.
             onsetRow = rowAtOrAfter(steps, (*found)->onsetStep);
@@ -137,8 +147,10 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
         }
     }
     if (bornInWeights) {
+        // One update did it: the one of the last logged step whose weights were finite. The noise
+        // before it is not an onset.
         sudden = true;
-        onsetRow = failureRow;
+        onsetRow = born.updateStep && born.updateStepExact ? failureRow - 1 : failureRow;
         baseline = levelBefore(context, failureRow);
     }
     // A "sudden" failure of the gradient norm that the loss and the parameter norm climbed to for
@@ -236,8 +248,8 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
     const int64_t windowEnd = failure.nonfinite ? failureStep + config.jumpSteps : context.report.lastStep;
     // Layers are judged over a shorter look-back than the total: their own baseline just
     // before the onset is what matters, and a thousand layers times the full window is slow.
-    const int64_t layerWindowBegin =
-        std::max(steps[windowBegin], onsetStep - std::max<int64_t>(4 * config.baselineRows, 100));
+    const int64_t layerWindowBegin = std::max(std::min(steps[windowBegin], onsetStep - 1),
+                                              onsetStep - std::max<int64_t>(4 * config.baselineRows, 100));
     auto blame = blameLayers(context.inputs, context.order, config, layerWindowBegin, onsetStep, windowEnd);
     if (!blame)
         return Error{blame.error()};
@@ -301,11 +313,22 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
     facts.stableBefore = stableBefore;
     facts.firstLayerUndetermined = everyParameter && !precursor && incident.layers.empty();
     facts.nanParameters = nanParameters;
+    if (bornInWeights) {
+        facts.updateStep = born.updateStep;
+        facts.updateStepExact = born.updateStepExact;
+        facts.zeroGradientParameters = born.zeroGradientParameters;
+    }
     facts.previousLoggedStep = failureRow > 0 ? std::optional<int64_t>(steps[failureRow - 1]) : std::nullopt;
     if (precursor) {
         facts.precursor = precursor->name;
         facts.precursorSource = precursor->source;
         facts.precursorRiseDecades = precursor->riseDecades;
+        facts.precursorBaseline = precursor->baseline;
+        facts.precursorPeak = precursor->peak;
+        if (precursor->nearLimit && failure.nonfinite) {
+            facts.precursorLimit = precursor->nearLimit->value;
+            facts.precursorLimitText = precursor->nearLimit->what;
+        }
         facts.float16Overflow = precursor->source == "activations" && nearFloat16Limit(precursor->peak);
     }
     if (const Incident* input = context.badInputNear(onsetStep, 1, 0); input && !bornInWeights)

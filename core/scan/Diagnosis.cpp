@@ -289,6 +289,21 @@ Diagnosis diagnoseVanishing(const VanishingFacts& facts)
     return d;
 }
 
+Diagnosis diagnoseExpertCollapse(const VanishingFacts& facts, const std::vector<std::string>& experts)
+{
+    Diagnosis d;
+    d.cause = "Router load collapse: " + joinNames(experts) + (experts.size() > 1 ? " receive" : " receives") +
+              " no gradient from step " + std::to_string(facts.onsetStep) + " to " + std::to_string(facts.endStep) +
+              " while the other experts train: the router stopped sending tokens to " +
+              (experts.size() > 1 ? "them" : "it") +
+              ". Not vanishing gradients: a starved expert has nothing to learn from, and the router's logits "
+              "usually grow as it concentrates the load.";
+    d.suggestion = "Add or raise the load-balancing loss (Switch Transformer's auxiliary loss, ~0.01) and a router "
+                   "z-loss, set a capacity factor, add noise or jitter to the router; watch the router's logits "
+                   "and the tokens per expert.";
+    return d;
+}
+
 Diagnosis diagnoseEvaluationNonfinite(const EvaluationFacts& facts)
 {
     Diagnosis d;

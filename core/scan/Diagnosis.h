@@ -104,7 +104,16 @@ struct BlowupFacts
     std::string precursor;
     std::string precursorSource;
     double precursorRiseDecades = 0;
+    double precursorBaseline = 0, precursorPeak = 0; // raw units, before its onset and at the failure
+    // The numeric limit the precursor came near ("exp() overflows float16 above 11.09"), if any.
+    std::optional<double> precursorLimit;
+    std::string precursorLimitText;
     bool float16Overflow = false; // the precursor came near the float16 maximum (nearFloat16Limit)
+    // Born in the weights: the logged step whose optimizer update wrote the NaN (exact: the step
+    // right before the failing one), and the non-finite parameters whose gradient there was exactly 0.
+    std::optional<int64_t> updateStep;
+    bool updateStepExact = false;
+    std::vector<std::string> zeroGradientParameters;
 };
 Diagnosis diagnoseBlowup(const BlowupFacts& facts);
 
@@ -228,6 +237,9 @@ struct VanishingFacts
     int64_t endStep = 0;
 };
 Diagnosis diagnoseVanishing(const VanishingFacts& facts);
+// Experts whose gradient is zero while their siblings train (core/scan/ExpertLoad.h): the router
+// stopped sending them tokens. `layers` are the starved experts' parameters.
+Diagnosis diagnoseExpertCollapse(const VanishingFacts& facts, const std::vector<std::string>& experts);
 
 // ---- replay signatures (judged by core/replay/ReplaySignatures; the texts live here) ----
 

@@ -53,6 +53,7 @@ const char* toString(IncidentKind kind)
     case IncidentKind::RankStopped: return "rank_stopped";
     case IncidentKind::ActivationGrowth: return "activation_growth";
     case IncidentKind::AdamEpsilon: return "adam_epsilon";
+    case IncidentKind::ExpertCollapse: return "expert_collapse";
     }
     return "unknown";
 }

@@ -28,7 +28,8 @@ enum class IncidentKind {
     RankDivergence, // a rank's local loss or gradient norm far from the other ranks' at the same steps
     RankStopped,    // a rank that stopped (killed, crashed, hung) or lags while the others went on
     ActivationGrowth,    // a module's output range grew by orders of magnitude toward the float16/bfloat16 limit
-    AdamEpsilon          // Adam's eps dominates the update of a large share of elements (optimizer state)
+    AdamEpsilon,         // Adam's eps dominates the update of a large share of elements (optimizer state)
+    ExpertCollapse       // mixture-of-experts: experts that stopped receiving gradient while others train
 };
 
 // Where the first NaN/Inf of a blow-up was born.

@@ -31,6 +31,11 @@ const std::vector<SettingField>& fields()
         {{"jump_steps", "steps after the onset within which a sudden blow-up has made its jump"}, &ScanConfig::jumpSteps},
         {{"lookback_steps", "steps looked back from a failure for the baseline and the onset"},
          &ScanConfig::lookbackSteps},
+        {{"precursor_decades", "steady climb (decades) of a quantity inside the model, until the failure, that "
+                               "makes it a blow-up's precursor"},
+         &ScanConfig::precursorDecades},
+        {{"precursor_lookback_steps", "steps looked back from a failure for a precursor"},
+         &ScanConfig::precursorLookbackSteps},
         {{"baseline_rows", "rows just before the onset whose median is the baseline"}, &ScanConfig::baselineRows},
         {{"smoothing_rows", "half-width (rows) of the running median that finds the onset through noise"},
          &ScanConfig::smoothingRows},

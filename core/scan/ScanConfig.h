@@ -27,6 +27,12 @@ struct ScanConfig
     int64_t jumpSteps = 3;
     // Steps looked back from a failure for the stable baseline and the onset.
     int64_t lookbackSteps = 1000;
+    // Precursor (core/scan/Precursor.h): a quantity inside the model (a module's output range, a
+    // parameter's norm or gradient norm, a logged scalar) that climbed steadily by at least
+    // precursorDecades from its own baseline and kept climbing until the failure, looked for over
+    // precursorLookbackSteps before it: where it began is the blow-up's onset.
+    double precursorDecades = 0.5;
+    int64_t precursorLookbackSteps = 20000;
     // Rows just before the onset whose median is the baseline (schedules move the level).
     int64_t baselineRows = 50;
     // Smoothing half-width (rows) of the median used to find the onset through noise.

@@ -1,9 +1,8 @@
 #pragma once
 
 // Instability signatures the blow-up rule and the orchestrator add to incidents' evidence: the
-// spike score of a series, a precursor (a module's activation range or a parameter's norm growing
-// toward the failure before the gradient norm shows anything), where a blow-up's first NaN was
-// born (the forward pass or the weights), and the precision headroom of a value.
+// spike score of a series, where a blow-up's first NaN was born (the forward pass or the weights),
+// and the precision headroom of a value. A blow-up's precursor is core/scan/Precursor.h.
 
 #include "core/Result.h"
 #include "core/scan/Incident.h"
@@ -27,25 +26,6 @@ namespace nanscope::scan {
 std::vector<uint8_t> spikeRows(const LogSeries& s, int64_t windowSteps = 1000, double sigmas = 7.0);
 // Share of the finite rows before `endRow` that are spike rows; empty without finite rows.
 std::optional<double> spikeShare(const LogSeries& s, const std::vector<uint8_t>& spikes, size_t endRow);
-
-// A module output or parameter norm that grew steadily by orders of magnitude up to a failure.
-struct Precursor
-{
-    std::string name;   // module or parameter
-    std::string source; // "activations" or "layers/param_norm"
-    int64_t onsetStep = 0;
-    double baseline = 0;        // its level before the onset (raw units)
-    double peak = 0;            // its largest finite value before the failure
-    double riseDecades = 0;     // log10(peak / baseline)
-    double decadesPerStep = 0;  // Theil-Sen slope of log10 from onset to failure
-};
-
-// The precursor with the earliest onset among the activations' magnitudes and the parameters'
-// norms over [windowBeginStep, failureStep): one that rose by at least `minDecades` and was
-// already a quarter of the way up halfway between its onset and the failure (steady growth, not
-// one last jump). Nothing when no column did.
-Result<std::optional<Precursor>> findPrecursor(const ScanInputs& inputs, const ScanConfig& config,
-                                               int64_t windowBeginStep, int64_t failureStep, double minDecades);
 
 // The weights logged at `step` (/layers/param_norm): the parameters that are non-finite there.
 // Empty optional when the run does not log parameter norms at that step.

@@ -26,9 +26,9 @@ struct SpikeRow
 };
 
 // The spikes of one series, appended to `spikes`. A spike must also rise by `minimumRise` in the
-// series' own units (0: any rise).
+// series' own units (0: any rise), and reach `minimumLevel` (0: any level).
 void findSpikes(const ScanContext& context, const LogSeries& s, const std::string& name, double minimumRise,
-                std::vector<SpikeRow>& spikes)
+                double minimumLevel, std::vector<SpikeRow>& spikes)
 {
     const ScanConfig& config = context.config;
     if (s.empty())
@@ -80,7 +80,7 @@ void findSpikes(const ScanContext& context, const LogSeries& s, const std::strin
             if (excess >= config.spikeDecades) // the noise only matters past that
                 noise = noiseAroundInPlace(scratch, median);
             if (excess >= std::max(config.spikeDecades, config.spikeNoiseSigmas * noise) &&
-                s.raw[r] - std::pow(10.0, median) >= minimumRise) {
+                s.raw[r] - std::pow(10.0, median) >= minimumRise && s.raw[r] >= minimumLevel) {
                 // Recovered: the next rows are back near the median.
                 std::vector<double> after;
                 for (size_t k = r + 1; k < s.size() && after.size() < 10 && k <= r + size_t(config.recoveryRows); ++k)
@@ -147,6 +147,20 @@ double lossSpikeFloor(const ScanContext& context)
     return first.empty() ? 0.0 : context.config.spikeLossFloor * medianOf(first);
 }
 
+// The level a gradient-norm spike must reach: the gradient norm where training began (the median of
+// its first finite rows). A converged model's gradient is orders of magnitude below it, and one
+// sample that no longer fits moves it x100 while the loss stays at its floor: large only in ratio,
+// not a spike a person would call one (issue 50; a mixture of experts with noisy routing does this
+// every few hundred steps).
+double gradientSpikeLevel(const LogSeries& gradNorm)
+{
+    std::vector<double> first;
+    for (size_t r = 0; r < gradNorm.size() && first.size() < 10; ++r)
+        if (gradNorm.finite[r] && gradNorm.raw[r] > 0)
+            first.push_back(gradNorm.raw[r]);
+    return first.empty() ? 0.0 : medianOf(first);
+}
+
 } // namespace
 
 Status detectSpikes(ScanContext& context)
@@ -154,13 +168,14 @@ Status detectSpikes(ScanContext& context)
     const RunScalars& scalars = context.scalars;
     std::vector<SpikeRow> spikes;
     const double lossFloor = lossSpikeFloor(context);
-    findSpikes(context, scalars.primary(), scalars.primaryName, scalars.gradNorm.empty() ? lossFloor : 0.0, spikes);
+    findSpikes(context, scalars.primary(), scalars.primaryName, scalars.gradNorm.empty() ? lossFloor : 0.0,
+               scalars.gradNorm.empty() ? 0.0 : gradientSpikeLevel(scalars.gradNorm), spikes);
     if (!scalars.gradNorm.empty()) {
         bool positive = true;
         for (size_t r = 0; r < scalars.loss.size() && positive; ++r)
             positive = !scalars.loss.finite[r] || scalars.loss.raw[r] > 0;
         if (positive)
-            findSpikes(context, scalars.loss, rf::scalarSeries("loss"), lossFloor, spikes);
+            findSpikes(context, scalars.loss, rf::scalarSeries("loss"), lossFloor, 0.0, spikes);
     }
     std::sort(spikes.begin(), spikes.end(), [](const SpikeRow& x, const SpikeRow& y) { return x.row < y.row; });
     // Layer blame reads a window per spike: only for the first few of a spiky run.

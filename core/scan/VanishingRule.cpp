@@ -4,6 +4,8 @@
 // (core/CMakeLists.txt): the loop below sees every value of that dataset.
 #include "core/scan/ScanRules.h"
 
+#include "core/scan/ExpertLoad.h"
+
 #include "core/CpuFeatures.h"
 #include "core/run/Hdf5Handle.h"
 #include "core/run/RunFormat.h"
@@ -411,9 +413,13 @@ private:
 
 namespace {
 
-// One incident for a group of layers: frozen (never had a gradient, Info) or vanished (Warning).
-void reportGroup(ScanContext& context, std::vector<VanishedRun> group, bool frozen)
+enum class GroupKind { Frozen, Vanished, StarvedExperts };
+
+// One incident for a group of layers: frozen (never had a gradient, Info), vanished (Warning), or
+// experts the router starved (ExpertCollapse, Warning).
+void reportGroup(ScanContext& context, std::vector<VanishedRun> group, GroupKind kind)
 {
+    const bool frozen = kind == GroupKind::Frozen;
     if (group.empty())
         return;
     const std::vector<std::string>& names = context.inputs.table(rf::kLayers)->names;
@@ -442,6 +448,20 @@ void reportGroup(ScanContext& context, std::vector<VanishedRun> group, bool froz
     }
     if (frozen) {
         applyDiagnosis(incident, diagnoseFrozen(incident.layers, group.size()));
+    } else if (kind == GroupKind::StarvedExperts) {
+        incident.kind = IncidentKind::ExpertCollapse;
+        std::vector<std::string> experts;
+        for (const auto& v : group)
+            if (auto expert = expertOf(names[v.layer])) {
+                const std::string name = expert->group + "." + expert->index;
+                if (std::find(experts.begin(), experts.end(), name) == experts.end())
+                    experts.push_back(name);
+            }
+        applyDiagnosis(incident, diagnoseExpertCollapse(VanishingFacts{incident.layers, group.size(), group.front().zeroFraction,
+                                                                       context.config.vanishingDecades,
+                                                                       incident.onsetStep, e.windowEndStep},
+                                                        experts));
+        e.note = std::to_string(experts.size()) + " expert(s) starved";
     } else {
         const double zeroFraction = group.front().zeroFraction;
         applyDiagnosis(incident, diagnoseVanishing(VanishingFacts{incident.layers, group.size(), zeroFraction,
@@ -513,20 +533,50 @@ Status detectVanishing(ScanContext& context)
     std::vector<VanishedRun> frozen, lost;
     for (const auto& v : vanished)
         (v.begin == firstStep && v.end == lastStep ? frozen : lost).push_back(v);
-    reportGroup(context, frozen, true);
+    const std::vector<std::string>& names = inputs.table(rf::kLayers)->names;
+    // Frozen base weights beside trained adapters are how a LoRA run trains: not a finding.
+    std::vector<VanishedRun> frozenOther;
+    size_t frozenBase = 0;
+    const bool adapters = std::any_of(names.begin(), names.end(), adapterParameter);
+    for (const auto& v : frozen) {
+        if (adapters && !adapterParameter(names[v.layer]))
+            ++frozenBase;
+        else
+            frozenOther.push_back(v);
+    }
+    if (frozenBase > 0)
+        context.report.notes.push_back(std::to_string(frozenBase) +
+                                       " base parameter(s) have no gradient beside trained adapters: frozen, as "
+                                       "an adapter (LoRA) run trains them, not reported");
+    reportGroup(context, frozenOther, GroupKind::Frozen);
+    // Experts that lost their gradient while a sibling expert trains: the router starved them.
+    std::vector<VanishedSpan> spans;
+    for (const auto& v : vanished)
+        spans.push_back({names[v.layer], v.begin, v.end});
+    const std::vector<bool> starvedSpan = starvedExperts(spans, names);
+    std::vector<VanishedRun> starved, rest;
+    for (const auto& v : lost) {
+        bool isStarved = false;
+        for (size_t i = 0; i < vanished.size(); ++i)
+            if (vanished[i].layer == v.layer && vanished[i].begin == v.begin && starvedSpan[i])
+                isStarved = true;
+        (isStarved ? starved : rest).push_back(v);
+    }
+    lost = std::move(rest);
+    reportGroup(context, starved, GroupKind::StarvedExperts);
     // Layers that vanish together form one incident; a later, separate group is another.
     std::sort(lost.begin(), lost.end(), [](const VanishedRun& x, const VanishedRun& y) { return x.begin < y.begin; });
     std::vector<VanishedRun> group;
     int64_t groupEnd = std::numeric_limits<int64_t>::min();
     for (const auto& v : lost) {
         if (!group.empty() && v.begin > groupEnd) {
-            reportGroup(context, group, false);
+            reportGroup(context, group, GroupKind::Vanished);
             group.clear();
         }
         group.push_back(v);
         groupEnd = std::max(groupEnd, v.end);
     }
-    reportGroup(context, group, false);
+    reportGroup(context, group, GroupKind::Vanished);
     return Status::success();
 }
 

@@ -81,7 +81,9 @@ TEST(NonfiniteOrigin, NaNWrittenIntoTheWeightsByOneUpdateIsSuddenAtThatStepInTha
     ASSERT_TRUE(detectNonfiniteAndBlowup(context));
     const Incident* blowup = find(context, IncidentKind::Blowup);
     ASSERT_TRUE(blowup);
-    EXPECT_EQ(blowup->onsetStep, 220);
+    // Born in the update of step 219: its gradients and weights were finite, step 220's weights not.
+    EXPECT_EQ(blowup->onsetStep, 219);
+    EXPECT_EQ(blowup->nonfiniteStep, 220);
     EXPECT_EQ(blowup->pattern, BlowupPattern::Sudden);
     EXPECT_EQ(blowup->evidence.nonfiniteOrigin, NonfiniteOrigin::Parameters);
     ASSERT_FALSE(blowup->layers.empty());

@@ -17,6 +17,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import family_runs  # noqa: E402
 import torch  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from incident_story import contradictions  # noqa: E402
+
 BINARY = os.environ.get("NANSCOPE_BINARY")
 # The floor a class must reach over all its runs (tuned and held out together): three in four, except
 # where measured otherwise. Measured on 2026-12-01 (docs/scan.md, "Quality by model family"):
@@ -136,7 +139,8 @@ class ScanOnModelFamilies(unittest.TestCase):
         cls.results = []
         for truth in truths:
             incidents = scan(os.path.join(directory, family_runs.run_name(truth)))
-            cls.results.append((truth, judge(truth, incidents) + ([i["kind"] for i in incidents],)))
+            cls.results.append((truth, judge(truth, incidents) + ([i["kind"] for i in incidents],
+                                                                  [c for i in incidents for c in contradictions(i)])))
         for truth, verdict in cls.results:
             if not all(v is not False for v in verdict[:3]):
                 print("MISS %s: %s" % (family_runs.run_name(truth), verdict[3]), file=sys.stderr)
@@ -167,6 +171,10 @@ class ScanOnModelFamilies(unittest.TestCase):
                 continue
             kinds = verdict[4]
             self.assertEqual("adam_epsilon" in kinds, truth["family"] == "cnn", family_runs.run_name(truth))
+
+    def test_no_incident_text_contradicts_its_own_fields(self):
+        for truth, verdict in self.results:
+            self.assertEqual(verdict[5], [], family_runs.run_name(truth))
 
     def test_healthy_runs_have_no_critical_incident(self):
         self.assert_floor("healthy", 0, "no critical incident", floor=1.0)

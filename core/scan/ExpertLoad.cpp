@@ -1,0 +1,110 @@
+#include "core/scan/ExpertLoad.h"
+
+#include <cctype>
+#include <set>
+
+namespace nanscope::scan {
+
+namespace {
+
+std::vector<std::string> pathParts(const std::string& name)
+{
+    std::vector<std::string> parts;
+    size_t begin = 0;
+    while (begin <= name.size()) {
+        const size_t end = std::min(name.find('.', begin), name.size());
+        parts.push_back(name.substr(begin, end - begin));
+        begin = end + 1;
+    }
+    return parts;
+}
+
+bool digits(const std::string& text)
+{
+    if (text.empty())
+        return false;
+    for (char c : text)
+        if (!std::isdigit(static_cast<unsigned char>(c)))
+            return false;
+    return true;
+}
+
+std::string lower(std::string text)
+{
+    for (char& c : text)
+        c = char(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+}
+
+} // namespace
+
+std::optional<ExpertName> expertOf(const std::string& parameter)
+{
+    const std::vector<std::string> parts = pathParts(parameter);
+    std::string group;
+    for (size_t i = 0; i < parts.size(); ++i) {
+        const std::string part = lower(parts[i]);
+        // "experts.3" (a ModuleList), or "expert_3" / "experts_3" / "expert3" in one part.
+        if ((part == "experts" || part == "expert") && i + 1 < parts.size() && digits(parts[i + 1]))
+            return ExpertName{group.empty() ? parts[i] : group + "." + parts[i], parts[i + 1]};
+        for (const char* stem : {"experts_", "expert_", "experts", "expert"}) {
+            const std::string s = stem;
+            if (part.size() > s.size() && part.compare(0, s.size(), s) == 0 && digits(part.substr(s.size())))
+                return ExpertName{group.empty() ? s : group + "." + s, part.substr(s.size())};
+        }
+        group += (group.empty() ? "" : ".") + parts[i];
+    }
+    return std::nullopt;
+}
+
+std::vector<bool> starvedExperts(const std::vector<VanishedSpan>& vanished,
+                                 const std::vector<std::string>& allParameters)
+{
+    // Every expert (group, index) of the model.
+    std::set<std::pair<std::string, std::string>> experts;
+    for (const std::string& name : allParameters)
+        if (auto expert = expertOf(name))
+            experts.insert({expert->group, expert->index});
+    // An expert starved over [begin, end] when all of its parameters vanished: it is training when
+    // one of its parameters has no vanished span overlapping those steps.
+    const auto trainingDuring = [&](const std::string& group, const std::string& index, int64_t begin, int64_t end) {
+        for (const std::string& name : allParameters) {
+            const auto expert = expertOf(name);
+            if (!expert || expert->group != group || expert->index != index)
+                continue;
+            bool quiet = false;
+            for (const VanishedSpan& span : vanished)
+                if (span.parameter == name && span.begin <= end && span.end >= begin) {
+                    quiet = true;
+                    break;
+                }
+            if (!quiet)
+                return true;
+        }
+        return false;
+    };
+    std::vector<bool> starved(vanished.size(), false);
+    for (size_t i = 0; i < vanished.size(); ++i) {
+        const auto expert = expertOf(vanished[i].parameter);
+        if (!expert)
+            continue;
+        for (const auto& [group, index] : experts)
+            if (group == expert->group && index != expert->index &&
+                trainingDuring(group, index, vanished[i].begin, vanished[i].end)) {
+                starved[i] = true;
+                break;
+            }
+    }
+    return starved;
+}
+
+bool adapterParameter(const std::string& parameter)
+{
+    const std::string name = lower(parameter);
+    for (const char* word : {"lora_", "lora.", "adapter", "ia3_", "prompt_encoder", "prefix_encoder"})
+        if (name.find(word) != std::string::npos)
+            return true;
+    return false;
+}
+
+} // namespace nanscope::scan

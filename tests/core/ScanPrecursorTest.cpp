@@ -1,0 +1,188 @@
+// Issue 50: the earliest precursor (a drift inside the model, of less than a decade, into a numeric
+// limit), a NaN born in an optimizer update at any step, and the mixture-of-experts / adapter names
+// the vanishing rule reads.
+#include "core/scan/ExpertLoad.h"
+#include "core/scan/Precursor.h"
+#include "core/scan/ScanRules.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+using namespace nanscope;
+using namespace nanscope::scan;
+
+namespace {
+
+// A run of `count` steps: a loss falling as `lossAt` says and a gradient norm with log-normal noise
+// around 1, each with noise from `seed`.
+struct SeriesRun
+{
+    SeriesRun(int64_t count, const std::function<double(int64_t)>& lossAt, uint32_t seed = 5)
+    {
+        std::mt19937 rng(seed);
+        std::normal_distribution<double> noise(0.0, 1.0);
+        for (int64_t step = 0; step < count; ++step) {
+            steps.push_back(step);
+            loss.push_back(lossAt(step) * std::pow(10.0, 0.03 * noise(rng)));
+            gradNorm.push_back(std::pow(10.0, 0.08 * noise(rng)));
+        }
+    }
+    ScanInputs inputs() const { return ScanInputs::fromMemory(steps, {{"loss", loss}, {"grad_norm", gradNorm}}); }
+    std::vector<float> table(size_t columns, const std::function<float(int64_t, size_t)>& value) const
+    {
+        std::vector<float> out;
+        for (int64_t step : steps)
+            for (size_t c = 0; c < columns; ++c)
+                out.push_back(value(step, c));
+        return out;
+    }
+    std::vector<int64_t> steps;
+    std::vector<double> loss, gradNorm;
+};
+
+const Incident* blowupOf(const ScanContext& context)
+{
+    for (const auto& incident : context.report.incidents)
+        if (incident.kind == IncidentKind::Blowup)
+            return &incident;
+    return nullptr;
+}
+
+} // namespace
+
+// A learned temperature: the logits' largest value climbs steadily from 1 to 10.8 between steps 300
+// and 1399 (x11, about one decade, while the loss is flat), and at 1400 exp() of it overflows float16.
+TEST(Precursor, ADriftOfADecadeIntoTheFloat16ExpLimitIsAGradualBlowupFromWhereItBegan)
+{
+    SeriesRun run(1450, [](int64_t) { return 0.3; });
+    for (size_t r = 1400; r < run.steps.size(); ++r)
+        run.loss[r] = run.gradNorm[r] = NAN;
+    ScanInputs inputs = run.inputs();
+    std::mt19937 rng(9);
+    std::normal_distribution<double> noise(0.0, 1.0);
+    inputs.addTable("activations", {"encoder", "logits"}, run.steps,
+                    {{"max", run.table(2, [&](int64_t step, size_t c) {
+                          const double wobble = std::pow(10.0, 0.004 * noise(rng));
+                          if (step >= 1400)
+                              return c == 0 ? 2.f : NAN;
+                          if (c == 0)
+                              return float(2.0 * wobble);
+                          return float((step < 300 ? 1.0 : 1.0 + 9.8 * double(step - 300) / 1099.0) * wobble);
+                      })}});
+    ScanContext context(inputs, ScanConfig{});
+    ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+    const Incident* blowup = blowupOf(context);
+    ASSERT_TRUE(blowup);
+    EXPECT_EQ(blowup->pattern, BlowupPattern::Gradual) << blowup->cause;
+    EXPECT_GE(blowup->onsetStep, 290);
+    EXPECT_LE(blowup->onsetStep, 420);
+    ASSERT_FALSE(blowup->layers.empty());
+    EXPECT_EQ(blowup->layers.front(), "logits");
+    EXPECT_NE(blowup->cause.find("began in the output of logits"), std::string::npos) << blowup->cause;
+    EXPECT_NE(blowup->cause.find("exp() overflows float16 above 11.09"), std::string::npos) << blowup->cause;
+    EXPECT_NE(blowup->cause.find("until NaN at step 1400"), std::string::npos) << blowup->cause;
+}
+
+// The same run, but the logits rose while the model learned (steps 0 to 150) and then stayed at 9:
+// a level reached long ago, not a climb the failure continued. One batch with a NaN-free jump
+// blows it up at step 1000: sudden, from a stable baseline.
+TEST(Precursor, ALevelThatLearningReachedLongAgoIsNotAPrecursor)
+{
+    SeriesRun run(1100, [](int64_t) { return 0.3; });
+    for (size_t r = 1000; r < run.steps.size(); ++r)
+        run.loss[r] = run.gradNorm[r] = NAN;
+    ScanInputs inputs = run.inputs();
+    std::mt19937 rng(4);
+    std::normal_distribution<double> noise(0.0, 1.0);
+    inputs.addTable("activations", {"logits"}, run.steps,
+                    {{"max", run.table(1, [&](int64_t step, size_t) {
+                          if (step >= 1000)
+                              return NAN;
+                          const double wobble = std::pow(10.0, 0.01 * noise(rng));
+                          return float((step < 150 ? 2.0 + 7.0 * double(step) / 150.0 : 9.0) * wobble);
+                      })}});
+    ScanContext context(inputs, ScanConfig{});
+    ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+    const Incident* blowup = blowupOf(context);
+    ASSERT_TRUE(blowup);
+    EXPECT_EQ(blowup->pattern, BlowupPattern::Sudden) << blowup->cause;
+    EXPECT_EQ(blowup->onsetStep, 1000);
+}
+
+// A block unfrozen into Adam (eps=0) at step 39 while the loss still falls fast: its weight's
+// gradient is exactly zero there, the update writes NaN, and step 40 is NaN. Born in the update of
+// step 39, whatever the loss was doing before.
+TEST(NonfiniteOrigin, ANanWrittenByTheUpdateOfAnyStepIsBornInThatUpdate)
+{
+    SeriesRun run(120, [](int64_t step) { return 10.0 * std::exp(-double(step) / 15.0) + 0.1; });
+    for (size_t r = 40; r < run.steps.size(); ++r)
+        run.loss[r] = run.gradNorm[r] = NAN;
+    ScanInputs inputs = run.inputs();
+    inputs.addTable("layers", {"stem.weight", "block.fc1.weight", "head.weight"}, run.steps,
+                    {{"grad_norm", run.table(3, [](int64_t step, size_t c) {
+                          if (step >= 40)
+                              return NAN;
+                          return c == 1 ? 0.f : 1.f;
+                      })},
+                     {"param_norm", run.table(3, [](int64_t step, size_t c) {
+                          if (step >= 41 || (step == 40 && c == 1))
+                              return NAN;
+                          return 3.f;
+                      })}});
+    ScanContext context(inputs, ScanConfig{});
+    ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+    const Incident* blowup = blowupOf(context);
+    ASSERT_TRUE(blowup);
+    EXPECT_EQ(blowup->evidence.nonfiniteOrigin, NonfiniteOrigin::Parameters);
+    EXPECT_EQ(blowup->onsetStep, 39);
+    EXPECT_EQ(blowup->nonfiniteStep, 40);
+    ASSERT_FALSE(blowup->layers.empty());
+    EXPECT_EQ(blowup->layers.front(), "block.fc1.weight");
+    EXPECT_NE(blowup->cause.find("NaN born in the optimizer update of step 39"), std::string::npos) << blowup->cause;
+    EXPECT_NE(blowup->cause.find("exactly zero"), std::string::npos) << blowup->cause;
+}
+
+TEST(NumericLimit, ExpLimitsAreNamedOnlyJustBelowThem)
+{
+    ASSERT_TRUE(numericLimitNear(10.2));
+    EXPECT_NE(numericLimitNear(10.2)->what.find("float16"), std::string::npos);
+    EXPECT_FALSE(numericLimitNear(7.5)) << "x1.48 below 11.09: a level training reaches";
+    EXPECT_FALSE(numericLimitNear(13.7)) << "past the limit and finite: nothing took exp() of it in float16";
+    ASSERT_TRUE(numericLimitNear(80.0));
+    EXPECT_NE(numericLimitNear(80.0)->what.find("float32"), std::string::npos);
+    ASSERT_TRUE(numericLimitNear(30000.0));
+    EXPECT_NE(numericLimitNear(30000.0)->what.find("65504"), std::string::npos);
+}
+
+TEST(ExpertLoad, ExpertsAreFoundInTheNamesMixtureOfExpertsModelsUse)
+{
+    // Mixtral (transformers): model.layers.N.block_sparse_moe.experts.E.w1.weight
+    const auto mixtral = expertOf("model.layers.3.block_sparse_moe.experts.7.w1.weight");
+    ASSERT_TRUE(mixtral);
+    EXPECT_EQ(mixtral->group, "model.layers.3.block_sparse_moe.experts");
+    EXPECT_EQ(mixtral->index, "7");
+    const auto flat = expertOf("moe.expert_2.fc1.weight");
+    ASSERT_TRUE(flat);
+    EXPECT_EQ(flat->group, "moe.expert_");
+    EXPECT_EQ(flat->index, "2");
+    EXPECT_FALSE(expertOf("model.layers.3.mlp.down_proj.weight"));
+    EXPECT_FALSE(expertOf("router.weight"));
+    EXPECT_TRUE(adapterParameter("base_model.model.model.layers.0.self_attn.q_proj.lora_A.default.weight"));
+    EXPECT_FALSE(adapterParameter("model.layers.0.self_attn.q_proj.weight"));
+}
+
+TEST(ExpertLoad, AnExpertIsStarvedOnlyWhileASiblingTrains)
+{
+    const std::vector<std::string> all = {"router.weight", "experts.0.w.weight", "experts.1.w.weight",
+                                          "experts.2.w.weight", "head.weight"};
+    // Expert 2 silent from 300 on while 0 and 1 train: starved. The head silent too: not an expert.
+    const auto starved = starvedExperts({{"experts.2.w.weight", 300, 900}, {"head.weight", 300, 900}}, all);
+    EXPECT_EQ(starved, (std::vector<bool>{true, false}));
+    // Every expert silent over the same steps: nothing trains, so no expert is starved by the router.
+    const auto allQuiet = starvedExperts(
+        {{"experts.0.w.weight", 100, 200}, {"experts.1.w.weight", 100, 200}, {"experts.2.w.weight", 100, 200}}, all);
+    EXPECT_EQ(allQuiet, (std::vector<bool>{false, false, false}));
+}
