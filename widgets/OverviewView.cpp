@@ -35,6 +35,8 @@ QString evidenceSeriesOf(const QString& key)
 
 
 namespace {
+// The key of the plot that shows a blow-up's precursor (not a scalar: no run logs it by this name).
+const QString kPrecursorKey = QStringLiteral("incident precursor");
 struct PlotSpec
 {
     const char* scalar;
@@ -149,6 +151,11 @@ OverviewView::OverviewView(QWidget* parent)
         SeriesPlot* plot = createPlot(spec.scalar, tr(spec.title));
         plot->setLogScale(spec.logScale);
     }
+    // The precursor's plot sits right under the loss, hidden until an incident has one.
+    SeriesPlot* precursor = createPlot(kPrecursorKey, tr("Precursor"));
+    precursor->setLogScale(true);
+    precursor->setVisible(false);
+    m_splitter->insertWidget(m_splitter->indexOf(plot("loss")) + 1, precursor);
     m_fixedPlotCount = m_plots.size();
     updateAxisChoice();
 }
@@ -181,6 +188,8 @@ void OverviewView::setScalars(const std::vector<int64_t>& steps,
     m_scalars = scalars;
     m_skippedSteps = skippedSteps;
     for (int i = 0; i < m_fixedPlotCount; ++i) {
+        if (m_keys[i] == kPrecursorKey)
+            continue; // the incident shown decides it, not the scalars
         auto it = scalars.find(m_keys[i].toStdString());
         const bool present = it != scalars.end();
         m_plots[i]->setVisible(present);
@@ -513,7 +522,11 @@ void markIncidents(SeriesPlot& plot, const std::vector<Incident>& incidents, boo
             colour = QColor(234, 88, 12);
             from = onset;
             to = std::max(end, onset + 1);
-            label = QObject::tr("gradual growth");
+            // Measured on a quantity inside the model (its precursor), not on a scalar: say which,
+            // so that the loss plot's label does not read as the loss's growth.
+            const QString series = QString::fromStdString(incident.evidence.series);
+            const bool inside = !series.startsWith(QLatin1String("scalars"));
+            label = inside ? QObject::tr("gradual growth of %1").arg(series.section('/', -1)) : QObject::tr("gradual growth");
             if (incident.evidence.growthDecadesPerStep && *incident.evidence.growthDecadesPerStep > 0)
                 label += QObject::tr(" (x10 every %1 steps)").arg(1.0 / *incident.evidence.growthDecadesPerStep, 0, 'f', 0);
         } else if (incident.pattern == BlowupPattern::Sudden) {
@@ -582,9 +595,34 @@ void OverviewView::clear()
     setStepAxes(StepAxes{});
     for (SeriesPlot* plot : std::as_const(m_plots))
         plot->clear();
+    plot(kPrecursorKey)->setVisible(false);
     if (m_lossEvents)
         m_lossEvents->clear();
     setSourceSummary(QString(), QString());
+}
+
+void OverviewView::showPrecursor(const QString& title, const QString& evidenceSeries,
+                                 const std::vector<int64_t>& steps, const std::vector<double>& values)
+{
+    SeriesPlot* precursor = plot(kPrecursorKey);
+    if (title.isEmpty() || values.empty()) {
+        precursor->clear();
+        precursor->setVisible(false);
+        return;
+    }
+    precursor->setSeries(steps, values);
+    precursor->setSeriesName(title);
+    markIncidents(*precursor, m_incidents, false, evidenceSeries); // its fitted growth too
+    precursor->setCheckpointSteps(m_checkpointSteps);
+    if (m_selectedStep)
+        precursor->setSelectedStep(*m_selectedStep);
+    for (SeriesPlot* other : std::as_const(m_plots))
+        if (other != precursor && !other->isHidden()) {
+            const QCPRange range = other->plot()->xAxis->range();
+            precursor->setStepRange(range.lower, range.upper);
+            break;
+        }
+    precursor->setVisible(true);
 }
 
 void OverviewView::setTimelineEvents(const std::vector<TimelineEvent>& events)

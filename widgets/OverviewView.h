@@ -66,6 +66,12 @@ public:
     // Marks incidents on every plot: a sudden blow-up as a sharp band at its onset, a gradual one
     // as a shaded growth region from onset to failure with its fitted trend on the grad-norm plot.
     void setIncidents(const std::vector<Incident>& incidents);
+    // The quantity a blow-up began in (issue 50: its precursor, a module's output or a parameter's
+    // norm, the incident's evidence series `evidenceSeries`), drawn under the loss on the same step
+    // axis with the growth fitted on it, named `title`; an empty title or no values hides it. Not
+    // a Series-menu plot: the incident shown decides it.
+    void showPrecursor(const QString& title, const QString& evidenceSeries, const std::vector<int64_t>& steps,
+                       const std::vector<double>& values);
     // Marks what the training's defences did (rollbacks, buffers restored, incident captures)
     // on the loss plot; the markers, for checks.
     void setTimelineEvents(const std::vector<TimelineEvent>& events);

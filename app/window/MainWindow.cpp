@@ -228,6 +228,7 @@ void MainWindow::connectSession()
         if (!m_context->hasRun() || detail.layer != m_context->selectedLayer())
             return; // a later click, or another run, already replaced this request
         m_layerDetail->setDetail(detail);
+        showPrecursorFrom(detail);
         if (m_context->selectedStep() >= 0)
             m_layerDetail->setSelectedStep(m_context->selectedStep());
         emit layerShown(detail.layer);
@@ -409,6 +410,7 @@ void MainWindow::onLoaded(const RunSnapshot& snapshot)
 
 void MainWindow::clearViews()
 {
+    m_precursorSeries.clear(); // the Overview hides its plot as it clears (OverviewView::clear)
     m_replayProcess->cancel();
     m_triageChild->cancel();
     m_layerModel->setLayers({}, {});

@@ -155,6 +155,11 @@ private:
     void rememberRun(const QString& directory);
     void updateRecentMenu();
     QString parameterForLayer(const QString& layer) const;
+    // Draws the shown incident's precursor in the Overview from a layer's detail, when it is that
+    // layer's (or hides it when the incident has none).
+    void showPrecursorFrom(const LayerDetail& detail);
+    // Remembers (or forgets) the precursor of an incident about to be shown.
+    void followPrecursorOf(const Incident& incident);
 
     QThread* m_sessionThread = nullptr;
     RunSession* m_session = nullptr;
@@ -195,6 +200,9 @@ private:
     QString m_loadingDirectory; // the run asked for, until it has loaded or failed
     // An incident chosen on another rank, until that rank's run and the scan have arrived.
     std::optional<Incident> m_incidentAfterRankSwitch;
+    // The precursor of the incident shown (its evidence series: "activations/logits",
+    // "layers/param_norm/router.weight"), drawn in the Overview once its layer's detail arrives.
+    QString m_precursorSeries;
     QString m_replayProgram;
     QString m_scanSettingsFile; // the --config file, for the report's child
     bool m_grewSinceOpen = false; // "following live" only for a run that is being written

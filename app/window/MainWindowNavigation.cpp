@@ -67,6 +67,7 @@ void MainWindow::showIncident(int row)
     m_overview->showStepRange(range.first, range.last);
     m_layerDetail->showStepRange(range.first, range.last); // and the layers shown for it, as they arrive
     selectStep(incident->onsetStep);
+    followPrecursorOf(*incident);
     for (const auto& layer : incident->layers) {
         const QString parameter = parameterForLayer(QString::fromStdString(layer));
         if (!parameter.isEmpty()) {
@@ -75,6 +76,33 @@ void MainWindow::showIncident(int row)
         }
     }
     statusBar()->showMessage(QString::fromStdString(incident->cause), 10000);
+}
+
+void MainWindow::followPrecursorOf(const Incident& incident)
+{
+    // A blow-up that began in a quantity inside the model: its series is drawn under the loss
+    // when the detail of its layer (the incident's first, which gets selected) arrives.
+    const QString series = QString::fromStdString(incident.evidence.series);
+    const bool precursor = incident.kind == IncidentKind::Blowup &&
+                           (series.startsWith(QLatin1String("activations/")) ||
+                            series.startsWith(QLatin1String("layers/param_norm/")));
+    m_precursorSeries = precursor ? series : QString();
+    if (!precursor)
+        m_overview->showPrecursor(QString(), QString(), {}, {});
+}
+
+void MainWindow::showPrecursorFrom(const LayerDetail& detail)
+{
+    if (m_precursorSeries.isEmpty())
+        return;
+    const QString activations = QStringLiteral("activations/");
+    const QString weights = QStringLiteral("layers/param_norm/");
+    if (m_precursorSeries.startsWith(activations) && m_precursorSeries.mid(activations.size()) == detail.module)
+        m_overview->showPrecursor(tr("output of %1 (largest value)").arg(detail.module), m_precursorSeries,
+                                  detail.activationSteps, detail.activationMax);
+    else if (m_precursorSeries.startsWith(weights) && m_precursorSeries.mid(weights.size()) == detail.layer)
+        m_overview->showPrecursor(tr("norm of %1").arg(detail.layer), m_precursorSeries, detail.steps,
+                                  detail.paramNorm);
 }
 
 void MainWindow::chooseIncidentAfterRankSwitch()
@@ -118,6 +146,8 @@ void MainWindow::selectFirstBadLayer()
         return;
     // Start where the trouble is: the first layer of the worst incident, else the first bad
     // layer, else the first one.
+    if (m_incidentModel->rowCount() > 0)
+        followPrecursorOf(*m_incidentModel->incidentAt(0)); // the worst incident's, as its layer is selected
     if (m_incidentModel->rowCount() > 0)
         for (const auto& layer : m_incidentModel->incidentAt(0)->layers)
             if (const QString p = parameterForLayer(QString::fromStdString(layer)); !p.isEmpty()) {

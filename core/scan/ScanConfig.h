@@ -32,7 +32,7 @@ struct ScanConfig
     // precursorDecades from its own baseline and kept climbing until the failure, looked for over
     // precursorLookbackSteps before it: where it began is the blow-up's onset.
     double precursorDecades = 0.5;
-    int64_t precursorLookbackSteps = 20000;
+    int64_t precursorLookbackSteps = 4000;
     // Rows just before the onset whose median is the baseline (schedules move the level).
     int64_t baselineRows = 50;
     // Smoothing half-width (rows) of the median used to find the onset through noise.
@@ -60,7 +60,7 @@ struct ScanConfig
     int64_t spikeBaselineRows = 20;
     // A loss spike must also rise by this fraction of the run's starting loss: a converged loss of
     // 2e-4 that bumps x10 moved by 0.1% of where training began, within any run's noise.
-    double spikeLossFloor = 0.01;
+    double spikeLossFloor = 0.05;
 
     // Per-layer blame: a layer is bad from where it exceeds its own baseline by layerDecades or
     // turns non-finite. Layers whose worst values lie within tieDecades of each other at the same

@@ -60,3 +60,42 @@ TEST(OverviewView, AGradualBlowupsTrendIsDrawnOnTheSeriesItWasMeasuredOn)
     EXPECT_EQ(loss->trendPointCount(), 0);
     EXPECT_EQ(grad->trendPointCount(), 0);
 }
+
+// Issue 50: a blow-up that began in a quantity inside the model gets that quantity's series under
+// the loss, on the same steps; another incident (none) hides it, and a run that grew keeps it.
+TEST(OverviewView, ABlowupsPrecursorIsDrawnUnderTheLossAndHiddenWithoutOne)
+{
+    OverviewView view;
+    showRun(view);
+    view.show();
+    SeriesPlot* precursor = nullptr;
+    for (SeriesPlot* plot : view.plots())
+        if (plot->title() == "Precursor")
+            precursor = plot;
+    ASSERT_TRUE(precursor);
+    EXPECT_TRUE(precursor->isHidden()) << "no incident shown yet";
+
+    std::vector<int64_t> steps;
+    std::vector<double> logits;
+    for (int i = 0; i <= 100; ++i) {
+        steps.push_back(i);
+        logits.push_back(1.0 + 0.1 * i);
+    }
+    Incident drift = gradualBlowupMeasuredOn("activations/logits");
+    drift.evidence.baseline = 1.0;
+    view.setIncidents({drift});
+    view.showPrecursor("output of logits (largest value)", "activations/logits", steps, logits);
+    EXPECT_FALSE(precursor->isHidden());
+    EXPECT_EQ(precursor->smoothedValues().size(), logits.size());
+    EXPECT_GT(precursor->trendPointCount(), 0) << "the growth fitted on the quantity it was measured on";
+    EXPECT_EQ(view.plot("loss")->trendPointCount(), 0);
+    view.showReadoutAt(50); // hovering any plot shows the precursor's value there too
+    EXPECT_TRUE(precursor->readoutText().contains("logits")) << precursor->readoutText().toStdString();
+    EXPECT_FALSE(view.addableSeries().contains("incident precursor")) << "not a Series-menu plot";
+
+    showRun(view); // the run grew: the precursor stays as it was
+    EXPECT_FALSE(precursor->isHidden());
+
+    view.showPrecursor(QString(), QString(), {}, {});
+    EXPECT_TRUE(precursor->isHidden());
+}
