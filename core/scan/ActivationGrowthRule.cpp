@@ -116,6 +116,15 @@ Status detectActivationGrowth(ScanContext& context)
         const double headroom = overflowStep[c] >= 0 ? 0.0 : headroomDecades(peak, kFloat16Max);
         if (!(s.log[peakRow] - earlyLevel >= kGrowthDecades) || !nearFloat16LimitDecades(headroom) || peakRow < 4)
             continue;
+        // No growth either: most of the rise in one step up to the peak, where a spike was
+        // reported (one huge update). That incident is the jump; measured from the early level,
+        // it would read as a growth that began at the start of training (issue 50).
+        if (s.log[peakRow] - s.log[peakRow - 1] >= 0.5 * (s.log[peakRow] - earlyLevel) &&
+            std::any_of(context.report.incidents.begin(), context.report.incidents.end(), [&](const Incident& i) {
+                return i.kind == IncidentKind::Spike && i.onsetStep - context.config.jumpSteps <= s.steps[peakRow] &&
+                       s.steps[peakRow] <= i.evidence.windowEndStep + context.config.jumpSteps;
+            }))
+            continue;
         ScanConfig onsetConfig = context.config;
         onsetConfig.smoothingRows = 1;
         const Rise rise = findOnset(s, 0, peakRow + 1, onsetConfig);
