@@ -159,6 +159,18 @@ bool modelQuantity(const std::string& name)
     return true;
 }
 
+// A logged scalar whose name says softmax or exp() is taken of it (or of what it scales).
+bool takenExpOf(const std::string& name)
+{
+    std::string lower = name;
+    for (char& c : lower)
+        c = char(std::tolower(static_cast<unsigned char>(c)));
+    for (const char* word : {"logit", "temperature", "scale"})
+        if (lower.find(word) != std::string::npos)
+            return true;
+    return false;
+}
+
 } // namespace
 
 std::optional<NumericLimit> numericLimitNear(double peak)
@@ -244,7 +256,10 @@ std::optional<Precursor> columnPrecursor(const LayerColumn& column, const ScanCo
                                      finite.log.begin() + std::ptrdiff_t(knee)));
     const double riseDecades = peak - baseline;
     std::optional<NumericLimit> limit;
-    if (column.source == "activations")
+    // A module's output, or a logged temperature, logit scale or logit, can be what exp() is
+    // taken of; a parameter's norm sums a whole tensor and is not, and another logged scalar (an
+    // entropy, a KL) of 10 says nothing about an overflow.
+    if (column.source == "activations" || (column.source == rf::kScalars && takenExpOf(column.name)))
         limit = numericLimitNear(finite.raw[peakRow]);
     // A climb into a numeric limit needs less of a rise to explain the failure: x2.2.
     if (!(riseDecades >= (limit ? std::min(search.minDecades, kLimitDecades) : search.minDecades)))

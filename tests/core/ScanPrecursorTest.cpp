@@ -186,3 +186,49 @@ TEST(ExpertLoad, AnExpertIsStarvedOnlyWhileASiblingTrains)
         {{"experts.0.w.weight", 100, 200}, {"experts.1.w.weight", 100, 200}, {"experts.2.w.weight", 100, 200}}, all);
     EXPECT_EQ(allQuiet, (std::vector<bool>{false, false, false}));
 }
+
+// The temperature itself logged as a scalar (Recorder.end_step(loss, temperature=...)) climbs from 1
+// to 10.6 from step 200 on while nothing else moves, until exp() of the logits it scales overflows
+// float16: the logged quantity is the precursor, and the text calls it that.
+TEST(Precursor, ALoggedScalarInsideTheModelCanBeThePrecursor)
+{
+    SeriesRun run(1000, [](int64_t) { return 0.4; });
+    for (size_t r = 950; r < run.steps.size(); ++r)
+        run.loss[r] = run.gradNorm[r] = NAN;
+    std::vector<double> temperature, accuracy;
+    for (int64_t step : run.steps) {
+        temperature.push_back(step < 200 ? 1.0 : 1.0 + 9.6 * double(step - 200) / 749.0);
+        accuracy.push_back(std::min(0.99, 0.5 + double(step) / 1000.0)); // a metric that rises too: not a quantity inside the model
+    }
+    ScanInputs inputs = ScanInputs::fromMemory(
+        run.steps, {{"loss", run.loss}, {"grad_norm", run.gradNorm}, {"temperature", temperature}, {"accuracy", accuracy}});
+    ScanContext context(inputs, ScanConfig{});
+    ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+    const Incident* blowup = blowupOf(context);
+    ASSERT_TRUE(blowup);
+    EXPECT_EQ(blowup->pattern, BlowupPattern::Gradual) << blowup->cause;
+    EXPECT_GE(blowup->onsetStep, 195);
+    EXPECT_LE(blowup->onsetStep, 300);
+    ASSERT_FALSE(blowup->layers.empty());
+    EXPECT_EQ(blowup->layers.front(), "temperature");
+    EXPECT_NE(blowup->cause.find("began in the logged temperature"), std::string::npos) << blowup->cause;
+}
+
+// The same climb logged as an entropy: a value of 10 says nothing about an exp() overflow, and a
+// climb of one decade without a limit is not a precursor. The blow-up stays sudden.
+TEST(Precursor, ALoggedEntropyNearElevenIsNoExpLimit)
+{
+    SeriesRun run(1000, [](int64_t) { return 0.4; });
+    for (size_t r = 950; r < run.steps.size(); ++r)
+        run.loss[r] = run.gradNorm[r] = NAN;
+    std::vector<double> entropy;
+    for (int64_t step : run.steps)
+        entropy.push_back(step < 200 ? 1.0 : 1.0 + 9.6 * double(step - 200) / 749.0);
+    ScanInputs inputs =
+        ScanInputs::fromMemory(run.steps, {{"loss", run.loss}, {"grad_norm", run.gradNorm}, {"actor/entropy", entropy}});
+    ScanContext context(inputs, ScanConfig{});
+    ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+    const Incident* blowup = blowupOf(context);
+    ASSERT_TRUE(blowup);
+    EXPECT_EQ(blowup->pattern, BlowupPattern::Sudden) << blowup->cause;
+}
