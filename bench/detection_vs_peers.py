@@ -35,16 +35,15 @@ Each rule sees one value per logged row (the corpora log every 1, 2, 5 or 10 ste
 nanscope's alarm is the first incident a user reads (most severe first) among blow-ups, spikes,
 non-finite bursts, BatchNorm corruption, non-finite parameters and activation growth, at its onset.
 """
-import json
 import math
 import os
-import subprocess
 import sys
 from collections import deque
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "scan_runs"))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
+import kept_runs  # noqa: E402
 
 # The incidents that are an alarm of instability (a starved expert or a vanishing layer is a finding
 # of another kind, which no spike rule looks for).
@@ -195,36 +194,19 @@ def read_scalars(run_dir):
 
 
 def nanscope_alarm(binary, run_dir):
-    done = subprocess.run([binary, "scan", run_dir, "--json"], capture_output=True, text=True, timeout=300)
-    incidents = json.loads(done.stdout)["incidents"]
-    for incident in incidents:
+    for incident in kept_runs.scan_incidents(binary, run_dir):
         if incident["kind"] in ALARM_KINDS and incident["severity"] in ("critical", "warning"):
             return incident["onset_step"]
     return None
 
 
 def corpus(directory, module):
-    """(truth, run dir) of every run of the corpus, training those not there yet."""
-    import torch
-    torch.set_num_threads(1)
+    """(name, truth, run dir) of every run of the corpus, training those not there yet."""
     os.makedirs(directory, exist_ok=True)
     out = []
     for spec in module.all_specs():
         name = module.run_name(spec)
-        run_dir = os.path.join(directory, name)
-        truth_file = run_dir + ".truth.json"
-        truth = None
-        if os.path.exists(truth_file) and os.path.isdir(run_dir):
-            with open(truth_file) as f:
-                truth = json.load(f)
-            if not all(truth.get(k) == v for k, v in spec.items()):
-                truth = None
-        if truth is None:
-            print("training %s" % name, file=sys.stderr, flush=True)
-            truth = module.generate(run_dir, spec)
-            with open(truth_file, "w") as f:
-                json.dump(truth, f)
-        out.append((name, truth, run_dir))
+        out.append((name, kept_runs.generate_or_reuse(module, directory, spec, True), os.path.join(directory, name)))
     return out
 
 

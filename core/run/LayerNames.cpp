@@ -1,6 +1,7 @@
 #include "core/run/LayerNames.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace nanscope::layernames {
 
@@ -33,6 +34,17 @@ int64_t moduleColumn(const std::vector<std::string>& modules, const std::string&
             found = std::find(modules.begin(), modules.end(), owner);
     }
     return found == modules.end() ? -1 : int64_t(found - modules.begin());
+}
+
+bool mentionsAny(const std::string& name, std::initializer_list<const char*> words)
+{
+    std::string lower = name;
+    for (char& c : lower)
+        c = char(std::tolower(static_cast<unsigned char>(c)));
+    for (const char* word : words)
+        if (lower.find(word) != std::string::npos)
+            return true;
+    return false;
 }
 
 } // namespace nanscope::layernames

@@ -5,6 +5,7 @@
 // scan's incidents name either.
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -19,5 +20,9 @@ bool isWithin(const std::string& name, const std::string& module);
 // The column of `modules` that `name` refers to: the name itself when it is a module path, else the
 // module owning it as a parameter; -1 when neither was logged.
 int64_t moduleColumn(const std::vector<std::string>& modules, const std::string& name);
+// True when `name`, case aside, contains one of `words` ("attn.Scores" mentions "score"): how the
+// scan reads what a layer or a logged quantity is from its name (attention logits, a router, an
+// adapter, a temperature).
+bool mentionsAny(const std::string& name, std::initializer_list<const char*> words);
 
 } // namespace nanscope::layernames

@@ -4,6 +4,7 @@
 // it keeps a decimated series (the largest magnitude per bucket of rows).
 #include "core/scan/ScanRules.h"
 
+#include "core/run/LayerNames.h"
 #include "core/run/RunFormat.h"
 #include "core/scan/Onset.h"
 #include "core/scan/Signatures.h"
@@ -25,13 +26,9 @@ constexpr size_t kBuckets = 512;
 // (nearFloat16Limit), makes a warning: x100 and within x16 of overflowing.
 constexpr double kGrowthDecades = 2.0;
 
-bool namedLikeAttention(std::string text)
+bool namedLikeAttention(const std::string& text)
 {
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    for (const char* word : {"attn", "attention", "score", "logit", "qk"})
-        if (text.find(word) != std::string::npos)
-            return true;
-    return false;
+    return layernames::mentionsAny(text, {"attn", "attention", "score", "logit", "qk"});
 }
 
 } // namespace

@@ -2,9 +2,10 @@
 // seen first (the data, the weights, a growing module, the learning rate), and what to do.
 #include "core/scan/Diagnosis.h"
 
+#include "core/run/LayerNames.h"
+
 #include <algorithm>
 #include <cmath>
-#include <cctype>
 #include <cstring>
 #include <sstream>
 
@@ -187,14 +188,8 @@ Diagnosis diagnoseGrowthPrecursor(const BlowupFacts& facts)
     else if (facts.float16Overflow)
         d.cause += "; it reached the float16 limit (65504), where softmax/exp overflow";
     d.cause += ". A drift, not one bad batch: the batch of the NaN step only crossed the line.";
-    std::string lower = facts.precursor;
-    for (char& c : lower)
-        c = char(std::tolower(static_cast<unsigned char>(c)));
     const auto named = [&](std::initializer_list<const char*> words) {
-        for (const char* word : words)
-            if (lower.find(word) != std::string::npos)
-                return true;
-        return false;
+        return layernames::mentionsAny(facts.precursor, words);
     };
     // The advice by what the quantity is, read from its name (the run says no more).
     if (named({"router", "gate", "gating"}))

@@ -1,5 +1,7 @@
 #include "core/scan/ExpertLoad.h"
 
+#include "core/run/LayerNames.h"
+
 #include <cctype>
 #include <set>
 
@@ -100,11 +102,7 @@ std::vector<bool> starvedExperts(const std::vector<VanishedSpan>& vanished,
 
 bool adapterParameter(const std::string& parameter)
 {
-    const std::string name = lower(parameter);
-    for (const char* word : {"lora_", "lora.", "adapter", "ia3_", "prompt_encoder", "prefix_encoder"})
-        if (name.find(word) != std::string::npos)
-            return true;
-    return false;
+    return layernames::mentionsAny(parameter, {"lora_", "lora.", "adapter", "ia3_", "prompt_encoder", "prefix_encoder"});
 }
 
 } // namespace nanscope::scan

@@ -1,12 +1,12 @@
 #include "core/scan/Precursor.h"
 
 #include "core/NumberText.h"
+#include "core/run/LayerNames.h"
 #include "core/run/RunFormat.h"
 #include "core/scan/Onset.h"
 #include "core/tensor/FloatLimits.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <numeric>
 
@@ -145,30 +145,17 @@ int sourceRank(const std::string& source)
 // the training's own bookkeeping or metrics that rise as training works (an accuracy).
 bool modelQuantity(const std::string& name)
 {
-    std::string lower = name;
-    for (char& c : lower)
-        c = char(std::tolower(static_cast<unsigned char>(c)));
-    static const char* const kNotModel[] = {"loss",  "lr",     "learning_rate", "time",   "step",     "epoch",
-                                            "throughput", "token", "sample",   "mem",    "acc",      "f1",
-                                            "auc",   "precision", "recall",    "bleu",   "rouge",    "ppl",
-                                            "perplexity", "score", "skipped", "grad_norm", "param_norm", "rank",
-                                            "batch", "count",  "speed",         "flops",  "reward",   "return"};
-    for (const char* word : kNotModel)
-        if (lower.find(word) != std::string::npos)
-            return false;
-    return true;
+    return !layernames::mentionsAny(name, {"loss", "lr", "learning_rate", "time", "step", "epoch", "throughput",
+                                           "token", "sample", "mem", "acc", "f1", "auc", "precision", "recall",
+                                           "bleu", "rouge", "ppl", "perplexity", "score", "skipped", "grad_norm",
+                                           "param_norm", "rank", "batch", "count", "speed", "flops", "reward",
+                                           "return"});
 }
 
 // A logged scalar whose name says softmax or exp() is taken of it (or of what it scales).
 bool takenExpOf(const std::string& name)
 {
-    std::string lower = name;
-    for (char& c : lower)
-        c = char(std::tolower(static_cast<unsigned char>(c)));
-    for (const char* word : {"logit", "temperature", "scale"})
-        if (lower.find(word) != std::string::npos)
-            return true;
-    return false;
+    return layernames::mentionsAny(name, {"logit", "temperature", "scale"});
 }
 
 } // namespace
@@ -192,6 +179,9 @@ std::optional<NumericLimit> numericLimitNear(double peak)
     return std::nullopt;
 }
 
+namespace {
+
+// The precursor of one column, when it has one.
 std::optional<Precursor> columnPrecursor(const LayerColumn& column, const ScanConfig& config,
                                          const PrecursorSearch& search)
 {
@@ -297,10 +287,11 @@ std::optional<Precursor> columnPrecursor(const LayerColumn& column, const ScanCo
     p.peak = finite.raw[peakRow];
     p.riseDecades = riseDecades;
     p.decadesPerStep = slope;
-    p.lastFiniteStep = finite.steps[peakRow];
     p.nearLimit = limit;
     return p;
 }
+
+} // namespace
 
 Result<std::optional<Precursor>> findPrecursor(const ScanInputs& inputs, const ScanConfig& config,
                                                const PrecursorSearch& search)

@@ -35,7 +35,6 @@ struct Precursor
     double peak = 0;            // its largest finite value just before the failure
     double riseDecades = 0;     // log10(peak / baseline)
     double decadesPerStep = 0;  // Theil-Sen slope of log10 from onset to failure
-    int64_t lastFiniteStep = 0; // the step of `peak`'s row
     std::optional<NumericLimit> nearLimit; // the limit its peak came within reach of, if any
 };
 
@@ -58,10 +57,6 @@ struct PrecursorSearch
 // larger rise.
 Result<std::optional<Precursor>> findPrecursor(const ScanInputs& inputs, const ScanConfig& config,
                                                const PrecursorSearch& search);
-
-// The precursor of one column, when it has one (for tests and for findPrecursor).
-std::optional<Precursor> columnPrecursor(const LayerColumn& column, const ScanConfig& config,
-                                         const PrecursorSearch& search);
 
 // The limit a module output of largest |x| = `peak` came within reach of, smallest first: exp()
 // in float16 or float32 (within x1.3 below it: past it and finite, nothing took exp() of it in

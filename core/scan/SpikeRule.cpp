@@ -135,29 +135,14 @@ Incident spikeIncident(const ScanContext& context, const std::vector<SpikeRow>& 
     return incident;
 }
 
-// The rise a loss spike must have: spikeLossFloor of the loss where training began (the median of
-// its first finite rows). Bumps below it are large only in ratio, on a loss near zero.
-double lossSpikeFloor(const ScanContext& context)
-{
-    const LogSeries& loss = context.scalars.loss;
-    std::vector<double> first;
-    for (size_t r = 0; r < loss.size() && first.size() < 10; ++r)
-        if (loss.finite[r] && loss.raw[r] > 0)
-            first.push_back(loss.raw[r]);
-    return first.empty() ? 0.0 : context.config.spikeLossFloor * medianOf(first);
-}
-
-// The level a gradient-norm spike must reach: the gradient norm where training began (the median of
-// its first finite rows). A converged model's gradient is orders of magnitude below it, and one
-// sample that no longer fits moves it x100 while the loss stays at its floor: large only in ratio,
-// not a spike a person would call one (issue 50; a mixture of experts with noisy routing does this
-// every few hundred steps).
-double gradientSpikeLevel(const LogSeries& gradNorm)
+// Where a series stood when training began: the median of its first 10 finite, positive rows
+// (0 without any).
+double startingLevel(const LogSeries& s)
 {
     std::vector<double> first;
-    for (size_t r = 0; r < gradNorm.size() && first.size() < 10; ++r)
-        if (gradNorm.finite[r] && gradNorm.raw[r] > 0)
-            first.push_back(gradNorm.raw[r]);
+    for (size_t r = 0; r < s.size() && first.size() < 10; ++r)
+        if (s.finite[r] && s.raw[r] > 0)
+            first.push_back(s.raw[r]);
     return first.empty() ? 0.0 : medianOf(first);
 }
 
@@ -167,9 +152,14 @@ Status detectSpikes(ScanContext& context)
 {
     const RunScalars& scalars = context.scalars;
     std::vector<SpikeRow> spikes;
-    const double lossFloor = lossSpikeFloor(context);
+    // A loss spike must rise by spikeLossFloor of the starting loss: bumps below it are large only
+    // in ratio, on a loss near zero. A gradient-norm spike must reach the gradient norm's starting
+    // level: a converged model's gradient is orders of magnitude below it, and one sample that no
+    // longer fits moves it x100 while the loss stays at its floor (issue 50; a mixture of experts
+    // with noisy routing does this every few hundred steps).
+    const double lossFloor = context.config.spikeLossFloor * startingLevel(scalars.loss);
     findSpikes(context, scalars.primary(), scalars.primaryName, scalars.gradNorm.empty() ? lossFloor : 0.0,
-               scalars.gradNorm.empty() ? 0.0 : gradientSpikeLevel(scalars.gradNorm), spikes);
+               scalars.gradNorm.empty() ? 0.0 : startingLevel(scalars.gradNorm), spikes);
     if (!scalars.gradNorm.empty()) {
         bool positive = true;
         for (size_t r = 0; r < scalars.loss.size() && positive; ++r)

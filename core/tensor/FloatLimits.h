@@ -6,7 +6,6 @@ namespace nanscope {
 
 inline constexpr double kFloat16Max = 65504.0;
 inline constexpr double kBFloat16Max = 3.3895313892515355e38;
-inline constexpr double kFloat32Max = 3.4028234663852886e38;
 // exp(x) overflows to Inf above ln(largest): 11.09 in float16, 88.72 in float32 (and 88.7 in
 // bfloat16, whose range is float32's). A softmax or an InfoNCE loss written as exp / sum meets
 // these long before its input itself overflows.

@@ -7,9 +7,7 @@ seeds 0 and 1 (tuning) and 2 (held out, never looked at while tuning), and that 
 contradicts its own fields.
 
 NANSCOPE_KEEP_DRIFT_RUNS=DIR keeps the runs (and reuses them on the next run)."""
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -18,34 +16,19 @@ from concurrent.futures import ProcessPoolExecutor
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scan_runs"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import drift_runs  # noqa: E402
+import kept_runs  # noqa: E402
 from incident_story import contradictions  # noqa: E402
 
 BINARY = os.environ.get("NANSCOPE_BINARY")
 
 
 def _generate(args):
-    import torch
     directory, spec, keep = args
-    torch.set_num_threads(1)  # the verdicts must not depend on the machine's core count
-    run_dir = os.path.join(directory, drift_runs.run_name(spec))
-    truth_file = run_dir + ".truth.json"
-    if keep and os.path.exists(truth_file) and os.path.isdir(run_dir):
-        with open(truth_file) as f:
-            truth = json.load(f)
-        if all(truth.get(k) == v for k, v in spec.items()):
-            return truth
-    truth = drift_runs.generate(run_dir, spec)
-    if keep:
-        with open(truth_file, "w") as f:
-            json.dump(truth, f)
-    return truth
+    return kept_runs.generate_or_reuse(drift_runs, directory, spec, keep)
 
 
 def scan(run_dir):
-    done = subprocess.run([BINARY, "scan", run_dir, "--json"], capture_output=True, text=True, timeout=120)
-    if done.returncode not in (0, 1):
-        raise AssertionError("scan of %s failed (%d): %s" % (run_dir, done.returncode, done.stderr))
-    return json.loads(done.stdout)["incidents"]
+    return kept_runs.scan_incidents(BINARY, run_dir)
 
 
 class ScanOnDriftsInsideTheModel(unittest.TestCase):

@@ -5,9 +5,7 @@ Per class it asserts a floor on the share of runs whose pattern, onset and first
 right (not the exact outcome of one seed), and prints the quality table of docs/scan.md.
 
 NANSCOPE_KEEP_FAMILY_RUNS=DIR keeps the runs (and reuses them on the next run: a rescan after a scan change); NANSCOPE_FAMILY_SEEDS=0,1 limits the seeds."""
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -15,7 +13,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scan_runs"))
 import family_runs  # noqa: E402
-import torch  # noqa: E402
+import kept_runs  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from incident_story import contradictions  # noqa: E402
@@ -36,31 +34,12 @@ FLOORS = {("attn_growth", 0): 0.9, ("attn_growth", 1): 0.9, ("attn_growth", 2): 
 
 
 def _generate(args):
-    """Trains the run, or, in a kept folder (NANSCOPE_KEEP_FAMILY_RUNS) that has it already with its
-    truth, reuses it: rescanning after a scan change then takes seconds, not minutes of training."""
     directory, spec, keep = args
-    # One thread: a reduction split over more threads sums in another order, and a blow-up magnifies
-    # the last bit, so the runs (and the verdicts) would depend on the machine's core count.
-    torch.set_num_threads(1)
-    run_dir = os.path.join(directory, family_runs.run_name(spec))
-    truth_file = os.path.join(directory, family_runs.run_name(spec) + ".truth.json")
-    if keep and os.path.exists(truth_file) and os.path.isdir(run_dir):
-        with open(truth_file) as f:
-            truth = json.load(f)
-        if all(truth.get(k) == v for k, v in spec.items()):
-            return truth
-    truth = family_runs.generate(run_dir, spec)
-    if keep:
-        with open(truth_file, "w") as f:
-            json.dump(truth, f)
-    return truth
+    return kept_runs.generate_or_reuse(family_runs, directory, spec, keep)
 
 
 def scan(run_dir):
-    done = subprocess.run([BINARY, "scan", run_dir, "--json"], capture_output=True, text=True, timeout=120)
-    if done.returncode not in (0, 1):
-        raise AssertionError("scan of %s failed (%d): %s" % (run_dir, done.returncode, done.stderr))
-    return json.loads(done.stdout)["incidents"]
+    return kept_runs.scan_incidents(BINARY, run_dir)
 
 
 def judge(truth, incidents):

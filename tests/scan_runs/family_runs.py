@@ -262,14 +262,5 @@ def run_name(spec):
 
 
 if __name__ == "__main__":
-    import json
-    import time
-    out = sys.argv[1]
-    only = sys.argv[2:]  # optional name filters
-    for spec in all_specs():
-        name = run_name(spec)
-        if only and not any(o in name for o in only):
-            continue
-        t = time.time()
-        truth = generate(os.path.join(out, name), spec)
-        print(name, "%.1fs" % (time.time() - t), json.dumps(truth), flush=True)
+    import kept_runs
+    kept_runs.main(sys.modules[__name__], sys.argv)
