@@ -2,7 +2,7 @@
 
 // What a RapidJSON parse error says, as one of nanscope's messages: RapidJSON's English text
 // without its closing full stop, so that "(byte N)" or "at byte N" can follow it. For the two
-// decoders that use RapidJSON (core/importers/JsonFields, core/checkpoint/SafetensorsHeader).
+// decoders that use RapidJSON (core/importers/JsonFields, core/checkpoint/StrictJson).
 
 #include <rapidjson/error/en.h>
 

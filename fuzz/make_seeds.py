@@ -19,6 +19,7 @@ the real logs, the generated seeds below are written alone.
 
 import glob
 import io
+import json
 import math
 import os
 import struct
@@ -81,6 +82,8 @@ def main():
     for name, data in seeds.items():
         write(os.path.join(out, "safetensors"), name, data)
 
+    write(os.path.join(out, "exported_program"), "linear.pt2", exported_program())
+
     write(os.path.join(out, "run_reader"), "minimal.h5", minimal_run())
 
     real_logs = os.environ.get("NANSCOPE_REAL_LOGS") or os.path.join(
@@ -96,6 +99,58 @@ def main():
     fixtures = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "logs")
     structured_log_seeds(os.path.join(out, "structured_log"), fixtures)
     wandb_seeds(os.path.join(out, "wandb"), fixtures)
+
+
+def exported_program():
+    """A torch.export archive of one nn.Linear(2, 3) with a dynamic batch, in the layout and JSON
+    schema (8.20) torch 2.15's torch.export.save writes (the fields as tests/python/test_replay_exported
+    reads them from real archives); written by hand because this Python's torch predates torch.export."""
+    def meta(sizes, strides, grad):
+        return {"dtype": 7, "sizes": sizes, "requires_grad": grad, "device": {"type": "cpu", "index": None},
+                "strides": strides, "storage_offset": {"as_int": 0}, "layout": 7}
+    ints = lambda *values: [{"as_int": v} for v in values]
+    batch = {"as_expr": {"expr_str": "s17", "hint": {"as_int": 4}}}
+    node = {"target": "torch.ops.aten.linear.default",
+            "inputs": [{"name": "input", "arg": {"as_tensor": {"name": "x"}}, "kind": 1},
+                       {"name": "weight", "arg": {"as_tensor": {"name": "p_weight"}}, "kind": 1},
+                       {"name": "bias", "arg": {"as_tensor": {"name": "p_bias"}}, "kind": 1}],
+            "outputs": [{"as_tensor": {"name": "linear"}}],
+            "metadata": {"stack_trace": 'File "model.py", line 6, in forward\n    return self.fc(x)',
+                         "nn_module_stack": "L__self__,,M;L__self__fc,fc,torch.nn.modules.linear.Linear"},
+            "is_hop_single_tensor_return": None, "name": "linear"}
+    graph = {"inputs": [{"as_tensor": {"name": n}} for n in ("p_weight", "p_bias", "x")],
+             "outputs": [{"as_tensor": {"name": "linear"}}], "nodes": [node],
+             "tensor_values": {"p_weight": meta(ints(3, 2), ints(2, 1), True), "p_bias": meta(ints(3), ints(1), True),
+                               "x": meta([batch, {"as_int": 2}], [{"as_int": 2}, {"as_int": 1}], False),
+                               "linear": meta([batch, {"as_int": 3}], [{"as_int": 3}, {"as_int": 1}], True)},
+             "sym_int_values": {}, "sym_bool_values": {}, "is_single_tensor_return": False,
+             "custom_obj_values": {}, "sym_float_values": {}}
+    signature = {"input_specs": [{"parameter": {"arg": {"name": "p_weight"}, "parameter_name": "fc.weight"}},
+                                 {"parameter": {"arg": {"name": "p_bias"}, "parameter_name": "fc.bias"}},
+                                 {"user_input": {"arg": {"as_tensor": {"name": "x"}}}}],
+                 "output_specs": [{"user_output": {"arg": {"as_tensor": {"name": "linear"}}}}]}
+    program = {"graph_module": {"graph": graph, "signature": signature, "module_call_graph": [], "metadata": {},
+                                "treespec_namedtuple_fields": {}},
+               "opset_version": {"aten": 10}, "range_constraints": {"s17": {"min_val": 2, "max_val": None}},
+               "schema_version": {"major": 8, "minor": 20}, "verifiers": ["TRAINING"], "torch_version": "2.15.0",
+               "guards_code": []}
+    weights = {"config": {"fc.weight": {"path_name": "weight_0", "is_param": True, "use_pickle": False,
+                                        "tensor_meta": meta(ints(3, 2), ints(2, 1), True)},
+                          "fc.bias": {"path_name": "weight_1", "is_param": True, "use_pickle": False,
+                                      "tensor_meta": meta(ints(3), ints(1), True)}}}
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("model/archive_format", "pt2")
+        archive.writestr("model/archive_version", "0")
+        archive.writestr("model/byteorder", "little")
+        archive.writestr("model/.data/version", "6\n")
+        archive.writestr("model/models/model.json", json.dumps(program))
+        archive.writestr("model/data/weights/model_weights_config.json", json.dumps(weights))
+        archive.writestr("model/data/weights/weight_0", struct.pack("<6f", 1, 2, 3, 4, float("nan"), 6))
+        archive.writestr("model/data/weights/weight_1", struct.pack("<3f", 0.5, float("inf"), -1))
+        archive.writestr("model/data/constants/model_constants_config.json", json.dumps({"config": {}}))
+        archive.writestr("model/data/sample_inputs/model.pt", saved(((torch.ones(4, 2),), {})))
+    return buffer.getvalue()
 
 
 def minimal_run():

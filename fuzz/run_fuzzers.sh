@@ -25,7 +25,7 @@ fi
 if ((${#harnesses[@]} == 0)); then
   # Every harness the build defines: trainer_state, metrics_csv and tracker_files only where Qt 6
   # Core was found.
-  for h in zip_archive pickle safetensors run_reader tensorboard text_log structured_log wandb trainer_state metrics_csv tracker_files; do
+  for h in zip_archive pickle safetensors exported_program run_reader tensorboard text_log structured_log wandb trainer_state metrics_csv tracker_files; do
     if grep -q "^build fuzz_$h: phony" "$build_dir/build.ninja"; then
       harnesses+=("$h")
     else

@@ -5,6 +5,7 @@
 #include "app/cli/Subcommands.h"
 
 #include "core/torch/Replay.h"
+#include "core/checkpoint/ExportedProgram.h"
 #include "core/run/CheckpointForm.h"
 #include "core/run/CheckpointPairing.h"
 #include "core/run/RunFormat.h"
@@ -98,10 +99,11 @@ int runReplay(const QStringList& arguments)
     parser.setApplicationDescription(
         "Replay one training step: run the saved batch through the saved checkpoint with every intermediate\n"
         "value captured, forward and backward, down to the first op that produced a NaN or Inf.\n"
-        "Note: a TorchScript checkpoint is a program; replaying it runs code from the file.");
+        "Note: a TorchScript checkpoint is a program; replaying it runs code from the file. A torch.export\n"
+        "archive (.pt2) is data: its graph of ATen ops runs op by op in LibTorch, and nothing of the file runs as code.");
     parser.addPositionalArgument("RUN_DIR", "The run directory.");
     parser.addOption({"step", "The step to replay (checkpoint N + batch N).", "N"});
-    parser.addOption({"checkpoint", "A TorchScript checkpoint to use instead of checkpoints/step_N.pt.", "FILE"});
+    parser.addOption({"checkpoint", "A TorchScript checkpoint or torch.export archive (.pt2) to use instead of the step's own.", "FILE"});
     parser.addOption({"batch", "A batch file to use instead of batches/step_N.pt.", "FILE"});
     parser.addOption({"layer", "List only ops of modules under this path (all still run).", "PREFIX"});
     parser.addOption({"bisect", "Find the samples of the batch that cause non-finite values."});
@@ -204,6 +206,9 @@ int runReplay(const QStringList& arguments)
     if (replayEagerly)
         err() << "nanscope: replaying " << fromStd(options.checkpoint) << " eagerly: " << eager.python << " imports "
               << eager.factory << " (this runs the model's Python code)" << Qt::endl;
+    else if (isExportArchive(options.checkpoint))
+        err() << "nanscope: replaying " << fromStd(options.checkpoint)
+              << " (torch.export: its graph's ATen ops run in LibTorch; no code from the file runs)" << Qt::endl;
     else
         err() << "nanscope: replaying " << fromStd(options.checkpoint)
               << " (TorchScript: this runs code from the file)" << Qt::endl;

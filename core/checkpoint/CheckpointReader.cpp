@@ -1,7 +1,7 @@
 #include "core/checkpoint/CheckpointReader.h"
 
 #include "core/checkpoint/PickleReader.h"
-#include "core/checkpoint/SafetensorsHeader.h"
+#include "core/checkpoint/StrictJson.h"
 #include "core/checkpoint/ZipArchive.h"
 
 #include <cerrno>
@@ -147,9 +147,9 @@ Result<ZipPickle> readZipPickle(const std::string& path)
 
 // --- safetensors -------------------------------------------------------------------------------
 // The header is JSON: {"name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}, ...},
-// decoded by core/checkpoint/SafetensorsHeader.
+// decoded by core/checkpoint/StrictJson.
 
-using safetensors::HeaderJson;
+using HeaderJson = strictjson::JsonValue;
 
 bool safetensorsDtype(const std::string& name, DType& dtype)
 {
@@ -185,7 +185,7 @@ Result<Checkpoint> readSafetensors(const std::string& path, uint64_t fileSize)
         return fail("truncated safetensors header");
     HeaderJson json;
     std::string jsonError;
-    if (!safetensors::parseHeader(header, json, jsonError))
+    if (!strictjson::parse(header, json, jsonError))
         return fail("bad safetensors header: " + jsonError);
     if (json.kind != HeaderJson::Kind::Object)
         return fail("bad safetensors header: not a JSON object");

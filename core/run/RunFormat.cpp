@@ -35,7 +35,7 @@ std::optional<StepFileName> parseStepFileName(const std::string& fileName)
 
 bool isTorchCheckpointExtension(const std::string& extension)
 {
-    return extension == "pt" || extension == "pth";
+    return extension == "pt" || extension == "pth" || extension == "pt2";
 }
 
 bool isCheckpointExtension(const std::string& extension)

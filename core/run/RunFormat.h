@@ -103,8 +103,9 @@ struct StepFileName
 };
 std::optional<StepFileName> parseStepFileName(const std::string& fileName);
 
-// The extensions a step's checkpoint file has: a TorchScript or pickled checkpoint (pt, pth),
-// which replay can load and a .form file can describe, or weights alone (safetensors).
+// The extensions a step's checkpoint file has: a TorchScript or pickled checkpoint (pt, pth) or a
+// torch.export archive (pt2), which replay can load and a .form file can describe, or weights
+// alone (safetensors).
 bool isTorchCheckpointExtension(const std::string& extension);
 bool isCheckpointExtension(const std::string& extension);
 

@@ -5,6 +5,8 @@
 #include "core/torch/SoftmaxMeasures.h"
 #include "core/torch/TensorRange.h"
 
+#include <torch/csrc/jit/ir/constants.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -21,10 +23,16 @@ std::optional<TensorStats> statsOf(const torch::Tensor& tensor)
 
 } // namespace
 
-ProbedOps::ProbedOps(const std::vector<torch::jit::Node*>& probedOps, const std::set<const torch::jit::Value*>& dataValues,
-                     const std::set<std::string>& modulePaths)
-    : m_probedOps(probedOps), m_dataValues(dataValues), m_modulePaths(modulePaths)
+int64_t classDimOf(const OpSite& site, const torch::Tensor& input)
 {
+    if (input.dim() == 0)
+        return 0;
+    const bool softmax = site.role == OpSite::Role::Softmax || site.role == OpSite::Role::LogSoftmax;
+    if (softmax && site.dim && *site.dim >= -input.dim() && *site.dim < input.dim())
+        return *site.dim < 0 ? *site.dim + input.dim() : *site.dim;
+    if (site.role == OpSite::Role::CrossEntropy && input.dim() >= 2)
+        return 1;
+    return input.dim() - 1;
 }
 
 std::optional<TensorStats> ProbedOps::cachedStats(const torch::Tensor& tensor)
@@ -37,24 +45,20 @@ std::optional<TensorStats> ProbedOps::cachedStats(const torch::Tensor& tensor)
     return it->second;
 }
 
-void ProbedOps::record(int64_t id, const std::vector<torch::Tensor>& opInputs, const std::vector<torch::Tensor>& outputs)
+void ProbedOps::record(const OpSite& site, const std::vector<torch::Tensor>& opInputs, const std::vector<torch::Tensor>& outputs)
 {
-    if (id < 0 || size_t(id) >= m_probedOps.size() || outputs.empty() || !m_failure.empty())
+    if (outputs.empty() || !m_failure.empty())
         return;
-    const torch::jit::Node* node = m_probedOps[size_t(id)];
     try {
-        const int iteration = m_executions[id]++;
         const torch::Tensor& output = outputs.front();
         ReplayOp op;
         op.index = int(ops.size());
-        op.op = node->kind().toQualString();
-        op.module = modulePathOf(node, m_modulePaths);
-        op.source = sourceOf(node);
-        op.code = codeOf(node);
-        if (insideLoop(node))
-            op.iteration = iteration;
-        op.fromData = std::any_of(node->outputs().begin(), node->outputs().end(),
-                                  [&](const torch::jit::Value* v) { return m_dataValues.count(v) > 0; });
+        op.op = site.op;
+        op.module = site.module;
+        op.source = site.source;
+        op.code = site.code;
+        op.iteration = site.iteration;
+        op.fromData = site.fromData;
         std::vector<SeenTensor> seenInputs;
         for (const torch::Tensor& input : opInputs) {
             op.inputs.push_back(cachedStats(input));
@@ -66,29 +70,31 @@ void ProbedOps::record(int64_t id, const std::vector<torch::Tensor>& opInputs, c
         if (output.defined())
             m_statsCache[output.unsafeGetTensorImpl()] = op.output;
         op.headroom = precisionHeadroomOf(op.output);
-        if (auto fn = output.grad_fn())
-            op.gradFunction = fn->name();
-        if (isSoftmax(node) && !op.inputs.empty() && op.inputs.front() && output.dim() > 0) {
-            SoftmaxSignature softmax;
-            softmax.inputAbsmax = op.inputs.front()->absmax;
-            const int64_t dim = classDimOf(node, output);
-            softmax.entropy = meanRowEntropy(output, dim, isLogSoftmax(node));
-            softmax.uniformEntropy = std::log(double(output.size(dim)));
-            op.softmax = softmax;
+        if (output.defined())
+            if (auto fn = output.grad_fn())
+                op.gradFunction = fn->name();
+        const bool softmax = site.role == OpSite::Role::Softmax || site.role == OpSite::Role::LogSoftmax;
+        if (softmax && !op.inputs.empty() && op.inputs.front() && output.defined() && output.dim() > 0) {
+            SoftmaxSignature signature;
+            signature.inputAbsmax = op.inputs.front()->absmax;
+            const int64_t dim = classDimOf(site, output);
+            signature.entropy = meanRowEntropy(output, dim, site.role == OpSite::Role::LogSoftmax);
+            signature.uniformEntropy = std::log(double(output.size(dim)));
+            op.softmax = signature;
         }
-        if ((isSoftmax(node) || node->kind() == c10::aten::cross_entropy_loss) && !opInputs.empty() &&
-            opInputs.front().defined() && opInputs.front().is_floating_point()) {
+        if ((softmax || site.role == OpSite::Role::CrossEntropy) && !opInputs.empty() && opInputs.front().defined() &&
+            opInputs.front().is_floating_point()) {
             lastLogits = opInputs.front();
             lastLogitsOp = ops.size();
+            lastLogitsDim = classDimOf(site, lastLogits);
         }
         SeenTensor seenOutput = see(output);
         gradients.watch(seenOutput);
         ops.push_back(std::move(op));
-        nodes.push_back(node);
         inputs.push_back(std::move(seenInputs));
         values.push_back(std::move(seenOutput));
     } catch (const std::exception& e) {
-        m_failure = std::string(node->kind().toQualString()) + ": " + e.what();
+        m_failure = site.op + ": " + e.what();
     }
 }
 
@@ -98,6 +104,55 @@ int ProbedOps::indexOf(const torch::Tensor& tensor) const
         if (values[i].is(tensor))
             return int(i);
     return -1;
+}
+
+std::optional<ReplayOp> ProbedOps::gradientCulprit() const
+{
+    for (size_t i = ops.size(); i-- > 0;) {
+        if (!ops[i].grad || hasNonfinite(ops[i].grad))
+            continue;
+        const bool madeNonfinite = std::any_of(inputs[i].begin(), inputs[i].end(), [&](const SeenTensor& t) {
+            const std::optional<TensorStats> grad = gradients.of(t);
+            return grad && grad->nonfinite() > 0;
+        });
+        if (madeNonfinite)
+            return ops[i];
+    }
+    return std::nullopt;
+}
+
+ScriptProbes::ScriptProbes(ProbedOps& ops, const std::vector<torch::jit::Node*>& probedOps,
+                           const std::set<const torch::jit::Value*>& dataValues, const std::set<std::string>& modulePaths)
+    : m_ops(ops), m_probedOps(probedOps), m_dataValues(dataValues), m_modulePaths(modulePaths)
+{
+}
+
+void ScriptProbes::record(int64_t id, const std::vector<torch::Tensor>& inputs, const std::vector<torch::Tensor>& outputs)
+{
+    if (id < 0 || size_t(id) >= m_probedOps.size() || outputs.empty() || !m_ops.failure().empty())
+        return;
+    const torch::jit::Node* node = m_probedOps[size_t(id)];
+    const int iteration = m_executions[id]++;
+    OpSite site;
+    site.op = node->kind().toQualString();
+    site.module = modulePathOf(node, m_modulePaths);
+    site.source = sourceOf(node);
+    site.code = codeOf(node);
+    if (insideLoop(node))
+        site.iteration = iteration;
+    site.fromData = std::any_of(node->outputs().begin(), node->outputs().end(),
+                                [&](const torch::jit::Value* v) { return m_dataValues.count(v) > 0; });
+    if (isLogSoftmax(node))
+        site.role = OpSite::Role::LogSoftmax;
+    else if (isSoftmax(node))
+        site.role = OpSite::Role::Softmax;
+    else if (node->kind() == c10::aten::cross_entropy_loss)
+        site.role = OpSite::Role::CrossEntropy;
+    if (site.role == OpSite::Role::Softmax || site.role == OpSite::Role::LogSoftmax)
+        if (node->inputs().size() > 1)
+            if (auto dim = torch::jit::toIValue(node->input(1)); dim && dim->isInt())
+                site.dim = dim->toInt();
+    m_ops.record(site, inputs, outputs);
 }
 
 } // namespace nanscope::replaytorch

@@ -1,8 +1,10 @@
 #include "core/torch/Replay.h"
 
+#include "core/checkpoint/ExportedProgram.h"
 #include "core/checkpoint/ZipArchive.h"
 #include "core/replay/ReplayJudgement.h"
 #include "core/replay/ReplaySignatures.h"
+#include "core/torch/ExportReplay.h"
 #include "core/torch/GraphProbes.h"
 #include "core/torch/GraphProvenance.h"
 #include "core/torch/ReplayBatch.h"
@@ -258,10 +260,11 @@ private:
         for (const auto& input : m_forwardInputs)
             stack.emplace_back(input);
         stack.insert(stack.end(), m_forwardDefaults.begin(), m_forwardDefaults.end());
-        ProbedOps probed(probedOps, dataValues, m_modulePaths);
+        ProbedOps probed;
+        ScriptProbes probes(probed, probedOps, dataValues, m_modulePaths);
         ProbeRecording recording(
             [&](int64_t id, const std::vector<torch::Tensor>& inputs, const std::vector<torch::Tensor>& outputs) {
-                probed.record(id, inputs, outputs);
+                probes.record(id, inputs, outputs);
             });
         try {
             executor.run(stack);
@@ -327,7 +330,7 @@ private:
                 result.logits = logZOf(inForward.logits, inForward.logits.dim() - 1, "forward's output" + inForward.logitsAccess,
                                        opIndexOf(inForward.logits));
             else if (probed.lastLogits.defined())
-                result.logits = logZOf(probed.lastLogits, classDimOf(probed.nodes[probed.lastLogitsOp], probed.lastLogits),
+                result.logits = logZOf(probed.lastLogits, probed.lastLogitsDim,
                                        "the input of " + allOps[probed.lastLogitsOp].op + " (op #" +
                                            std::to_string(probed.lastLogitsOp) + ")",
                                        opIndexOf(probed.lastLogits));
@@ -368,19 +371,7 @@ private:
             // A finite forward whose backward is not: the op whose backward made the first
             // non-finite gradient out of a finite one (log of a zero that a torch.where masked out).
             if (!result.firstNonfinite)
-                for (size_t i = allOps.size(); i-- > 0;) {
-                    if (!allOps[i].grad || hasNonfinite(allOps[i].grad))
-                        continue;
-                    const auto& inputs = probed.inputs[i];
-                    const bool madeNonfinite = std::any_of(inputs.begin(), inputs.end(), [&](const SeenTensor& t) {
-                        const std::optional<TensorStats> grad = probed.gradients.of(t);
-                        return grad && grad->nonfinite() > 0;
-                    });
-                    if (madeNonfinite) {
-                        result.gradCulprit = allOps[i];
-                        break;
-                    }
-                }
+                result.gradCulprit = probed.gradientCulprit();
             for (const auto& p : m_module.named_parameters(true))
                 result.params.push_back({p.name, statsOf(p.value), statsOf(p.value.grad())});
         }
@@ -517,6 +508,9 @@ private:
 
 Result<ReplayResult> replayStep(const ReplayOptions& options, const ProgressCallback& progress)
 {
+    // A torch.export archive is data: its graph runs op by op, and no code of the file runs.
+    if (isExportArchive(options.checkpoint))
+        return replayExportedStep(options, progress);
     try {
         Replayer replayer(options, progress);
         return replayer.run();

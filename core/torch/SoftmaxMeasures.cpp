@@ -19,19 +19,6 @@ bool isLogSoftmax(const Node* node)
     return node->kind() == c10::aten::log_softmax || node->kind() == c10::aten::_log_softmax;
 }
 
-int64_t classDimOf(const Node* node, const torch::Tensor& input)
-{
-    if (input.dim() == 0)
-        return 0;
-    if (isSoftmax(node) && node->inputs().size() > 1)
-        if (auto dim = torch::jit::toIValue(node->input(1)); dim && dim->isInt())
-            return dim->toInt() < 0 ? dim->toInt() + input.dim() : dim->toInt();
-    if ((node->kind() == c10::aten::cross_entropy_loss || node->kind() == c10::aten::nll_loss ||
-         node->kind() == c10::aten::nll_loss_nd) && input.dim() >= 2)
-        return 1;
-    return input.dim() - 1;
-}
-
 std::optional<double> meanRowEntropy(const torch::Tensor& output, int64_t dim, bool logProbabilities)
 {
     torch::NoGradGuard noGrad;

@@ -16,10 +16,6 @@ namespace nanscope::replaytorch {
 bool isSoftmax(const torch::jit::Node* node); // softmax or log_softmax
 bool isLogSoftmax(const torch::jit::Node* node);
 
-// The dim a softmax, log_softmax or loss reads its classes along: the op's own constant dim
-// argument for a softmax, 1 for a cross-entropy of batched input (PyTorch's class dim), else the last.
-int64_t classDimOf(const torch::jit::Node* node, const torch::Tensor& input);
-
 // The mean over rows (along `dim`) of the entropy -sum p log p of a softmax's output (of a
 // log_softmax's, read as log p). A row holding NaN or +Inf has no entropy and is left out.
 std::optional<double> meanRowEntropy(const torch::Tensor& output, int64_t dim, bool logProbabilities);

@@ -1,4 +1,4 @@
-#include "core/checkpoint/SafetensorsHeader.h"
+#include "core/checkpoint/StrictJson.h"
 
 #include "core/RapidJsonErrors.h"
 
@@ -9,11 +9,10 @@
 #include <limits>
 #include <set>
 
-namespace nanscope::safetensors {
+namespace nanscope::strictjson {
 
 namespace {
 
-constexpr int kMostDepth = 64;
 // Numbers as their text, so that the grammar's integers and their 64-bit range are ours to judge.
 constexpr unsigned kParseFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseNumbersAsStringsFlag;
 
@@ -21,16 +20,23 @@ constexpr unsigned kParseFlags = rapidjson::kParseIterativeFlag | rapidjson::kPa
 // being built is closed, so the pointers on the stack stay valid.
 class TreeBuilder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, TreeBuilder> {
 public:
-    explicit TreeBuilder(HeaderJson& root)
+    TreeBuilder(JsonValue& root, int mostDepth)
         : m_root(root)
+        , m_mostDepth(mostDepth)
     {
     }
 
-    bool Null() { return place(HeaderJson::Kind::Null) != nullptr; }
-    bool Bool(bool) { return place(HeaderJson::Kind::Bool) != nullptr; }
+    bool Null() { return place(JsonValue::Kind::Null) != nullptr; }
+    bool Bool(bool truth)
+    {
+        JsonValue* value = place(JsonValue::Kind::Bool);
+        if (value)
+            value->integer = truth ? 1 : 0;
+        return value != nullptr;
+    }
     bool RawNumber(const char* text, rapidjson::SizeType length, bool)
     {
-        HeaderJson* value = place(HeaderJson::Kind::Number);
+        JsonValue* value = place(JsonValue::Kind::Number);
         if (!value)
             return false;
         const std::string_view token(text, length);
@@ -53,7 +59,7 @@ public:
     {
         if (!wellFormed(text, length))
             return false;
-        HeaderJson* value = place(HeaderJson::Kind::String);
+        JsonValue* value = place(JsonValue::Kind::String);
         if (value)
             value->text.assign(text, length);
         return value != nullptr;
@@ -67,9 +73,9 @@ public:
             return fail("duplicate JSON key \"" + m_key + "\"");
         return true;
     }
-    bool StartObject() { return open(HeaderJson::Kind::Object); }
+    bool StartObject() { return open(JsonValue::Kind::Object); }
     bool EndObject(rapidjson::SizeType) { return close(); }
-    bool StartArray() { return open(HeaderJson::Kind::Array); }
+    bool StartArray() { return open(JsonValue::Kind::Array); }
     bool EndArray(rapidjson::SizeType) { return close(); }
 
     const std::string& error() const { return m_error; }
@@ -89,40 +95,41 @@ private:
                 return fail("\\u escape holds a lone low surrogate");
         return true;
     }
-    HeaderJson* place(HeaderJson::Kind kind)
+    JsonValue* place(JsonValue::Kind kind)
     {
-        HeaderJson* value = nullptr;
+        JsonValue* value = nullptr;
         if (m_stack.empty()) {
             value = &m_root;
-        } else if (m_stack.back()->kind == HeaderJson::Kind::Array) {
+        } else if (m_stack.back()->kind == JsonValue::Kind::Array) {
             value = &m_stack.back()->items.emplace_back();
         } else {
-            value = &m_stack.back()->members.emplace_back(std::move(m_key), HeaderJson{}).second;
+            value = &m_stack.back()->members.emplace_back(std::move(m_key), JsonValue{}).second;
             m_key.clear();
         }
         value->kind = kind;
         return value;
     }
-    bool open(HeaderJson::Kind kind)
+    bool open(JsonValue::Kind kind)
     {
-        if (int(m_stack.size()) >= kMostDepth)
+        if (int(m_stack.size()) >= m_mostDepth)
             return fail("JSON nested too deep");
-        HeaderJson* value = place(kind);
+        JsonValue* value = place(kind);
         m_stack.push_back(value);
-        if (kind == HeaderJson::Kind::Object)
+        if (kind == JsonValue::Kind::Object)
             m_keys.emplace_back();
         return true;
     }
     bool close()
     {
-        if (m_stack.back()->kind == HeaderJson::Kind::Object)
+        if (m_stack.back()->kind == JsonValue::Kind::Object)
             m_keys.pop_back();
         m_stack.pop_back();
         return true;
     }
 
-    HeaderJson& m_root;
-    std::vector<HeaderJson*> m_stack;
+    JsonValue& m_root;
+    int m_mostDepth;
+    std::vector<JsonValue*> m_stack;
     std::vector<std::set<std::string>> m_keys; // per open object
     std::string m_key;
     std::string m_error;
@@ -130,10 +137,18 @@ private:
 
 } // namespace
 
-bool parseHeader(const std::string& text, HeaderJson& out, std::string& error)
+const JsonValue* member(const JsonValue& object, const std::string& key)
 {
-    out = HeaderJson{};
-    TreeBuilder builder(out);
+    for (const auto& [name, value] : object.members)
+        if (name == key)
+            return &value;
+    return nullptr;
+}
+
+bool parse(const std::string& text, JsonValue& out, std::string& error, int mostDepth)
+{
+    out = JsonValue{};
+    TreeBuilder builder(out, mostDepth);
     rapidjson::MemoryStream bytes(text.data(), text.size());
     rapidjson::Reader reader;
     const rapidjson::ParseResult result = reader.Parse<kParseFlags>(bytes, builder);
@@ -144,4 +159,4 @@ bool parseHeader(const std::string& text, HeaderJson& out, std::string& error)
     return false;
 }
 
-} // namespace nanscope::safetensors
+} // namespace nanscope::strictjson

@@ -1,22 +1,22 @@
-// The safetensors header decoder (core/checkpoint/SafetensorsHeader, RapidJSON underneath): the
+// The strict JSON tree (safetensors headers, torch.export archives) (core/checkpoint/StrictJson, RapidJSON underneath): the
 // tree a reader needs, and every strictness the hand-written parser it replaced had, on untrusted
 // bytes: no repeated key, no lone surrogate, 64-bit integers, bounded depth without recursion.
-#include "core/checkpoint/SafetensorsHeader.h"
+#include "core/checkpoint/StrictJson.h"
 
 #include <gtest/gtest.h>
 
-using namespace nanscope::safetensors;
+using namespace nanscope::strictjson;
 
-TEST(SafetensorsHeader, ATensorEntryReadsAsATree)
+TEST(StrictJson, ATensorEntryReadsAsATree)
 {
-    HeaderJson json;
+    JsonValue json;
     std::string error;
-    ASSERT_TRUE(parseHeader(R"({"__metadata__": {"format": "pt"}, "w": {"dtype": "BF16", "shape": [2, 3], "data_offsets": [0, 12]}})",
+    ASSERT_TRUE(parse(R"({"__metadata__": {"format": "pt"}, "w": {"dtype": "BF16", "shape": [2, 3], "data_offsets": [0, 12]}})",
                             json, error))
         << error;
-    ASSERT_EQ(json.kind, HeaderJson::Kind::Object);
+    ASSERT_EQ(json.kind, JsonValue::Kind::Object);
     ASSERT_EQ(json.members.size(), 2u);
-    const HeaderJson& w = json.members[1].second;
+    const JsonValue& w = json.members[1].second;
     EXPECT_EQ(json.members[1].first, "w");
     EXPECT_EQ(w.members[0].second.text, "BF16");
     ASSERT_EQ(w.members[1].second.items.size(), 2u);
@@ -25,9 +25,9 @@ TEST(SafetensorsHeader, ATensorEntryReadsAsATree)
     EXPECT_EQ(w.members[2].second.items[1].integer, 12);
 }
 
-TEST(SafetensorsHeader, StrictOnWhatAHostileFileHolds)
+TEST(StrictJson, StrictOnWhatAHostileFileHolds)
 {
-    HeaderJson json;
+    JsonValue json;
     std::string error;
     const std::pair<std::string, std::string> refused[] = {
         {R"({"w": 1, "w": 2})", "duplicate JSON key \"w\""},
@@ -41,8 +41,8 @@ TEST(SafetensorsHeader, StrictOnWhatAHostileFileHolds)
         {"", "at byte 0"},
     };
     for (const auto& [text, why] : refused) {
-        EXPECT_FALSE(parseHeader(text, json, error)) << text.substr(0, 40);
+        EXPECT_FALSE(parse(text, json, error)) << text.substr(0, 40);
         EXPECT_NE(error.find(why), std::string::npos) << text.substr(0, 40) << ": " << error;
     }
-    EXPECT_TRUE(parseHeader(std::string(64, '[') + std::string(64, ']'), json, error)) << "64 levels are allowed: " << error;
+    EXPECT_TRUE(parse(std::string(64, '[') + std::string(64, ']'), json, error)) << "64 levels are allowed: " << error;
 }

@@ -1,0 +1,706 @@
+#include "core/torch/ExportInterpreter.h"
+
+#include "core/replay/ReplayOptions.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/jit_type.h>
+#include <ATen/ScalarOps.h>
+
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+namespace nanscope::replaytorch {
+
+namespace {
+
+constexpr const char* kOpsPrefix = "torch.ops.";
+// The namespaces whose ops are LibTorch's own. An op of any other (a user's torch.library op, a
+// kernel library's) would need that library's code: refused by name.
+const std::set<std::string> kLibTorchNamespaces = {"aten", "prims"};
+
+// The integer and boolean arithmetic export records on sizes and shapes, by target.
+enum class SymbolicOp { Add, Sub, Mul, FloorDiv, TrueDiv, Mod, Neg, Pow, Eq, Ne, Lt, Le, Gt, Ge, And, Or, Not, Max, Min,
+                        Ceil, Floor, ToFloat, ToInt };
+const std::map<std::string, SymbolicOp>& symbolicOps()
+{
+    static const std::map<std::string, SymbolicOp> ops = {
+        {"_operator.add", SymbolicOp::Add},         {"_operator.sub", SymbolicOp::Sub},
+        {"_operator.mul", SymbolicOp::Mul},         {"_operator.floordiv", SymbolicOp::FloorDiv},
+        {"_operator.truediv", SymbolicOp::TrueDiv}, {"_operator.mod", SymbolicOp::Mod},
+        {"_operator.neg", SymbolicOp::Neg},         {"_operator.pow", SymbolicOp::Pow},
+        {"_operator.eq", SymbolicOp::Eq},           {"_operator.ne", SymbolicOp::Ne},
+        {"_operator.lt", SymbolicOp::Lt},           {"_operator.le", SymbolicOp::Le},
+        {"_operator.gt", SymbolicOp::Gt},           {"_operator.ge", SymbolicOp::Ge},
+        {"_operator.and_", SymbolicOp::And},        {"_operator.or_", SymbolicOp::Or},
+        {"torch.sym_not", SymbolicOp::Not},         {"torch.sym_max", SymbolicOp::Max},
+        {"torch.sym_min", SymbolicOp::Min},         {"math.ceil", SymbolicOp::Ceil},
+        {"math.floor", SymbolicOp::Floor},          {"torch.sym_float", SymbolicOp::ToFloat},
+        {"torch.sym_int", SymbolicOp::ToInt},
+    };
+    return ops;
+}
+
+const std::set<std::string> kHigherOrderOps = {"torch.ops.higher_order.cond", "torch.ops.higher_order.map_impl",
+                                               "torch.ops.higher_order.wrap_with_set_grad_enabled"};
+
+[[noreturn]] void fail(const ExportNode& node, const std::string& why)
+{
+    throw std::runtime_error("node " + node.name + " (" + node.target + "): " + why);
+}
+
+// The schema's ScalarType number (torch/_export/serde/schema.py) as LibTorch's.
+c10::ScalarType scalarTypeOf(int64_t serialized)
+{
+    switch (serialized) {
+    case 1: return c10::ScalarType::Byte;
+    case 2: return c10::ScalarType::Char;
+    case 3: return c10::ScalarType::Short;
+    case 4: return c10::ScalarType::Int;
+    case 5: return c10::ScalarType::Long;
+    case 6: return c10::ScalarType::Half;
+    case 7: return c10::ScalarType::Float;
+    case 8: return c10::ScalarType::Double;
+    case 9: return c10::ScalarType::ComplexHalf;
+    case 10: return c10::ScalarType::ComplexFloat;
+    case 11: return c10::ScalarType::ComplexDouble;
+    case 12: return c10::ScalarType::Bool;
+    case 13: return c10::ScalarType::BFloat16;
+    case 28: return c10::ScalarType::UInt16;
+    case 29: return c10::ScalarType::Float8_e4m3fn;
+    case 30: return c10::ScalarType::Float8_e5m2;
+    case 31: return c10::ScalarType::Float8_e4m3fnuz;
+    case 32: return c10::ScalarType::Float8_e5m2fnuz;
+    case 34: return c10::ScalarType::UInt32;
+    case 35: return c10::ScalarType::UInt64;
+    default: throw std::runtime_error("scalar type " + std::to_string(serialized) + " of the export schema is not one LibTorch has");
+    }
+}
+
+c10::MemoryFormat memoryFormatOf(int64_t serialized)
+{
+    switch (serialized) {
+    case 1: return c10::MemoryFormat::Contiguous;
+    case 2: return c10::MemoryFormat::ChannelsLast;
+    case 3: return c10::MemoryFormat::ChannelsLast3d;
+    case 4: return c10::MemoryFormat::Preserve;
+    default: throw std::runtime_error("memory format " + std::to_string(serialized) + " of the export schema is unknown");
+    }
+}
+
+c10::Layout layoutOf(int64_t serialized)
+{
+    switch (serialized) {
+    case 1: return c10::kSparse;
+    case 2: return c10::kSparseCsr;
+    case 3: return c10::kSparseCsc;
+    case 4: return c10::kSparseBsr;
+    case 5: return c10::kSparseBsc;
+    case 6: return c10::kMkldnn;
+    case 7: return c10::kStrided;
+    default: throw std::runtime_error("layout " + std::to_string(serialized) + " of the export schema is unknown");
+    }
+}
+
+// The innermost frame of a stack trace as Python prints it ('File "x.py", line 6, in forward' and
+// the code on the next line): where the op was called. Frames of code generated at run time
+// ("<eval_with_key>.54", a torch.cond branch's graph module) have no file to show: the innermost
+// frame of a real file is taken, else the innermost of all.
+void innermostFrame(const std::string& trace, std::string& source, std::string& code)
+{
+    std::istringstream lines(trace);
+    std::string line;
+    std::string generatedSource, generatedCode;
+    bool codeNext = false, generated = false;
+    while (std::getline(lines, line)) {
+        const auto file = line.find("File \"");
+        if (file != std::string::npos) {
+            const auto close = line.find('"', file + 6);
+            const auto at = line.find(", line ", close == std::string::npos ? file : close);
+            if (close == std::string::npos || at == std::string::npos)
+                continue;
+            const std::string name = line.substr(file + 6, close - file - 6);
+            size_t end = at + 7;
+            while (end < line.size() && std::isdigit(static_cast<unsigned char>(line[end])))
+                ++end;
+            generated = name.empty() || name.front() == '<';
+            (generated ? generatedSource : source) = name + ":" + line.substr(at + 7, end - at - 7);
+            (generated ? generatedCode : code).clear();
+            codeNext = true;
+        } else if (codeNext) {
+            const auto first = line.find_first_not_of(" \t\r");
+            const auto last = line.find_last_not_of(" \t\r");
+            (generated ? generatedCode : code) = first == std::string::npos ? "" : line.substr(first, last - first + 1);
+            codeNext = false;
+        }
+    }
+    if (source.empty()) {
+        source = generatedSource;
+        code = generatedCode;
+    }
+    constexpr size_t kMaxLength = 160;
+    if (code.size() > kMaxLength) {
+        size_t cut = kMaxLength - 3;
+        while (cut > 0 && (static_cast<unsigned char>(code[cut]) & 0xc0) == 0x80)
+            --cut;
+        code = code.substr(0, cut) + "...";
+    }
+}
+
+// "aten::linear", "" of "torch.ops.aten.linear.default"; the overload "default" is LibTorch's "".
+bool splitTarget(const std::string& target, std::string& ns, std::string& name, std::string& overload)
+{
+    if (target.rfind(kOpsPrefix, 0) != 0)
+        return false;
+    const std::string rest = target.substr(std::char_traits<char>::length(kOpsPrefix));
+    const auto firstDot = rest.find('.');
+    const auto lastDot = rest.rfind('.');
+    if (firstDot == std::string::npos || lastDot == firstDot)
+        return false;
+    ns = rest.substr(0, firstDot);
+    name = rest.substr(firstDot + 1, lastDot - firstDot - 1);
+    overload = rest.substr(lastDot + 1);
+    if (overload == "default")
+        overload.clear();
+    return true;
+}
+
+void collectTensorsOf(const c10::IValue& value, std::vector<torch::Tensor>& out)
+{
+    if (value.isTensor())
+        out.push_back(value.toTensor());
+    else if (value.isTensorList())
+        for (const at::Tensor& t : value.toTensorList())
+            out.push_back(t);
+    else if (value.isList())
+        for (const c10::IValue& item : value.toListRef())
+            if (item.isTensor())
+                out.push_back(item.toTensor());
+}
+
+double asDouble(const c10::IValue& v)
+{
+    if (v.isDouble())
+        return v.toDouble();
+    if (v.isInt())
+        return double(v.toInt());
+    if (v.isBool())
+        return v.toBool() ? 1 : 0;
+    if (v.isTensor())
+        return v.toTensor().item<double>();
+    throw std::runtime_error("a symbolic value is not a number");
+}
+
+int64_t asInt(const c10::IValue& v)
+{
+    if (v.isInt())
+        return v.toInt();
+    if (v.isBool())
+        return v.toBool() ? 1 : 0;
+    if (v.isDouble())
+        return int64_t(v.toDouble());
+    if (v.isTensor())
+        return v.toTensor().item<int64_t>();
+    throw std::runtime_error("a symbolic value is not an integer");
+}
+
+} // namespace
+
+struct ExportInterpreter::Resolved
+{
+    c10::OperatorHandle handle;
+    explicit Resolved(c10::OperatorHandle h) : handle(std::move(h)) {}
+};
+
+const c10::IValue* ExportValues::find(const std::string& name) const
+{
+    for (const ExportValues* scope = this; scope; scope = scope->m_parent)
+        if (auto it = scope->m_values.find(name); it != scope->m_values.end())
+            return &it->second;
+    return nullptr;
+}
+
+OpSite siteOfExportNode(const ExportNode& node)
+{
+    OpSite site;
+    std::string ns, name, overload;
+    site.op = splitTarget(node.target, ns, name, overload) ? ns + "::" + name : node.target;
+    // "L__self__,,__main__.M;L__self__bn,bn,torch.nn.modules.batchnorm.BatchNorm1d": the last entry's path.
+    if (!node.moduleStack.empty()) {
+        const auto entryStart = node.moduleStack.rfind(';');
+        const std::string entry = node.moduleStack.substr(entryStart == std::string::npos ? 0 : entryStart + 1);
+        const auto first = entry.find(',');
+        const auto last = entry.rfind(',');
+        if (first != std::string::npos && last != first)
+            site.module = entry.substr(first + 1, last - first - 1);
+    }
+    innermostFrame(node.stackTrace, site.source, site.code);
+    if (site.op == "aten::softmax" || site.op == "aten::_softmax")
+        site.role = OpSite::Role::Softmax;
+    else if (site.op == "aten::log_softmax" || site.op == "aten::_log_softmax")
+        site.role = OpSite::Role::LogSoftmax;
+    else if (site.op == "aten::cross_entropy_loss")
+        site.role = OpSite::Role::CrossEntropy;
+    if (site.role == OpSite::Role::Softmax || site.role == OpSite::Role::LogSoftmax)
+        for (const auto& input : node.inputs)
+            if (input.name == "dim" && input.arg.kind == ExportArgument::Kind::Int && !input.arg.ints.empty())
+                site.dim = input.arg.ints.front();
+    return site;
+}
+
+ExportInterpreter::ExportInterpreter(const ExportedProgram& program, torch::Device device)
+    : m_program(program), m_device(device)
+{
+}
+
+Status ExportInterpreter::resolveOps()
+{
+    return resolveIn(m_program.graph);
+}
+
+Status ExportInterpreter::resolveIn(const ExportGraph& graph)
+{
+    const std::string writer = m_program.torchVersion.empty() ? "the torch that wrote it" : "torch " + m_program.torchVersion;
+    for (const ExportNode& node : graph.nodes) {
+        for (const auto& input : node.inputs) {
+            if (input.arg.kind == ExportArgument::Kind::Graph && input.arg.graph)
+                if (Status inner = resolveIn(*input.arg.graph); !inner)
+                    return inner;
+            if (input.arg.kind == ExportArgument::Kind::Unsupported)
+                return Error{m_program.path + ": node " + node.name + " (" + node.target + ") takes an argument of kind " +
+                             input.arg.unsupported + ", which nanscope does not replay"};
+        }
+        if (m_ops.count(node.target) || symbolicOps().count(node.target) || kHigherOrderOps.count(node.target))
+            continue;
+        std::string ns, name, overload;
+        if (!splitTarget(node.target, ns, name, overload))
+            return Error{m_program.path + ": node " + node.name + " calls " + node.target +
+                         ", a Python function: nanscope runs only LibTorch's ops from an archive, never its code"};
+        if (ns == "higher_order")
+            return Error{m_program.path + ": node " + node.name + " is the higher-order op " + name +
+                         ", which nanscope does not replay (it replays cond, map and wrap_with_set_grad_enabled)"};
+        if (!kLibTorchNamespaces.count(ns))
+            return Error{m_program.path + ": node " + node.name + " calls " + ns + "::" + name +
+                         ", an op of the extension library '" + ns + "' that LibTorch does not have; nanscope runs "
+                         "only LibTorch's own ops from an archive"};
+        auto handle = c10::Dispatcher::singleton().findSchema({ns + "::" + name, overload});
+        if (!handle)
+            return Error{m_program.path + ": the graph calls " + ns + "::" + name + (overload.empty() ? "" : "." + overload) +
+                         ", an op LibTorch " + libtorchVersion() + " (the one nanscope-torch replays with) does not have; "
+                         "the archive was written by " + writer};
+        m_ops[node.target] = std::make_shared<Resolved>(*handle);
+    }
+    return Status::success();
+}
+
+c10::IValue ExportInterpreter::valueOf(const ExportArgument& arg, const ExportValues& values, const c10::TypePtr& type) const
+{
+    using K = ExportArgument::Kind;
+    auto named = [&](const std::string& name) -> const c10::IValue& {
+        const c10::IValue* value = values.find(name);
+        if (!value)
+            throw std::runtime_error("the value " + name + " is used before any node computes it");
+        return *value;
+    };
+    auto tensorNamed = [&](const std::string& name) {
+        const c10::IValue& value = named(name);
+        if (!value.isTensor())
+            throw std::runtime_error("the value " + name + " is not a tensor");
+        return value.toTensor();
+    };
+    auto symInt = [&](const ExportSymInt& s) { return s.name.empty() ? s.value : asInt(named(s.name)); };
+    c10::TypePtr element = type;
+    if (type && type->kind() == c10::TypeKind::OptionalType)
+        element = type->castRaw<c10::OptionalType>()->getElementType();
+    const bool wantsFloat = element && element->kind() == c10::TypeKind::FloatType;
+    // A Python number where the schema takes a tensor (x + 1.0 is aten.add.Tensor(x, 1.0)): a
+    // wrapped number, as PyTorch's own argument parser makes it, so that it does not promote x's dtype.
+    if (element && element->kind() == c10::TypeKind::TensorType &&
+        (arg.kind == K::Int || arg.kind == K::Float || arg.kind == K::Bool)) {
+        const c10::Scalar scalar = arg.kind == K::Float ? c10::Scalar(arg.floats.front())
+                                   : arg.kind == K::Bool ? c10::Scalar(arg.ints.front() != 0)
+                                                         : c10::Scalar(arg.ints.front());
+        at::Tensor wrapped = c10::scalar_to_tensor(scalar, m_device);
+        wrapped.unsafeGetTensorImpl()->set_wrapped_number(true);
+        return wrapped;
+    }
+    switch (arg.kind) {
+    case K::None: return c10::IValue();
+    case K::Tensor:
+    case K::OptionalTensor:
+        if (arg.names.empty() || arg.names.front().empty())
+            return c10::IValue();
+        return tensorNamed(arg.names.front());
+    case K::Tensors:
+    case K::OptionalTensors: {
+        const bool optionalElements = element && element->kind() == c10::TypeKind::ListType &&
+                                      element->castRaw<c10::ListType>()->getElementType()->kind() == c10::TypeKind::OptionalType;
+        if (optionalElements || arg.kind == K::OptionalTensors) {
+            c10::List<std::optional<at::Tensor>> list;
+            for (const auto& name : arg.names)
+                list.push_back(name.empty() ? std::optional<at::Tensor>() : std::optional<at::Tensor>(tensorNamed(name)));
+            return list;
+        }
+        c10::List<at::Tensor> list;
+        for (const auto& name : arg.names)
+            list.push_back(tensorNamed(name));
+        return list;
+    }
+    case K::Int: return wantsFloat ? c10::IValue(double(arg.ints.front())) : c10::IValue(arg.ints.front());
+    case K::Ints: return c10::IValue(arg.ints);
+    case K::Float: return c10::IValue(arg.floats.front());
+    case K::Floats: return c10::IValue(arg.floats);
+    case K::Bool: return c10::IValue(arg.ints.front() != 0);
+    case K::Bools: {
+        c10::List<bool> list;
+        for (int64_t b : arg.ints)
+            list.push_back(b != 0);
+        return list;
+    }
+    case K::String: return c10::IValue(arg.strings.front());
+    case K::Strings: return c10::IValue(arg.strings);
+    case K::SymInt: return c10::IValue(symInt(arg.symInts.front()));
+    case K::SymInts: {
+        std::vector<int64_t> ints;
+        for (const auto& s : arg.symInts)
+            ints.push_back(symInt(s));
+        return c10::IValue(ints);
+    }
+    case K::SymBool:
+        return arg.names.empty() ? c10::IValue(!arg.ints.empty() && arg.ints.front() != 0) : named(arg.names.front());
+    case K::SymFloat:
+        return arg.names.empty() ? c10::IValue(arg.floats.empty() ? 0.0 : arg.floats.front()) : named(arg.names.front());
+    case K::ScalarType: return c10::IValue(scalarTypeOf(arg.ints.front()));
+    case K::MemoryFormat: return c10::IValue(memoryFormatOf(arg.ints.front()));
+    case K::Layout: return c10::IValue(layoutOf(arg.ints.front()));
+    case K::Device: return c10::IValue(m_device);
+    case K::Graph:
+    case K::Unsupported: break;
+    }
+    throw std::runtime_error("an argument of this kind cannot be passed to an op");
+}
+
+void ExportInterpreter::run(const ExportGraph& graph, ExportValues& values, std::set<std::string>& dataNames,
+                            const OpObserver& observe, int iteration) const
+{
+    for (const ExportNode& node : graph.nodes)
+        runNode(node, values, dataNames, observe, iteration);
+}
+
+// Which names an argument reads.
+static void namesRead(const ExportArgument& arg, std::vector<std::string>& out)
+{
+    for (const auto& name : arg.names)
+        if (!name.empty())
+            out.push_back(name);
+    for (const auto& s : arg.symInts)
+        if (!s.name.empty())
+            out.push_back(s.name);
+}
+
+static void namesWritten(const ExportArgument& arg, std::vector<std::string>& out)
+{
+    namesRead(arg, out);
+}
+
+void ExportInterpreter::runNode(const ExportNode& node, ExportValues& values, std::set<std::string>& dataNames,
+                                const OpObserver& observe, int iteration) const
+{
+    // Data flow from the batch: an output is data when any input is.
+    std::vector<std::string> read, written;
+    for (const auto& input : node.inputs)
+        namesRead(input.arg, read);
+    for (const auto& output : node.outputs)
+        namesWritten(output, written);
+    const bool fromData = std::any_of(read.begin(), read.end(), [&](const std::string& n) { return dataNames.count(n) > 0; });
+
+    if (kHigherOrderOps.count(node.target)) {
+        runHigherOrder(node, values, dataNames, observe, iteration);
+    } else if (auto symbolic = symbolicOps().find(node.target); symbolic != symbolicOps().end()) {
+        std::vector<c10::IValue> operands;
+        for (const auto& input : node.inputs)
+            operands.push_back(valueOf(input.arg, values, nullptr));
+        if (operands.empty() || node.outputs.empty())
+            fail(node, "takes no operand or gives no output");
+        const c10::IValue& a = operands[0];
+        const c10::IValue b = operands.size() > 1 ? operands[1] : c10::IValue();
+        const bool integers = a.isInt() && (b.isNone() || b.isInt());
+        c10::IValue result;
+        switch (symbolic->second) {
+        case SymbolicOp::Add: result = integers ? c10::IValue(asInt(a) + asInt(b)) : c10::IValue(asDouble(a) + asDouble(b)); break;
+        case SymbolicOp::Sub: result = integers ? c10::IValue(asInt(a) - asInt(b)) : c10::IValue(asDouble(a) - asDouble(b)); break;
+        case SymbolicOp::Mul: result = integers ? c10::IValue(asInt(a) * asInt(b)) : c10::IValue(asDouble(a) * asDouble(b)); break;
+        case SymbolicOp::FloorDiv:
+            if (integers) {
+                if (asInt(b) == 0)
+                    fail(node, "integer division by zero");
+                const int64_t q = asInt(a) / asInt(b);
+                result = c10::IValue((q * asInt(b) != asInt(a) && ((asInt(a) < 0) != (asInt(b) < 0))) ? q - 1 : q);
+            } else
+                result = c10::IValue(std::floor(asDouble(a) / asDouble(b)));
+            break;
+        case SymbolicOp::TrueDiv: result = c10::IValue(asDouble(a) / asDouble(b)); break;
+        case SymbolicOp::Mod:
+            if (integers) {
+                if (asInt(b) == 0)
+                    fail(node, "integer modulo by zero");
+                int64_t m = asInt(a) % asInt(b);
+                if (m != 0 && ((m < 0) != (asInt(b) < 0)))
+                    m += asInt(b);
+                result = c10::IValue(m);
+            } else
+                result = c10::IValue(std::fmod(asDouble(a), asDouble(b)));
+            break;
+        case SymbolicOp::Neg: result = a.isInt() ? c10::IValue(-asInt(a)) : c10::IValue(-asDouble(a)); break;
+        case SymbolicOp::Pow: result = c10::IValue(std::pow(asDouble(a), asDouble(b))); break;
+        case SymbolicOp::Eq: result = c10::IValue(asDouble(a) == asDouble(b)); break;
+        case SymbolicOp::Ne: result = c10::IValue(asDouble(a) != asDouble(b)); break;
+        case SymbolicOp::Lt: result = c10::IValue(asDouble(a) < asDouble(b)); break;
+        case SymbolicOp::Le: result = c10::IValue(asDouble(a) <= asDouble(b)); break;
+        case SymbolicOp::Gt: result = c10::IValue(asDouble(a) > asDouble(b)); break;
+        case SymbolicOp::Ge: result = c10::IValue(asDouble(a) >= asDouble(b)); break;
+        case SymbolicOp::And: result = c10::IValue(asInt(a) != 0 && asInt(b) != 0); break;
+        case SymbolicOp::Or: result = c10::IValue(asInt(a) != 0 || asInt(b) != 0); break;
+        case SymbolicOp::Not: result = c10::IValue(asInt(a) == 0); break;
+        case SymbolicOp::Max: result = integers ? c10::IValue(std::max(asInt(a), asInt(b))) : c10::IValue(std::max(asDouble(a), asDouble(b))); break;
+        case SymbolicOp::Min: result = integers ? c10::IValue(std::min(asInt(a), asInt(b))) : c10::IValue(std::min(asDouble(a), asDouble(b))); break;
+        case SymbolicOp::Ceil: result = c10::IValue(int64_t(std::ceil(asDouble(a)))); break;
+        case SymbolicOp::Floor: result = c10::IValue(int64_t(std::floor(asDouble(a)))); break;
+        case SymbolicOp::ToFloat: result = c10::IValue(asDouble(a)); break;
+        case SymbolicOp::ToInt: result = c10::IValue(asInt(a)); break;
+        }
+        if (!written.empty())
+            values.set(written.front(), result);
+    } else {
+        runOperatorCall(node, values);
+        if (observe) {
+            std::vector<torch::Tensor> inputs, outputs;
+            for (const auto& input : node.inputs)
+                for (const auto& name : input.arg.names)
+                    if (const c10::IValue* v = name.empty() ? nullptr : values.find(name); v && v->isTensor())
+                        inputs.push_back(v->toTensor());
+            for (const auto& name : written)
+                if (const c10::IValue* v = values.find(name); v && v->isTensor())
+                    outputs.push_back(v->toTensor());
+            if (!outputs.empty()) {
+                OpSite site = siteOfExportNode(node);
+                site.fromData = fromData;
+                site.iteration = iteration;
+                observe(site, inputs, outputs);
+            }
+        }
+    }
+    if (fromData)
+        dataNames.insert(written.begin(), written.end());
+}
+
+void ExportInterpreter::runOperatorCall(const ExportNode& node, ExportValues& values) const
+{
+    auto it = m_ops.find(node.target);
+    if (it == m_ops.end())
+        fail(node, "was not resolved");
+    const c10::OperatorHandle& op = it->second->handle;
+    const c10::FunctionSchema& schema = op.schema();
+    torch::jit::Stack stack;
+    stack.reserve(schema.arguments().size());
+    size_t positional = 0;
+    for (const c10::Argument& argument : schema.arguments()) {
+        const ExportNamedArgument* given = nullptr;
+        for (const auto& input : node.inputs)
+            if (input.name == argument.name()) {
+                given = &input;
+                break;
+            }
+        // Older archives name no argument: the positional ones come in the schema's order.
+        if (!given && positional < node.inputs.size() && node.inputs[positional].name.empty() && !argument.kwarg_only())
+            given = &node.inputs[positional];
+        ++positional;
+        if (given)
+            stack.push_back(valueOf(given->arg, values, argument.type()));
+        else if (argument.default_value())
+            stack.push_back(*argument.default_value());
+        else
+            fail(node, "gives no value for the argument " + argument.name() + " of " + schema.name());
+    }
+    op.callBoxed(stack);
+    // The returns, one per output the node lists; a node that lists one tensor list for several
+    // returned tensors (a tuple) takes them in order.
+    const auto& outputs = node.outputs;
+    if (outputs.size() == 1 && outputs.front().kind == ExportArgument::Kind::Tensors && stack.size() > 1) {
+        for (size_t i = 0; i < outputs.front().names.size() && i < stack.size(); ++i)
+            if (!outputs.front().names[i].empty())
+                values.set(outputs.front().names[i], stack[i]);
+        return;
+    }
+    for (size_t i = 0; i < outputs.size() && i < stack.size(); ++i) {
+        const ExportArgument& out = outputs[i];
+        const c10::IValue& returned = stack[i];
+        switch (out.kind) {
+        case ExportArgument::Kind::Tensor:
+        case ExportArgument::Kind::SymInt:
+        case ExportArgument::Kind::SymBool:
+        case ExportArgument::Kind::SymFloat:
+        case ExportArgument::Kind::OptionalTensor:
+            if (!out.names.empty() && !out.names.front().empty())
+                values.set(out.names.front(), returned);
+            else if (!out.symInts.empty() && !out.symInts.front().name.empty())
+                values.set(out.symInts.front().name, returned);
+            break;
+        case ExportArgument::Kind::Tensors:
+        case ExportArgument::Kind::OptionalTensors: {
+            std::vector<torch::Tensor> tensors;
+            collectTensorsOf(returned, tensors);
+            for (size_t j = 0; j < out.names.size() && j < tensors.size(); ++j)
+                if (!out.names[j].empty())
+                    values.set(out.names[j], tensors[j]);
+            break;
+        }
+        default: break;
+        }
+    }
+}
+
+void ExportInterpreter::runHigherOrder(const ExportNode& node, ExportValues& values, std::set<std::string>& dataNames,
+                                       const OpObserver& observe, int iteration) const
+{
+    // The subgraph's outputs, bound to the node's outputs in order.
+    auto bindOutputs = [&](const ExportGraph& body, const ExportValues& inner, const std::vector<c10::IValue>* stacked) {
+        std::vector<std::string> names;
+        for (const auto& output : node.outputs)
+            namesWritten(output, names);
+        for (size_t i = 0; i < names.size(); ++i) {
+            if (stacked) {
+                values.set(names[i], (*stacked)[i]);
+                continue;
+            }
+            if (i >= body.outputs.size() || body.outputs[i].names.empty())
+                fail(node, "its subgraph returns fewer values than the node lists");
+            const c10::IValue* v = inner.find(body.outputs[i].names.front());
+            if (!v)
+                fail(node, "its subgraph does not compute " + body.outputs[i].names.front());
+            values.set(names[i], *v);
+        }
+    };
+    auto runBody = [&](const ExportGraph& body, const std::vector<c10::IValue>& operands, ExportValues& inner,
+                       const std::vector<bool>& operandFromData, int bodyIteration) {
+        std::vector<std::string> placeholders;
+        for (const auto& input : body.inputs)
+            namesWritten(input, placeholders);
+        if (placeholders.size() != operands.size())
+            fail(node, "its subgraph takes " + std::to_string(placeholders.size()) + " inputs, the node passes " +
+                           std::to_string(operands.size()));
+        std::set<std::string> innerData = dataNames;
+        for (size_t i = 0; i < operands.size(); ++i) {
+            inner.set(placeholders[i], operands[i]);
+            if (operandFromData[i])
+                innerData.insert(placeholders[i]);
+            else
+                innerData.erase(placeholders[i]);
+        }
+        run(body, inner, innerData, observe, bodyIteration);
+        bool anyData = false;
+        for (const auto& output : body.outputs)
+            for (const auto& name : output.names)
+                anyData = anyData || innerData.count(name) > 0;
+        return anyData;
+    };
+    auto operandsOf = [&](size_t from, std::vector<c10::IValue>& operands, std::vector<bool>& fromData) {
+        for (size_t i = from; i < node.inputs.size(); ++i) {
+            const ExportArgument& arg = node.inputs[i].arg;
+            if (arg.kind == ExportArgument::Kind::Tensors) {
+                for (const auto& name : arg.names) {
+                    operands.push_back(valueOf(ExportArgument{ExportArgument::Kind::Tensor, {name}}, values, nullptr));
+                    fromData.push_back(dataNames.count(name) > 0);
+                }
+            } else {
+                operands.push_back(valueOf(arg, values, nullptr));
+                std::vector<std::string> read;
+                namesRead(arg, read);
+                fromData.push_back(!read.empty() && dataNames.count(read.front()) > 0);
+            }
+        }
+    };
+    auto graphAt = [&](size_t index) -> const ExportGraph& {
+        if (index >= node.inputs.size() || node.inputs[index].arg.kind != ExportArgument::Kind::Graph || !node.inputs[index].arg.graph)
+            fail(node, "has no subgraph as its argument " + std::to_string(index));
+        return *node.inputs[index].arg.graph;
+    };
+    std::vector<std::string> written;
+    for (const auto& output : node.outputs)
+        namesWritten(output, written);
+    auto markData = [&](bool anyData) {
+        if (anyData)
+            dataNames.insert(written.begin(), written.end());
+    };
+
+    if (node.target == "torch.ops.higher_order.cond") {
+        // cond(pred, true_graph, false_graph, operands)
+        if (node.inputs.size() < 4)
+            fail(node, "takes a predicate, two branches and their operands");
+        const c10::IValue predicate = valueOf(node.inputs[0].arg, values, nullptr);
+        const bool taken = predicate.isTensor() ? predicate.toTensor().item<bool>() : asInt(predicate) != 0;
+        std::vector<c10::IValue> operands;
+        std::vector<bool> fromData;
+        operandsOf(3, operands, fromData);
+        const ExportGraph& body = graphAt(taken ? 1 : 2);
+        ExportValues inner(&values);
+        markData(runBody(body, operands, inner, fromData, iteration));
+        bindOutputs(body, inner, nullptr);
+    } else if (node.target == "torch.ops.higher_order.wrap_with_set_grad_enabled") {
+        // wrap_with_set_grad_enabled(enabled, graph, *args)
+        const bool enabled = asInt(valueOf(node.inputs.at(0).arg, values, nullptr)) != 0;
+        std::vector<c10::IValue> operands;
+        std::vector<bool> fromData;
+        operandsOf(2, operands, fromData);
+        const ExportGraph& body = graphAt(1);
+        ExportValues inner(&values);
+        torch::AutoGradMode mode(enabled);
+        markData(runBody(body, operands, inner, fromData, iteration));
+        bindOutputs(body, inner, nullptr);
+    } else if (node.target == "torch.ops.higher_order.map_impl") {
+        // map_impl(f, xs, pos_args): f over the first dim of every xs, results stacked.
+        const ExportGraph& body = graphAt(0);
+        if (node.inputs.size() < 2 || node.inputs[1].arg.kind != ExportArgument::Kind::Tensors)
+            fail(node, "maps over no tensors");
+        std::vector<torch::Tensor> xs;
+        for (const auto& name : node.inputs[1].arg.names)
+            xs.push_back(valueOf(ExportArgument{ExportArgument::Kind::Tensor, {name}}, values, nullptr).toTensor());
+        std::vector<c10::IValue> rest;
+        std::vector<bool> restData;
+        operandsOf(2, rest, restData);
+        const int64_t n = xs.empty() ? 0 : xs.front().size(0);
+        std::vector<std::vector<torch::Tensor>> results;
+        bool anyData = false;
+        for (int64_t i = 0; i < n; ++i) {
+            std::vector<c10::IValue> operands;
+            std::vector<bool> fromData;
+            for (size_t x = 0; x < xs.size(); ++x) {
+                operands.emplace_back(xs[x].select(0, i));
+                fromData.push_back(dataNames.count(node.inputs[1].arg.names[x]) > 0);
+            }
+            operands.insert(operands.end(), rest.begin(), rest.end());
+            fromData.insert(fromData.end(), restData.begin(), restData.end());
+            ExportValues inner(&values);
+            anyData = runBody(body, operands, inner, fromData, int(i)) || anyData;
+            std::vector<torch::Tensor> outs;
+            for (const auto& output : body.outputs)
+                for (const auto& name : output.names)
+                    if (const c10::IValue* v = inner.find(name); v && v->isTensor())
+                        outs.push_back(v->toTensor());
+            results.push_back(std::move(outs));
+        }
+        std::vector<c10::IValue> stacked;
+        for (size_t k = 0; !results.empty() && k < results.front().size(); ++k) {
+            std::vector<torch::Tensor> column;
+            for (const auto& r : results)
+                column.push_back(r.at(k));
+            stacked.emplace_back(torch::stack(column));
+        }
+        if (stacked.size() < written.size())
+            fail(node, "its function returned fewer tensors than the node lists");
+        markData(anyData);
+        bindOutputs(body, values, &stacked);
+    }
+}
+
+} // namespace nanscope::replaytorch
