@@ -61,8 +61,19 @@ run bench_ranks "$work/ranks" 16 100000 1000 100
 run bench_replay
 run bench_tensor_stats 48
 run bench_guard --pairs 60 --mlp-pairs 200
-# The framework callback's cost on a real transformers model: a Python program on the pinned torch.
 python=${NANSCOPE_BENCH_PYTHON:-.venv/bin/python}
+# Replay of torch.export archives: the pinned torch exports the models, then bench_export_replay times them.
+echo "== bench_export_replay" >&2
+start=$SECONDS
+PYTHONPATH=python "$python" bench/bench_export_replay.py "$build" "$work/export-replay" > "$work/bench_export_replay.out" 2>&1
+rc=$?
+grep '^TABLE' "$work/bench_export_replay.out" | cut -f2- >> "$rows"
+if [ "$rc" -ne 0 ] || ! grep -q '^TABLE' "$work/bench_export_replay.out"; then
+  printf '%s\t%s\t%s\t-\t-\tmissed\n' bench_export_replay "the benchmark failed" "exit code $rc (see $work/bench_export_replay.out)" >> "$rows"
+  failed=1
+fi
+timings+=("bench_export_replay $((SECONDS - start)) s")
+# The framework callback's cost on a real transformers model: a Python program on the pinned torch.
 echo "== bench_hf_callback" >&2
 start=$SECONDS
 PYTHONPATH=python "$python" bench/bench_hf_callback.py > "$work/bench_hf_callback.out" 2>&1

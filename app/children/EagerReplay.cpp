@@ -105,6 +105,8 @@ Result<ReplayResult> runEagerReplay(const EagerReplayRequest& request)
         args << "--path" << folder;
     if (!o.lossName.empty())
         args << "--loss-name" << QString::fromStdString(o.lossName);
+    if (!o.dtypeChosen && (o.ampDtype == "float16" || o.ampDtype == "bfloat16"))
+        args << "--autocast" << QString::fromStdString(o.ampDtype);
     if (o.eval)
         args << "--eval";
     if (o.bisect)

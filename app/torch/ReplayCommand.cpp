@@ -107,7 +107,7 @@ int runReplay(const QStringList& arguments)
     parser.addOption({"batch", "A batch file to use instead of batches/step_N.pt.", "FILE"});
     parser.addOption({"layer", "List only ops of modules under this path (all still run).", "PREFIX"});
     parser.addOption({"bisect", "Find the samples of the batch that cause non-finite values."});
-    parser.addOption({"dtype", "Replay in float16, bfloat16, float32 or float64 (precision what-if). Default: float32 for a TorchScript checkpoint; an eager replay keeps the dtypes its checkpoint holds.", "DTYPE", "float32"});
+    parser.addOption({"dtype", "Replay in float16, bfloat16, float32 or float64 (precision what-if, without autocast). Default: float32 for a TorchScript checkpoint; an exported program and an eager replay keep the dtypes their checkpoint holds; a run that trained under autocast (amp_dtype) replays under it.", "DTYPE", "float32"});
     parser.addOption({"device", "cpu, or cuda when LibTorch has it.", "DEVICE", "cpu"});
     parser.addOption({"eval", "Replay in evaluation mode (default: training mode, as the step ran)."});
     parser.addOption({"json", "Print JSON instead of text."});
@@ -149,6 +149,10 @@ int runReplay(const QStringList& arguments)
         runAttributes = attributes;
         if (auto it = attributes.find("loss_name"); it != attributes.end())
             options.lossName = it->second;
+        if (auto it = attributes.find("module_path_prefix"); it != attributes.end())
+            options.modulePathPrefix = it->second;
+        if (auto it = attributes.find("amp_dtype"); it != attributes.end())
+            options.ampDtype = it->second;
         replayable = stepList((*reader)->info().replayableSteps());
     }
     options.checkpoint = parser.value("checkpoint").toStdString();

@@ -1,6 +1,7 @@
 #include "core/checkpoint/CheckpointReader.h"
 
 #include "core/checkpoint/PickleReader.h"
+#include "core/checkpoint/ExportedProgram.h"
 #include "core/checkpoint/StrictJson.h"
 #include "core/checkpoint/ZipArchive.h"
 
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 
 namespace nanscope {
 
@@ -20,6 +22,7 @@ const char* checkpointFormatName(CheckpointFormat format)
     case CheckpointFormat::TorchScript: return "torchscript";
     case CheckpointFormat::Safetensors: return "safetensors";
     case CheckpointFormat::Tensor: return "tensor";
+    case CheckpointFormat::ExportedProgram: return "exported_program";
     }
     return "?";
 }
@@ -276,6 +279,47 @@ Result<PickledValue> readPickledFile(const std::string& path)
     }
 }
 
+// A torch.export archive's weights and constants (non-persistent buffers, lifted constants), each
+// checked against its metadata, in the graph signature's order: the parameters as named_parameters()
+// gives them, then the buffers as named_buffers() does.
+static Result<Checkpoint> readExportedWeights(const std::string& path)
+{
+    auto program = readExportedProgram(path);
+    if (!program)
+        return Error{program.error()};
+    auto zip = ZipArchive::open(path);
+    if (!zip)
+        return Error{zip.error()};
+    Checkpoint checkpoint;
+    checkpoint.path = path;
+    checkpoint.format = CheckpointFormat::ExportedProgram;
+    std::vector<const ExportStoredTensor*> ordered;
+    std::set<std::string> taken;
+    for (const ExportInputSpec& spec : program->inputSpecs)
+        for (const auto* stored : {&program->weights, &program->constants})
+            if (auto found = stored->find(spec.target); found != stored->end() && taken.insert(spec.target).second)
+                ordered.push_back(&found->second);
+    for (const auto* stored : {&program->weights, &program->constants})
+        for (const auto& [name, tensor] : *stored)
+            if (taken.insert(name).second)
+                ordered.push_back(&tensor);
+    for (const ExportStoredTensor* stored : ordered) {
+        auto bytes = readStoredTensorBytes(*zip, *program, *stored);
+        if (!bytes)
+            return Error{bytes.error()};
+        NamedTensor named;
+        named.name = stored->name;
+        named.tensor.dtype = stored->dtype;
+        named.tensor.shape = stored->sizes;
+        named.tensor.strides = stored->strides;
+        named.tensor.storageOffset = stored->storageOffset;
+        named.tensor.storage = std::make_shared<const std::vector<uint8_t>>(std::move(*bytes));
+        named.tensor.location = "cpu";
+        checkpoint.tensors.push_back(std::move(named));
+    }
+    return checkpoint;
+}
+
 Result<Checkpoint> readCheckpoint(const std::string& path)
 {
     if (Status regular = requireRegularFile(path); !regular)
@@ -290,6 +334,8 @@ Result<Checkpoint> readCheckpoint(const std::string& path)
         file.read(reinterpret_cast<char*>(head), std::min<uint64_t>(fileSize, 9));
         file.close();
 
+        if (fileSize >= 4 && head[0] == 'P' && head[1] == 'K' && isExportArchive(path))
+            return readExportedWeights(path);
         if (fileSize >= 4 && head[0] == 'P' && head[1] == 'K') {
             auto pickle = readZipPickle(path);
             if (!pickle)

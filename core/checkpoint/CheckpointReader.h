@@ -2,7 +2,8 @@
 
 // Reads the tensors of checkpoint files without running anything from them: torch.save zip
 // archives (state_dicts, training checkpoints, plain tensors), TorchScript archives
-// (torch.jit.save) and safetensors files. Pickled data is decoded by the project's own restricted
+// (torch.jit.save), torch.export archives (torch.export.save: its weights and constants, by the
+// module's names) and safetensors files. Pickled data is decoded by the project's own restricted
 // unpickler (PickleReader.h), which accepts only the opcodes and globals torch.save emits for
 // tensors and containers; TorchScript code in an archive is never loaded.
 //
@@ -20,7 +21,7 @@
 
 namespace nanscope {
 
-enum class CheckpointFormat { StateDict, TorchScript, Safetensors, Tensor };
+enum class CheckpointFormat { StateDict, TorchScript, Safetensors, Tensor, ExportedProgram };
 const char* checkpointFormatName(CheckpointFormat format); // "state_dict", "torchscript", ...
 
 struct Checkpoint

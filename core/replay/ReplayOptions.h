@@ -24,6 +24,12 @@ struct ReplayOptions
     bool eval = false;             // default: training mode, as the step ran
     bool bisect = false;           // find the samples that cause non-finite values
     bool backward = true;
+    // A wrapper's prefix on module paths ("base_model.model." of PEFT, run.h5's module_path_prefix):
+    // taken off the module paths an exported program's graph names, so that they are the user's.
+    std::string modulePathPrefix;
+    // The autocast the run trained under (run.h5's amp_dtype: "float16", "bfloat16"; "" or "none"
+    // for none). With no --dtype, the forward replays under it, as it trained.
+    std::string ampDtype;
 };
 
 // "1.13.1": the LibTorch that nanscope-torch (the replaying program) was built with, for reports

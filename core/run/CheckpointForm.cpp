@@ -58,6 +58,7 @@ constexpr KindWord kKindWords[] = {
     { CheckpointForm::Kind::Scripted, runformat::form::kScripted },
     { CheckpointForm::Kind::Traced, runformat::form::kTraced },
     { CheckpointForm::Kind::StateDict, runformat::form::kStateDict },
+    { CheckpointForm::Kind::Exported, runformat::form::kExported },
 };
 
 } // namespace
@@ -93,8 +94,8 @@ std::string whyFormCannotReplay(const CheckpointForm& form)
     if (form.kind != CheckpointForm::Kind::StateDict)
         return {};
     return "is a state_dict (tensor statistics only, no program to replay): " +
-           (form.whyNotReplayable.empty() ? std::string("its writer could not save the model as TorchScript; save it "
-                                                        "scripted or traced to make it replayable")
+           (form.whyNotReplayable.empty() ? std::string("its writer could not save the model as a program; save it "
+                                                        "exported (torch.export), scripted or traced to make it replayable")
                                           : form.whyNotReplayable);
 }
 

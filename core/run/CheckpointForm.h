@@ -1,9 +1,9 @@
 #pragma once
 
 // Which form a checkpoint was saved in, as its writer says in checkpoints/step_N.form beside it
-// (docs/run-format.md): the first line is `scripted`, `traced` or `state_dict`; for a state_dict
-// the lines after it say why the model could not be saved as TorchScript and what would make it
-// replayable. A checkpoint without a form file is whatever its bytes are (replay finds out).
+// (docs/run-format.md): the first line is `exported` (a torch.export archive, step_N.pt2),
+// `scripted`, `traced` or `state_dict`; the line after it says why the forms before it in that
+// order could not be saved, and for a state_dict what would make it replayable. A checkpoint without a form file is whatever its bytes are (replay finds out).
 
 #include <cstdint>
 #include <map>
@@ -14,10 +14,10 @@ namespace nanscope {
 
 struct CheckpointForm
 {
-    enum class Kind { Scripted, Traced, StateDict, Unknown };
+    enum class Kind { Scripted, Traced, StateDict, Exported, Unknown };
     Kind kind = Kind::Unknown;
     std::string word;              // the first line as written ("traced")
-    std::string whyNotReplayable;  // the writer's words after it (a state_dict's reason), one line
+    std::string whyNotReplayable;  // the writer's words after it (why not an earlier form; a state_dict's reason), one line
 };
 
 // The text of a form file, as both recorders write it (the C++ Guard through this, the Python one

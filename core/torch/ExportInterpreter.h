@@ -49,7 +49,9 @@ public:
                                           const std::vector<torch::Tensor>& outputs)>;
 
     // `device`: where device arguments point (the replay's device, whatever the export recorded).
-    ExportInterpreter(const ExportedProgram& program, torch::Device device);
+    // `checkMetadata` false skips the archive's dtype and device assertions (_assert_tensor_metadata),
+    // for a replay in another precision than the one exported.
+    ExportInterpreter(const ExportedProgram& program, torch::Device device, bool checkMetadata = true);
 
     // Every op the graph calls, found in this LibTorch before anything runs: an error names the
     // first it lacks, with the torch version that wrote the archive.
@@ -74,6 +76,7 @@ private:
 
     const ExportedProgram& m_program;
     torch::Device m_device;
+    bool m_checkMetadata = true;
     std::map<std::string, std::shared_ptr<Resolved>> m_ops; // by target
 };
 

@@ -6,6 +6,7 @@
 #include "core/replay/ReplaySignatures.h"
 #include "core/torch/ExportInterpreter.h"
 #include "core/torch/ProbedOps.h"
+#include "core/torch/ReplayAutocast.h"
 #include "core/torch/ReplayBatch.h"
 #include "core/torch/ReplayOutputs.h"
 #include "core/torch/SoftmaxMeasures.h"
@@ -62,7 +63,8 @@ public:
         if (!program)
             return Error{program.error()};
         m_program = std::make_unique<ExportedProgram>(std::move(*program));
-        m_interpreter = std::make_unique<ExportInterpreter>(*m_program, m_device);
+        // Under --dtype the archive's dtype checks (_assert_tensor_metadata) would refuse the what-if.
+        m_interpreter = std::make_unique<ExportInterpreter>(*m_program, m_device, /*checkMetadata=*/!m_options.dtypeChosen);
         if (Status resolved = m_interpreter->resolveOps(); !resolved)
             return resolved;
         if (Status tensors = loadTensors(); !tensors)
@@ -79,6 +81,11 @@ public:
             return Error{loaded.error()};
         result.step = m_batch.step;
         result.lossName = m_batch.lossName.empty() ? m_options.lossName : m_batch.lossName;
+        if (!m_options.dtypeChosen)
+            result.dtype = mostCommonParameterDtype();
+        if (autocastDtype())
+            result.notes.push_back("replayed under " + m_options.ampDtype + " autocast, as the run trained (amp_dtype); "
+                                   "--dtype float32 replays without it");
         if (m_options.eval)
             result.notes.push_back("--eval: an exported program keeps the mode it was exported in (its batch norm and "
                                    "dropout calls say training or not); it replays as exported");
@@ -137,7 +144,9 @@ private:
             torch::Tensor storage =
                 torch::from_blob(bytes->data(), {elements}, torchdtype::scalarTypeOf(stored.dtype)).clone();
             torch::Tensor tensor = storage.as_strided(stored.sizes, stored.strides, stored.storageOffset).clone();
-            if (tensor.is_floating_point())
+            // The archive's own dtypes unless --dtype asked for another (the precision what-if):
+            // export recorded every cast and dtype check of the step as it ran.
+            if (tensor.is_floating_point() && m_options.dtypeChosen)
                 tensor = tensor.to(m_dtype);
             return tensor.to(m_device);
         };
@@ -182,6 +191,43 @@ private:
         return Status::success();
     }
 
+    // The run's autocast, unless --dtype chose a precision of its own.
+    std::optional<c10::ScalarType> autocastDtype() const
+    {
+        return m_options.dtypeChosen ? std::nullopt : autocastDtypeNamed(m_options.ampDtype);
+    }
+
+    // A module path as the user names it: without a wrapper's prefix (PEFT's "base_model.model.").
+    std::string userPath(const std::string& path) const
+    {
+        const std::string& prefix = m_options.modulePathPrefix;
+        if (prefix.empty())
+            return path;
+        if (path.rfind(prefix, 0) == 0)
+            return path.substr(prefix.size());
+        return prefix.rfind(path + ".", 0) == 0 ? std::string() : path; // the wrappers themselves: the root
+    }
+
+    OpSite userSite(OpSite site) const
+    {
+        site.module = userPath(site.module);
+        return site;
+    }
+
+    // The dtype most parameters hold ("float16"), which the replay ran in; "" without parameters.
+    std::string mostCommonParameterDtype() const
+    {
+        std::map<c10::ScalarType, size_t> counts;
+        for (const auto& [name, parameter] : m_parameters)
+            if (parameter.is_floating_point())
+                ++counts[parameter.scalar_type()];
+        if (counts.empty())
+            return {};
+        const auto most = std::max_element(counts.begin(), counts.end(),
+                                           [](const auto& a, const auto& b) { return a.second < b.second; });
+        return torchdtype::nameOf(most->first);
+    }
+
     // "forward(input_ids, labels)": the exported forward's inputs, for saying where the loss came from.
     std::string forwardCall() const
     {
@@ -195,22 +241,49 @@ private:
     // model that computes its loss: Hugging Face's labels).
     Status chooseInputs()
     {
-        m_forwardInputs.clear();
-        for (auto input : m_batch.inputs) {
+        // A floating-point input in the dtype the graph was exported with (the batch file may hold
+        // float32 where the model ran in float16), or in --dtype's.
+        auto prepared = [&](torch::Tensor input, const std::string& name) {
             input = input.to(m_device);
-            if (input.is_floating_point())
-                input = input.to(m_dtype);
-            m_forwardInputs.push_back(input);
-        }
+            if (!input.is_floating_point())
+                return input;
+            if (m_options.dtypeChosen)
+                return input.to(m_dtype);
+            auto meta = m_program->graph.tensorValues.find(name);
+            if (meta != m_program->graph.tensorValues.end())
+                if (auto dtype = dtypeOfExportScalarType(meta->second.scalarType); dtype && isFloatingPoint(*dtype))
+                    return input.to(torchdtype::scalarTypeOf(*dtype));
+            return input;
+        };
+        m_forwardInputs.clear();
         if (m_batch.targets.defined())
             m_batch.targets = m_batch.targets.to(m_device);
+        // A batch by name (a Hugging Face batch): each of forward's inputs by its own name.
+        if (!m_batch.namedInputs.empty()) {
+            for (const auto& name : m_userInputs) {
+                auto found = std::find_if(m_batch.namedInputs.begin(), m_batch.namedInputs.end(),
+                                          [&](const auto& named) { return named.first == name; });
+                if (found != m_batch.namedInputs.end())
+                    m_forwardInputs.push_back(prepared(found->second, name));
+                else if (m_batch.targets.defined() && &name == &m_userInputs.back() && !m_targetsInForward) {
+                    m_forwardInputs.push_back(prepared(m_batch.targets, name));
+                    m_targetsInForward = true;
+                } else {
+                    std::string held;
+                    for (const auto& named : m_batch.namedInputs)
+                        held += (held.empty() ? "" : ", ") + named.first;
+                    return Error{m_options.batch + ": the exported " + forwardCall() + " takes " + name +
+                                 ", which the batch (" + held + ") does not hold"};
+                }
+            }
+            return Status::success();
+        }
+        for (size_t i = 0; i < m_batch.inputs.size(); ++i)
+            m_forwardInputs.push_back(prepared(m_batch.inputs[i], i < m_userInputs.size() ? m_userInputs[i] : ""));
         if (m_forwardInputs.size() == m_userInputs.size())
             return Status::success();
         if (m_batch.targets.defined() && m_forwardInputs.size() + 1 == m_userInputs.size()) {
-            torch::Tensor targets = m_batch.targets;
-            if (targets.is_floating_point())
-                targets = targets.to(m_dtype);
-            m_forwardInputs.push_back(targets);
+            m_forwardInputs.push_back(prepared(m_batch.targets, m_userInputs.back()));
             m_targetsInForward = true;
             return Status::success();
         }
@@ -242,6 +315,7 @@ private:
             values.set(m_userInputs[i], inputs[i]);
             data.insert(m_userInputs[i]);
         }
+        ReplayAutocast autocast(m_device.type(), autocastDtype());
         m_interpreter->run(m_program->graph, values, data, observe);
         std::vector<c10::IValue> outputs;
         for (const auto& name : m_userOutputs) {
@@ -284,16 +358,19 @@ private:
         std::vector<c10::IValue> outputs;
         try {
             outputs = forward(m_forwardInputs, [&](const OpSite& site, const std::vector<torch::Tensor>& inputs,
-                                                  const std::vector<torch::Tensor>& outs) { probed.record(site, inputs, outs); });
+                                                  const std::vector<torch::Tensor>& outs) {
+                probed.record(userSite(site), inputs, outs);
+            });
         } catch (const std::exception& e) {
             std::string inputs;
-            for (const auto& input : m_batch.inputs)
-                inputs += (inputs.empty() ? "" : ", ") + torchdtype::describe(input);
+            for (size_t i = 0; i < m_forwardInputs.size(); ++i)
+                inputs += (inputs.empty() ? "" : ", ") + (i < m_userInputs.size() ? m_userInputs[i] + " " : "") +
+                          torchdtype::describe(m_forwardInputs[i]);
             std::string hint;
             if (m_dtype == torch::kHalf && !m_device.is_cuda())
                 hint = " (LibTorch has no float16 kernels for some CPU ops: use --dtype bfloat16 on CPU, or --device cuda)";
             return Error{m_options.batch + ": the exported graph failed on this batch, which holds " +
-                         (m_batch.inputs.size() == 1 ? "input " : "inputs ") + inputs + ": " + firstLine(e.what()) + hint};
+                         (m_forwardInputs.size() == 1 ? "input " : "inputs ") + inputs + ": " + firstLine(e.what()) + hint};
         }
         if (!probed.failure().empty())
             return Error{"the statistics of an op's tensors could not be taken (" + firstLine(probed.failure()) + ")"};
@@ -366,7 +443,7 @@ private:
             if (!result.firstNonfinite)
                 result.gradCulprit = probed.gradientCulprit();
             for (const auto& [name, parameter] : m_parameters)
-                result.params.push_back({name, statsOf(parameter), statsOf(parameter.grad())});
+                result.params.push_back({userPath(name), statsOf(parameter), statsOf(parameter.grad())});
         }
         if (result.firstNonfinite)
             result.firstNonfinite->grad = allOps[size_t(result.firstNonfinite->index)].grad;

@@ -10,6 +10,7 @@
 #include "core/torch/ReplayBatch.h"
 #include "core/torch/ReplayOutputs.h"
 #include "core/torch/ProbedOps.h"
+#include "core/torch/ReplayAutocast.h"
 #include "core/torch/SoftmaxMeasures.h"
 #include "core/torch/TensorRange.h"
 #include "core/torch/TorchDType.h"
@@ -95,6 +96,10 @@ public:
         if (!batch)
             return Error{batch.error()};
         m_batch = std::move(*batch);
+        if (m_batch.inputs.empty())
+            return Error{m_options.batch + ": the batch holds its inputs by name (a dict: the model's keyword "
+                                           "arguments), which a TorchScript forward does not take; an exported "
+                                           "program (.pt2) or an eager replay takes them"};
         result.step = m_batch.step;
         result.lossName = m_batch.lossName.empty() ? m_options.lossName : m_batch.lossName;
         m_device = torch::Device(m_options.device == "cuda" ? torch::kCUDA : torch::kCPU);
@@ -266,7 +271,11 @@ private:
             [&](int64_t id, const std::vector<torch::Tensor>& inputs, const std::vector<torch::Tensor>& outputs) {
                 probes.record(id, inputs, outputs);
             });
+        if (autocastDtype())
+            result.notes.push_back("replayed under " + m_options.ampDtype + " autocast, as the run trained (amp_dtype); "
+                                   "--dtype float32 replays without it");
         try {
+            ReplayAutocast autocast(m_device.type(), autocastDtype());
             executor.run(stack);
         } catch (const c10::Error& e) {
             std::string hint;
@@ -386,6 +395,12 @@ private:
         return Status::success();
     }
 
+    // The run's autocast, unless --dtype chose a precision of its own.
+    std::optional<c10::ScalarType> autocastDtype() const
+    {
+        return m_options.dtypeChosen ? std::nullopt : autocastDtypeNamed(m_options.ampDtype);
+    }
+
     // True when a forward over these samples, its loss or the gradients of that loss hold any
     // non-finite value: a loss in forward is per-sample this way, by calling forward on the subset.
     bool isBad(const std::vector<int64_t>& samples)
@@ -397,6 +412,7 @@ private:
             inputs.emplace_back(input.dim() > 0 && input.size(0) == n ? input.index_select(0, index) : input);
         inputs.insert(inputs.end(), m_forwardDefaults.begin(), m_forwardDefaults.end());
         try {
+            ReplayAutocast autocast(m_device.type(), autocastDtype());
             const c10::IValue returned = m_module.forward(inputs);
             std::vector<torch::Tensor> tensors;
             collectTensors(returned, tensors);

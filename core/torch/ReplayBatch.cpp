@@ -32,9 +32,18 @@ Result<Batch> readBatch(const std::string& path)
                 return Error{path + ": \"inputs\" must be a tensor or a list of tensors"};
             batch.inputs.push_back(toTorch(*item.tensor));
         }
+    } else if (inputs->kind == PickledValue::Kind::Dict) {
+        for (const auto& [key, value] : inputs->entries) {
+            if (key.kind != PickledValue::Kind::String)
+                return Error{path + ": \"inputs\" is a dict whose keys are not all names"};
+            if (value.isTensor())
+                batch.namedInputs.emplace_back(key.text, toTorch(*value.tensor));
+            else if (!value.isNone())
+                return Error{path + ": \"inputs\" entry '" + key.text + "' is not a tensor"};
+        }
     } else
-        return Error{path + ": \"inputs\" must be a tensor or a list of tensors"};
-    if (batch.inputs.empty())
+        return Error{path + ": \"inputs\" must be a tensor, a list of tensors or a dict of them"};
+    if (batch.inputs.empty() && batch.namedInputs.empty())
         return Error{path + ": the batch has no \"inputs\""};
     if (const PickledValue* targets = tree->find("targets"); targets && targets->isTensor())
         batch.targets = toTorch(*targets->tensor);

@@ -15,12 +15,16 @@ namespace nanscope::replaytorch {
 struct Batch
 {
     std::vector<torch::Tensor> inputs;
+    // A batch held by name (a dict: a Hugging Face batch, the model's keyword arguments), in the
+    // file's order; `inputs` is empty then.
+    std::vector<std::pair<std::string, torch::Tensor>> namedInputs;
     torch::Tensor targets;
     std::string lossName;
     int64_t step = -1;
 };
 
-// A batch file: a pickled dict with "inputs" (a tensor or a list of them), and optionally
+// A batch file: a pickled dict with "inputs" (a tensor, a list of them, or a dict of them by
+// forward's argument names), and optionally
 // "targets", "loss" and "step". Errors name the file and what is wrong.
 Result<Batch> readBatch(const std::string& path);
 

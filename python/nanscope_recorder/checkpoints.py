@@ -1,6 +1,7 @@
 """Checkpoints and batches as the run directory contract names them (step_%08d.pt)."""
 import copy
 import dataclasses
+import inspect
 import os
 import warnings
 
@@ -11,6 +12,11 @@ from .run_format import CHECKPOINT_FORMS, STEP_FILE, checkpoint_form_text, step_
 
 def step_file_name(step):
     return step_file_stem(step) + ".pt"
+
+
+def exported_file_name(step):
+    """A torch.export archive's name: step_N.pt2, as torch.export.save names its archives."""
+    return step_file_stem(step) + ".pt2"
 
 
 def remove_step_files(directory):
@@ -35,10 +41,11 @@ def _save_atomically(save, path):
 
 
 # Which form a checkpoint was saved in: checkpoints/step_N.form beside it (docs/run-format.md).
-# Its first line is one of these words (run_format.json); for a state_dict the line after it says
-# why the model could not be saved as TorchScript and what would make it replayable. nanscope reads
-# it (core/run/CheckpointForm) to tell which steps replay and why the others cannot.
-SCRIPTED, TRACED, STATE_DICT = CHECKPOINT_FORMS
+# Its first line is one of these words (run_format.json); the line after it says why the forms
+# tried before it failed (export, then TorchScript), and for a state_dict what would make it
+# replayable. nanscope reads it (core/run/CheckpointForm) to tell which steps replay and why the
+# others cannot.
+SCRIPTED, TRACED, STATE_DICT, EXPORTED = CHECKPOINT_FORMS
 
 
 def form_file_name(step):
@@ -126,9 +133,35 @@ def _signature(args):
     return tuple((tuple(t.shape), t.dtype, t.device) for t in args)
 
 
+def _export_arguments(inputs):
+    """(args, kwargs) forward is exported with: a tensor or a list of tensors as positional
+    arguments, a dict of tensors (a Hugging Face batch) as keyword arguments."""
+    if isinstance(inputs, dict) and inputs and all(isinstance(t, torch.Tensor) for t in inputs.values()):
+        return (), dict(inputs)
+    return _trace_inputs(inputs), {}
+
+
+def _batch_dims(args, kwargs):
+    """dynamic_shapes for torch.export: dim 0 of every tensor input is the batch, dynamic where the
+    model allows it (Dim.AUTO: static where the graph needs one size), so that replay can bisect
+    the batch into subsets."""
+    def dims(t):
+        return {0: torch.export.Dim.AUTO} if isinstance(t, torch.Tensor) and t.dim() > 0 else None
+    if kwargs:
+        return {name: dims(t) for name, t in kwargs.items()}
+    return tuple(dims(t) for t in args)
+
+
 class Checkpointer:
-    """Saves the model as TorchScript when it scripts, else traced on the step's own batch, else
-    its state_dict; each checkpoint's form goes into step_N.form beside it.
+    """Saves the model as a torch.export archive (step_N.pt2) when it exports, else as TorchScript
+    when it scripts, else traced on the step's own batch, else its state_dict; each checkpoint's form
+    goes into step_N.form beside it. torch.export first: TorchScript is deprecated since torch 2.11,
+    and an exported program is data that nanscope replays without running code from the file.
+
+    The model is exported once per batch signature and mode, as it is traced: the ExportedProgram
+    holds the model's own parameter and buffer tensors (its state_dict shares them), so a later
+    save writes the current weights. Export traces with fake tensors: it changes no weight, buffer
+    or random state (put back afterwards all the same, as for a trace).
 
     The model is scripted once. torch.jit.script shares the model's parameter and buffer tensors,
     so a later save writes the current weights without scripting again; tensors the model replaced
@@ -143,23 +176,37 @@ class Checkpointer:
     """
 
     def __init__(self, model, directory, form=None):
-        """form: None (script, else trace, else state_dict) or ("state_dict", why): state_dicts
-        only, `why` saying how they replay (the Recorder's checkpoint_form)."""
+        """form: None (export, else script, else trace, else state_dict); "torchscript" (script,
+        else trace, else state_dict: no export); ("state_dict", why): state_dicts only, `why` saying
+        how they replay; or ("exported", why): an exported program when the model exports, else a
+        state_dict saying `why` (a framework's model that its factory rebuilds; the Recorder's
+        checkpoint_form)."""
         self.model = model
         self.directory = directory
         self.state_dict_only = None
-        if form is not None:
+        self.try_export = True
+        self.try_torchscript = True
+        if form == "torchscript":
+            self.try_export = False
+        elif form is not None:
             kind, why = form
-            if kind != STATE_DICT:
-                raise ValueError("checkpoint_form must be None or ('%s', why), not %r" % (STATE_DICT, form))
-            self.state_dict_only = str(why)
+            if kind not in (STATE_DICT, EXPORTED):
+                raise ValueError("checkpoint_form must be None, 'torchscript', ('%s', why) or ('%s', why), not %r"
+                                 % (STATE_DICT, EXPORTED, form))
+            self.try_export = kind == EXPORTED
+            self.try_torchscript = False
+            self.state_dict_why = str(why)
+            self.state_dict_only = str(why) if kind == STATE_DICT else None
         self.scripted = None
         self.script_error = None  # why the model did not script; None while untried or scripted
         self.traced = None
         self.trace_error = None  # why the latest trace failed
         self.trace_note = None  # how the latest trace was made, when not plainly
         self._traced_signature = None
-        self.kind = None  # the form of the latest checkpoint saved: SCRIPTED, TRACED or STATE_DICT
+        self.exported = None
+        self.export_error = None  # why the latest export failed
+        self._exported_signature = None
+        self.kind = None  # the form of the latest checkpoint saved: EXPORTED, SCRIPTED, TRACED or STATE_DICT
 
     def _script(self):
         if self.scripted is not None or self.script_error is not None:
@@ -185,6 +232,46 @@ class Checkpointer:
                                      "was called on it before) and does not say why a second time; script the "
                                      "model in a fresh process to read the first error (%s)"
                                      % (type(self.model).__name__, self.script_error))
+
+    def _export(self, inputs):
+        """Exports the model on `inputs` unless its program for the same shapes and mode is at hand."""
+        try:
+            args, kwargs = _export_arguments(inputs)
+        except ValueError as error:
+            self.exported, self.export_error = None, str(error)
+            return
+        signature = (_signature(args), tuple((k, tuple(t.shape), t.dtype, t.device) for k, t in kwargs.items()),
+                     self.model.training)
+        # A forward that can return a key-value cache (a transformers model) is exported without one:
+        # the cache is no tensor torch.export can return, and a replay of one step has no use for it.
+        try:
+            takes_cache = "use_cache" in inspect.signature(self.model.forward).parameters
+        except (TypeError, ValueError):
+            takes_cache = False
+        if takes_cache and "use_cache" not in kwargs:
+            kwargs["use_cache"] = False
+        if signature == self._exported_signature:
+            return
+        buffers = [(b, b.detach().clone()) for b in self.model.buffers()]
+        rng = torch.random.get_rng_state()
+        cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                program = torch.export.export(self.model, args, kwargs=kwargs or None,
+                                              dynamic_shapes=_batch_dims(args, kwargs), strict=False)
+            if set(self.model.state_dict()) - set(program.state_dict) - set(program.constants):
+                raise RuntimeError("the exported program's state names differ from the model's")
+            self.exported, self._exported_signature, self.export_error = program, signature, None
+        except Exception as error:  # noqa: BLE001 - any export failure means "try TorchScript"
+            self.exported, self._exported_signature, self.export_error = None, signature, _error_line(error)
+        finally:
+            with torch.no_grad():
+                for live, copy in buffers:
+                    live.copy_(copy)
+            torch.random.set_rng_state(rng)
+            if cuda_rng is not None:
+                torch.cuda.set_rng_state_all(cuda_rng)
 
     def _trace(self, inputs):
         """Traces the model on `inputs` unless the trace of the same shapes is at hand."""
@@ -227,9 +314,23 @@ class Checkpointer:
                 torch.cuda.set_rng_state_all(cuda_rng)
 
     def why_not_replayable(self):
-        return ("the model could not be scripted (%s) nor traced (%s); make forward scriptable "
-                "(torch.jit.script(model)) or traceable on a batch (torch.jit.trace(model, inputs)) "
-                "to make its checkpoints replayable" % (self.script_error, self.trace_error))
+        if not self.try_export:
+            return ("the model could not be scripted (%s) nor traced (%s); make forward scriptable "
+                    "(torch.jit.script(model)) or traceable on a batch (torch.jit.trace(model, inputs)) "
+                    "to make its checkpoints replayable" % (self.script_error, self.trace_error))
+        return ("the model could not be exported (%s), scripted (%s) nor traced (%s); make forward exportable "
+                "(torch.export.export(model, inputs, strict=False)) or scriptable (torch.jit.script(model)) to "
+                "make its checkpoints replayable" % (self.export_error, self.script_error, self.trace_error))
+
+    def _why_state_dict(self):
+        if self.state_dict_only is not None:
+            return self.state_dict_only
+        if not self.try_torchscript:  # ("exported", why): the export failed
+            return "%s; %s" % (self.why_not_exported(), self.state_dict_why)
+        return self.why_not_replayable()
+
+    def why_not_exported(self):
+        return "not exported: torch.export failed (%s)" % self.export_error if self.export_error else None
 
     def save(self, step, overrides=None, inputs=None):
         """Writes checkpoints/step_N.pt (and step_N.form) from the model's current state, with
@@ -240,7 +341,16 @@ class Checkpointer:
         path = os.path.join(self.directory, step_file_name(step))
         overrides = overrides or {}
         module = None
-        if self.state_dict_only is None:
+        if self.try_export:
+            self._export(inputs)
+            if self.exported is not None:
+                exported_path = os.path.join(self.directory, exported_file_name(step))
+                try:
+                    self._save_exported(step, overrides, exported_path)
+                    return exported_path
+                except Exception as error:  # noqa: BLE001 - a program that does not serialize
+                    self.exported, self.export_error = None, "saving the program failed: " + _error_line(error)
+        if self.try_torchscript:
             self._script()
             module = self.scripted
             if module is None:
@@ -256,26 +366,27 @@ class Checkpointer:
                 # A trace can hold what TorchScript cannot save (a Python autograd.Function).
                 self.traced, self.trace_error = None, "saving the trace failed: " + _error_line(error)
         # The form first: a checkpoint a reader finds without its form reads as replayable.
-        self._write_form(step, STATE_DICT, self.state_dict_only or self.why_not_replayable())
+        self._write_form(step, STATE_DICT, self._why_state_dict())
         state = self.model.state_dict()
         for name, tensor in overrides.items():
             state[name] = tensor
         _save_atomically(lambda p: torch.save(state, p), path)
         return path
 
-    def _save_module(self, step, module, overrides, path):
-        """Saves `module` (scripted or traced: it shares its tensors with the live model) holding
-        `overrides` in place of the live values, and puts every value it changed back, bit for bit.
-
-        Every tensor a write touches is copied before the first write: a tied weight (GPT-2's
-        lm_head.weight is wte.weight) or a view of another parameter appears under several names
-        of the state_dict, and a copy taken after the first of them was written would restore the
-        old value into the live model."""
-        # A trace made through the flattening view says so on the form's second line.
-        self._write_form(step, SCRIPTED if module is self.scripted else TRACED,
-                         None if module is self.scripted else self.trace_note)
+    def _save_exported(self, step, overrides, path):
+        """Saves the exported program holding `overrides` in place of the live values (its
+        state_dict and constants are the model's own tensors), putting every value back after."""
+        self._write_form(step, EXPORTED)
+        program = self.exported
+        state = dict(program.state_dict)
+        state.update({name: value for name, value in program.constants.items() if isinstance(value, torch.Tensor)})
         live = self.model.state_dict(keep_vars=True)
-        target = module.state_dict(keep_vars=True)
+        self._write_in_place(state, live, overrides, lambda: _save_atomically(
+            lambda p: torch.export.save(program, p), path))
+
+    def _write_in_place(self, target, live, overrides, save):
+        """Copies the live (or overriding) values into `target`'s tensors where they differ, runs
+        `save`, and puts every value it changed back, bit for bit (see _save_module)."""
         with torch.no_grad():
             writes = []
             for name, dst in target.items():
@@ -287,13 +398,29 @@ class Checkpointer:
             try:
                 for dst, src in writes:
                     dst.copy_(src)
-                module.train(self.model.training)
-                _save_atomically(module.save, path)
+                save()
             finally:
-                # In reverse: where two names share storage, the first backup (the untouched
-                # value) is the last written.
                 for dst, original in reversed(backups):
                     dst.copy_(original)
+
+    def _save_module(self, step, module, overrides, path):
+        """Saves `module` (scripted or traced: it shares its tensors with the live model) holding
+        `overrides` in place of the live values, and puts every value it changed back, bit for bit.
+
+        Every tensor a write touches is copied before the first write: a tied weight (GPT-2's
+        lm_head.weight is wte.weight) or a view of another parameter appears under several names
+        of the state_dict, and a copy taken after the first of them was written would restore the
+        old value into the live model."""
+        # The form's second line: why it is not an exported program, and how a trace was made.
+        notes = [note for note in (self.why_not_exported(), None if module is self.scripted else self.trace_note) if note]
+        self._write_form(step, SCRIPTED if module is self.scripted else TRACED, "; ".join(notes) or None)
+        live = self.model.state_dict(keep_vars=True)
+        target = module.state_dict(keep_vars=True)
+
+        def save():
+            module.train(self.model.training)
+            _save_atomically(module.save, path)
+        self._write_in_place(target, live, overrides, save)
 
     def _write_form(self, step, kind, why=None):
         self.kind = kind

@@ -76,6 +76,19 @@ def build_model(spec, paths=(), run_dir=None):
 
 
 def load_checkpoint(model, path, spec):
+    if path.endswith(".pt2"):
+        # A torch.export archive (--eager on an exported checkpoint): its weights, by the module's names.
+        try:
+            program = torch.export.load(path)
+        except Exception as error:  # noqa: BLE001
+            raise EagerReplayError("%s: not a torch.export archive torch.export.load can read (%s)"
+                                   % (path, first_line(error))) from None
+        state = {name: value for name, value in program.state_dict.items()}
+        own = set(model.state_dict())
+        state.update({name: value for name, value in program.constants.items()
+                      if name in own and isinstance(value, torch.Tensor)})
+        model.load_state_dict(state, strict=True)
+        return
     try:
         state = torch.load(path, map_location="cpu")
     except Exception as error:  # noqa: BLE001

@@ -544,12 +544,20 @@ def main(argv=None):
     parser.add_argument("--bisect", action="store_true")
     parser.add_argument("--no-backward", action="store_true")
     parser.add_argument("--step", type=int, default=None)
+    parser.add_argument("--autocast", default=None, choices=("float16", "bfloat16"),
+                        help="replay under torch.autocast in this dtype, as the run trained (its amp_dtype)")
     options = parser.parse_args(argv)
     # The user's code may print: keep stdout for the JSON alone.
     real_stdout = sys.stdout
     try:
         with contextlib.redirect_stdout(sys.stderr):
-            found = run(options)
+            if options.autocast:
+                with torch.autocast(torch.device(options.device).type, dtype=getattr(torch, options.autocast)):
+                    found = run(options)
+                found.setdefault("notes", []).append("replayed under %s autocast, as the run trained (amp_dtype); "
+                                                     "--dtype float32 replays without it" % options.autocast)
+            else:
+                found = run(options)
     except EagerReplayError as error:
         print("nanscope eager replay: %s" % error, file=sys.stderr)
         return 2

@@ -87,12 +87,13 @@ def save_model_description(model, run_dir):
 
 
 def rebuild_plan(model):
-    """(model_factory, checkpoint_form, why not) for a transformers model: state_dict checkpoints
-    that rebuild() builds again, or (None, None, why) when transformers cannot rebuild this one."""
+    """(model_factory, checkpoint_form, why not) for a transformers model: exported programs when
+    it exports on its batch (replayed natively), else state_dict checkpoints that rebuild() builds
+    again; or (None, None, why) when transformers cannot rebuild this one."""
     why_not = why_not_rebuildable(model)
     if why_not is not None:
         return None, None, why_not
-    form = ("state_dict", "a transformers model: nanscope's replay rebuilds %s from the config in %s/ "
+    form = ("exported", "a transformers model: nanscope's replay rebuilds %s from the config in %s/ "
             "(nanscope_recorder.hf:rebuild)" % (type(_peft_parts(model)[0]).__name__, MODEL_FOLDER))
     return "nanscope_recorder.hf:rebuild", form, None
 

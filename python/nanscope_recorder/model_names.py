@@ -7,6 +7,15 @@ state_dict's own keys, which is what loading them needs."""
 _PEFT_PREFIX = "base_model.model."
 
 
+def wrapper_prefix_of(model):
+    """The prefix a wrapper puts before the user's names ("base_model.model." for PEFT), or "":
+    written into run.h5 (module_path_prefix) for what names modules by the wrapper's paths, an
+    exported program's graph above all, to take off."""
+    wrapped = isinstance(getattr(model, "peft_config", None), dict) and \
+        getattr(getattr(model, "base_model", None), "model", None) is not None
+    return _PEFT_PREFIX if wrapped else ""
+
+
 def user_name_of(model):
     """A function from a named_modules()/named_parameters() name of `model` to the user's name."""
     wrapped = isinstance(getattr(model, "peft_config", None), dict) and \

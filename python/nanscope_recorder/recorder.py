@@ -15,7 +15,7 @@ from .activations import ActivationHooks
 from .buffer_snapshot import BufferSnapshot
 from .checkpoints import Checkpointer, remove_step_files, save_batch, step_file_name
 from .model_factory import describe as model_factory_spec
-from .model_names import user_name_of
+from .model_names import user_name_of, wrapper_prefix_of
 from .capture import DEFAULTS as CAPTURE_DEFAULTS, FIRST_NONFINITE, CapturePolicy
 from .defences import (BatchRing, LastGoodState, SpikeDetector, UnsupportedOptimizer, check_optimizer,
                        model_state, spike_reason)
@@ -146,9 +146,11 @@ class Recorder:
         False), "none" (a framework's loop applies every update; the recorder only observes) or
         "nonfinite_gradients" (an AMP loss scaler skips the steps whose gradients are not finite);
         with anything but "bad" the defences that change training (rollback, restore_buffers_on_skip)
-        are refused. checkpoint_form: None (TorchScript when the model scripts or traces, else a
-        state_dict) or ("state_dict", why): state_dicts only, for a model the model_factory rebuilds
-        better than a trace (a transformers model from its config). batch_call: the name of the
+        are refused. checkpoint_form: None (a torch.export archive when the model exports, else
+        TorchScript when it scripts or traces, else a state_dict); "torchscript" (no export);
+        ("state_dict", why): state_dicts only, for a model the model_factory rebuilds better than a
+        trace; or ("exported", why): exported when it exports, else a state_dict the factory rebuilds
+        (a transformers model from its config). batch_call: the name of the
         model's method that computed the loss from the batch when it is not forward (Lightning's
         "training_step"); saved in batch files for eager replay."""
         if skipped_steps not in SKIPPED_STEPS:
@@ -214,6 +216,8 @@ class Recorder:
         # Frozen parameters (a LoRA fine-tune's base weights) have no gradient to log: in /layers they
         # would read as vanishing gradients. A model with none trainable yet is logged whole.
         user_name = user_name_of(model)
+        if wrapper_prefix_of(model):
+            self._attributes["module_path_prefix"] = wrapper_prefix_of(model)
         named = [(user_name(name), p) for name, p in model.named_parameters()]
         self._params = [(name, p) for name, p in named if p.requires_grad] or named
         self._norms = [(user_name(name), m) for name, m in model.named_modules()
@@ -549,6 +553,11 @@ class Recorder:
     def _save_checkpoint(self, step, overrides, inputs=None, event=True):
         path = self._checkpointer.save(step, overrides, self._inputs if inputs is None else inputs)
         checkpointer = self._checkpointer
+        if checkpointer.export_error and checkpointer.kind in ("scripted", "traced") and "export" not in self._warned:
+            self._warned.add("export")
+            self._event(self._step, "note", "the model does not export (%s): checkpoints are %s TorchScript, which "
+                                            "nanscope replays by running the archive's code"
+                        % (checkpointer.export_error, checkpointer.kind))
         if checkpointer.script_error and "script" not in self._warned:
             self._warned.add("script")
             if checkpointer.kind == "traced":

@@ -13,7 +13,7 @@ with open(_TABLE, encoding="utf-8") as _file:
 STEP_FILE_PREFIX = TABLE["step_file_prefix"]
 STEP_FILE_DIGITS = int(TABLE["step_file_digits"])
 # A step file the recorder wrote, finished or not: step_00000042.pt, .safetensors, .form (+ .partial).
-STEP_FILE = re.compile(r"%s\d{%d,}\.(pt|safetensors|form)(\.partial)?" % (re.escape(STEP_FILE_PREFIX), STEP_FILE_DIGITS))
+STEP_FILE = re.compile(r"%s\d{%d,}\.(pt|pt2|safetensors|form)(\.partial)?" % (re.escape(STEP_FILE_PREFIX), STEP_FILE_DIGITS))
 
 COLUMNS = {table: tuple(columns) for table, columns in TABLE["columns"].items()}
 EVENT_KINDS = tuple(TABLE["event_kinds"])

@@ -88,9 +88,9 @@ TEST(RunFormatTable, FormFilesAreWrittenAndReadAsTheSharedCasesSay)
     const QJsonArray cases = QJsonDocument::fromJson(file.readAll()).object()["cases"].toArray();
     ASSERT_GE(cases.size(), 5);
     const QStringList words = runFormatTable()["checkpoint_forms"].toVariant().toStringList();
-    ASSERT_EQ(words.size(), 3);
+    ASSERT_EQ(words.size(), 4);
     const CheckpointForm::Kind kinds[] = { CheckpointForm::Kind::Scripted, CheckpointForm::Kind::Traced,
-                                           CheckpointForm::Kind::StateDict };
+                                           CheckpointForm::Kind::StateDict, CheckpointForm::Kind::Exported };
     for (const QJsonValue& value : cases) {
         const QJsonObject c = value.toObject();
         const std::string word = c["kind"].toString().toStdString();

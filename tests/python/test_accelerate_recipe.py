@@ -27,7 +27,13 @@ class AccelerateRecipe(unittest.TestCase):
             first = replay["forward"]["first_nonfinite"]
             # Without the Trainer's num_items_in_batch the loss is a mean over no token: cross_entropy
             # itself, in transformers' loss code, returns NaN.
+            # The model exports: its program names the ATen op, at the line where the model called its
+            # loss function (what torch.export records of the call); the eager replay of the same
+            # checkpoint goes inside transformers/loss/loss_utils.py.
             op = replay["forward"]["ops"][first["index"]]
+            self.assertEqual(op["op"], "aten::cross_entropy_loss")
+            eager = nanscope_json("replay", run, "--step", 9, "--eager")
+            op = eager["forward"]["ops"][eager["forward"]["first_nonfinite"]["index"]]
             self.assertEqual(op["op"], "aten::cross_entropy")
             self.assertTrue(op["source"].startswith("loss_utils.py:"), op["source"])
 

@@ -155,7 +155,7 @@ class RecorderRules(unittest.TestCase):
         fx.train(self.run_dir, fx.bn_mlp(), 6, nan_at=3, checkpoint_every=5)
         fx.train(self.run_dir, fx.bn_mlp(), 2, overwrite=True)
         self.assertEqual(sorted(os.listdir(os.path.join(self.run_dir, "checkpoints"))),
-                         ["step_00000000.form", "step_00000000.pt"])
+                         ["step_00000000.form", "step_00000000.pt2"])
         self.assertEqual(os.listdir(os.path.join(self.run_dir, "batches")), [])
 
     def test_module_called_twice_gets_one_merged_column(self):

@@ -1,6 +1,8 @@
 """The recorder's checkpoints: TorchScript that replays a NaN step, untouched by the recorder's
 hooks, and a state_dict for models that do not script."""
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -39,8 +41,9 @@ class ScriptedCheckpoints(unittest.TestCase):
         cls.tmp = tempfile.TemporaryDirectory()
         cls.run_dir = os.path.join(cls.tmp.name, "run")
         # Activations every step: the hooks are on the model in every step that saves a checkpoint.
+        # TorchScript asked for: by default the recorder saves exported programs (ExportedCheckpoints).
         cls.applied, cls.model = fx.train(cls.run_dir, fx.bn_mlp(), 10, nan_at=NAN_AT,
-                                          checkpoint_every=3, activations_every=1)
+                                          checkpoint_every=3, activations_every=1, checkpoint_form="torchscript")
 
     @classmethod
     def tearDownClass(cls):
@@ -103,7 +106,7 @@ class StateDictFallback(unittest.TestCase):
                 warnings.simplefilter("always")
                 # A lambda names no importable factory: no eager replay either.
                 applied, _ = fx.train(run_dir, model, 6, nan_at=4, checkpoint_every=2,
-                                      model_factory=lambda: fx.Untraceable())
+                                      model_factory=lambda: fx.Untraceable(), checkpoint_form="torchscript")
             # Said at training time, once, with the reason and the fix (issue 24).
             said = [str(w.message) for w in caught if "cannot be replayed" in str(w.message)]
             self.assertEqual(len(said), 1, [str(w.message) for w in caught])
@@ -138,7 +141,7 @@ class StateDictFallback(unittest.TestCase):
             self.assertIn("redefine", str(second.exception), "what TorchScript says a second time")
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                fx.train(run_dir, model, 3, checkpoint_every=2)
+                fx.train(run_dir, model, 3, checkpoint_every=2, checkpoint_form="torchscript")
             with open(os.path.join(run_dir, "checkpoints", "step_00000000.form")) as f:
                 form = f.read()
             self.assertTrue(form.startswith("state_dict\n"), form)
@@ -154,7 +157,8 @@ class StateDictFallback(unittest.TestCase):
             model = fx.bn_mlp()
             seen = []
             model[0].register_forward_hook(lambda m, i, o: seen.append(o.shape))
-            rec = Recorder(os.path.join(tmp, "run"), model, checkpoint_every=1, activations_every=1)
+            rec = Recorder(os.path.join(tmp, "run"), model, checkpoint_every=1, activations_every=1,
+                           checkpoint_form="torchscript")
             x, y = fx.batch(0)
             rec.begin_step(0, inputs=x, targets=y)
             loss = F.cross_entropy(model(x), y)
@@ -167,6 +171,60 @@ class StateDictFallback(unittest.TestCase):
                 self.assertEqual(f.readline().strip(), "traced")
             self.assertEqual(len(seen), 2)
             self.assertEqual(len(model[0]._forward_hooks), 1)
+
+
+class DataDependentGate(torch.nn.Module):
+    """A Python `if` on a tensor's value: torch.export cannot guard on it; TorchScript scripts it."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(fx.FEATURES, fx.CLASSES)
+
+    def forward(self, x):
+        if x.sum() > 0:
+            return self.fc(x)
+        return self.fc(-x)
+
+
+class ExportedCheckpoints(unittest.TestCase):
+    """By default checkpoints are torch.export archives (step_N.pt2), which nanscope replays
+    without running code from the file; a model that does not export is TorchScript, and says why."""
+
+    def test_checkpoints_are_exported_programs_that_replay_to_the_nan(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            run_dir = os.path.join(tmp, "run")
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                fx.train(run_dir, fx.bn_mlp(), 7, nan_at=NAN_AT, checkpoint_every=3)
+            self.assertFalse([w for w in caught if "jit" in str(w.message).lower()],
+                             "no TorchScript deprecation warning reaches the user's console")
+            names = sorted(os.listdir(os.path.join(run_dir, "checkpoints")))
+            self.assertIn("step_%08d.pt2" % NAN_AT, names)
+            self.assertFalse([n for n in names if n.endswith(".pt")], names)
+            with open(os.path.join(run_dir, "checkpoints", "step_%08d.form" % NAN_AT)) as f:
+                self.assertEqual(f.read(), "exported\n")
+            program = torch.export.load(os.path.join(run_dir, "checkpoints", "step_%08d.pt2" % NAN_AT))
+            self.assertTrue(torch.isfinite(program.state_dict["1.running_mean"]).all(),
+                            "the checkpoint holds the buffers from before the step")
+            out = subprocess.run([os.environ["NANSCOPE_BINARY"], "replay", run_dir, "--step", str(NAN_AT), "--json",
+                                  "--bisect"], capture_output=True, text=True, timeout=300)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            replay = json.loads(out.stdout)
+            self.assertEqual(replay["forward"]["first_nonfinite"]["module"], "0")
+            self.assertEqual(replay["bad_samples"], [2])
+
+    def test_a_model_that_does_not_export_is_scripted_and_its_form_says_why(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            run_dir = os.path.join(tmp, "run")
+            fx.train(run_dir, DataDependentGate(), 3, checkpoint_every=2)
+            with open(os.path.join(run_dir, "checkpoints", "step_00000000.form")) as f:
+                word, why = f.read().split("\n")[:2]
+            self.assertEqual(word, "scripted")
+            self.assertTrue(why.startswith("not exported: torch.export failed ("), why)
+            self.assertTrue(os.path.exists(os.path.join(run_dir, "checkpoints", "step_00000000.pt")))
+            with fx.open_run(run_dir) as f:
+                notes = [m for k, m in zip(fx.strings(f["events/kind"]), fx.strings(f["events/message"])) if k == "note"]
+            self.assertTrue(any("does not export" in m for m in notes), notes)
 
 
 if __name__ == "__main__":

@@ -65,7 +65,7 @@ class IncidentCapture(unittest.TestCase):
             # after anchor 4, so batches 4..10 and checkpoint 4 are written, and checkpoint 10.
             batches = stepped(os.path.join(run, "batches"))
             self.assertEqual(batches, list(range(4, 11)))
-            self.assertEqual(stepped(os.path.join(run, "checkpoints")), [4, 10])
+            self.assertEqual(stepped(os.path.join(run, "checkpoints"), ".form"), [4, 10])
             for step in batches:
                 saved = torch.load(os.path.join(run, "batches", "step_%08d.pt" % step))
                 x, y = fx.batch(step)
@@ -75,8 +75,8 @@ class IncidentCapture(unittest.TestCase):
                 self.assertTrue(torch.equal(saved["targets"], y))
                 self.assertEqual(saved["loss"], "cross_entropy")
             self.assertTrue(torch.isnan(torch.load(os.path.join(run, "batches", "step_00000010.pt"))["inputs"]).any())
-            checkpoint = torch.jit.load(os.path.join(run, "checkpoints", "step_00000004.pt"))
-            for name, value in checkpoint.state_dict().items():
+            checkpoint = torch.export.load(os.path.join(run, "checkpoints", "step_00000004.pt2"))
+            for name, value in checkpoint.state_dict.items():
                 self.assertTrue(torch.equal(value, started[4][name]), name)
             captures = events(run, "incident_capture")
             self.assertEqual(len(captures), 1)
@@ -112,7 +112,7 @@ class IncidentCapture(unittest.TestCase):
             batches = stepped(os.path.join(run, "batches"))
             self.assertEqual(batches[-4:], [32, 33, 34, 35])
             # The state before the batches, and step 35's own (the weights its forward used).
-            self.assertEqual(stepped(os.path.join(run, "checkpoints")), [batches[0], 35])
+            self.assertEqual(stepped(os.path.join(run, "checkpoints"), ".form"), [batches[0], 35])
 
     def test_a_capture_without_a_healthy_batch_saves_the_last_healthy_one(self):
         """Step 12's capture comes 2 steps after step 10's, so the ring writes no batches for it;
@@ -145,7 +145,7 @@ class IncidentCapture(unittest.TestCase):
                     x[2, 1] = float("nan")
             train(run, 12, nan_at_10, batch_ring=0)
             self.assertEqual(stepped(os.path.join(run, "batches")), [10])
-            self.assertEqual(stepped(os.path.join(run, "checkpoints")), [10])
+            self.assertEqual(stepped(os.path.join(run, "checkpoints"), ".form"), [10])
             # Every capture says so, the ring or not (issue 24).
             self.assertEqual([s for s, _ in events(run, "incident_capture")], [10])
             self.assertIn("the run's first non-finite step", events(run, "incident_capture")[0][1])

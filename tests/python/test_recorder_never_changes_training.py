@@ -120,7 +120,7 @@ def state_bits(model, optimizer):
     return state
 
 
-def train(make_model, kind, make_optimizer, run_dir=None):
+def train(make_model, kind, make_optimizer, run_dir=None, checkpoint_form=None):
     """Trains STEPS steps; returns the state bits after each step. With run_dir, under a Recorder
     that checkpoints every 3 steps, measures activations every step, and captures an incident at
     every spike and at the non-finite step (a ring of 2 batches)."""
@@ -132,7 +132,7 @@ def train(make_model, kind, make_optimizer, run_dir=None):
     recorder = None
     if run_dir is not None:
         recorder = Recorder(run_dir, model, loss_name="cross_entropy", checkpoint_every=3, activations_every=1,
-                            batch_ring=2, spike_captures=-1)
+                            batch_ring=2, spike_captures=-1, checkpoint_form=checkpoint_form)
     try:
         for step in range(STEPS):
             inputs, targets = batch(kind, step)
@@ -168,7 +168,9 @@ class RecordingNeverChangesTraining(unittest.TestCase):
         plain = train(make_model, kind, make_optimizer)
         with tempfile.TemporaryDirectory() as tmp:
             run = os.path.join(tmp, "run")
-            recorded = train(make_model, kind, make_optimizer, run)
+            # The TorchScript paths are asked for: the recorder exports first.
+            form = "torchscript" if expected_form in ("scripted", "traced") else None
+            recorded = train(make_model, kind, make_optimizer, run, form)
             forms = {open(os.path.join(run, "checkpoints", name)).read().split("\n")[0]
                      for name in os.listdir(os.path.join(run, "checkpoints")) if name.endswith(".form")}
             self.assertEqual(forms, {expected_form}, "the checkpoints took the path this model is meant to test")
@@ -189,6 +191,12 @@ class RecordingNeverChangesTraining(unittest.TestCase):
 
     def test_tied_language_model_traced_adam(self):
         self.check(TracedOnlyLanguageModel, "lm", adam, "traced")
+
+    def test_tied_language_model_exported_adam(self):
+        self.check(TiedLanguageModel, "lm", adam, "exported")
+
+    def test_batchnorm_dropout_exported_sgd(self):
+        self.check(BatchNormNet, "mlp", sgd, "exported")
 
     def test_tied_language_model_eager_sgd(self):
         self.check(EagerOnlyLanguageModel, "lm", sgd, "state_dict")

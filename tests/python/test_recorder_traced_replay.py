@@ -55,6 +55,7 @@ class ReturnsAnObject(nn.Module):
 def train(run_dir, model, zero_at, steps=6, logits=lambda out: out, **options):
     torch.manual_seed(0)
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    options.setdefault("checkpoint_form", "torchscript")  # the traced path; the recorder exports first
     with Recorder(run_dir, model, loss_name="cross_entropy", checkpoint_every=3, activations_every=2,
                   batch_ring=0, **options) as rec:
         for step in range(steps):
@@ -119,7 +120,8 @@ class TracedCheckpoints(unittest.TestCase):
             model = DropoutBn()
             opt = torch.optim.SGD(model.parameters(), lr=0.1)
             with tempfile.TemporaryDirectory() as tmp:
-                rec = Recorder(os.path.join(tmp, "run"), model, checkpoint_every=2) if recorded else None
+                rec = (Recorder(os.path.join(tmp, "run"), model, checkpoint_every=2, checkpoint_form="torchscript")
+                       if recorded else None)
                 for step in range(5):
                     x, y = fx.batch(step)
                     if rec:

@@ -188,6 +188,26 @@ class ReplayExported(ModelSourceTestCase):
         self.assertIn("aten::exp", [op["op"] for op in report["forward"]["ops"]])
         self.assertIsNone(report["forward"]["first_nonfinite"])
 
+    def test_stats_read_the_archives_weights_by_the_models_names(self):
+        """`nanscope stats` (and the window's Checkpoints tab) read an exported checkpoint's weights
+        and buffers as data, by the module's names: its parameters in the model's order, then its
+        buffers (the graph signature's order)."""
+        model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.Linear(8, 2))
+        with torch.no_grad():
+            model[1].running_var[3] = float("nan")
+        x = torch.randn(3, 4)
+        run = self.write_run("stats", export(model, (x,), batch_args=(0,)), x)
+        out = subprocess.run([NANSCOPE, "stats", os.path.join(run, "checkpoints", "step_%08d.pt2" % STEP), "--json"],
+                             capture_output=True, text=True, timeout=300)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        reported = json.loads(out.stdout)
+        self.assertEqual(reported["format"], "exported_program")
+        self.assertEqual([t["name"] for t in reported["tensors"]],
+                         [name for name, _ in model.named_parameters()] + [name for name, _ in model.named_buffers()])
+        by_name = {t["name"]: t for t in reported["tensors"]}
+        self.assertEqual(by_name["1.running_var"]["nan"], 1)
+        self.assertAlmostEqual(by_name["0.weight"]["max"], model[0].weight.max().item(), places=6)
+
     # --- what the archive may hold -------------------------------------------------------------
 
     def edited_run(self, name, edit_model_json=None, edit_entry=None):

@@ -92,7 +92,8 @@ class RunFormatTable(unittest.TestCase):
         self.assertGreaterEqual(len(cases), 5)
         for case in cases:
             self.assertEqual(checkpoint_form_text(case["kind"], case["why"]), case["text"], case["kind"])
-        self.assertEqual((checkpoints.SCRIPTED, checkpoints.TRACED, checkpoints.STATE_DICT), CHECKPOINT_FORMS)
+        self.assertEqual((checkpoints.SCRIPTED, checkpoints.TRACED, checkpoints.STATE_DICT, checkpoints.EXPORTED),
+                         CHECKPOINT_FORMS)
         with self.assertRaises(ValueError):
             checkpoint_form_text("pickled")
 
