@@ -47,7 +47,11 @@ def check_optimizer(optimizer):
 
 
 class LastGoodState:
-    """The weights (buffers included) and optimizer state at the start of a good step."""
+    """The weights (buffers included) and optimizer state at the start of a good step: one whose
+    forward and backward came out finite on them. Taken as a candidate when the step begins and
+    kept once it ends finite (the C++ Guard's rule, core/record/DefencePolicy): the weights an update
+    left behind count as good only after a forward has run on them, so an update that wrote NaN
+    from finite gradients (Adam with eps=0) is never what a rollback returns to."""
 
     def __init__(self, model, optimizer):
         self.model = model
@@ -55,11 +59,17 @@ class LastGoodState:
         self.step = None
         self._model_state = None
         self._optimizer_state = None
+        self._candidate = None  # (step, model state, optimizer state) of the step under way
 
     def take(self, step):
-        self.step = int(step)
-        self._model_state = _clone_state(self.model)
-        self._optimizer_state = copy.deepcopy(self.optimizer.state_dict())
+        """The state `step` starts from, kept as a candidate until the step is judged."""
+        self._candidate = (int(step), _clone_state(self.model), copy.deepcopy(self.optimizer.state_dict()))
+
+    def judge(self, finite):
+        """The step under way ended: its candidate becomes the good state if it came out finite."""
+        if self._candidate is not None and finite:
+            self.step, self._model_state, self._optimizer_state = self._candidate
+        self._candidate = None
 
     def restore(self, lr_factor):
         """Puts the saved state back and sets each group's lr to its current value x lr_factor.

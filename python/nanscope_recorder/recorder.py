@@ -341,6 +341,8 @@ class Recorder:
             skipped_for_another_rank = any_rank_bad and not bad
             bad = bad or any_rank_bad
             skipped = skipped or any_rank_bad
+        if self._last_good is not None:
+            self._last_good.judge(finite=not bad)
 
         if self._file is None:
             self._create_file(extra, host)
@@ -601,7 +603,8 @@ class Recorder:
         return LastGoodState(self.model, optimizer)
 
     def _keep_good_state(self, step):
-        """A step that starts after good steps starts from a good state: keep it every snapshot_every."""
+        """The state a step starts from after good steps, every snapshot_every steps: a candidate
+        that end_step keeps only when the step comes out finite (LastGoodState)."""
         last = self._last_good
         if last is None or self._skipped_streak > 0:
             return

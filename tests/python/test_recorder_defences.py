@@ -73,6 +73,36 @@ class Defences(unittest.TestCase):
         self.assertIn("state of step 6", message)
         self.assertIn("0.1 -> 0.05", message)
 
+    def test_a_rollback_never_restores_weights_an_update_made_nonfinite(self):
+        """An update born NaN (issue 52): Adam with eps=0 divides 0 by 0 for a weight whose first
+        gradient is exactly zero, so step 0's finite loss and gradients leave a NaN weight behind.
+        The state a rollback returns to is taken after a finite step and before its update (the
+        Guard's rule): the weights step 0's forward ran on, never the update's."""
+        torch.manual_seed(0)
+        model = nn.Linear(4, 2)
+        opt = torch.optim.Adam(model.parameters(), lr=0.01, eps=0.0)
+        with tempfile.TemporaryDirectory() as tmp:
+            run_dir = os.path.join(tmp, "run")
+            with Recorder(run_dir, model, loss_name="mse", optimizer=opt, rollback_after=2, snapshot_every=1,
+                          checkpoint_every=0) as rec:
+                finite_after = []
+                for step in range(6):
+                    x, y = torch.randn(8, 4), torch.randn(8, 2)
+                    gate = 0.0 if step == 0 else 1.0       # step 0: every gradient exactly zero
+                    rec.begin_step(step, inputs=x, targets=y)
+                    loss = F.mse_loss(model(x) * gate, y * gate)
+                    opt.zero_grad()
+                    loss.backward()
+                    if rec.end_step(loss):
+                        opt.step()
+                    finite_after.append(all(bool(torch.isfinite(p).all()) for p in model.parameters()))
+            self.assertFalse(finite_after[0], "Adam with eps=0 wrote NaN from finite gradients")
+            rollbacks = events(run_dir, "rollback")
+            self.assertEqual(len(rollbacks), 1, rollbacks)
+            self.assertIn("weights and optimizer state of step 0", rollbacks[0][1])
+            self.assertTrue(finite_after[rollbacks[0][0]], "the rollback restored finite weights")
+            self.assertTrue(all(finite_after[rollbacks[0][0]:]), finite_after)
+
     def test_one_bad_step_is_skipped_without_rollback(self):
         model = fx.bn_mlp()
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
