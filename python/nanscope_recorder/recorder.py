@@ -606,7 +606,7 @@ class Recorder:
         """The state a step starts from after good steps, every snapshot_every steps: a candidate
         that end_step keeps only when the step comes out finite (LastGoodState)."""
         last = self._last_good
-        if last is None or self._skipped_streak > 0:
+        if last is None:
             return
         if last.step is None or step - last.step >= self.snapshot_every:
             last.take(step)

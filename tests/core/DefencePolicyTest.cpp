@@ -3,7 +3,15 @@
 // next good snapshot is due. tests/core/GuardTest.cpp runs the same decisions through a real model.
 #include "core/record/DefencePolicy.h"
 
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+
 #include <gtest/gtest.h>
+
+#include <utility>
+#include <vector>
 
 using namespace nanscope;
 
@@ -93,4 +101,36 @@ TEST(DefencePolicy, ASnapshotIsTakenAtTheFirstGoodStepThenEverySnapshotEvery)
     EXPECT_TRUE(policy.snapshotDue(true, true, 7, 27));
     EXPECT_FALSE(policy.snapshotDue(false, true, 7, 100)) << "a non-finite step is never the rollback target";
     EXPECT_FALSE(policy.snapshotDue(true, false, std::nullopt, 7)) << "no rollback, no snapshot";
+}
+
+// The shared cases of when a state is good enough to roll back to (tests/data/rollback_state_cases.json,
+// replayed by tests/python/test_recorder_defences.py through the Python recorder): each step planned,
+// settled and snapshotted in the order Guard::endStep does it.
+TEST(DefencePolicy, TheSharedRollbackStateCases)
+{
+    QFile file(QStringLiteral(NANSCOPE_SOURCE_DIR) + "/tests/data/rollback_state_cases.json");
+    ASSERT_TRUE(file.open(QIODevice::ReadOnly));
+    const QJsonArray cases = QJsonDocument::fromJson(file.readAll()).object()["cases"].toArray();
+    ASSERT_GE(cases.size(), 4);
+    for (const QJsonValue& value : cases) {
+        const QJsonObject c = value.toObject();
+        DefencePolicy policy(options(true, c["rollback_after"].toInt(), false, c["snapshot_every"].toInt()));
+        std::optional<int64_t> kept;
+        std::vector<std::pair<int64_t, int64_t>> rollbacks;
+        const QJsonArray steps = c["steps"].toArray();
+        for (int64_t step = 0; step < steps.size(); ++step) {
+            const bool finite = steps[int(step)].toBool();
+            const DefencePolicy::Plan plan = policy.planStep(finite, true);
+            const bool rolledBack = plan.tryRollback && kept.has_value();
+            if (rolledBack)
+                rollbacks.emplace_back(step, *kept);
+            policy.settle(plan, rolledBack, false);
+            if (policy.snapshotDue(finite, true, kept, step))
+                kept = step;
+        }
+        std::vector<std::pair<int64_t, int64_t>> expected;
+        for (const QJsonValue& rollback : c["rollbacks"].toArray())
+            expected.emplace_back(rollback.toArray()[0].toInteger(), rollback.toArray()[1].toInteger());
+        EXPECT_EQ(rollbacks, expected) << c["name"].toString().toStdString();
+    }
 }

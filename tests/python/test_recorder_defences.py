@@ -1,6 +1,7 @@
 """The recorder's defences: rollback to the last good state with a smaller learning rate, BatchNorm
 buffers put back on a skipped step, and the bad input they refuse (an optimizer the rollback cannot
 restore, a loss that is no scalar, a hook that fails)."""
+import json
 import os
 import sys
 import tempfile
@@ -102,6 +103,36 @@ class Defences(unittest.TestCase):
             self.assertIn("weights and optimizer state of step 0", rollbacks[0][1])
             self.assertTrue(finite_after[rollbacks[0][0]], "the rollback restored finite weights")
             self.assertTrue(all(finite_after[rollbacks[0][0]:]), finite_after)
+
+    def test_the_shared_rollback_state_cases(self):
+        """tests/data/rollback_state_cases.json, which tests/core/DefencePolicyTest.cpp replays through
+        the Guard's policy: a real recorder on a real model, the bad steps made by a NaN input."""
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data",
+                               "rollback_state_cases.json")) as f:
+            cases = json.load(f)["cases"]
+        self.assertGreaterEqual(len(cases), 4)
+        for case in cases:
+            with tempfile.TemporaryDirectory() as tmp:
+                run_dir = os.path.join(tmp, "run")
+                model = fx.bn_mlp()
+                opt = torch.optim.SGD(model.parameters(), lr=0.05)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    with Recorder(run_dir, model, loss_name="cross_entropy", optimizer=opt, checkpoint_every=0,
+                                  rollback_after=case["rollback_after"], snapshot_every=case["snapshot_every"]) as rec:
+                        for step, finite in enumerate(case["steps"]):
+                            x, y = fx.batch(step)
+                            if not finite:
+                                x[0, 0] = float("nan")
+                            rec.begin_step(step, inputs=x, targets=y)
+                            loss = F.cross_entropy(model(x), y)
+                            opt.zero_grad()
+                            loss.backward()
+                            if rec.end_step(loss):
+                                opt.step()
+                found = [[at, int(message.split("state of step ")[1].split(" ")[0])]
+                         for at, message in events(run_dir, "rollback")]
+                self.assertEqual(found, case["rollbacks"], case["name"])
 
     def test_one_bad_step_is_skipped_without_rollback(self):
         model = fx.bn_mlp()
