@@ -17,6 +17,14 @@
 
 namespace nanscope {
 
+// Spikes are looked for when spikeMads is a positive number; 0 or a negative one turns them off
+// (the Python recorder's spike_detection_on, python/nanscope_recorder/capture.py: the same cases,
+// tests/data/capture_policy_cases.json).
+inline bool spikeDetectionOn(double spikeMads)
+{
+    return spikeMads > 0;
+}
+
 struct CaptureBudget
 {
     // -1: every one.

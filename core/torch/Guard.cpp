@@ -93,6 +93,7 @@ struct Guard::State
         directory = runDirectory;
         options = std::move(guardOptions);
         model = std::move(access);
+        requireOneDevice();
         const auto spikeWindow = size_t(std::max<int64_t>(options.spikeWindow, 1));
         lossSpikes = OnlineSpikeDetector(options.spikeMads, spikeWindow);
         gradNormSpikes = OnlineSpikeDetector(options.spikeMads, spikeWindow);
@@ -107,6 +108,24 @@ struct Guard::State
             fs::create_directories(fs::path(runDirectory) / rf::kBatchDir, ec);
         if (ec)
             throw GuardError("cannot create run directory " + runDirectory + ": " + ec.message());
+    }
+
+    // The Guard reads, snapshots and restores the model on one device; a model split over several
+    // (pipeline stages by hand, a layer left on the CPU) is refused before anything of it is touched.
+    void requireOneDevice() const
+    {
+        std::map<std::string, std::string> firstOn; // device -> the first parameter on it
+        for (const auto& parameter : model->parameters)
+            if (parameter.tensor.defined())
+                firstOn.emplace(parameter.tensor.device().str(), parameter.name);
+        if (firstOn.size() <= 1)
+            return;
+        std::string where;
+        for (const auto& [device, name] : firstOn)
+            where += (where.empty() ? "" : ", ") + name + " on " + device;
+        throw GuardError("nanscope::Guard: the model's parameters live on " + std::to_string(firstOn.size()) +
+                         " devices (" + where + "); the Guard records a model on one device: move it with "
+                         "model->to(device) first, or guard each part's training loop on its own");
     }
 
     std::string logPath() const { return (fs::path(directory) / rf::kLogFileName).string(); }
@@ -295,7 +314,7 @@ struct Guard::State
         // Incident capture, then the defences.
         // Every detector sees every finite step (a spike of one does not hide the other's).
         bool spike = false;
-        if (finite && options.spikeMads > 0) {
+        if (finite && spikeDetectionOn(options.spikeMads)) {
             const bool lossSpike = lossSpikes.isSpike(lossValue);
             const bool gradNormSpike = gradNormSpikes.isSpike(gradNorm);
             spike = lossSpike || gradNormSpike;

@@ -22,6 +22,13 @@ _DESCRIPTIONS = {FIRST_NONFINITE: "the run's first non-finite step", LATER_NONFI
                  SPIKE: "a spike"}
 
 
+def spike_detection_on(spike_mads):
+    """Spikes are looked for when spike_mads is a positive number; None, 0 or a negative number
+    turns them off (the C++ Guard's spikeDetectionOn, core/record/CapturePolicy.h: the same cases,
+    tests/data/capture_policy_cases.json)."""
+    return spike_mads is not None and float(spike_mads) > 0
+
+
 def _within(used, budget):
     return budget < 0 or used < budget
 

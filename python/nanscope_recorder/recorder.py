@@ -16,7 +16,7 @@ from .buffer_snapshot import BufferSnapshot
 from .checkpoints import Checkpointer, remove_step_files, save_batch, step_file_name
 from .model_factory import describe as model_factory_spec
 from .model_names import user_name_of, wrapper_prefix_of
-from .capture import DEFAULTS as CAPTURE_DEFAULTS, FIRST_NONFINITE, CapturePolicy
+from .capture import DEFAULTS as CAPTURE_DEFAULTS, FIRST_NONFINITE, CapturePolicy, spike_detection_on
 from .defences import (BatchRing, LastGoodState, SpikeDetector, UnsupportedOptimizer, check_optimizer,
                        model_state, spike_reason)
 from .run_file import RunFile, log_path
@@ -181,7 +181,7 @@ class Recorder:
         self._last_good = self._rollback_state(optimizer, allow_unguarded)
         self._ring = BatchRing(batch_ring, ring_device) if batch_ring and int(batch_ring) > 0 else None
         self._spikes = ({name: SpikeDetector(spike_mads, spike_window) for name in ("loss", "grad_norm")}
-                        if self._ring is not None and spike_mads else {})
+                        if self._ring is not None and spike_detection_on(spike_mads) else {})
         self._last_capture = None
         self._captures = CapturePolicy(spike_captures, later_nonfinite_captures)
         self._attributes = {

@@ -69,6 +69,18 @@ TEST(CapturePolicy, DecidesTheSharedCasesAsThePythonRecorderDoes)
 }
 
 // Three ordinary bumps spent the old shared budget of 3, and the NaN that mattered was not saved.
+TEST(CapturePolicy, WhichSpikeMadsTurnSpikeDetectionOnAsInThePythonRecorder)
+{
+    const QJsonArray cases = readJson("tests/data/capture_policy_cases.json")["spike_detection"].toArray();
+    ASSERT_GE(cases.size(), 4);
+    for (const QJsonValue& value : cases) {
+        const QJsonObject c = value.toObject();
+        if (c["spike_mads"].isNull())
+            continue; // the Python recorder's None; a C++ option is always a number
+        EXPECT_EQ(spikeDetectionOn(c["spike_mads"].toDouble()), c["on"].toBool()) << c["spike_mads"].toDouble();
+    }
+}
+
 TEST(CapturePolicy, TheFirstNonfiniteStepIsCapturedWhateverTheSpikesSpent)
 {
     CapturePolicy policy(CaptureBudget{3, 0});

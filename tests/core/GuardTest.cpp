@@ -457,6 +457,31 @@ TEST(Guard, ALossThatIsNotOneValueIsAClearError)
     }
 }
 
+TEST(Guard, AModelOnSeveralDevicesIsRefusedAndLeftAsItWas)
+{
+    // One parameter on another device (the meta device: no GPU needed to split a model).
+    struct Split : torch::nn::Module
+    {
+        Split()
+        {
+            first = register_parameter("first", torch::ones({2}));
+            second = register_parameter("second", torch::ones({2}, torch::TensorOptions().device(torch::kMeta)));
+        }
+        torch::Tensor first, second;
+    };
+    test::ScratchDir dir;
+    Split model;
+    try {
+        Guard guard(dir.path(), model);
+        FAIL() << "a model on two devices must be refused";
+    } catch (const GuardError& e) {
+        EXPECT_NE(std::string(e.what()).find("2 devices"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("second on meta"), std::string::npos) << "names the parameter: " << e.what();
+    }
+    EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(dir.path()) / "run.h5")) << "nothing written";
+    EXPECT_TRUE(model.second.is_meta() && torch::equal(model.first, torch::ones({2}))) << "the model is left as it was";
+}
+
 TEST(Guard, StepsMustIncreaseAndARunIsWrittenOnce)
 {
     test::ScratchDir dir;

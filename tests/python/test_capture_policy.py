@@ -10,7 +10,7 @@ import unittest
 import h5py
 sys.path.insert(0, os.path.dirname(__file__))
 import recorder_fixtures as fx  # noqa: E402
-from nanscope_recorder.capture import DEFAULTS, CapturePolicy  # noqa: E402
+from nanscope_recorder.capture import DEFAULTS, CapturePolicy, spike_detection_on  # noqa: E402
 
 CASES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "capture_policy_cases.json")
 
@@ -22,6 +22,15 @@ class CapturePolicyCases(unittest.TestCase):
         policy = CapturePolicy()
         for index, step in enumerate(steps):
             self.assertEqual(policy.decide(step["finite"], step["spike"]), step["capture"], "case %d" % index)
+
+    def test_which_spike_mads_turn_spike_detection_on(self):
+        """The shared cases (the C++ Guard's spikeDetectionOn replays them): a negative spike_mads
+        was "on" here (truthy) and "off" in C++."""
+        with open(CASES) as f:
+            cases = json.load(f)["spike_detection"]
+        self.assertGreaterEqual(len(cases), 4)
+        for case in cases:
+            self.assertEqual(spike_detection_on(case["spike_mads"]), case["on"], case)
 
     def test_a_run_that_never_recovers_is_bounded(self):
         """A NaN from step 5 on: the first non-finite step and later_nonfinite_captures more are
