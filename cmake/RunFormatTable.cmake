@@ -72,6 +72,17 @@ function(nanscope_generate_run_format_table table header)
   string(APPEND text "} // namespace column\n\n")
   string(APPEND text "// The columns each recorder writes, per table, in the table's order.\n${lists}\n")
 
+  # The /scalars columns both recorders compute themselves, first and in this order (a learning
+  # rate and the user's scalars follow): rf::kRecorderScalars.
+  nanscope_json_strings("${json}" recorder_scalars recorder_scalars)
+  set(items "")
+  foreach(name IN LISTS recorder_scalars)
+    list(APPEND items "\"${name}\"")
+  endforeach()
+  list(JOIN items ", " items)
+  string(APPEND text "// The /scalars columns both recorders compute, first and in this order.\n")
+  string(APPEND text "inline constexpr const char* kRecorderScalars[] = {${items}};\n\n")
+
   nanscope_json_strings("${json}" kinds event_kinds)
   string(APPEND text "// The kinds of /events rows.\nnamespace event {\n")
   set(items "")

@@ -17,9 +17,10 @@ namespace rf = runformat;
 
 namespace {
 
-// The /scalars columns the Guard computes itself, in run.h5's order: a user's scalar may not take
-// these names. The learning rate is a column only when the optimizer says it.
-const char* const kGuardScalars[] = {"loss", "grad_norm", "lr", "skipped", "param_norm", rf::kWallTime};
+// The /scalars columns the Guard computes itself, in run.h5's order: the ones both recorders
+// compute (run_format.json's recorder_scalars), then the learning rate when the optimizer says it.
+// A user's scalar may not take these names.
+constexpr const char* kLearningRate = "lr";
 
 } // namespace
 
@@ -40,9 +41,10 @@ RunSchema runSchema(const GuardOptions& options, const std::string& runDirectory
     for (const auto& [key, value] : options.attributes)
         schema.attributes[key] = value;
     schema.scalars.clear(); // RunSchema starts with "loss", which is the first of these
-    for (const char* name : kGuardScalars)
-        if (columns.logLearningRate || std::string(name) != "lr")
-            schema.scalars.push_back(name);
+    for (const char* name : rf::kRecorderScalars)
+        schema.scalars.push_back(name);
+    if (columns.logLearningRate)
+        schema.scalars.push_back(kLearningRate);
     for (const auto& name : columns.userScalars)
         schema.scalars.push_back(name);
     for (const auto& p : model.parameters)
@@ -62,7 +64,11 @@ std::map<std::string, double> userScalarRow(const std::map<std::string, double>&
                                             const std::vector<std::string>& logged, int64_t step,
                                             std::vector<std::string>& notLogged)
 {
-    static const std::set<std::string> reserved(std::begin(kGuardScalars), std::end(kGuardScalars));
+    static const std::set<std::string> reserved = [] {
+        std::set<std::string> names(std::begin(rf::kRecorderScalars), std::end(rf::kRecorderScalars));
+        names.insert(kLearningRate);
+        return names;
+    }();
     std::map<std::string, double> row;
     for (const auto& [name, value] : given) {
         if (reserved.count(name))

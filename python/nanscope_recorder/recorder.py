@@ -21,12 +21,12 @@ from .defences import (BatchRing, LastGoodState, SpikeDetector, UnsupportedOptim
                        model_state, spike_reason)
 from .run_file import RunFile, log_path
 from .run_file_child import ChildRunFile, ChildUnavailable
-from .run_format import RECORDER_DEFAULTS, event_kind
+from .run_format import RECORDER_DEFAULTS, RECORDER_SCALARS, event_kind
 from .step_readback import StepReadback, named_inputs, total_norm
 
 _BUFFER_NAMES = ("running_mean", "running_var", "num_batches_tracked")
 # The /scalars columns the recorder computes itself; `wall_time` is seconds since the Unix epoch.
-_COMPUTED_SCALARS = ("loss", "grad_norm", "param_norm", "skipped", "wall_time")
+_COMPUTED_SCALARS = RECORDER_SCALARS  # run_format.json, shared with the C++ Guard
 # The dtypes whose values the writer child measures as they are (numpy has them all); half
 # precision and complex tensors are converted and measured in the training process.
 # Which steps the training loop skips (the Recorder's skipped_steps).

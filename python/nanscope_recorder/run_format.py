@@ -17,6 +17,9 @@ STEP_FILE = re.compile(r"%s\d{%d,}\.(pt|pt2|safetensors|form)(\.partial)?" % (re
 
 COLUMNS = {table: tuple(columns) for table, columns in TABLE["columns"].items()}
 EVENT_KINDS = tuple(TABLE["event_kinds"])
+# The /scalars columns both recorders compute, first and in this order (the learning rate and the
+# user's scalars follow).
+RECORDER_SCALARS = tuple(TABLE["recorder_scalars"])
 RECORDER_DEFAULTS = dict(TABLE["recorder_defaults"])
 # The first word of a checkpoint's form file (step_N.form): scripted, traced, state_dict.
 CHECKPOINT_FORMS = tuple(TABLE["checkpoint_forms"])

@@ -22,5 +22,19 @@ if grep -q "$build/core/" "$work/consumer/CMakeFiles/guard_training_loop.dir/lin
   echo "FAIL: the consumer links from nanscope's build tree, not the installed package"
   exit 1
 fi
+# Another LibTorch (a stand-in that says it is 9.9.0) is refused when the consumer configures, naming
+# both versions, rather than crashing when the program runs.
+fake="$work/other-libtorch/share/cmake/Torch"
+mkdir -p "$fake"
+printf 'set(TORCH_LIBRARIES "")\nset(TORCH_INSTALL_PREFIX "${CMAKE_CURRENT_LIST_DIR}/../../..")\n' > "$fake/TorchConfig.cmake"
+printf 'set(PACKAGE_VERSION 9.9.0)\nset(PACKAGE_VERSION_COMPATIBLE TRUE)\n' > "$fake/TorchConfigVersion.cmake"
+if cmake -S "$source/docs/examples/guard_package" -B "$work/consumer-other" \
+         -DCMAKE_PREFIX_PATH="$work/moved;$work/other-libtorch" > "$work/other.log" 2>&1; then
+  echo "FAIL: a consumer with another LibTorch configured"
+  exit 1
+fi
+grep -q "built with LibTorch .* and this project finds LibTorch 9.9.0" <(tr '\n' ' ' < "$work/other.log" | tr -s ' ') || {
+  echo "FAIL: the refusal does not name both versions:"; cat "$work/other.log"; exit 1; }
+
 "$python" "$source/tests/examples/check_guard_example.py" "$work/consumer/guard_training_loop" \
           "$nanscope" "$work/run"

@@ -13,8 +13,8 @@ import h5py
 import recorder_fixtures as fx
 from nanscope_recorder import Recorder
 from nanscope_recorder import checkpoints
-from nanscope_recorder.run_format import (CHECKPOINT_FORMS, COLUMNS, EVENT_KINDS, RECORDER_DEFAULTS, STEP_FILE,
-                                          checkpoint_form_text)
+from nanscope_recorder.run_format import (CHECKPOINT_FORMS, COLUMNS, EVENT_KINDS, RECORDER_DEFAULTS, RECORDER_SCALARS,
+                                          STEP_FILE, checkpoint_form_text)
 
 RUNS = os.environ.get("NANSCOPE_TEST_RUNS")
 # A demo run with every table: activations, inputs, BatchNorm buffers, events, checkpoints, batches.
@@ -62,6 +62,13 @@ class RunFormatTable(unittest.TestCase):
             self.assertIn(table, cpp_tables, "the C++ Guard wrote no /%s" % table)
             self.assertEqual(python_tables[table], cpp_tables[table], "/%s differs between the recorders" % table)
             self.assertEqual(python_tables[table], set(COLUMNS[table]), "/%s is not the table's" % table)
+
+    def test_both_recorders_compute_the_tables_scalars(self):
+        """run_format.json's recorder_scalars: every one in both recorders' /scalars."""
+        for run_dir in (self.run_dir, self.demo_dir):
+            with h5py.File(os.path.join(run_dir, "run.h5"), "r") as f:
+                names = set(f["scalars"].keys()) - {"steps"}
+            self.assertTrue(set(RECORDER_SCALARS) <= names, (run_dir, names))
 
     def test_every_event_kind_either_recorder_writes_is_in_the_table(self):
         _, python_kinds = columns(self.run_dir)
