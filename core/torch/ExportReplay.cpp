@@ -443,7 +443,7 @@ private:
             if (!result.firstNonfinite)
                 result.gradCulprit = probed.gradientCulprit();
             for (const auto& [name, parameter] : m_parameters)
-                result.params.push_back({userPath(name), statsOf(parameter), statsOf(parameter.grad())});
+                result.params.push_back({userPath(name), probed.statsOnce(parameter), statsOf(parameter.grad())});
         }
         if (result.firstNonfinite)
             result.firstNonfinite->grad = allOps[size_t(result.firstNonfinite->index)].grad;

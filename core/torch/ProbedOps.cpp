@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 namespace nanscope::replaytorch {
 
@@ -19,6 +20,19 @@ std::optional<TensorStats> statsOf(const torch::Tensor& tensor)
     if (!tensor.defined())
         return std::nullopt;
     return torchutil::tensorStats(tensor);
+}
+
+// Ops whose output holds exactly the elements of their first input, rearranged (a view, a reshape,
+// a transpose, a copy): its statistics are the input's, already taken, without a pass (nor, for a
+// strided view, the contiguous copy the kernel would need first).
+bool rearrangesItsInput(const std::string& op)
+{
+    static const std::set<std::string> ops = {
+        "aten::view", "aten::_unsafe_view", "aten::reshape", "aten::transpose", "aten::permute", "aten::t",
+        "aten::unsqueeze", "aten::squeeze", "aten::flatten", "aten::unflatten", "aten::contiguous", "aten::clone",
+        "aten::alias", "aten::detach", "aten::view_as", "aten::reshape_as", "aten::movedim", "aten::swapaxes",
+        "aten::numpy_T", "aten::lift_fresh_copy"};
+    return ops.count(op) > 0;
 }
 
 } // namespace
@@ -64,9 +78,19 @@ void ProbedOps::record(const OpSite& site, const std::vector<torch::Tensor>& opI
             op.inputs.push_back(cachedStats(input));
             seenInputs.push_back(see(input));
         }
-        // Always taken afresh, after the inputs were read from the cache: an in-place op's output
-        // is its input, changed.
-        op.output = statsOf(output);
+        // Always taken afresh, after the inputs were read from the cache (an in-place op's output
+        // is its input, changed), unless the op only rearranged its input's elements.
+        const bool sameElements = rearrangesItsInput(site.op) && !opInputs.empty() && opInputs.front().defined() &&
+                                  output.defined() && !op.inputs.empty() && op.inputs.front() &&
+                                  output.unsafeGetTensorImpl() != opInputs.front().unsafeGetTensorImpl() &&
+                                  output.numel() == opInputs.front().numel() &&
+                                  output.scalar_type() == opInputs.front().scalar_type() && output.is_floating_point();
+        if (sameElements) {
+            op.output = op.inputs.front();
+            op.output->shape = output.sizes().vec();
+        } else {
+            op.output = statsOf(output);
+        }
         if (output.defined())
             m_statsCache[output.unsafeGetTensorImpl()] = op.output;
         op.headroom = precisionHeadroomOf(op.output);

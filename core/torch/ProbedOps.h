@@ -62,6 +62,10 @@ public:
     // The op whose first output is `tensor`; -1 for none.
     int indexOf(const torch::Tensor& tensor) const;
 
+    // A tensor's statistics, taken once: the ones an op input had already, when the tensor was one
+    // and has not changed since (a parameter after backward: the forward only read it).
+    std::optional<TensorStats> statsOnce(const torch::Tensor& tensor) { return cachedStats(tensor); }
+
     // After backward: the backward culprit (ReplayResult::gradCulprit), the first op in backward
     // order whose output's gradient is finite while a gradient it passed to an input is not.
     std::optional<ReplayOp> gradientCulprit() const;

@@ -382,7 +382,7 @@ private:
             if (!result.firstNonfinite)
                 result.gradCulprit = probed.gradientCulprit();
             for (const auto& p : m_module.named_parameters(true))
-                result.params.push_back({p.name, statsOf(p.value), statsOf(p.value.grad())});
+                result.params.push_back({p.name, probed.statsOnce(p.value), statsOf(p.value.grad())});
         }
         if (result.firstNonfinite)
             result.firstNonfinite->grad = allOps[size_t(result.firstNonfinite->index)].grad;
