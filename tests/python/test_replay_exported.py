@@ -188,6 +188,30 @@ class ReplayExported(ModelSourceTestCase):
         self.assertIn("aten::exp", [op["op"] for op in report["forward"]["ops"]])
         self.assertIsNone(report["forward"]["first_nonfinite"])
 
+    def test_map_replays_each_slice_and_names_the_one_that_went_bad(self):
+        from torch._higher_order_ops.map import map as hop_map
+
+        class PerSlice(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = torch.nn.Linear(4, 4)
+
+            def forward(self, xs):
+                return hop_map(lambda x, w: torch.log(x @ w), xs, self.proj.weight)
+
+        model = PerSlice()
+        with torch.no_grad():
+            model.proj.weight.copy_(torch.eye(4))
+        xs = torch.rand(3, 2, 4) + 0.5
+        program = export(model, (xs,))
+        xs[1, 0, 2] = -1.0                                   # only slice 1 takes a log of a negative
+        run = self.write_run("map", program, xs, targets=torch.zeros(3, 2, 4), loss="mse")
+        report = self.replay(run)
+        culprit = self.assertCulprit(report, "aten::log", "")
+        self.assertEqual(culprit["iteration"], 1)
+        logs = [op for op in report["forward"]["ops"] if op["op"] == "aten::log"]
+        self.assertEqual([op["iteration"] for op in logs], [0, 1, 2], "each slice's ops, numbered")
+
     def test_stats_read_the_archives_weights_by_the_models_names(self):
         """`nanscope stats` (and the window's Checkpoints tab) read an exported checkpoint's weights
         and buffers as data, by the module's names: its parameters in the model's order, then its
