@@ -26,3 +26,11 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/nanscopeConfigVersion.cma
                                  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/nanscopeConfig.cmake ${PROJECT_BINARY_DIR}/nanscopeConfigVersion.cmake
         DESTINATION ${NANSCOPE_CMAKE_DIR})
+
+
+# The .deb strips executables only (CPACK_STRIP_FILES); the two static libraries hold 370 MB of
+# debug information in a RelWithDebInfo build. Their debug sections go before packaging (their
+# symbols stay: a consumer links them): cmake/StripStaticLibraries.cmake, run by CPack on its
+# staging folder.
+set(CPACK_NANSCOPE_STRIP "${CMAKE_STRIP}")
+list(APPEND CPACK_PRE_BUILD_SCRIPTS ${PROJECT_SOURCE_DIR}/cmake/StripStaticLibraries.cmake)

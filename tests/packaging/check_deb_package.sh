@@ -92,7 +92,13 @@ for path in ./usr/bin/nanscope \
             ./usr/share/nanscope/python/nanscope_recorder/recorder.py \
             ./usr/share/nanscope/python/nanscope_recorder/capture_policy.json \
             ./usr/lib/python3/dist-packages/nanscope-recorder.pth \
-            ./usr/share/doc/nanscope/run-format.md; do
+            ./usr/share/doc/nanscope/run-format.md \
+            ./usr/include/nanscope/core/torch/Guard.h \
+            ./usr/include/nanscope/RunFormatTable.h \
+            ./usr/lib/libnanscope_torch.a \
+            ./usr/lib/libnanscope_core.a \
+            ./usr/lib/cmake/nanscope/nanscopeConfig.cmake \
+            ./usr/lib/cmake/nanscope/nanscopeConfigVersion.cmake; do
   grep -qxF "$path" <<<"$paths" || fail "the package lacks $path"
 done
 outside=$(grep -v -e '^\./$' -e '^\./usr/' <<<"$paths")
