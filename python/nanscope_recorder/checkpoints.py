@@ -382,7 +382,7 @@ class Checkpointer:
         state.update({name: value for name, value in program.constants.items() if isinstance(value, torch.Tensor)})
         live = self.model.state_dict(keep_vars=True)
         self._write_in_place(state, live, overrides, lambda: _save_atomically(
-            lambda p: torch.export.save(program, p), path))
+            lambda p: _save_program(program, p), path))
 
     def _write_in_place(self, target, live, overrides, save):
         """Copies the live (or overriding) values into `target`'s tensors where they differ, runs
@@ -426,6 +426,13 @@ class Checkpointer:
         self.kind = kind
         text = checkpoint_form_text(kind, why)
         _save_atomically(lambda p: _write_text(p, text), os.path.join(self.directory, form_file_name(step)))
+
+
+def _save_program(program, path):
+    """torch.export.save into `path` (step_N.pt2.partial) through an open file: given the name, torch
+    warns on the user's console that it does not end in .pt2."""
+    with open(path, "wb") as f:
+        torch.export.save(program, f)
 
 
 def _same_values_in_place(a, b):
