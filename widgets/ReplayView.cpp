@@ -146,14 +146,19 @@ void ReplayView::fitColumns()
         m_table->setColumnWidth(ReplayOpModel::Code, codeWidth);
 }
 
-void ReplayView::setEagerFactory(const QString& factory)
+void ReplayView::setEagerFactory(const QString& factory, bool exportedPrograms)
 {
-    const QString runs = factory.isEmpty()
-                             ? tr("Replay loads the checkpoint as TorchScript, which runs code from the file.")
-                             : tr("Replay rebuilds the model in Python with %1 and loads the checkpoint's state_dict "
-                                  "into it: it imports and runs the training code (eager replay).")
-                                   .arg(factory);
-    m_warning->setText(runs + " " + tr("It runs in a separate process: a crash there cannot take this window down."));
+    QStringList runs;
+    if (exportedPrograms)
+        runs << tr("Replay runs an exported program's graph of ATen ops in LibTorch: nothing of the file runs as code.");
+    if (!factory.isEmpty())
+        runs << tr("Replay rebuilds the model in Python with %1 and loads the checkpoint's state_dict into it: it "
+                   "imports and runs the training code (eager replay).")
+                    .arg(factory);
+    if (runs.isEmpty())
+        runs << tr("Replay loads the checkpoint as TorchScript, which runs code from the file.");
+    runs << tr("It runs in a separate process: a crash there cannot take this window down.");
+    m_warning->setText(runs.join(' '));
 }
 
 void ReplayView::setReplayableSteps(const std::vector<qint64>& steps, const QString& whyNone)
@@ -353,7 +358,7 @@ void ReplayView::follow(const RunContext* context)
         const std::vector<int64_t> replayable = snapshot.info.replayableSteps();
         setReplayableSteps(std::vector<qint64>(replayable.begin(), replayable.end()),
                            QString::fromStdString(snapshot.info.whyNothingReplays()));
-        setEagerFactory(QString::fromStdString(snapshot.info.eagerReplayFactory()));
+        setEagerFactory(QString::fromStdString(snapshot.info.eagerReplayFactory()), snapshot.info.hasExportedPrograms());
         const qint64 near = context->selectedStep() >= 0 ? context->selectedStep() : context->startStep();
         chooseStepNear(shownStep >= 0 ? shownStep : near);
     };

@@ -32,7 +32,9 @@ public:
     void setReplayableSteps(const std::vector<qint64>& steps, const QString& whyNone = QString());
     // The run's checkpoints are state_dicts that replay eagerly, rebuilt in Python by `factory`
     // (empty: TorchScript replay); the pane's warning says which code runs.
-    void setEagerFactory(const QString& factory);
+    // How replay runs the model, said above the table: eagerly through `factory` when it is set, as
+    // an exported program's graph (no code of the file) when `exportedPrograms`, else as TorchScript.
+    void setEagerFactory(const QString& factory, bool exportedPrograms = false);
     // Picks the replayable step at or before `step` (the nearest one after, if none is before).
     void chooseStepNear(qint64 step);
     // Drops everything of the run shown (RunContext::runClosed): result, step list, layer filter.

@@ -49,13 +49,21 @@ std::string RunInfo::eagerReplayFactory() const
     return {};
 }
 
+bool RunInfo::hasExportedPrograms() const
+{
+    for (const auto& [step, form] : checkpointForms)
+        if (form.kind == CheckpointForm::Kind::Exported)
+            return true;
+    return false;
+}
+
 std::string RunInfo::whyNothingReplays() const
 {
     if (!replayableSteps().empty())
         return {};
     if (batches.empty())
-        return "no saved batches: replay is unavailable (it runs a saved batch through a TorchScript checkpoint "
-               "of the same step)";
+        return "no saved batches: replay is unavailable (it runs a saved batch through the checkpoint of the "
+               "same step)";
     for (const auto& [step, path] : batches)
         if (checkpoints.count(step))
             return "replay is unavailable: " + whyNotReplayable(step);

@@ -86,6 +86,9 @@ struct RunInfo
     // The factory that rebuilds the model when some checkpoints are state_dicts that replay
     // eagerly; empty when replay is TorchScript's (or there is none).
     std::string eagerReplayFactory() const;
+    // Some checkpoints are torch.export programs (form `exported`): their replay runs the graph's
+    // ATen ops and nothing of the file as code.
+    bool hasExportedPrograms() const;
     // Why no step of the run can be replayed; empty when one can.
     std::string whyNothingReplays() const;
 };

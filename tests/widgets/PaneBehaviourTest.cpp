@@ -41,6 +41,27 @@ TEST(ReplayView, EnterInTheLayerFieldReplays)
     EXPECT_EQ(request.step, 180);
 }
 
+// What the pane says replay runs: the file's code (TorchScript), none of it (an exported program),
+// or the training code (eager), as the run's checkpoints are.
+TEST(ReplayView, SaysWhetherReplayRunsCodeFromTheFile)
+{
+    ReplayView view;
+    auto said = [&view] {
+        for (const QLabel* label : view.findChildren<QLabel*>())
+            if (label->text().startsWith("Replay "))
+                return label->text();
+        return QString();
+    };
+    view.setEagerFactory(QString(), false);
+    EXPECT_TRUE(said().contains("TorchScript, which runs code from the file")) << said().toStdString();
+    view.setEagerFactory(QString(), true);
+    EXPECT_TRUE(said().contains("nothing of the file runs as code")) << said().toStdString();
+    EXPECT_FALSE(said().contains("TorchScript")) << said().toStdString();
+    view.setEagerFactory("nanscope_recorder.hf:rebuild", true);
+    EXPECT_TRUE(said().contains("nothing of the file runs as code") && said().contains("eager replay"))
+        << "a run of exported programs and state_dicts says both: " << said().toStdString();
+}
+
 TEST(ReplayView, AReplayOfAnotherStepDropsTheTriageOfTheLastOne)
 {
     // Issue 27: a triage of step 180 stayed above a later replay of step 100, as if it were its.
