@@ -53,8 +53,13 @@ ReplayView::ReplayView(QWidget* parent)
     controls->addWidget(new QLabel(tr("Step:"), this));
     controls->addWidget(m_step);
     controls->addWidget(new QLabel(tr("Precision:"), this));
+    // First, the precision the run trained in: an exported program's own dtypes and the run's
+    // autocast (amp_dtype); then the what-ifs, each without autocast.
+    m_dtype->addItem(tr("as trained"), QString());
     for (const char* dtype : {"float32", "float64", "bfloat16", "float16"})
-        m_dtype->addItem(dtype);
+        m_dtype->addItem(dtype, QString(dtype));
+    m_dtype->setToolTip(tr("as trained: the checkpoint's own dtypes (float32 for TorchScript) under the run's "
+                           "autocast, if it trained under one; the others replay in that dtype, without autocast"));
     controls->addWidget(m_dtype);
     controls->addWidget(m_eval);
     controls->addWidget(m_bisect);
@@ -217,7 +222,7 @@ ReplayRequest ReplayView::request() const
     ReplayRequest r;
     r.step = m_step->currentIndex() >= 0 ? m_step->currentData().toLongLong() : -1; // -1: nothing to replay
     r.layerPrefix = m_layer->text().trimmed();
-    r.dtype = m_dtype->currentText();
+    r.dtype = m_dtype->currentData().toString();
     r.eval = m_eval->isChecked();
     r.bisect = m_bisect->isChecked();
     return r;

@@ -86,7 +86,7 @@ struct ReplayRequest
 {
     qint64 step = -1;
     QString layerPrefix;
-    QString dtype = "float32";
+    QString dtype; // empty: as the run trained (the checkpoint's dtypes, the run's autocast); else a what-if
     bool eval = false;
     bool bisect = false;
 };

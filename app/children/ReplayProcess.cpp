@@ -44,7 +44,9 @@ void ReplayProcess::cancel()
 
 void ReplayProcess::start(const QString& runDirectory, const ReplayRequest& request, int rank)
 {
-    QStringList args{"replay", runDirectory, "--step", QString::number(request.step), "--json", "--dtype", request.dtype};
+    QStringList args{"replay", runDirectory, "--step", QString::number(request.step), "--json"};
+    if (!request.dtype.isEmpty()) // else as the run trained
+        args << "--dtype" << request.dtype;
     if (rank >= 0) // a multi-rank run: the rank shown holds the checkpoints and batches meant
         args << "--rank" << QString::number(rank);
     if (!request.layerPrefix.isEmpty())

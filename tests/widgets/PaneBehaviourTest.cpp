@@ -62,6 +62,23 @@ TEST(ReplayView, SaysWhetherReplayRunsCodeFromTheFile)
         << "a run of exported programs and state_dicts says both: " << said().toStdString();
 }
 
+// By default the pane replays as the run trained (no --dtype: an exported program's own dtypes and
+// the run's autocast); a precision chosen is a what-if.
+TEST(ReplayView, ReplaysAsTheRunTrainedUnlessAPrecisionIsChosen)
+{
+    ReplayView view;
+    view.setReplayableSteps({100});
+    EXPECT_TRUE(view.request().dtype.isEmpty()) << view.request().dtype.toStdString();
+    QComboBox* precision = nullptr;
+    for (QComboBox* combo : view.findChildren<QComboBox*>())
+        if (combo->findText("float16") >= 0)
+            precision = combo;
+    ASSERT_NE(precision, nullptr);
+    EXPECT_EQ(precision->currentText(), "as trained");
+    precision->setCurrentIndex(precision->findText("float16"));
+    EXPECT_EQ(view.request().dtype, "float16");
+}
+
 TEST(ReplayView, AReplayOfAnotherStepDropsTheTriageOfTheLastOne)
 {
     // Issue 27: a triage of step 180 stayed above a later replay of step 100, as if it were its.
