@@ -34,13 +34,13 @@ failed=0
 rows="$work/rows.tsv"
 : > "$rows"
 timings=()
-# run NAME ARGS...: one benchmark; its TABLE lines go into the table, a failure becomes a row.
-run() {
+# run_program NAME COMMAND...: one benchmark; its TABLE lines go into the table, a failure becomes a row.
+run_program() {
   local name=$1
   shift
-  echo "== $name $*" >&2
+  echo "== $name" >&2
   local start=$SECONDS
-  "$build/bench/$name" "$@" > "$work/$name.out" 2>&1
+  "$@" > "$work/$name.out" 2>&1
   local rc=$?
   grep '^TABLE' "$work/$name.out" | cut -f2- >> "$rows"
   if [ "$rc" -ne 0 ] || ! grep -q '^TABLE' "$work/$name.out"; then
@@ -48,6 +48,12 @@ run() {
     failed=1
   fi
   timings+=("$name $((SECONDS - start)) s")
+}
+# run NAME ARGS...: the benchmark program build/bench/NAME.
+run() {
+  local name=$1
+  shift
+  run_program "$name" "$build/bench/$name" "$@"
 }
 
 total_start=$SECONDS
@@ -63,27 +69,9 @@ run bench_tensor_stats 48
 run bench_guard --pairs 60 --mlp-pairs 200
 python=${NANSCOPE_BENCH_PYTHON:-.venv/bin/python}
 # Replay of torch.export archives: the pinned torch exports the models, then bench_export_replay times them.
-echo "== bench_export_replay" >&2
-start=$SECONDS
-PYTHONPATH=python "$python" bench/bench_export_replay.py "$build" "$work/export-replay" > "$work/bench_export_replay.out" 2>&1
-rc=$?
-grep '^TABLE' "$work/bench_export_replay.out" | cut -f2- >> "$rows"
-if [ "$rc" -ne 0 ] || ! grep -q '^TABLE' "$work/bench_export_replay.out"; then
-  printf '%s\t%s\t%s\t-\t-\tmissed\n' bench_export_replay "the benchmark failed" "exit code $rc (see $work/bench_export_replay.out)" >> "$rows"
-  failed=1
-fi
-timings+=("bench_export_replay $((SECONDS - start)) s")
+run_program bench_export_replay env PYTHONPATH=python "$python" bench/bench_export_replay.py "$build" "$work/export-replay"
 # The framework callback's cost on a real transformers model: a Python program on the pinned torch.
-echo "== bench_hf_callback" >&2
-start=$SECONDS
-PYTHONPATH=python "$python" bench/bench_hf_callback.py > "$work/bench_hf_callback.out" 2>&1
-rc=$?
-grep '^TABLE' "$work/bench_hf_callback.out" | cut -f2- >> "$rows"
-if [ "$rc" -ne 0 ] || ! grep -q '^TABLE' "$work/bench_hf_callback.out"; then
-  printf '%s\t%s\t%s\t-\t-\tmissed\n' bench_hf_callback "the benchmark failed" "exit code $rc (see $work/bench_hf_callback.out)" >> "$rows"
-  failed=1
-fi
-timings+=("bench_hf_callback $((SECONDS - start)) s")
+run_program bench_hf_callback env PYTHONPATH=python "$python" bench/bench_hf_callback.py
 
 echo
 echo "| bench | figure | measured | baseline | target | verdict |"

@@ -3,6 +3,7 @@
 #include "core/checkpoint/ExportedProgram.h"
 #include "core/checkpoint/ZipArchive.h"
 #include "core/replay/ReplayJudgement.h"
+#include "core/replay/SampleBisection.h"
 #include "core/replay/ReplaySignatures.h"
 #include "core/torch/ExportInterpreter.h"
 #include "core/torch/ProbedOps.h"
@@ -18,8 +19,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <functional>
-#include <numeric>
 
 namespace nanscope {
 
@@ -496,57 +495,12 @@ private:
         return false;
     }
 
-    // Bisection, padded with clean samples as the TorchScript replay pads it (see Replay.cpp).
+    // The samples that make the replay non-finite (core/replay/SampleBisection).
     std::vector<int64_t> findBadSamples(std::vector<std::string>& notes)
     {
         const int64_t n = m_forwardInputs.front().dim() > 0 ? m_forwardInputs.front().size(0) : 1;
-        std::vector<int64_t> all(static_cast<size_t>(n));
-        std::iota(all.begin(), all.end(), 0);
-        if (!isBad(all))
-            return {};
-        std::vector<int64_t> clean;
-        std::vector<std::vector<int64_t>> queue{all};
-        while (!queue.empty() && clean.empty()) {
-            auto set = queue.front();
-            queue.erase(queue.begin());
-            if (set.size() < 2)
-                continue;
-            const auto mid = set.begin() + long(set.size() / 2);
-            for (auto half : {std::vector<int64_t>(set.begin(), mid), std::vector<int64_t>(mid, set.end())}) {
-                if (half.size() >= 2 && !isBad(half)) {
-                    clean = half;
-                    break;
-                }
-                queue.push_back(half);
-            }
-        }
-        if (clean.empty()) {
-            notes.push_back("no clean subset of two or more samples was found: every sample is reported");
-            return all;
-        }
-        if (clean.size() > 4)
-            clean.resize(4);
-        std::vector<int64_t> bad;
-        std::function<void(const std::vector<int64_t>&)> search = [&](const std::vector<int64_t>& set) {
-            std::vector<int64_t> padded = set;
-            padded.insert(padded.end(), clean.begin(), clean.end());
-            if (set.empty() || !isBad(padded))
-                return;
-            if (set.size() == 1) {
-                bad.push_back(set.front());
-                return;
-            }
-            const auto mid = set.begin() + long(set.size() / 2);
-            search(std::vector<int64_t>(set.begin(), mid));
-            search(std::vector<int64_t>(mid, set.end()));
-        };
-        std::vector<int64_t> rest;
-        for (int64_t i : all)
-            if (std::find(clean.begin(), clean.end(), i) == clean.end())
-                rest.push_back(i);
-        search(rest);
-        std::sort(bad.begin(), bad.end());
-        return bad;
+        const auto bad = [this](const std::vector<int64_t>& samples) { return isBad(samples); };
+        return bisectBadSamples(n, bad, notes);
     }
 
     ReplayOptions m_options;

@@ -1,4 +1,5 @@
 """Checkpoints and batches as the run directory contract names them (step_%08d.pt)."""
+import contextlib
 import copy
 import dataclasses
 import inspect
@@ -131,6 +132,25 @@ def _with_flat_output(model):
     return view
 
 
+@contextlib.contextmanager
+def _training_state_kept(model):
+    """Puts the model's buffers and the random number generators back as they were: an export or a
+    trace must leave training as if it had not run (a trace's forward updates BatchNorm's statistics
+    and draws dropout masks)."""
+    buffers = [(b, b.detach().clone()) for b in model.buffers()]
+    rng = torch.random.get_rng_state()
+    cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for live, saved in buffers:
+                live.copy_(saved)
+        torch.random.set_rng_state(rng)
+        if cuda_rng is not None:
+            torch.cuda.set_rng_state_all(cuda_rng)
+
+
 def _signature(args):
     return tuple((tuple(t.shape), t.dtype, t.device) for t in args)
 
@@ -260,11 +280,8 @@ class Checkpointer:
         if signature == self._exported_signature:
             return
         self._archive_template = None
-        buffers = [(b, b.detach().clone()) for b in self.model.buffers()]
-        rng = torch.random.get_rng_state()
-        cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
         try:
-            with warnings.catch_warnings():
+            with _training_state_kept(self.model), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 program = torch.export.export(self.model, args, kwargs=kwargs or None,
                                               dynamic_shapes=_batch_dims(args, kwargs), strict=False)
@@ -273,13 +290,6 @@ class Checkpointer:
             self.exported, self._exported_signature, self.export_error = program, signature, None
         except Exception as error:  # noqa: BLE001 - any export failure means "try TorchScript"
             self.exported, self._exported_signature, self.export_error = None, signature, _error_line(error)
-        finally:
-            with torch.no_grad():
-                for live, copy in buffers:
-                    live.copy_(copy)
-            torch.random.set_rng_state(rng)
-            if cuda_rng is not None:
-                torch.cuda.set_rng_state_all(cuda_rng)
 
     def _trace(self, inputs):
         """Traces the model on `inputs` unless the trace of the same shapes is at hand."""
@@ -292,11 +302,9 @@ class Checkpointer:
         signature = (_signature(args), self.model.training)
         if signature == self._traced_signature:
             return  # traced on these shapes already (or failed on them: no second try)
-        buffers = [(b, b.detach().clone()) for b in self.model.buffers()]
-        rng = torch.random.get_rng_state()
-        cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
         try:
-            with warnings.catch_warnings(), torch.no_grad():
+            # The trace's forward pass updates BatchNorm statistics and draws random numbers.
+            with _training_state_kept(self.model), warnings.catch_warnings(), torch.no_grad():
                 warnings.simplefilter("ignore")
                 # strict=False: a dict or list output is recorded as it is. A dataclass output
                 # (Hugging Face's ModelOutput) or one holding non-tensors cannot be: the model
@@ -312,14 +320,6 @@ class Checkpointer:
             self.traced, self._traced_signature, self.trace_error = traced, signature, None
         except Exception as error:  # noqa: BLE001 - any tracing failure means "save a state_dict"
             self.traced, self._traced_signature, self.trace_error = None, signature, _error_line(error)
-        finally:
-            # The trace's forward pass updated BatchNorm statistics and drew random numbers.
-            with torch.no_grad():
-                for live, copy in buffers:
-                    live.copy_(copy)
-            torch.random.set_rng_state(rng)
-            if cuda_rng is not None:
-                torch.cuda.set_rng_state_all(cuda_rng)
 
     def why_not_replayable(self):
         if not self.try_export:
