@@ -46,7 +46,9 @@ endif()
 # its RPATH ($ORIGIN/../../nvidia/...) finds them, but the linker must be told, or it takes the older
 # NCCL of /usr/local/cuda and fails on undefined symbols.
 file(GLOB torch_nvidia_library_dirs LIST_DIRECTORIES true "${TORCH_INSTALL_PREFIX}/../nvidia/*/lib")
+set(NANSCOPE_TORCH_LINK_OPTIONS "")
 foreach(dir ${torch_nvidia_library_dirs})
-  add_link_options("LINKER:-rpath-link,${dir}")
+  list(APPEND NANSCOPE_TORCH_LINK_OPTIONS "LINKER:-rpath-link,${dir}")
 endforeach()
+add_link_options(${NANSCOPE_TORCH_LINK_OPTIONS})
 message(STATUS "LibTorch ${Torch_VERSION} from ${TORCH_INSTALL_PREFIX}")

@@ -5,17 +5,30 @@
 // running statistics back, and when to take the next snapshot. LibTorch-free, so that the decision
 // is tested alone (tests/core/DefencePolicyTest.cpp); core/torch/Guard.cpp carries it out.
 
+#include "core/run/RunFormat.h"
+
 #include <cstdint>
 #include <optional>
 
 namespace nanscope {
 
+// The defences' options, once: the C++ Guard's options are these and more (GuardOptions derives
+// from this), and the defaults are the Python recorder's (python/nanscope_recorder/run_format.json,
+// "recorder_defaults"). Off by default except skip.
 struct DefenceOptions
 {
-    bool skipNonfinite = true;        // a non-finite step's update is not applied
-    int rollbackAfter = 0;            // this many non-finite steps in a row roll back (0: never)
-    int64_t snapshotEvery = 0;        // steps between good snapshots (what a rollback returns to)
-    bool restoreBuffersOnSkip = false; // a skipped step's forward leaves no trace in the buffers
+    // A non-finite step's update is not applied: the Guard's endStep returns false for it, with
+    // its gradients zeroed and a skipped_step event.
+    bool skipNonfinite = true;
+    // After this many non-finite steps in a row, put back the weights, buffers and optimizer state
+    // of the last good snapshot and scale every learning rate by rollbackLrFactor (0: never).
+    int rollbackAfter = 0;
+    double rollbackLrFactor = runformat::recorderdefaults::kRollbackLrFactor;
+    // A good step's state is kept in memory at most every this many steps (the rollback target).
+    int64_t snapshotEvery = runformat::recorderdefaults::kSnapshotEvery;
+    // On a skipped step, put BatchNorm running statistics back to their values before its forward,
+    // so that a skipped step's forward leaves no trace in the buffers.
+    bool restoreBuffersOnSkip = false;
 };
 
 class DefencePolicy

@@ -1,6 +1,7 @@
 #include "core/torch/Guard.h"
 
 #include "core/record/DefencePolicy.h"
+#include "core/record/EventText.h"
 #include "core/run/RunFormat.h"
 #include "core/run/RunWriterThread.h"
 #include "core/scan/OnlineSpikeDetector.h"
@@ -98,8 +99,7 @@ struct Guard::State
         lossSpikes = OnlineSpikeDetector(options.spikeMads, spikeWindow);
         gradNormSpikes = OnlineSpikeDetector(options.spikeMads, spikeWindow);
         capturePolicy = CapturePolicy(CaptureBudget{options.spikeCaptures, options.laterNonfiniteCaptures});
-        defences = DefencePolicy(DefenceOptions{options.skipNonfinite, options.rollbackAfter, options.snapshotEvery,
-                                                options.restoreBuffersOnSkip});
+        defences = DefencePolicy(static_cast<const DefenceOptions&>(options));
         std::error_code ec;
         if (fs::exists(logPath(), ec))
             throw GuardError(logPath() + " already exists; a run directory is written once (give the Guard a new one)");
@@ -176,7 +176,7 @@ struct Guard::State
                   "(statistics and diff, no replay); guard a torch::jit::Module for replayable checkpoints");
         }
         noteCheckpointKind = false;
-        event(step, rf::event::kCheckpoint, relative(path) + " (" + model->checkpointKind() + ")");
+        event(step, rf::event::kCheckpoint, eventtext::checkpoint(relative(path), model->checkpointKind()));
         checkpointSaved = true;
     }
 
@@ -225,21 +225,15 @@ struct Guard::State
             return;
         }
         restoreGoodState(*good, *model, optimizer);
-        double before = 0, after = 0;
+        std::vector<std::pair<double, double>> learningRates;
         for (auto& group : optimizer.param_groups()) {
             const double lr = group.options().get_lr();
             group.options().set_lr(lr * options.rollbackLrFactor);
-            if (before == 0) {
-                before = lr;
-                after = lr * options.rollbackLrFactor;
-            }
+            learningRates.emplace_back(lr, lr * options.rollbackLrFactor);
         }
         lrScale *= options.rollbackLrFactor;
-        std::ostringstream message;
-        message << "weights, buffers and optimizer state of step " << good->step << " restored after " << streak
-                << " non-finite steps in a row; learning rate x" << options.rollbackLrFactor << " (" << before
-                << " -> " << after << ")";
-        event(step, rf::event::kRollback, message.str());
+        event(step, rf::event::kRollback,
+              eventtext::rollback(good->step, streak, step, options.rollbackLrFactor, learningRates));
         result.rolledBack = true;
     }
 
@@ -340,21 +334,21 @@ struct Guard::State
             lastHealthy.hold(step, inputs, targets, batchSaved);
         }
         if (!std::isfinite(lossValue))
-            event(step, rf::event::kNonfiniteLoss, "loss = " + std::to_string(lossValue));
+            event(step, rf::event::kNonfiniteLoss, eventtext::nonfiniteLoss(lossValue));
         // The defences (core/record/DefencePolicy decides, this carries it out).
         const DefencePolicy::Plan plan = defences.planStep(finite, rollbackUsable);
         if (plan.skip)
-            event(step, rf::event::kSkippedStep, skipReason(lossValue, figures.nonfiniteGradients));
+            event(step, rf::event::kSkippedStep,
+                  eventtext::skippedStep(badStepReason(lossValue, figures.nonfiniteGradients)));
         if (plan.tryRollback)
             rollback(optimizer, defences.badStreak());
         const DefencePolicy::Outcome outcome = defences.settle(plan, result.rolledBack, !bufferSnapshot.empty());
         if (outcome.restoreBuffers) {
             restoreBuffers();
-            std::string names;
+            std::vector<std::string> names;
             for (const auto& layer : model->norms)
-                names += (names.empty() ? "" : ", ") + layer.path;
-            event(step, rf::event::kBuffersRestored,
-                  "running statistics of " + names + " put back to their values before step " + std::to_string(step));
+                names.push_back(layer.path);
+            event(step, rf::event::kBuffersRestored, eventtext::buffersRestored(names, step));
         }
         if (outcome.zeroGradients)
             zeroGradients();
@@ -395,14 +389,14 @@ struct Guard::State
         return apply;
     }
 
-    std::string skipReason(double lossValue, const std::vector<size_t>& nonfiniteParameters) const
+    std::string badStepReason(double lossValue, const std::vector<size_t>& nonfiniteParameters) const
     {
         if (!std::isfinite(lossValue))
-            return "non-finite loss (" + std::to_string(lossValue) + "): optimizer step skipped";
+            return eventtext::reasonNonfiniteLoss(lossValue);
         if (!nonfiniteParameters.empty())
-            return "non-finite gradients in " + std::to_string(nonfiniteParameters.size()) + " parameter(s) (first: " +
-                   model->parameters[nonfiniteParameters.front()].name + "): optimizer step skipped";
-        return "the gradient norm overflowed, though every gradient value is finite: optimizer step skipped";
+            return eventtext::reasonNonfiniteGradients(nonfiniteParameters.size(),
+                                                       model->parameters[nonfiniteParameters.front()].name);
+        return eventtext::reasonNormOverflow();
     }
 
     void zeroGradients()

@@ -29,6 +29,7 @@
 // increase, an optimizer the rollback does not know, run.h5 that cannot be written.
 
 #include "core/record/CapturePolicy.h"
+#include "core/record/DefencePolicy.h"
 #include "core/run/RunFormat.h"
 
 #include <cstdint>
@@ -59,7 +60,7 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-struct GuardOptions
+struct GuardOptions : DefenceOptions
 {
     // ---- what is logged (docs/run-format.md names the tables)
     int64_t activationsEvery = 5; // /activations on the first step and every K steps (0: never)
@@ -87,19 +88,8 @@ struct GuardOptions
     int spikeCaptures = CaptureBudget::defaults().spikeCaptures;
     int laterNonfiniteCaptures = CaptureBudget::defaults().laterNonfiniteCaptures;
 
-    // ---- defences (off by default except skip)
-    // endStep returns false for a step whose loss or gradients are not finite, with its gradients
-    // zeroed and a skipped_step event.
-    bool skipNonfinite = true;
-    // After this many non-finite steps in a row, put back the weights, buffers and optimizer state
-    // of the last good snapshot and scale every learning rate by rollbackLrFactor (0: off).
-    int rollbackAfter = 0;
-    double rollbackLrFactor = runformat::recorderdefaults::kRollbackLrFactor;
-    // A good step's state is kept in memory at most every this many steps (the rollback target).
-    // The default is the Python recorder's snapshot_every (python/nanscope_recorder/run_format.json).
-    int64_t snapshotEvery = runformat::recorderdefaults::kSnapshotEvery;
-    // On a skipped step, put BatchNorm running statistics back to their values before its forward.
-    bool restoreBuffersOnSkip = false;
+    // ---- defences: skipNonfinite, rollbackAfter, rollbackLrFactor, snapshotEvery and
+    // restoreBuffersOnSkip come from DefenceOptions (core/record/DefencePolicy.h), their one home.
     // Rollback knows torch::optim Adam, AdamW, SGD, RMSprop and Adagrad. With another optimizer
     // the Guard throws, unless this is set: then it warns (stderr and a note event) and trains on
     // without rollback.

@@ -21,7 +21,7 @@ from .defences import (BatchRing, LastGoodState, SpikeDetector, UnsupportedOptim
                        model_state, spike_reason)
 from .run_file import RunFile, log_path
 from .run_file_child import ChildRunFile, ChildUnavailable
-from .run_format import RECORDER_DEFAULTS, RECORDER_SCALARS, event_kind
+from .run_format import RECORDER_DEFAULTS, RECORDER_SCALARS, event_kind, event_text
 from .step_readback import StepReadback, named_inputs, total_norm
 
 _BUFFER_NAMES = ("running_mean", "running_var", "num_batches_tracked")
@@ -525,19 +525,19 @@ class Recorder:
         if reason is not None:
             pass  # the caller's reason (another rank's step was bad): this rank's values were finite
         elif not math.isfinite(loss_value):
-            self._event(step, "nonfinite_loss", "loss = %s" % loss_value)
-            reason = "non-finite loss (%s)" % loss_value
+            self._event(step, "nonfinite_loss", event_text("nonfinite_loss", loss=float(loss_value)))
+            reason = event_text("reason_nonfinite_loss", loss=float(loss_value))
         else:
             bad = [self._params[i][0] for i in np.flatnonzero(grad_nonfinite)]
             if bad:
-                reason = "non-finite gradients in %d parameter(s) (first: %s)" % (len(bad), bad[0])
+                reason = event_text("reason_nonfinite_gradients", count=len(bad), first=bad[0])
             else:
-                reason = "the gradient norm overflowed, though every gradient value is finite"
+                reason = event_text("reason_norm_overflow")
         if skipped:
-            self._event(step, "skipped_step", reason)
+            self._event(step, "skipped_step", event_text("skipped_step", reason=reason))
         elif math.isfinite(loss_value):
             # The framework applied this update: its gradients went into the weights.
-            self._event(step, "note", "%s; the training loop applied the update" % reason)
+            self._event(step, "note", event_text("update_applied", reason=reason))
         capture = self._captures.decide(finite=False, spike=False)
         if capture is not None:
             self._capture_incident(step, reason, capture)
@@ -549,8 +549,8 @@ class Recorder:
             self._roll_back(step)
         elif self.restore_buffers_on_skip and self._buffer_snapshot.taken:
             self._buffer_snapshot.restore()
-            self._event(step, "buffers_restored", "BatchNorm running statistics of %d layer(s) put back to "
-                                                  "their values before step %d" % (len(self._norms), step))
+            self._event(step, "buffers_restored",
+                        event_text("buffers_restored", layers=[name for name, _ in self._norms], step=step))
 
     def _save_checkpoint(self, step, overrides, inputs=None, event=True):
         path = self._checkpointer.save(step, overrides, self._inputs if inputs is None else inputs)
@@ -577,7 +577,8 @@ class Recorder:
                              % self._attributes["model_factory"])
             self._event(self._step, "note", note)  # the current step: an anchor's step is in the past
         if event:
-            self._event(step, "checkpoint", "%s (%s)" % (os.path.relpath(path, self.run_dir), checkpointer.kind))
+            self._event(step, "checkpoint",
+                        event_text("checkpoint", path=os.path.relpath(path, self.run_dir), form=checkpointer.kind))
             self._checkpoint_saved = True
         return path
 
@@ -623,10 +624,9 @@ class Recorder:
         self._skipped_streak = 0
         if self._ring is not None:
             self._ring.clear()  # its saved state is no longer what the next batches run on
-        lrs = ", ".join("%g -> %g" % pair for pair in zip(old, new))
-        self._event(step, "rollback", "rolled back to the weights and optimizer state of step %d after %d "
-                                      "consecutive bad steps (up to step %d); lr %s"
-                    % (self._last_good.step, streak, step, lrs))
+        self._event(step, "rollback", event_text("rollback", good_step=self._last_good.step, streak=streak, step=step,
+                                                 factor=float(self.rollback_lr_factor),
+                                                 lrs=[(float(a), float(b)) for a, b in zip(old, new)]))
 
     def _capture_incident(self, step, reason, capture):
         """Writes checkpoint N (as step N's forward found it) and batch N, and, from the ring, the

@@ -2,6 +2,7 @@
 read: run_format.json beside this file, which the C++ build compiles in (cmake/RunFormatTable.cmake).
 tests/python/test_run_format_table.py fails where the two recorders write different names."""
 import json
+import numbers
 import os
 import re
 
@@ -23,6 +24,9 @@ RECORDER_SCALARS = tuple(TABLE["recorder_scalars"])
 RECORDER_DEFAULTS = dict(TABLE["recorder_defaults"])
 # The first word of a checkpoint's form file (step_N.form): scripted, traced, state_dict.
 CHECKPOINT_FORMS = tuple(TABLE["checkpoint_forms"])
+# The /events messages both recorders write, with {field}s to fill (event_text).
+EVENT_TEXTS = dict(TABLE["event_texts"])
+_FIELD = re.compile(r"\{(\w+)\}")
 
 
 def step_file_stem(step):
@@ -45,3 +49,32 @@ def checkpoint_form_text(kind, why=None):
         raise ValueError("%r is not a checkpoint form of the run format (run_format.json)" % kind)
     reason = (why or "").replace("\n", " ").replace("\r", " ").replace("\t", " ").strip(" ")
     return kind + "\n" + (reason + "\n" if reason else "")
+
+
+def _field_text(value):
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
+        return "%g" % value
+    if isinstance(value, tuple) and len(value) == 2:
+        return "%s -> %s" % (_field_text(value[0]), _field_text(value[1]))
+    if isinstance(value, list):
+        return ", ".join(_field_text(item) for item in value)
+    return str(value)
+
+
+def event_text(name, **fields):
+    """The /events message `name` of the table (run_format.json, "event_texts") with its fields
+    filled in as the C++ Guard fills them (core/record/EventText.cpp): floats as %g, lists joined
+    by ", ", a (before, after) pair as "before -> after". A field the template does not name, or a
+    name without a field, is a bug here."""
+    template = EVENT_TEXTS[name]
+    names = set(_FIELD.findall(template))
+    if names != set(fields):
+        raise ValueError("event text %r takes the fields %s, not %s" % (name, sorted(names), sorted(fields)))
+    return _FIELD.sub(lambda match: _field_text(fields[match.group(1)]), template)
+
+
+def event_text_pattern(name):
+    """A regular expression that every message event_text(name, ...) writes matches (any field
+    value): for tests that hold a run's events to the table."""
+    parts = _FIELD.split(EVENT_TEXTS[name])
+    return re.compile("".join(re.escape(part) if i % 2 == 0 else ".*" for i, part in enumerate(parts)) + r"\Z", re.S)

@@ -373,6 +373,51 @@ TEST(Guard, RollsBackToTheLastGoodSnapshotAfterConsecutiveBadSteps)
     EXPECT_DOUBLE_EQ((*reader)->readSeries(rf::kScalars, "lr")->back(), 0.005) << "the scaled rate is logged";
 }
 
+TEST(Guard, ARollbackNeverRestoresWeightsAnUpdateMadeNonfinite)
+{
+    // An update born NaN (issue 52): Adam with eps=0 divides 0 by 0 for a weight whose gradient is
+    // exactly zero, so step 0's finite loss and gradients leave NaN weights behind, and steps 1 and
+    // 2 are non-finite. The state a rollback returns to is the one step 0's forward ran on (taken
+    // before its update, kept because the step came out finite), never the update's. The Python
+    // recorder is held to the same (test_recorder_defences.py).
+    test::ScratchDir dir;
+    torch::manual_seed(0);
+    torch::nn::Sequential model(torch::nn::Linear(4, 2));
+    torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(0.01).eps(0.0));
+    GuardOptions options;
+    options.rollbackAfter = 2;
+    options.snapshotEvery = 1;
+    options.checkpointEvery = 0;
+    std::vector<bool> finiteAfter;
+    {
+        Guard guard(dir.path(), *model, options);
+        for (int64_t step = 0; step < 6; ++step) {
+            auto x = torch::randn({8, 4});
+            auto y = torch::randn({8, 2});
+            const double gate = step == 0 ? 0.0 : 1.0; // step 0: every gradient exactly zero
+            guard.beginStep(step, x, y);
+            auto loss = torch::mse_loss(guard.forward(*model, x) * gate, y * gate);
+            adam.zero_grad();
+            loss.backward();
+            if (guard.endStep(loss, adam))
+                adam.step();
+            bool finite = true;
+            for (const auto& p : model->parameters())
+                finite = finite && torch::isfinite(p).all().item<bool>();
+            finiteAfter.push_back(finite);
+        }
+    }
+    ASSERT_FALSE(finiteAfter[0]) << "Adam with eps=0 wrote NaN from finite gradients";
+    const auto events = eventsOf(dir.path());
+    EXPECT_EQ(stepsOfKind(events, rf::event::kRollback), std::vector<int64_t>{2});
+    for (size_t step = 2; step < finiteAfter.size(); ++step)
+        EXPECT_TRUE(finiteAfter[step]) << "after step " << step;
+    for (const auto& event : events)
+        if (event.kind == rf::event::kRollback)
+            EXPECT_NE(event.message.find("optimizer state of step 0 restored after 2 non-finite steps"),
+                      std::string::npos) << event.message;
+}
+
 TEST(Guard, RollbackRefusesAnOptimizerItDoesNotKnowUnlessAllowed)
 {
     struct Plain : torch::optim::Optimizer

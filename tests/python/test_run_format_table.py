@@ -14,7 +14,8 @@ import recorder_fixtures as fx
 from nanscope_recorder import Recorder
 from nanscope_recorder import checkpoints
 from nanscope_recorder.run_format import (CHECKPOINT_FORMS, COLUMNS, EVENT_KINDS, RECORDER_DEFAULTS, RECORDER_SCALARS,
-                                          STEP_FILE, checkpoint_form_text)
+                                          STEP_FILE, checkpoint_form_text, event_text,
+                                          event_text_pattern)
 
 RUNS = os.environ.get("NANSCOPE_TEST_RUNS")
 # A demo run with every table: activations, inputs, BatchNorm buffers, events, checkpoints, batches.
@@ -78,6 +79,25 @@ class RunFormatTable(unittest.TestCase):
         self.assertLessEqual(python_kinds, set(EVENT_KINDS))
         self.assertLessEqual(cpp_kinds, set(EVENT_KINDS))
 
+    def test_both_recorders_word_their_events_from_the_table(self):
+        """Each event of a kind the table words (run_format.json, "event_texts") reads as its
+        template, in the Python recorder's run and in the C++ Guard's."""
+        for run_dir in (self.run_dir, self.demo_dir):
+            with h5py.File(os.path.join(run_dir, "run.h5"), "r") as f:
+                rows = [(k.decode() if isinstance(k, bytes) else k, m.decode() if isinstance(m, bytes) else m)
+                        for k, m in zip(f["events/kind"][:], f["events/message"][:])]
+            seen = set()
+            for kind, message in rows:
+                if kind in ("skipped_step", "nonfinite_loss", "checkpoint", "rollback", "buffers_restored"):
+                    seen.add(kind)
+                    self.assertRegex(message, event_text_pattern(kind), (run_dir, kind))
+                if kind == "skipped_step":
+                    reasons = [event_text_pattern(name) for name in
+                               ("reason_nonfinite_loss", "reason_nonfinite_gradients", "reason_norm_overflow")]
+                    reason = message[:-len(": optimizer step skipped")]
+                    self.assertTrue(any(p.match(reason) for p in reasons), (run_dir, message))
+            self.assertGreaterEqual(seen, {"skipped_step", "checkpoint"}, run_dir)
+
     def test_both_recorders_name_step_files_alike(self):
         for run_dir in (self.run_dir, self.demo_dir):
             names = step_files(run_dir)
@@ -114,6 +134,31 @@ class RunFormatTable(unittest.TestCase):
             word, _, why = text.partition("\n")
             self.assertIn(word, CHECKPOINT_FORMS, name)
             self.assertEqual(text, checkpoint_form_text(word, why), name)
+
+
+class EventTexts(unittest.TestCase):
+    def test_events_are_worded_as_the_shared_cases_say(self):
+        # The C++ Guard is held to the same cases (tests/core/EventTextTest.cpp).
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "event_text_cases.json")
+        with open(path, encoding="utf-8") as f:
+            cases = json.load(f)["cases"]
+        self.assertGreaterEqual(len(cases), 9)
+
+        def value(field):
+            if isinstance(field, str) and field.lstrip("-") in ("nan", "inf"):
+                return float(field)
+            if isinstance(field, list):
+                return [tuple(value(v) for v in item) if isinstance(item, list) else value(item) for item in field]
+            return field
+        for case in cases:
+            fields = {name: value(field) for name, field in case["fields"].items()}
+            self.assertEqual(event_text(case["text"], **fields), case["expected"], case["text"])
+
+    def test_a_template_filled_with_the_wrong_fields_is_refused(self):
+        with self.assertRaises(ValueError):
+            event_text("nonfinite_loss")
+        with self.assertRaises(ValueError):
+            event_text("checkpoint", path="checkpoints/step_00000001.pt", form="scripted", extra=1)
 
 
 if __name__ == "__main__":

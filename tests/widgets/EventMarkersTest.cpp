@@ -14,7 +14,7 @@ TEST(EventMarkers, MarksTheDefencesEventsOnTheLossPlotWithTheirMessages)
     view.setTimelineEvents({{20, "buffers_restored", "BatchNorm running statistics put back"},
                             {20, "skipped_step", "non-finite loss"}, // has its own marker already
                             {22, "incident_capture", "batches 12..22 and checkpoint 12 written"},
-                            {30, "rollback", "rolled back to the weights and optimizer state of step 10; lr 0.1 -> 0.05"},
+                            {30, "rollback", "weights, buffers and optimizer state of step 10 restored after 3 non-finite steps in a row (up to step 30); learning rate x0.5 (0.1 -> 0.05)"},
                             {35, "checkpoint", "checkpoints/step_00000035.pt (traced)"}});
     const EventMarkers* markers = view.timelineEvents();
     ASSERT_NE(markers, nullptr);
@@ -26,7 +26,7 @@ TEST(EventMarkers, MarksTheDefencesEventsOnTheLossPlotWithTheirMessages)
 
     const QString rollback = markers->textNear(30.4, 1.0);
     EXPECT_TRUE(rollback.startsWith("rollback at step 30:")) << rollback.toStdString();
-    EXPECT_TRUE(rollback.contains("lr 0.1 -> 0.05"));
+    EXPECT_TRUE(rollback.contains("(0.1 -> 0.05)"));
     EXPECT_EQ(markers->textNear(21, 1.0).split('\n').size(), 2) << "both events near step 21 are listed";
     EXPECT_TRUE(markers->textNear(35, 1.0).isEmpty()) << "a checkpoint is no defence event";
     EXPECT_FALSE(isTimelineEventKind("note"));
