@@ -293,7 +293,9 @@ QString ReplayView::summaryText() const
         QStringList samples;
         for (int64_t s : result.badSamples)
             samples << QString::number(s);
-        html += tr("<br>Samples that cause non-finite values: <b>%1</b>").arg(samples.isEmpty() ? tr("none") : samples.join(", "));
+        const QString criterion = result.badSampleCriterion.empty() ? tr("a non-finite value") : text(result.badSampleCriterion);
+        html += tr("<br>Bad samples (%1): <b>%2</b>")
+                    .arg(criterion.toHtmlEscaped(), samples.isEmpty() ? tr("none") : samples.join(", "));
     }
     if (result.logits && result.logits->logZMean)
         html += tr("<br>log Z of the logits (%1): mean %2, range [%3, %4] over %5 rows.")

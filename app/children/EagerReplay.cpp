@@ -109,8 +109,14 @@ Result<ReplayResult> runEagerReplay(const EagerReplayRequest& request)
         args << "--autocast" << QString::fromStdString(o.ampDtype);
     if (o.eval)
         args << "--eval";
-    if (o.bisect)
-        args << "--bisect";
+    if (o.bisect) {
+        // The bisection judges a subset as the engines in C++ do (core/replay/BlowupBaseline).
+        args << "--bisect" << "--blowup-factor" << QString::number(kBlowupFactor, 'g', 17);
+        if (o.blowupBaseline.loss)
+            args << "--typical-loss" << QString::number(*o.blowupBaseline.loss, 'g', 17);
+        if (o.blowupBaseline.gradNorm)
+            args << "--typical-grad-norm" << QString::number(*o.blowupBaseline.gradNorm, 'g', 17);
+    }
     if (!o.backward)
         args << "--no-backward";
 
@@ -147,6 +153,8 @@ Result<ReplayResult> runEagerReplay(const EagerReplayRequest& request)
     if (!report.error.isEmpty())
         return Error{"the eager replay printed no replay: " + report.error.toStdString()};
     ReplayResult result = std::move(report.result);
+    if (result.bisected)
+        result.badSampleCriterion = badSampleCriterionText(o.blowupBaseline);
     if (!o.dtypeChosen)
         result.dtype = report.dtype.toStdString(); // the checkpoint's own, as the child kept them
     std::vector<ReplayOp> allOps = std::move(result.ops);

@@ -4,11 +4,11 @@
 #include "app/codecs/TriageJson.h"
 
 #include "core/NumberText.h"
+#include "core/replay/BlowupBaseline.h"
 #include "core/run/CheckpointPairing.h"
 #include "core/run/RunFormat.h"
 #include "core/run/SkippedSteps.h"
 #include "core/run/RunReader.h"
-#include "core/scan/RobustStats.h"
 
 #include <QDir>
 #include <QFileInfo>
@@ -67,26 +67,6 @@ std::set<int64_t> incidentStepsOf(const QString& runDirectory)
                     steps.insert(eventSteps[i]);
     }
     return steps;
-}
-
-// The run's typical training loss: the median of its finite losses before `step`. A blow-up that
-// is still finite (a loss of 1e8) only shows against it. Empty when the run logs no loss.
-std::optional<double> typicalLossBefore(const QString& runDirectory, int64_t step)
-{
-    auto reader = RunReader::open(runDirectory.toStdString());
-    if (!reader)
-        return std::nullopt;
-    const auto losses = (*reader)->readSeries(runformat::kScalars, "loss");
-    const auto steps = (*reader)->readSeries(runformat::kScalars, runformat::kSteps);
-    if (!losses || !steps)
-        return std::nullopt;
-    std::vector<double> before;
-    for (size_t i = 0; i < losses->size() && i < steps->size(); ++i)
-        if ((*steps)[i] < double(step) && std::isfinite((*losses)[i]))
-            before.push_back((*losses)[i]);
-    if (before.empty())
-        return std::nullopt;
-    return scan::medianOf(before);
 }
 
 TriageReplay triageReplayFrom(const PlannedReplay& plan, const ReplayReport& report)
@@ -222,7 +202,8 @@ int runTriage(const QStringList& arguments)
 
     TriageReport triage;
     triage.evidence.step = step;
-    triage.evidence.typicalLoss = typicalLossBefore(runDir, step);
+    if (auto reader = RunReader::open(runDir.toStdString()))
+        triage.evidence.typicalLoss = blowupBaselineBefore(**reader, step).loss;
     const QString program = nanscopeProgram();
     int done = 0;
     QJsonObject incidentReplay; // carried whole in the JSON: the pane shows its ops

@@ -158,6 +158,7 @@ QJsonObject replayResultToJson(const ReplayResult& r, int64_t step, const Replay
         for (int64_t i : r.badSamples)
             bad.append(qint64(i));
         root["bad_samples"] = bad;
+        root["bad_sample_criterion"] = text(r.badSampleCriterion);
     }
     QJsonArray notes;
     for (const auto& n : r.notes)
@@ -266,6 +267,7 @@ ReplayReport parseReplayJson(const QByteArray& json)
         r.bisected = true;
         for (const auto& sample : root["bad_samples"].toArray())
             r.badSamples.push_back(sample.toInteger());
+        r.badSampleCriterion = root["bad_sample_criterion"].toString().toStdString();
     }
     for (const auto& note : root["notes"].toArray())
         r.notes.push_back(note.toString().toStdString());

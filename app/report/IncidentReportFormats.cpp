@@ -116,7 +116,9 @@ QString replaySummary(const IncidentSection& s)
         QStringList samples;
         for (int64_t i : r.badSamples)
             samples << QString::number(i);
-        out += QObject::tr(" Bad samples: %1.").arg(samples.isEmpty() ? QObject::tr("none") : samples.join(", "));
+        out += QObject::tr(" Bad samples (%1): %2.")
+                   .arg(r.badSampleCriterion.empty() ? QObject::tr("a non-finite value") : text(r.badSampleCriterion),
+                        samples.isEmpty() ? QObject::tr("none") : samples.join(", "));
     }
     if (r.logits && r.logits->logZMean)
         out += QObject::tr(" log Z of the logits: mean %1, max %2.")

@@ -106,7 +106,8 @@ int runReplay(const QStringList& arguments)
     parser.addOption({"checkpoint", "A TorchScript checkpoint or torch.export archive (.pt2) to use instead of the step's own.", "FILE"});
     parser.addOption({"batch", "A batch file to use instead of batches/step_N.pt.", "FILE"});
     parser.addOption({"layer", "List only ops of modules under this path (all still run).", "PREFIX"});
-    parser.addOption({"bisect", "Find the samples of the batch that cause non-finite values."});
+    parser.addOption({"bisect", "Find the bad samples of the batch: those that make a value non-finite, or the loss or "
+                                "gradient norm 10 times the run's typical one."});
     parser.addOption({"dtype", "Replay in float16, bfloat16, float32 or float64 (precision what-if, without autocast). Default: float32 for a TorchScript checkpoint; an exported program and an eager replay keep the dtypes their checkpoint holds; a run that trained under autocast (amp_dtype) replays under it.", "DTYPE", "float32"});
     parser.addOption({"device", "cpu, or cuda when LibTorch has it.", "DEVICE", "cpu"});
     parser.addOption({"eval", "Replay in evaluation mode (default: training mode, as the step ran)."});
@@ -154,6 +155,8 @@ int runReplay(const QStringList& arguments)
         if (auto it = attributes.find("amp_dtype"); it != attributes.end())
             options.ampDtype = it->second;
         replayable = stepList((*reader)->info().replayableSteps());
+        if (parser.isSet("step"))
+            options.blowupBaseline = blowupBaselineBefore(**reader, step);
     }
     options.checkpoint = parser.value("checkpoint").toStdString();
     options.batch = parser.value("batch").toStdString();
@@ -309,7 +312,8 @@ int runReplay(const QStringList& arguments)
         QStringList bad;
         for (int64_t i : r.badSamples)
             bad << QString::number(i);
-        out() << "Samples that cause non-finite values: " << (bad.isEmpty() ? QString("none") : bad.join(", ")) << "\n";
+        out() << "Bad samples (" << fromStd(r.badSampleCriterion.empty() ? "a non-finite value" : r.badSampleCriterion)
+              << "): " << (bad.isEmpty() ? QString("none") : bad.join(", ")) << "\n";
     }
     for (const auto& n : r.notes)
         out() << "note: " << fromStd(n) << "\n";

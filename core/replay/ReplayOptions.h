@@ -4,6 +4,8 @@
 // do not load LibTorch need too (the window, the report, `nanscope replay` before it hands over to
 // nanscope-torch). Plain C++: core/torch/Replay.h runs a replay with these options.
 
+#include "core/replay/BlowupBaseline.h"
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,7 +24,11 @@ struct ReplayOptions
     bool dtypeChosen = true;
     std::string device = "cpu";    // "cpu" or "cuda"
     bool eval = false;             // default: training mode, as the step ran
-    bool bisect = false;           // find the samples that cause non-finite values
+    bool bisect = false;           // find the bad samples: non-finite values, or a blow-up (below)
+    // The run's typical loss and gradient norm before the step: a subset of the batch whose finite
+    // loss or gradient norm is kBlowupFactor times these is bad too (core/replay/BlowupBaseline,
+    // the criterion triage judges a replay by).
+    BlowupBaseline blowupBaseline;
     bool backward = true;
     // A wrapper's prefix on module paths ("base_model.model." of PEFT, run.h5's module_path_prefix):
     // taken off the module paths an exported program's graph names, so that they are the user's.

@@ -87,7 +87,7 @@ std::vector<ReplayFinding> judgeReplaySignatures(const std::vector<ReplayOp>& op
     if (firstLow)
         add(findings, ReplaySignal::Float16Headroom, firstLow->index,
             scan::diagnoseReplayFloat16Headroom({nameOf(*firstLow), firstLow->output->absmax, *firstLow->headroom.float16Bits,
-                                                 kNearFloat16Bits, lowOps}));
+                                                 kNearFloat16Bits, lowOps, dtypeName(firstLow->output->dtype)}));
     return findings;
 }
 

@@ -177,6 +177,7 @@ struct ReplayResult
     std::vector<ReplayFinding> findings;
     bool bisected = false;
     std::vector<int64_t> badSamples;
+    std::string badSampleCriterion; // what made a sample bad (badSampleCriterionText), when bisected
     std::vector<std::string> notes; // what the replay had to assume or could not do
     double instrumentedMs = 0;      // instrumented forward + loss + backward + statistics
 };

@@ -109,7 +109,7 @@ bool triageReplayBlewUp(const TriageReplay& replay, const std::optional<double>&
         return false;
     if (replay.forwardNonfinite || replay.backwardNonfinite || !std::isfinite(replay.loss))
         return true;
-    return typicalLoss && *typicalLoss > 0 && std::abs(replay.loss) > kTriageBlowupFactor * *typicalLoss;
+    return lossBlewUp(replay.loss, BlowupBaseline{typicalLoss, std::nullopt});
 }
 
 std::string triageResultText(const TriageReplay& replay, const std::optional<double>& typicalLoss)

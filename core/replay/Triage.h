@@ -14,6 +14,8 @@
 //                       healthy: does the state alone do it? (A batch of another incident proves nothing
 //                       about the state: it is shown, marked, and not counted.)
 
+#include "core/replay/BlowupBaseline.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -72,8 +74,8 @@ struct TriageEvidence
     std::optional<double> typicalLoss;
 };
 
-// A finite loss this many times the typical one counts as blown up.
-inline constexpr double kTriageBlowupFactor = 10.0;
+// A finite loss this many times the typical one counts as blown up (core/replay/BlowupBaseline).
+inline constexpr double kTriageBlowupFactor = kBlowupFactor;
 
 struct TriageVerdict
 {

@@ -273,6 +273,9 @@ struct Float16HeadroomFacts
     double bits = 0;        // its headroom to float16's largest value
     double thresholdBits = 0;
     size_t ops = 1;         // ops under the threshold
+    // The dtype the first op computed in ("float16", "float32", "bfloat16"): a replay as trained
+    // computes in what the run used, so the advice fits the run (float32 holds 1e9; float16 does not).
+    std::string computedIn = "float16";
 };
 Diagnosis diagnoseReplayFloat16Headroom(const Float16HeadroomFacts& facts);
 

@@ -1,5 +1,6 @@
 // The texts of the replay signatures (judged by core/replay/ReplaySignatures).
 #include "core/scan/Diagnosis.h"
+#include "core/tensor/FloatLimits.h"
 
 #include <algorithm>
 #include <cmath>
@@ -43,15 +44,26 @@ Diagnosis diagnoseReplayLossInLowPrecision(const LossPrecisionFacts& facts)
 Diagnosis diagnoseReplayFloat16Headroom(const Float16HeadroomFacts& facts)
 {
     Diagnosis d;
+    const std::string float16Max = numberText(kFloat16Max, 5);
     // Negative headroom is a value already past float16's range: say "beyond", never "within".
     const std::string where = facts.bits >= 0 ? numberText(facts.bits, 2) + " bits of headroom"
                                               : numberText(-facts.bits, 2) + " bits beyond it: Inf in float16";
     d.cause = std::to_string(facts.ops) + " op(s) come within " + numberText(facts.thresholdBits, 2) +
-              " bits of float16's largest value (65504) or go past it; the first, " + replayOpText(facts.first) +
-              ", reaches |x| = " + numberText(facts.absmax) + " (" + where + ")." +
-              (facts.bits >= 0 ? " In float16 these values overflow to Inf after little more growth." : "");
-    d.suggestion = "Train these ops in bfloat16 or float32, or keep their values small: normalise before them, scale down "
-                   "(attention by 1/sqrt(d)), lower the learning rate; with a loss scaler, watch its scale fall.";
+              " bits of float16's largest value (" + float16Max + ") or go past it; the first, " +
+              replayOpText(facts.first) + ", reaches |x| = " + numberText(facts.absmax) + " (" + where + ")";
+    if (facts.computedIn == "float16") {
+        d.cause += "." + std::string(facts.bits >= 0 ? " In float16 these values overflow to Inf after little more growth." : "");
+        d.suggestion = "Train these ops in bfloat16 or float32, or keep their values small: normalise before them, scale down "
+                       "(attention by 1/sqrt(d)), lower the learning rate; with a loss scaler, watch its scale fall.";
+        return d;
+    }
+    // The run computes these ops in a dtype that holds such values: precision is not the fault,
+    // the size of the values is. Advising float32 to a float32 run misleads.
+    d.cause += ", computed in " + facts.computedIn + ", whose range (to " + numberText(kBFloat16Max, 2) +
+               ") holds it: this is no overflow of the run's precision, but values this large overflow float16.";
+    d.suggestion = "Values this large come from the data or from weights that grow: look for fill values or outliers in the "
+                   "batch (Find bad samples), normalise or clip the inputs, lower the learning rate; do not move these ops "
+                   "to float16.";
     return d;
 }
 

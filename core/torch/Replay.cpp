@@ -151,6 +151,7 @@ public:
             m_convention = result.lossConvention;
             m_lossName = result.lossName;
             result.badSamples = findBadSamples(result.notes);
+            result.badSampleCriterion = badSampleCriterionText(m_options.blowupBaseline);
         }
         reportProgress(m_progress, 1.0, "done");
         return result;
@@ -427,7 +428,8 @@ private:
                 loss = computeLoss(m_lossName, firstTensor(returned), m_batch.targets.index_select(0, index));
             if (!loss.defined() || loss.dim() != 0)
                 return false;
-            if (!std::isfinite(loss.item<double>()))
+            const double lossValue = loss.item<double>();
+            if (!std::isfinite(lossValue) || lossBlewUp(lossValue, m_options.blowupBaseline))
                 return true;
             if (!m_options.backward || !loss.requires_grad())
                 return false;
@@ -437,9 +439,8 @@ private:
                     parameters.push_back(p);
             if (parameters.empty())
                 return false;
-            for (const auto& g : torch::autograd::grad({loss}, parameters, {}, false, false, /*allow_unused=*/true))
-                if (g.defined() && !torch::isfinite(g).all().item<bool>())
-                    return true;
+            return gradientsBad(torch::autograd::grad({loss}, parameters, {}, false, false, /*allow_unused=*/true),
+                                m_options.blowupBaseline);
         } catch (const std::exception&) {
             return true; // a subset the model cannot run counts against it; the caller pads subsets
         }

@@ -2,6 +2,7 @@
 
 #include "core/torch/TorchDType.h"
 
+#include <cmath>
 #include <optional>
 #include <stdexcept>
 
@@ -120,6 +121,20 @@ std::string describeReturn(const c10::IValue& value)
         return "a tuple (" + items + ")";
     }
     return value.tagKind();
+}
+
+bool gradientsBad(const std::vector<torch::Tensor>& gradients, const BlowupBaseline& baseline)
+{
+    double squares = 0;
+    for (const auto& g : gradients) {
+        if (!g.defined())
+            continue;
+        if (!torch::isfinite(g).all().item<bool>())
+            return true;
+        if (baseline.gradNorm)
+            squares += g.detach().to(torch::kDouble).pow(2).sum().item<double>();
+    }
+    return gradNormBlewUp(std::sqrt(squares), baseline);
 }
 
 } // namespace nanscope::replaytorch

@@ -3,6 +3,8 @@
 // Internal to core/torch (includes LibTorch): one part of the TorchScript replay (Replay.cpp).
 // What a forward returned, and the loss the replay differentiates: the loss conventions.
 
+#include "core/replay/BlowupBaseline.h"
+
 #include <torch/script.h>
 #include <torch/torch.h>
 
@@ -37,5 +39,10 @@ ReturnedLoss lossInOutput(const c10::IValue& value, const c10::TypePtr& type);
 
 // What a forward returned, for messages: "float32 [8, 3]", "a dict (keys: logits, hidden)".
 std::string describeReturn(const c10::IValue& value);
+
+// A subset of a batch whose gradients hold a non-finite value, or whose total gradient norm blew
+// up against the run's typical one (core/replay/BlowupBaseline): the sample bisection's verdict
+// on the backward of both replay engines. Undefined gradients (unused parameters) are skipped.
+bool gradientsBad(const std::vector<torch::Tensor>& gradients, const BlowupBaseline& baseline);
 
 } // namespace nanscope::replaytorch

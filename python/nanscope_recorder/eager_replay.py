@@ -412,8 +412,16 @@ def replay(model, batch, batch_path, loss_name=None, backward=True):
     return result
 
 
-def _is_bad(model, batch, batch_path, samples, loss_name):
-    """A forward (and loss, and gradients) over these samples holds a non-finite value."""
+def _blew_up(value, factor, typical):
+    """A finite value above factor times its typical one (core/replay/BlowupBaseline's rule)."""
+    return factor is not None and typical is not None and typical > 0 and math.isfinite(value) and \
+        abs(value) > factor * typical
+
+
+def _is_bad(model, batch, batch_path, samples, loss_name, blowup=None):
+    """A forward (and loss, and gradients) over these samples holds a non-finite value, or the
+    loss or gradient norm blew up against `blowup` (factor, typical loss, typical gradient norm)."""
+    factor, typical_loss, typical_grad_norm = blowup or (None, None, None)
     index = torch.tensor(samples, dtype=torch.long)
 
     def take(value):
@@ -440,26 +448,33 @@ def _is_bad(model, batch, batch_path, samples, loss_name):
             loss = NAMED_LOSSES[name](_first_tensor(returned), subset["targets"])
         if loss is None or loss.dim() != 0:
             return False
-        if not math.isfinite(float(loss.detach())):
+        loss_value = float(loss.detach())
+        if not math.isfinite(loss_value) or _blew_up(loss_value, factor, typical_loss):
             return True
         if loss.requires_grad:
             loss.backward()
-            return any(_has_nonfinite(p.grad) for p in model.parameters() if p.grad is not None)
+            grads = [p.grad for p in model.parameters() if p.grad is not None]
+            if any(_has_nonfinite(g) for g in grads):
+                return True
+            norm = math.sqrt(sum(float(g.detach().double().pow(2).sum()) for g in grads)) if grads else 0.0
+            return _blew_up(norm, factor, typical_grad_norm)
     except Exception:  # noqa: BLE001 - a subset the model cannot run counts against it
         return True
     return False
 
 
-def bisect(model, batch, batch_path, loss_name, limit=512):
-    """The samples that make the batch non-finite: every subset padded with samples known clean
-    (BatchNorm in training mode cannot run one sample, and a NaN sample poisons its batch's
-    statistics), as nanscope's TorchScript replay finds them."""
+def bisect(model, batch, batch_path, loss_name, limit=512, blowup=None):
+    """The bad samples of the batch: every subset padded with samples known clean (BatchNorm in
+    training mode cannot run one sample, and a NaN sample poisons its batch's statistics), as
+    nanscope's TorchScript replay finds them. A subset is bad when a value goes non-finite, or,
+    given `blowup` (factor, typical loss, typical gradient norm: core/replay/BlowupBaseline, passed
+    by the C++ side), when its finite loss or gradient norm is factor times the typical one."""
     first = _tensors_in(batch.get("inputs"))
     if not first or first[0].dim() == 0:
         return []
     n = min(int(first[0].shape[0]), limit)
     everything = list(range(n))
-    if not _is_bad(model, batch, batch_path, everything, loss_name):
+    if not _is_bad(model, batch, batch_path, everything, loss_name, blowup):
         return []
     clean, queue = [], [everything]
     while queue and not clean:
@@ -468,13 +483,13 @@ def bisect(model, batch, batch_path, loss_name, limit=512):
             continue
         mid = len(samples) // 2
         for half in (samples[:mid], samples[mid:]):
-            if len(half) >= 2 and not _is_bad(model, batch, batch_path, half, loss_name):
+            if len(half) >= 2 and not _is_bad(model, batch, batch_path, half, loss_name, blowup):
                 clean = half
                 break
             queue.append(half)
     if not clean:
         return everything
-    return [i for i in everything if i not in clean and _is_bad(model, batch, batch_path, clean + [i], loss_name)]
+    return [i for i in everything if i not in clean and _is_bad(model, batch, batch_path, clean + [i], loss_name, blowup)]
 
 
 def _main_dtype_name(model):
@@ -526,7 +541,8 @@ def run(options):
            "backward": {"first_nonfinite": None, "culprit_index": found["grad_culprit"], "params": found["params"]},
            "findings": [], "notes": found["notes"]}
     if options.bisect:
-        out["bad_samples"] = bisect(model, batch, options.batch, options.loss_name)
+        blowup = (options.blowup_factor, options.typical_loss, options.typical_grad_norm)
+        out["bad_samples"] = bisect(model, batch, options.batch, options.loss_name, blowup=blowup)
     return out
 
 
@@ -542,6 +558,9 @@ def main(argv=None):
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--eval", action="store_true")
     parser.add_argument("--bisect", action="store_true")
+    parser.add_argument("--blowup-factor", type=float, default=None)
+    parser.add_argument("--typical-loss", type=float, default=None)
+    parser.add_argument("--typical-grad-norm", type=float, default=None)
     parser.add_argument("--no-backward", action="store_true")
     parser.add_argument("--step", type=int, default=None)
     parser.add_argument("--autocast", default=None, choices=("float16", "bfloat16"),

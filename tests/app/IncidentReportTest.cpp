@@ -77,7 +77,8 @@ TEST(IncidentReport, MarkdownNamesPatternLayerReplayCauseAndFix)
     EXPECT_TRUE(md.contains("bn_corruption")) << md.toStdString();
     EXPECT_TRUE(md.contains("running statistics non-finite from step 200"));
     EXPECT_TRUE(md.contains("Replay of step 200")) << "the saved step was replayed";
-    EXPECT_TRUE(md.contains("Bad samples: 2")) << md.toStdString();
+    EXPECT_TRUE(md.contains("Bad samples (a non-finite value, a loss over 10x the run's typical")) << md.toStdString();
+    EXPECT_TRUE(md.contains("): 2.")) << "sample 2 holds the NaN";
     EXPECT_TRUE(md.contains("**Suggested fix:**"));
     EXPECT_TRUE(md.contains("## Environment"));
 }

@@ -2,7 +2,9 @@
 #include "TestRuns.h"
 
 #include "core/torch/Replay.h"
+#include "core/replay/BlowupBaseline.h"
 #include "core/run/RunFormat.h"
+#include "core/run/RunReader.h"
 #include "core/run/RunWriter.h"
 
 #include <torch/script.h>
@@ -97,6 +99,43 @@ TEST(Replay, BisectionFindsTheNanSampleThroughBatchNorm)
     EXPECT_EQ(result->badSamples, std::vector<int64_t>{2}) << "one-sample batches cannot run BatchNorm in training mode";
     ASSERT_TRUE(result->firstNonfinite);
     EXPECT_EQ(result->firstNonfinite->module, "fc1") << "the NaN input enters at the first layer";
+}
+
+TEST(Replay, BisectionCallsASampleThatBlowsTheLossUpBadThoughEveryValueIsFinite)
+{
+    // Issue 51: the sudden blow-up's step 230 holds rows of 1e9 fill values in a float32 run. The
+    // forward stays finite, so a bisection that judged only NaN and Inf answered "none". Judged as
+    // triage judges a replay (a loss or gradient norm 10x the run's typical), the fill rows are bad.
+    ReplayOptions options = demoStep("sudden-blowup", 230);
+    options.bisect = true;
+    auto finiteOnly = replayStep(options);
+    ASSERT_TRUE(finiteOnly) << finiteOnly.error();
+    EXPECT_TRUE(finiteOnly->badSamples.empty()) << "no baseline: nothing is non-finite";
+
+    auto reader = RunReader::open(test::demoRun("sudden-blowup"));
+    ASSERT_TRUE(reader) << reader.error();
+    options.blowupBaseline = blowupBaselineBefore(**reader, 230);
+    ASSERT_TRUE(options.blowupBaseline.loss && options.blowupBaseline.gradNorm);
+    auto result = replayStep(options);
+    ASSERT_TRUE(result) << result.error();
+    ASSERT_FALSE(result->badSamples.empty());
+    for (int64_t sample : result->badSamples)
+        EXPECT_TRUE(sample == 3 || sample == 11 || sample == 17 || sample == 29) << "sample " << sample
+                                                                                  << " holds no fill value";
+    EXPECT_NE(result->badSampleCriterion.find("a loss over 10x the run's typical"), std::string::npos)
+        << result->badSampleCriterion;
+
+    // The run trains in float32: the advice on values past float16's range must not tell it to
+    // train in float32.
+    bool headroom = false;
+    for (const auto& finding : result->findings)
+        if (finding.signal == ReplaySignal::Float16Headroom) {
+            headroom = true;
+            EXPECT_NE(finding.cause.find("computed in float32"), std::string::npos) << finding.cause;
+            EXPECT_EQ(finding.suggestion.find("Train these ops in bfloat16 or float32"), std::string::npos)
+                << finding.suggestion;
+        }
+    EXPECT_TRUE(headroom);
 }
 
 TEST(Replay, EvalModeShowsThePoisonedRunningStatistics)
