@@ -157,6 +157,10 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
     // hundreds of steps is gradual: the logged norm was clipped, or flat.
     std::optional<Climb> lossClimb, paramClimb;
     std::optional<double> primaryRise;
+    // The growth is measured on the loss when the loss climbed and the primary series did not
+    // (a clipped gradient norm): its baseline and slope are the loss's, and so is the series the
+    // evidence names, so that the fitted trend is drawn on the loss plot, through the loss.
+    bool measuredOnLoss = false;
     if (sudden && !bornInWeights && !precursor && !blamedInput && !scalars.gradNorm.empty()) {
         lossClimb = steadyClimb(scalars.loss.raw, windowBegin, failureRow);
         if (lossClimb && context.inputs.hasDataset(rf::kScalars, "param_norm"))
@@ -165,7 +169,12 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
         if (lossClimb) {
             sudden = false;
             onsetRow = lossClimb->fromRow;
-            baseline = rise.baseline;
+            measuredOnLoss = true;
+            std::vector<double> start;
+            for (size_t r = onsetRow; r < failureRow && start.size() < 9; ++r)
+                if (scalars.loss.finite[r])
+                    start.push_back(scalars.loss.log[r]);
+            baseline = start.empty() ? rise.baseline : medianOf(start);
             std::vector<double> first, last;
             for (size_t r = onsetRow; r < failureRow && first.size() < 9; ++r)
                 if (s.finite[r])
@@ -189,7 +198,7 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
     incident.severity = failure.severity;
     incident.onsetStep = onsetStep;
     auto& evidence = incident.evidence;
-    evidence.series = scalars.primaryName;
+    evidence.series = measuredOnLoss ? rf::scalarSeries(rf::scalar::kLoss) : scalars.primaryName;
     evidence.windowBeginStep = onsetStep;
     evidence.note = failure.note;
     if (std::isfinite(baseline))
@@ -201,14 +210,15 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
     double peak = -kInf;
     double jumpPeak = -kInf;
     std::vector<double> x, y;
-    for (size_t r = onsetRow; r <= lastRow && r < s.size(); ++r) {
-        if (!s.finite[r])
+    const LogSeries& measured = measuredOnLoss ? scalars.loss : s;
+    for (size_t r = onsetRow; r <= lastRow && r < measured.size(); ++r) {
+        if (!measured.finite[r])
             continue;
-        peak = std::max(peak, s.log[r]);
+        peak = std::max(peak, measured.log[r]);
         if (steps[r] - onsetStep <= config.jumpSteps)
-            jumpPeak = std::max(jumpPeak, s.log[r]);
+            jumpPeak = std::max(jumpPeak, measured.log[r]);
         x.push_back(double(steps[r]));
-        y.push_back(s.log[r]);
+        y.push_back(measured.log[r]);
     }
     if (std::isfinite(peak))
         evidence.peak = std::pow(10.0, peak);

@@ -494,4 +494,18 @@ TEST(BlowupRule, ADivergenceUnderGradientClippingIsGradualReadOnTheLossAndParame
     EXPECT_EQ(blowup->cause.find("stable baseline"), std::string::npos) << blowup->cause;
     EXPECT_NE(blowup->cause.find("the loss rose x"), std::string::npos) << blowup->cause;
     EXPECT_NE(blowup->cause.find("parameter norm x"), std::string::npos) << blowup->cause;
+    // The growth is the loss's, measured there (issue 51: the trend was drawn on the gradient-norm
+    // plot with the loss's slope, above almost every point): the fitted line passes through the
+    // loss where the climb began and where it ended.
+    EXPECT_EQ(blowup->evidence.series, "scalars/loss");
+    ASSERT_TRUE(blowup->evidence.baseline && blowup->evidence.growthDecadesPerStep);
+    auto trendAt = [&](double step) {
+        return *blowup->evidence.baseline *
+               std::pow(10.0, *blowup->evidence.growthDecadesPerStep * (step - double(blowup->onsetStep)));
+    };
+    for (int64_t step : {blowup->onsetStep + 10, int64_t(640)}) {
+        const double ratio = trendAt(double(step)) / run.loss[size_t(step)];
+        EXPECT_GT(ratio, 0.7) << "at step " << step;
+        EXPECT_LT(ratio, 1.4) << "at step " << step;
+    }
 }
