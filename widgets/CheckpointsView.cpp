@@ -113,9 +113,29 @@ void CheckpointsView::chooseStepNear(qint64 step)
     for (int i = 0; i < m_step->count(); ++i)
         if (m_step->itemData(i).toLongLong() <= step)
             best = i;
-    if (best >= 0 && m_step->itemData(best).toLongLong() != m_shownStep) {
-        m_step->setCurrentIndex(best);
-        const qint64 wanted = m_step->itemData(best).toLongLong();
+    showIndex(best);
+}
+
+void CheckpointsView::showCheckpoint(qint64 step, const QString& why)
+{
+    const int index = m_step->findData(step);
+    if (index < 0)
+        return;
+    m_reason = why;
+    m_reasonStep = step;
+    if (m_step->itemData(index).toLongLong() == m_shownStep) {
+        if (m_model->rowCount() > 0)
+            m_status->setText(summary());
+        return;
+    }
+    showIndex(index);
+}
+
+void CheckpointsView::showIndex(int index)
+{
+    if (index >= 0 && m_step->itemData(index).toLongLong() != m_shownStep) {
+        m_step->setCurrentIndex(index);
+        const qint64 wanted = m_step->itemData(index).toLongLong();
         // The old checkpoint's rows would read as the new one's while the child reads the file.
         m_shownStep = wanted;
         m_model->setTensors({});
@@ -206,6 +226,8 @@ QString CheckpointsView::summary() const
         buffers += batchnorm::isRunningStatisticName(t.stats.name);
     }
     QString text = tr("Step %1: %2 tensors (%3 BatchNorm buffers), %4 flagged").arg(m_shownStep).arg(m_model->rowCount()).arg(buffers).arg(bad);
+    if (m_reasonStep == m_shownStep && !m_reason.isEmpty())
+        text += tr(" — %1").arg(m_reason);
     if (!m_optimizerModel->optimizer().summary.path.empty())
         text += tr("; optimizer state: %1 of %2 parameters flagged")
                     .arg(m_optimizerModel->optimizer().flaggedCount())

@@ -33,6 +33,10 @@ public:
     void follow(const RunContext* context);
     void setCheckpointSteps(const std::vector<qint64>& steps);
     void chooseStepNear(qint64 step);
+    // Shows checkpoint `step`, saying `why` beside its figures (an incident's damage first seen in
+    // it: core/scan/IncidentCheckpoint); another step chosen afterwards drops the reason.
+    void showCheckpoint(qint64 step, const QString& why);
+    qint64 shownStep() const { return m_shownStep; }
     // Drops everything of the run shown (RunContext::runClosed).
     void clear();
     void setTensors(qint64 step, const std::vector<CheckpointTensor>& tensors, const QString& error);
@@ -64,8 +68,11 @@ private:
     OptimizerStateModel* m_optimizerModel = nullptr;
     QSortFilterProxyModel* m_optimizerSorted = nullptr;
     qint64 m_shownStep = -1;
+    qint64 m_reasonStep = -1; // the step m_reason is said of
+    QString m_reason;
 
     void clearOptimizer();
+    void showIndex(int index);
 };
 
 } // namespace nanscope

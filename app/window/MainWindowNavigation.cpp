@@ -6,6 +6,7 @@
 
 #include "core/run/LayerNames.h"
 #include "core/run/RunFormat.h"
+#include "core/scan/IncidentCheckpoint.h"
 #include "core/scan/LayerHealth.h"
 
 #include "widgets/BatchNormView.h"
@@ -67,6 +68,10 @@ void MainWindow::showIncident(int row)
     m_overview->showStepRange(range.first, range.last);
     m_layerDetail->showStepRange(range.first, range.last); // and the layers shown for it, as they arrive
     selectStep(incident->onsetStep);
+    // The checkpoint that shows it: for damage an onset step wrote into the state, the first one
+    // saved after it (checkpoint N is the state before step N).
+    if (const auto checkpoint = checkpointShowingIncident(*incident, m_context->snapshot().checkpointSteps()))
+        m_checkpoints->showCheckpoint(checkpoint->step, QString::fromStdString(checkpoint->why));
     followPrecursorOf(*incident);
     for (const auto& layer : incident->layers) {
         const QString parameter = parameterForLayer(QString::fromStdString(layer));

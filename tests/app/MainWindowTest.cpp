@@ -4,6 +4,8 @@
 #include "app/window/MainWindow.h"
 #include "core/run/RunReader.h"
 #include "widgets/BatchNormView.h"
+#include "widgets/CheckpointsView.h"
+#include "widgets/TensorStatsModel.h"
 #include "widgets/HeatmapView.h"
 #include "widgets/IncidentModel.h"
 #include "widgets/LayerDetailView.h"
@@ -140,6 +142,37 @@ TEST(MainWindow, PoisonedBatchNormIsShownWhileTheLossLooksFine)
     ASSERT_TRUE(openAndWait(window, test::demoRun("batchnorm-poisoned")));
     EXPECT_TRUE(window.batchNorm()->summary().contains("non-finite from step 200")) << window.batchNorm()->summary().toStdString();
     EXPECT_EQ(window.snapshot().skippedSteps, std::vector<int64_t>{200});
+}
+
+// Issue 51, item 4: selecting the BatchNorm-corruption incident showed checkpoint 200 with "0
+// flagged": checkpoint N is the state before step N, and the buffers step 200's forward poisoned
+// are first in checkpoint 250. The tab shows that one, and says why.
+TEST(MainWindow, ABatchNormIncidentShowsTheFirstCheckpointThatHoldsTheDamage)
+{
+    MainWindow window;
+    QSignalSpy found(&window, &MainWindow::incidentsFound);
+    ASSERT_TRUE(openAndWait(window, test::demoRun("batchnorm-poisoned")));
+    ASSERT_TRUE(found.count() > 0 || found.wait(60000));
+    IncidentModel* model = window.incidentModel();
+    int row = -1;
+    for (int r = 0; r < model->rowCount(); ++r)
+        if (model->index(r, IncidentModel::Kind).data().toString() == "bn_corruption")
+            row = r;
+    ASSERT_GE(row, 0) << "no BatchNorm incident listed";
+    window.showIncident(row);
+    EXPECT_EQ(window.selectedStep(), 200);
+    EXPECT_EQ(window.checkpoints()->shownStep(), 250);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return window.checkpoints()->model()->rowCount() > 0; }, 60000));
+    const QString summary = window.checkpoints()->summary();
+    EXPECT_TRUE(summary.startsWith("Step 250")) << summary.toStdString();
+    EXPECT_FALSE(summary.contains(", 0 flagged")) << summary.toStdString();
+    EXPECT_TRUE(summary.contains("the first checkpoint saved after step 200")) << summary.toStdString();
+    EXPECT_TRUE(summary.contains("checkpoint 200 holds the state before it")) << summary.toStdString();
+
+    window.selectStep(120); // another step chosen: the reason goes with the incident
+    EXPECT_EQ(window.checkpoints()->shownStep(), 100);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return window.checkpoints()->model()->rowCount() > 0; }, 60000));
+    EXPECT_FALSE(window.checkpoints()->summary().contains("first checkpoint saved after"));
 }
 
 // Issue 28, judgement 1: the window's scan and its BatchNorm view judge with the same settings
