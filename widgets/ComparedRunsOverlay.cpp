@@ -99,7 +99,7 @@ void ComparedRunsOverlay::drawOn(SeriesPlot* plot)
     QCustomPlot* custom = plot->plot();
     const std::string series = seriesNameOf(plot);
     QCPGraph* own = custom->graph(0);
-    PlotState state{plot, own->name(), custom->legend->visible()};
+    PlotState state{plot, own->name()};
     bool drewAny = false;
     bool valuesFound = false;
     QCPRange values;
@@ -117,6 +117,7 @@ void ComparedRunsOverlay::drawOn(SeriesPlot* plot)
             y << (std::isfinite(v) && !(logScale && v <= 0) ? v : std::nan(""));
         }
         QCPGraph* graph = custom->addGraph();
+        graph->setProperty(kComparedRunProperty, true);
         graph->setName(runName(comparison.runs[run], run));
         graph->setPen(QPen(runColour(run), 1));
         graph->setAdaptiveSampling(true);
@@ -133,15 +134,8 @@ void ComparedRunsOverlay::drawOn(SeriesPlot* plot)
     if (!drewAny)
         return;
     // The legend names runs: the plot's own series is run A's.
-    own->setName(runName(comparison.runs[0], 0));
-    for (int g = 1; g < plot->ownGraphCount(); ++g) {
-        QCPGraph* ownGraph = custom->graph(g);
-        if (!ownGraph->visible() || ownGraph->dataCount() == 0 || ownGraph->lineStyle() == QCPGraph::lsNone)
-            ownGraph->removeFromLegend();
-    }
-    custom->legend->setVisible(true);
-    custom->legend->setBrush(QColor(255, 255, 255, 200));
-    custom->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+    own->setName(runName(comparison.runs[0], 0)); // the legend (SeriesPlot::updateLegend) names every run
+    plot->updateLegend();
     if (valuesFound)
         includeValues(plot, values);
     m_connections << connect(custom, &QCustomPlot::legendClick, this,
@@ -166,7 +160,7 @@ void ComparedRunsOverlay::clear()
         state.plot->setSeriesName(state.seriesName);
         // A plot emptied meanwhile (its run closed) keeps the legend it was given then.
         if (custom->graph(0)->dataCount() > 0) {
-            custom->legend->setVisible(state.legendVisible);
+            state.plot->updateLegend();
             // The ranges were stretched to the compared runs (a 1e30 loss flattens the rest):
             // back to the open run's own.
             state.plot->resetZoom();

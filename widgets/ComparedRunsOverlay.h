@@ -69,7 +69,6 @@ private:
     {
         QPointer<SeriesPlot> plot;
         QString seriesName;
-        bool legendVisible = false;
     };
     std::vector<PlotState> m_plotStates;
     QList<QMetaObject::Connection> m_connections;

@@ -17,6 +17,7 @@
 #include <QRegularExpression>
 #include <QSaveFile>
 #include <QStandardPaths>
+#include <QToolTip>
 #include <QSvgGenerator>
 #include <QVBoxLayout>
 
@@ -47,6 +48,9 @@ QCPGraph* addMarkerGraph(QCustomPlot* plot, const QString& name, QCPScatterStyle
     graph->setPen(QPen(colour));
     return graph;
 }
+
+// Pixels either side of a mark within which hovering names it.
+constexpr double kMarkHoverPixels = 5;
 
 QColor faint(QColor colour)
 {
@@ -130,6 +134,17 @@ SeriesPlot::SeriesPlot(const QString& title, QWidget* parent)
     m_marked = addMarkerGraph(m_plot, tr("skipped"), QCPScatterStyle::ssDiamond, QColor(120, 120, 120));
     m_checkpoints = addMarkerGraph(m_plot, tr("checkpoint"), QCPScatterStyle::ssStar, QColor(16, 120, 200));
     m_ownGraphCount = m_plot->graphCount();
+    // The legend names every glyph drawn (updateLegend), in rows of four at the top left: incident
+    // labels sit at the right, where runs end.
+    m_plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
+    m_plot->legend->setWrap(4);
+    m_plot->legend->setBrush(QColor(255, 255, 255, 200));
+    m_plot->legend->setIconSize(14, 10);
+    QFont legendFont = font();
+    legendFont.setPointSizeF(std::max(6.0, legendFont.pointSizeF() * 0.85));
+    m_plot->legend->setFont(legendFont);
+    m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+    connect(m_plot, &QCustomPlot::beforeReplot, this, &SeriesPlot::updateLegend);
 
     m_stepCursor = new QCPItemStraightLine(m_plot);
     m_stepCursor->setPen(QPen(QColor(234, 88, 12), 1.5));
@@ -142,7 +157,18 @@ SeriesPlot::SeriesPlot(const QString& title, QWidget* parent)
     // Every replot (zoom, pan, resize) lays the incident labels out again against the right edge.
     connect(m_plot, &QCustomPlot::afterLayout, this, &SeriesPlot::placeBandLabels);
     connect(m_plot, &QCustomPlot::customContextMenuRequested, this, &SeriesPlot::showContextMenu);
-    connect(m_plot, &QCustomPlot::mouseMove, this, [this](QMouseEvent* event) { updateHover(event->position().x()); });
+    connect(m_plot, &QCustomPlot::mouseMove, this, [this](QMouseEvent* event) {
+        updateHover(event->position().x());
+        // Over a mark: what happened there, at that step (the plot's own tooltip says the gestures).
+        const double x = event->position().x();
+        const double step = m_plot->xAxis->pixelToCoord(x);
+        const double tolerance = std::abs(m_plot->xAxis->pixelToCoord(x + kMarkHoverPixels) - step);
+        const QStringList marks = marksNear(step, tolerance);
+        if (!marks.isEmpty())
+            QToolTip::showText(event->globalPosition().toPoint(), marks.join("\n"), m_plot,
+                               QRect(event->position().toPoint() - QPoint(int(kMarkHoverPixels), 200),
+                                     QSize(2 * int(kMarkHoverPixels), 400)));
+    });
     // Ctrl+drag draws a box to zoom into, steps and values; a plain drag keeps panning the steps.
     // (QCustomPlot emits mousePress before it decides between a drag and a selection box.)
     QStringList gestures;
@@ -189,7 +215,6 @@ void SeriesPlot::clear()
     m_overlaySteps.clear();
     m_overlayData.clear();
     m_overlay->setVisible(false);
-    m_plot->legend->setVisible(false);
     setMarkedSteps({}, m_marked->name());
     setCheckpointSteps({});
     clearBands();
@@ -218,12 +243,6 @@ void SeriesPlot::setOverlay(const QString& name, const std::vector<int64_t>& ste
     m_overlaySteps = steps;
     m_overlayData = values;
     m_overlay->setVisible(!steps.empty());
-    m_plot->legend->setVisible(!steps.empty());
-    m_plot->legend->setBrush(QColor(255, 255, 255, 200));
-    // Top left: incident labels sit at the right, where runs end.
-    m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
-    for (QCPGraph* g : {m_nanMarkers, m_posInfMarkers, m_negInfMarkers, m_marked, m_trend, m_checkpoints})
-        g->removeFromLegend();
     applyData();
 }
 
@@ -410,6 +429,61 @@ void SeriesPlot::clearBands()
     m_trend->data()->clear();
 }
 
+QStringList SeriesPlot::marksNear(double step, double tolerance) const
+{
+    const QString series = m_values->name();
+    const std::vector<std::pair<const QCPGraph*, QString>> marks{
+        {m_nanMarkers, tr("%1 is NaN").arg(series)},
+        {m_posInfMarkers, tr("%1 is +Inf").arg(series)},
+        {m_negInfMarkers, tr("%1 is -Inf").arg(series)},
+        {m_marked, m_marked->name() == tr("skipped") ? tr("optimizer step skipped") : m_marked->name()},
+        {m_checkpoints, tr("checkpoint saved (the weights this step's forward ran on)")},
+    };
+    QStringList lines;
+    for (const auto& [graph, what] : marks) {
+        const auto data = graph->data();
+        for (auto it = data->findBegin(step - tolerance, false); it != data->end() && it->key <= step + tolerance; ++it)
+            if (std::abs(it->key - step) <= tolerance)
+                lines << tr("step %1: %2").arg(qint64(std::llround(it->key))).arg(what);
+    }
+    return lines;
+}
+
+void SeriesPlot::updateLegend()
+{
+    // Every glyph drawn is named (issue 51: checkpoints, captures, skipped steps and +Inf marks
+    // were explained nowhere); a plot of one line without marks needs no legend.
+    int entries = 0;
+    bool beyondTheLine = false;
+    for (int i = 0; i < m_plot->graphCount(); ++i) {
+        QCPGraph* graph = m_plot->graph(i);
+        // A compared run's line keeps its entry while hidden, greyed, to be clicked back
+        // (ComparedRunsOverlay): so does the plot's own line, run A's, then.
+        const bool comparedRun = graph->property(kComparedRunProperty).toBool();
+        const bool raw = graph == m_rawValues || graph == m_rawOverlay;
+        const bool kept = comparedRun || graph == m_values;
+        if (!raw && (graph->visible() || kept) && graph->dataCount() > 0 && !graph->name().isEmpty()) {
+            graph->addToLegend();
+            ++entries;
+            beyondTheLine = beyondTheLine || graph != m_values;
+        } else {
+            graph->removeFromLegend();
+        }
+    }
+    m_plot->legend->setVisible(entries > 1 && beyondTheLine);
+}
+
+QStringList SeriesPlot::legendNames() const
+{
+    QStringList names;
+    if (!m_plot->legend->visible())
+        return names;
+    for (int i = 0; i < m_plot->legend->itemCount(); ++i)
+        if (auto* item = qobject_cast<QCPPlottableLegendItem*>(m_plot->legend->item(i)))
+            names << item->plottable()->name();
+    return names;
+}
+
 void SeriesPlot::setTrendLine(const std::vector<double>& steps, const std::vector<double>& values)
 {
     m_trend->setData(QVector<double>(steps.begin(), steps.end()), QVector<double>(values.begin(), values.end()));
@@ -490,6 +564,14 @@ void SeriesPlot::showReadoutAt(double step)
         if (m_overlaySteps[overlayRow] != m_steps[row])
             text += tr(" (step %1)").arg(m_overlaySteps[overlayRow]);
     }
+    // The marks at that very step, named (a checkpoint, a skipped step).
+    QStringList marks;
+    for (const QString& line : marksNear(double(m_steps[row]), 0.5))
+        if (!line.contains(QLatin1String(" is NaN")) && !line.contains(QLatin1String(" is +Inf")) &&
+            !line.contains(QLatin1String(" is -Inf"))) // the value says so already
+            marks << line.section(": ", 1);
+    if (!marks.isEmpty())
+        text += QString("   \u2014 %1").arg(marks.join("; "));
     m_readout->setText(text);
     m_hoverLine->point1->setCoords(double(m_steps[row]), 0);
     m_hoverLine->point2->setCoords(double(m_steps[row]), 1);

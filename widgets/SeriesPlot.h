@@ -27,6 +27,10 @@ class StepAxis;
 // get a marker at the foot. Hovering shows the exact value under the cursor. With smoothing on,
 // the smoothed line is drawn over the raw series, which stays faint behind it. A drag pans the
 // steps; Ctrl+drag zooms into a box of steps and values.
+// Set on a graph another view draws for a compared run (ComparedRunsOverlay), which keeps its legend
+// entry while it is hidden.
+inline constexpr const char* kComparedRunProperty = "nanscopeComparedRun";
+
 class SeriesPlot : public QWidget
 {
     Q_OBJECT
@@ -79,6 +83,11 @@ public:
     // dotted line there (what hovering does; linked plots show the same step).
     void showReadoutAt(double step);
     QString readoutText() const;
+    // What the marks within `tolerance` steps of `step` say, one line each ("step 200: optimizer
+    // step skipped"): the tooltip over a mark and the end of the hover readout. Empty when none.
+    QStringList marksNear(double step, double tolerance) const;
+    // The names the legend shows, in its order (empty when it is hidden).
+    QStringList legendNames() const;
 
     // Writes the series as CSV: a header `step,value,smoothed`, then one row per logged step,
     // non-finite values as nan, inf, -inf. False with `error` set when the file cannot be written.
@@ -97,12 +106,16 @@ public:
     QCustomPlot* plot() const { return m_plot; }
     // Saves as PNG, SVG or PDF by the file's extension.
     bool exportTo(const QString& path, int width = 1200, int height = 500);
+    // Names every glyph drawn in the legend, shown when there is more than the line (each replot
+    // does this; a view that added graphs calls it to have the legend now).
+    void updateLegend();
 
 signals:
     void stepClicked(qint64 step);
     void stepRangeChanged(double lower, double upper);
     // The cursor is over this step, for linked plots to show their values there.
     void hovered(double step);
+
 
 private:
     // `fitSteps`: zoom the step axis out to the data (new data); false keeps the user's zoom
