@@ -32,6 +32,7 @@
 #include <QDropEvent>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QMessageBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenuBar>
@@ -363,18 +364,9 @@ void MainWindow::openRun(const QString& path)
     // itself: its folder may hold other runs' logs.
     const QFileInfo given(path);
     const QString directory = given.isFile() && given.fileName() == runformat::kLogFileName ? given.absolutePath() : path;
-    // Compared runs belong to the run they were compared with: opening another run closes them
-    // (a reload of the same run compares them with it again).
-    const QString shown = m_context->hasRun() ? snapshot().directory : QString();
-    if (!shown.isEmpty() && QFileInfo(shown).absoluteFilePath() != QFileInfo(directory).absoluteFilePath())
-        m_comparedRuns->closeRuns();
-    // The run on screen goes now: nothing of it may stay beside the one being opened.
-    m_context->close();
-    showIncidentTableOrNone(false); // the next run's scan decides
+    // The run on screen stays until the new one has opened (onLoaded): an open that fails leaves
+    // it as it was, compared runs and all.
     m_loadingDirectory = directory;
-    m_grewSinceOpen = false;
-    m_replayStepDefaulted = false;
-    m_scanError.clear();
     m_statusRun->setText(tr("Loading %1\u2026").arg(directory));
     emit openRequested(directory);
 }
@@ -394,6 +386,32 @@ void MainWindow::onLoaded(const RunSnapshot& snapshot)
     if (QFileInfo(snapshot.directory) != QFileInfo(m_loadingDirectory) && !m_loadingDirectory.isEmpty())
         return; // an open the user has since replaced
     m_loadingDirectory.clear();
+    if (!snapshot.error.isEmpty() && m_context->hasRun()) {
+        // A failed open keeps the run shown (issue 51: it was thrown away, and the incident table
+        // kept its rank column): say what failed, and go on showing it.
+        const RunSnapshot& shown = this->snapshot();
+        updateStatus(); // "Loading ..." gives way to the shown run's line again
+        const QString message = tr("Cannot open %1: %2\n\nStill showing %3.").arg(snapshot.directory, snapshot.error,
+                                                                               shown.directory);
+        statusBar()->showMessage(tr("Cannot open %1; still showing %2").arg(snapshot.directory, shown.directory), 15000);
+        m_openFailure = message;
+        auto* box = new QMessageBox(QMessageBox::Warning, tr("Cannot open this run"), message, QMessageBox::Ok, this);
+        box->setAttribute(Qt::WA_DeleteOnClose);
+        box->open();
+        emit runLoaded(false);
+        m_screenshot->runFailed();
+        return;
+    }
+    // Compared runs belong to the run they were compared with: another run closes them (a reload
+    // of the same run compares them with it again).
+    const QString shown = m_context->hasRun() ? this->snapshot().directory : QString();
+    if (!shown.isEmpty() && QFileInfo(shown).absoluteFilePath() != QFileInfo(snapshot.directory).absoluteFilePath())
+        m_comparedRuns->closeRuns();
+    showIncidentTableOrNone(false); // the run's scan decides
+    m_grewSinceOpen = false;
+    m_replayStepDefaulted = false;
+    m_scanError.clear();
+    m_openFailure.clear();
     m_context->setRun(snapshot);
     if (!snapshot.error.isEmpty()) {
         m_errorLabel->setText(tr("Cannot open this run.\n\n%1").arg(snapshot.error));

@@ -70,6 +70,8 @@ public:
     BatchNormView* batchNorm() const { return m_batchNorm; }
     ReplayView* replay() const { return m_replay; }
     CheckpointsView* checkpoints() const { return m_checkpoints; }
+    // Why the last open failed, while the run shown before stayed (empty after a good open).
+    QString openFailure() const { return m_openFailure; }
     // Replays a step (with the replay view's precision and mode) in a child process.
     void runReplay(const ReplayRequest& request);
     // The nanscope executable that replays (default: this program; tests point it elsewhere).
@@ -198,6 +200,7 @@ private:
     bool m_replayStepDefaulted = false; // the replay pane was set to the worst incident's step
 
     QString m_loadingDirectory; // the run asked for, until it has loaded or failed
+    QString m_openFailure;      // why the last open failed while another run stayed shown
     // An incident chosen on another rank, until that rank's run and the scan have arrived.
     std::optional<Incident> m_incidentAfterRankSwitch;
     // The precursor of the incident shown (its evidence series: "activations/logits",

@@ -66,24 +66,26 @@ ProgressCallback RunSession::progressCallback(const QString& what)
 void RunSession::open(const QString& directory)
 {
     m_cancelled = false;
-    m_directory = directory;
-    m_following = false;
-    m_failedPolls = 0;
-    m_reader.reset();
-    m_wholeRunScan.reset();
-    if (m_recomputeTimer)
-        m_recomputeTimer->stop();
     emit progress(0, tr("Opening %1").arg(directory));
     RunSnapshot snapshot;
     snapshot.directory = directory;
     auto reader = openRun(directory.toStdString(), progressCallback(tr("Reading %1").arg(directory)));
     if (!reader) {
+        // The run shown before (if any) stays open and followed: a failed open changes nothing
+        // but the message (the window keeps showing that run).
         snapshot.error = QString::fromStdString(reader.error());
         emit progress(100, QString());
         emit loaded(snapshot);
-        announceRanks(); // none: a multi-rank run shown before hides its controls
+        if (!m_reader)
+            announceRanks(); // none: nothing is shown
         return;
     }
+    m_directory = directory;
+    m_following = false;
+    m_failedPolls = 0;
+    m_wholeRunScan.reset();
+    if (m_recomputeTimer)
+        m_recomputeTimer->stop();
     m_reader = std::move(*reader);
     showFirstBadRank();
     snapshot = buildSnapshot();

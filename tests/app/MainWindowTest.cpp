@@ -78,6 +78,37 @@ TEST(MainWindow, BrokenRunShowsAnErrorPanelNamingTheFile)
     EXPECT_TRUE(window.errorText().contains("trainer_state.json"));
 }
 
+// Issue 51, item 8: opening a folder that is not a run threw away the run that was open. It stays,
+// with its incidents, and the window says what failed.
+TEST(MainWindow, AFailedOpenLeavesTheOpenRunAsItWas)
+{
+    MainWindow window;
+    QSignalSpy found(&window, &MainWindow::incidentsFound);
+    const QString run = test::demoRun("sudden-blowup");
+    ASSERT_TRUE(openAndWait(window, run));
+    ASSERT_TRUE(found.count() > 0 || found.wait(60000));
+    const int incidents = window.incidentModel()->rowCount();
+    ASSERT_GT(incidents, 0);
+    window.selectStep(231);
+
+    QTemporaryDir notARun;
+    QSignalSpy loaded(&window, &MainWindow::runLoaded);
+    window.openRun(notARun.path());
+    ASSERT_TRUE(loaded.wait(30000));
+    EXPECT_FALSE(loaded.first().first().toBool());
+    EXPECT_EQ(QFileInfo(window.snapshot().directory), QFileInfo(run)) << "the shown run is still the open one";
+    EXPECT_EQ(window.incidentModel()->rowCount(), incidents);
+    EXPECT_EQ(window.selectedStep(), 231) << "and its selection";
+    EXPECT_GT(window.overview()->plot("loss")->plot()->graph(0)->dataCount(), 0) << "its plots are still drawn";
+    EXPECT_TRUE(window.openFailure().contains(notARun.path())) << window.openFailure().toStdString();
+    EXPECT_TRUE(window.openFailure().contains("no training run found")) << window.openFailure().toStdString();
+
+    // A good open afterwards replaces it, and clears the failure.
+    ASSERT_TRUE(openAndWait(window, test::demoRun("healthy")));
+    EXPECT_EQ(window.snapshot().info.runName, "healthy");
+    EXPECT_TRUE(window.openFailure().isEmpty());
+}
+
 // A file manager hands over the run.h5 it was opened on (nanscope.desktop's %f): the window opens
 // the run directory around it, where its checkpoints and batches are.
 TEST(MainWindow, OpeningARunH5OpensItsRunDirectory)
