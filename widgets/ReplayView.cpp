@@ -131,7 +131,18 @@ void ReplayView::requestReplay()
     // A triage of another step is no context for this replay: it would sit above its results.
     if (m_triage.evidence.step != request().step || m_triageRunning)
         dropTriage();
-    emit replayRequested(request());
+    m_requested = request();
+    emit replayRequested(m_requested);
+}
+
+std::optional<ReplayReport> ReplayView::replayAsTrained() const
+{
+    // As the report replays: training mode, the run's own precision, every layer's ops.
+    const bool asTrained = m_requested.step >= 0 && m_report.result.step == m_requested.step && !m_requested.eval &&
+                           m_requested.dtype.isEmpty() && m_requested.layerPrefix.isEmpty();
+    if (!asTrained || !m_report.error.isEmpty())
+        return std::nullopt;
+    return m_report;
 }
 
 void ReplayView::dropTriage()
@@ -349,6 +360,7 @@ QString ReplayView::triageText() const
 void ReplayView::clear()
 {
     dropTriage();
+    m_requested = ReplayRequest();
     m_report = ReplayReport();
     m_model->setReport(m_report);
     fitColumns();

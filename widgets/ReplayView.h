@@ -4,6 +4,8 @@
 
 #include <QWidget>
 
+#include <optional>
+
 class QCheckBox;
 class QComboBox;
 class QLabel;
@@ -51,6 +53,9 @@ public:
 
     ReplayRequest request() const;
     const ReplayReport& report() const { return m_report; }
+    // The replay shown, when it ran as the report replays (training mode, as trained, no layer
+    // filter): the report reuses it rather than replaying that step again.
+    std::optional<ReplayReport> replayAsTrained() const;
     ReplayOpModel* model() const { return m_model; }
     QString summaryText() const;
     QString triageText() const;
@@ -84,6 +89,7 @@ private:
     QTableView* m_table = nullptr;
     ReplayOpModel* m_model = nullptr;
     ReplayReport m_report;
+    ReplayRequest m_requested; // what the replay shown (or running) was asked with
     TriageReport m_triage;
     bool m_triageRunning = false; // "Triaging step N..." is on screen
 };

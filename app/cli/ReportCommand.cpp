@@ -1,8 +1,11 @@
 #include "app/children/ChildProgram.h"
 #include "app/cli/CliSupport.h"
+#include "app/codecs/ReplayJson.h"
 #include "app/codecs/ScanSettingsFile.h"
 #include "app/report/IncidentReport.h"
 #include "app/cli/Subcommands.h"
+
+#include <QFile>
 
 namespace nanscope::cli {
 
@@ -23,6 +26,9 @@ int runReport(const QStringList& arguments)
                                         "error (the window's progress bar reads them)."});
     parser.addOption({"rank", "In a multi-rank run, replay and triage on rank N's saved steps (default: each "
                               "incident on the rank it was found on).", "N"});
+    parser.addOption({"replayed", "A replay of one of RUN's steps already run (`nanscope replay --json` output, as "
+                                  "trained, training mode): the report uses it for that step instead of replaying it "
+                                  "again. May be given more than once.", "FILE"});
     parser.addOption({"config", "Scan settings from FILE (JSON object or INI key = value; see `nanscope scan --help`): "
                                 "the scan and the BatchNorm judgement use them.", "FILE"});
     int code = 0;
@@ -38,6 +44,17 @@ int runReport(const QStringList& arguments)
         options.rank = parser.value("rank").toInt(&ok);
         if (!ok || options.rank < 0)
             return fail("--rank takes a rank number, not '" + parser.value("rank") + "'");
+    }
+    for (const QString& file : parser.values("replayed")) {
+        QFile in(file);
+        if (!in.open(QIODevice::ReadOnly))
+            return fail(file + ": cannot read it (" + in.errorString() + ")");
+        ReplayReport known = parseReplayJson(in.readAll());
+        if (!known.error.isEmpty())
+            return fail(file + ": not a replay (" + known.error + ")");
+        if (known.mode != "train")
+            return fail(file + ": a replay in " + known.mode + " mode; the report replays in training mode");
+        options.replayed.push_back(std::move(known));
     }
     if (parser.isSet("config")) {
         QString error;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "widgets/ViewData.h"
 #include "core/Progress.h"
 #include "core/Result.h"
 #include "core/scan/ScanConfig.h"
@@ -23,6 +24,10 @@ struct IncidentReportOptions
     int rank = -1;
     // The settings the run is scanned and its BatchNorm buffers judged with (`--config FILE`).
     ScanConfig scanConfig;
+    // Replays already run of this run's steps, as trained and in training mode (the window's
+    // replay pane, `--replayed FILE`): a critical incident at one of their steps uses it instead of
+    // replaying again.
+    std::vector<ReplayReport> replayed;
 };
 
 // Writes the incident report of a run: a run summary, an incident timeline, and for each

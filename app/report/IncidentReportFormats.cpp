@@ -128,6 +128,27 @@ QString replaySummary(const IncidentSection& s)
     return out;
 }
 
+QString batchNormText(const BatchNormState& s);
+
+// The BatchNorm state of the run, said once (issue 51: a 20-layer list was repeated in every
+// incident): each damaged layer, then how many stayed finite. Empty when no buffers were logged.
+QStringList batchNormLines(const std::vector<BatchNormState>& layers)
+{
+    QStringList lines;
+    int healthy = 0;
+    for (const auto& s : layers) {
+        if (s.nonfiniteFrom < 0 && s.collapsedAt < 0)
+            ++healthy;
+        else
+            lines << batchNormText(s);
+    }
+    if (healthy > 0)
+        lines << (lines.isEmpty() ? QObject::tr("all %1 normalisation layer(s): running statistics finite throughout").arg(healthy)
+                                  : QObject::tr("the other %1 normalisation layer(s): running statistics finite throughout")
+                                        .arg(healthy));
+    return lines;
+}
+
 QString batchNormText(const BatchNormState& s)
 {
     if (s.nonfiniteFrom >= 0)
@@ -215,6 +236,11 @@ QString toMarkdown(const ReportContent& c)
     }
     if (c.scan.incidents.empty())
         md += "| - | no incident | | | | |\n";
+    md += "\n## BatchNorm state\n\n";
+    {
+        const QStringList bn = batchNormLines(c.batchNorm);
+        md += bn.isEmpty() ? QString("No normalisation buffers logged.\n") : "- " + bn.join("\n- ") + "\n";
+    }
     int n = 0;
     for (const auto& s : c.critical) {
         const Incident& i = s.incident;
@@ -223,10 +249,6 @@ QString toMarkdown(const ReportContent& c)
             md += QString("- **Pattern:** %1\n").arg(toString(*i.pattern));
         md += QString("- **Evidence:** %1\n").arg(evidenceText(i.evidence));
         md += QString("- **First bad layer:** %1\n").arg(i.layers.empty() ? QString("-") : QString("`%1`").arg(text(i.layers.front())));
-        QStringList bn;
-        for (const auto& b : c.batchNorm)
-            bn << batchNormText(b);
-        md += QString("- **BatchNorm:** %1\n").arg(bn.isEmpty() ? QString("no normalisation buffers logged") : bn.join("; "));
         md += QString("- **Replay:** %1\n").arg(replaySummary(s));
         if (const QStringList triage = triageLines(s); !triage.isEmpty())
             md += QString("- **Triage:** %1\n").arg(triage.join("\n  - "));
@@ -272,7 +294,9 @@ QString toHtml(const ReportContent& c, const std::function<QString(const Plot&)>
             layers << esc(text(i.layers[k]));
         if (i.layers.size() > kLayersInTimeline)
             layers << QString("+%1 more").arg(i.layers.size() - kLayersInTimeline);
-        h += QString("<tr><td class='%1'>%1</td><td>%2</td><td>%3</td><td>%4</td>%5<td>%6</td><td>%7</td></tr>")
+        // The kind is one word with underscores: never wrapped mid-word (the PDF wrapped "bn_corruptio/n").
+        h += QString("<tr><td class='%1'>%1</td><td nowrap style='white-space:nowrap'>%2</td><td>%3</td><td>%4</td>%5"
+                     "<td>%6</td><td>%7</td></tr>")
                  .arg(toString(i.severity), toString(i.kind), i.pattern ? toString(*i.pattern) : "")
                  .arg(i.onsetStep)
                  .arg(ranks ? QString("<td>%1</td>").arg(rankText(i)) : QString())
@@ -282,21 +306,28 @@ QString toHtml(const ReportContent& c, const std::function<QString(const Plot&)>
     if (c.scan.incidents.empty())
         h += "<tr><td colspan='6'>No incident: the run looks healthy.</td></tr>";
     h += "</table>";
+    h += "<h2>BatchNorm state</h2><p>";
+    {
+        QStringList escaped;
+        for (const QString& line : batchNormLines(c.batchNorm))
+            escaped << esc(line);
+        h += escaped.isEmpty() ? QString("No normalisation buffers logged.") : escaped.join("<br>");
+    }
+    h += "</p>";
     int n = 0;
     for (const auto& s : c.critical) {
         const Incident& i = s.incident;
         h += QString("<h2>%1. %2 at step %3</h2>").arg(++n).arg(toString(i.kind)).arg(i.onsetStep);
         if (s.plotIndex >= 0)
-            h += QString("<p><img src='%1' width='%2'></p>").arg(imageSource(c.plots[size_t(s.plotIndex)])).arg(imageWidth);
+            h += QString("<p><img src='%1' width='%2'><br><i>%3</i></p>")
+                     .arg(imageSource(c.plots[size_t(s.plotIndex)]))
+                     .arg(imageWidth)
+                     .arg(esc(c.plots[size_t(s.plotIndex)].caption));
         h += "<dl>";
         if (i.pattern)
             h += QString("<dt>Pattern</dt><dd>%1</dd>").arg(toString(*i.pattern));
         h += QString("<dt>Evidence</dt><dd>%1</dd>").arg(esc(evidenceText(i.evidence)));
         h += QString("<dt>First bad layer</dt><dd><code>%1</code></dd>").arg(i.layers.empty() ? QString("-") : esc(text(i.layers.front())));
-        QStringList bn;
-        for (const auto& b : c.batchNorm)
-            bn << esc(batchNormText(b));
-        h += QString("<dt>BatchNorm state</dt><dd>%1</dd>").arg(bn.isEmpty() ? QString("no normalisation buffers logged") : bn.join("<br>"));
         h += QString("<dt>Replay</dt><dd>%1</dd>").arg(esc(replaySummary(s)));
         if (const QStringList triage = triageLines(s); !triage.isEmpty()) {
             QStringList escaped;

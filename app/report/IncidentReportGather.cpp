@@ -19,6 +19,7 @@
 #include <QDateTime>
 #include <QFileInfo>
 
+#include <algorithm>
 #include <cmath>
 
 namespace nanscope::report {
@@ -35,10 +36,34 @@ QImage renderPlot(const QString& title, const std::string& dataset, const std::v
     plot.resize(1000, 320);
     plot.setLogScale(logScale);
     plot.setSeries(steps, values);
-    markIncidents(plot, incidents, true, QString::fromStdString(rf::scalarSeries(dataset)));
+    // A printed plot has no readout to hover: its axes say what they show.
+    plot.plot()->xAxis->setLabel(QObject::tr("step"));
+    plot.plot()->yAxis->setLabel(plot.logScale() ? QObject::tr("%1 (log scale)").arg(title) : title);
+    markIncidents(plot, incidents, true, QString::fromStdString(dataset.find('/') == std::string::npos
+                                                                    ? rf::scalarSeries(dataset)
+                                                                    : dataset));
     if (to > from)
         plot.setStepRange(from, to);
     return plot.plot()->toPixmap(1000, 300).toImage();
+}
+
+// A normalisation layer's column of /buffers ("running_var_min", "nonfinite") with its steps: what a
+// BatchNorm incident is seen in (its gradient norm looks healthy). Empty when not logged.
+std::pair<std::vector<int64_t>, std::vector<double>> bufferSeries(const RunSource& reader, const std::string& layer,
+                                                                  const std::string& dataset)
+{
+    const TableInfo* buffers = reader.table(rf::kBuffers);
+    if (!buffers)
+        return {};
+    const auto column = std::find(buffers->names.begin(), buffers->names.end(), layer);
+    if (column == buffers->names.end())
+        return {};
+    auto values = reader.readColumn(rf::kBuffers, dataset, int64_t(column - buffers->names.begin()));
+    if (!values)
+        return {};
+    std::vector<int64_t> steps = reader.steps(rf::kBuffers);
+    steps.resize(std::min(steps.size(), values->size()));
+    return {steps, std::vector<double>(values->begin(), values->begin() + std::ptrdiff_t(steps.size()))};
 }
 
 } // namespace
@@ -130,12 +155,27 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
         section.incident = incident;
         const StepRange range = incidentViewRange(incident, c.firstStep, c.lastStep);
         section.plotIndex = int(c.plots.size());
-        // An incident measured on the loss (a divergence) is drawn on the loss, with its trend.
+        // An incident measured on the loss (a divergence) is drawn on the loss, with its trend; one
+        // seen in a normalisation layer's buffers on those buffers (issue 51: the BatchNorm section
+        // drew the gradient norm, which looks healthy).
         const bool onLoss = !haveGrad || (incident.evidence.series == rf::scalarSeries("loss") && !loss.empty());
-        c.plots.push_back({QString("incident%1.png").arg(c.critical.size() + 1),
-                           QObject::tr("%1 at step %2").arg(toString(incident.kind)).arg(incident.onsetStep),
-                           renderPlot(onLoss ? "loss" : "grad norm", onLoss ? "loss" : "grad_norm", steps,
-                                      onLoss ? loss : gradNorm, {incident}, true, range.first, range.last)});
+        const QString caption = QObject::tr("%1 at step %2").arg(toString(incident.kind)).arg(incident.onsetStep);
+        const std::string& evidence = incident.evidence.series;
+        std::pair<std::vector<int64_t>, std::vector<double>> buffers;
+        if (evidence.rfind(std::string(rf::kBuffers) + "/", 0) == 0 && !incident.layers.empty())
+            buffers = bufferSeries(reader, incident.layers.front(), evidence.substr(evidence.find('/') + 1));
+        if (!buffers.first.empty()) {
+            const std::string dataset = evidence.substr(evidence.find('/') + 1);
+            const QString title = text(incident.layers.front() + " " + dataset);
+            c.plots.push_back({QString("incident%1.png").arg(c.critical.size() + 1), caption + ": " + title,
+                               renderPlot(title, evidence, buffers.first, buffers.second, {incident},
+                                          dataset != rf::column::kNonfinite, range.first, range.last)});
+        } else {
+            c.plots.push_back({QString("incident%1.png").arg(c.critical.size() + 1),
+                               caption + ": " + (onLoss ? QObject::tr("loss") : QObject::tr("gradient norm")),
+                               renderPlot(onLoss ? "loss" : "grad norm", onLoss ? "loss" : "grad_norm", steps,
+                                          onLoss ? loss : gradNorm, {incident}, true, range.first, range.last)});
+        }
         // Replay the incident's own step when it was saved: the onset, else the first NaN.
         std::vector<int64_t> candidates{incident.onsetStep};
         if (incident.nonfiniteStep)
@@ -149,13 +189,19 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
             if (options.replay && std::count(replayable.begin(), replayable.end(), step)) {
                 section.replayed = true;
                 section.replayStep = step;
-                // A user's model runs here: in a child, bounded in time, so a crash or a hang
-                // becomes a line of the report instead of the report's end.
-                const ChildOutcome outcome = ChildProgram::runAndWait(
-                    options.program.isEmpty() ? nanscopeProgram() : options.program,
-                    QStringList{"replay", runDirectory, "--step", QString::number(step), "--json", "--bisect"} + onRank,
-                    600000);
-                section.replay = replayReportFrom(outcome, step);
+                const auto known = std::find_if(options.replayed.begin(), options.replayed.end(),
+                                                [&](const ReplayReport& r) { return r.result.step == step; });
+                if (known != options.replayed.end() && rank < 0) {
+                    section.replay = *known; // the user has just replayed it: not again
+                } else {
+                    // A user's model runs here: in a child, bounded in time, so a crash or a hang
+                    // becomes a line of the report instead of the report's end.
+                    const ChildOutcome outcome = ChildProgram::runAndWait(
+                        options.program.isEmpty() ? nanscopeProgram() : options.program,
+                        QStringList{"replay", runDirectory, "--step", QString::number(step), "--json", "--bisect"} + onRank,
+                        600000);
+                    section.replay = replayReportFrom(outcome, step);
+                }
                 // Is it the batch, the state or both? For the first critical incident only.
                 if (c.critical.empty()) {
                     section.triaged = true;

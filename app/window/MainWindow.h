@@ -5,6 +5,9 @@
 
 #include <QMainWindow>
 #include <QPointer>
+#include <QTemporaryFile>
+
+#include <memory>
 
 #include <optional>
 
@@ -201,6 +204,7 @@ private:
 
     QString m_loadingDirectory; // the run asked for, until it has loaded or failed
     QString m_openFailure;      // why the last open failed while another run stayed shown
+    std::unique_ptr<QTemporaryFile> m_replayForReport; // the pane's replay, handed to the report's child
     // An incident chosen on another rank, until that rank's run and the scan have arrived.
     std::optional<Incident> m_incidentAfterRankSwitch;
     // The precursor of the incident shown (its evidence series: "activations/logits",

@@ -2,6 +2,9 @@
 #include "app/window/MainWindow.h"
 
 #include "app/children/ChildProgram.h"
+#include "app/codecs/ReplayJson.h"
+#include "app/window/RankControls.h"
+#include "widgets/ReplayView.h"
 
 #include <QCloseEvent>
 #include <QDir>
@@ -10,6 +13,7 @@
 #include <QFileDialog>
 #include <QFile>
 #include <QFileInfo>
+#include <QJsonDocument>
 #include <QMenu>
 #include <QMimeData>
 #include <QProgressBar>
@@ -132,6 +136,19 @@ void MainWindow::exportReportTo(const QString& path)
     QStringList arguments{"report", snapshot().directory, "-o", path, "--progress-lines"};
     if (!m_scanSettingsFile.isEmpty())
         arguments << "--config" << m_scanSettingsFile;
+    // The step the user has just replayed is not replayed again (issue 51): the child gets it.
+    m_replayForReport.reset();
+    if (const auto replayed = m_replay->replayAsTrained(); replayed && m_rankControls->shownRank() < 0) {
+        auto file = std::make_unique<QTemporaryFile>(QDir::temp().filePath("nanscope-replay-XXXXXX.json"));
+        ReplayOptions options;
+        options.dtype = replayed->dtype.toStdString();
+        const QByteArray json =
+            QJsonDocument(replayResultToJson(replayed->result, replayed->result.step, options)).toJson(QJsonDocument::Compact);
+        if (file->open() && file->write(json) == json.size() && file->flush()) {
+            arguments << "--replayed" << file->fileName();
+            m_replayForReport = std::move(file);
+        }
+    }
     m_exportChild->start(arguments,
                          [this, path](const ChildOutcome& outcome) {
                              m_exportPath.clear();

@@ -83,6 +83,50 @@ TEST(IncidentReport, MarkdownNamesPatternLayerReplayCauseAndFix)
     EXPECT_TRUE(md.contains("## Environment"));
 }
 
+// Issue 51, item 10: the BatchNorm list was repeated in every incident, the kind column wrapped
+// mid-word in the PDF, and the BatchNorm section plotted the gradient norm, which looks healthy.
+TEST(IncidentReport, TheBatchNormStateIsSaidOnceAndItsIncidentPlotsTheBuffers)
+{
+    QTemporaryDir dir;
+    const QString md = dir.filePath("report.md"), html = dir.filePath("report.html");
+    ASSERT_EQ(runNanscope({"report", demoRun("batchnorm-poisoned"), "-o", md, "--no-replay"}).exitCode, 0);
+    ASSERT_EQ(runNanscope({"report", demoRun("batchnorm-poisoned"), "-o", html, "--no-replay"}).exitCode, 0);
+    const QString markdown = readAll(md);
+    EXPECT_EQ(markdown.count("## BatchNorm state"), 1) << markdown.toStdString();
+    EXPECT_EQ(markdown.count("bn1: running statistics non-finite from step 200"), 1) << markdown.toStdString();
+    EXPECT_FALSE(markdown.contains("**BatchNorm:**")) << "not in every incident's section";
+    const QString page = readAll(html);
+    EXPECT_TRUE(page.contains("<td nowrap style='white-space:nowrap'>bn_corruption</td>")) << "a kind never wraps";
+    EXPECT_TRUE(page.contains("bn_corruption at step 200: bn1 nonfinite")) << "its plot is bn1's buffers";
+}
+
+// Issue 51, item 10: exporting replayed again the step the user had just replayed. The window hands
+// its replay over (--replayed); the report uses it for that step.
+TEST(IncidentReport, AStepAlreadyReplayedIsNotReplayedAgain)
+{
+    QTemporaryDir dir;
+    const auto replay = runNanscope({"replay", demoRun("batchnorm-poisoned"), "--step", "200", "--json"});
+    ASSERT_EQ(replay.exitCode, 0) << replay.err.toStdString();
+    QJsonObject root = QJsonDocument::fromJson(replay.out.toUtf8()).object();
+    ASSERT_FALSE(root.isEmpty());
+    // Marked, so that the report shows which replay it used: its precision reads "pane-float32".
+    ASSERT_EQ(root["dtype"].toString(), "float32");
+    root["dtype"] = "pane-float32";
+    const QString known = dir.filePath("known.json");
+    QFile file(known);
+    ASSERT_TRUE(file.open(QIODevice::WriteOnly));
+    file.write(QJsonDocument(root).toJson());
+    file.close();
+    const QString path = dir.filePath("report.md");
+    const auto written = runNanscope({"report", demoRun("batchnorm-poisoned"), "-o", path, "--replayed", known});
+    ASSERT_EQ(written.exitCode, 0) << written.err.toStdString();
+    EXPECT_TRUE(readAll(path).contains("Replay of step 200 (train, pane-float32)")) << readAll(path).toStdString();
+
+    const auto bad = runNanscope({"report", demoRun("batchnorm-poisoned"), "-o", path, "--replayed", dir.filePath("none.json")});
+    EXPECT_NE(bad.exitCode, 0);
+    EXPECT_TRUE(bad.err.contains("none.json")) << bad.err.toStdString();
+}
+
 TEST(IncidentReport, HtmlIsSelfContainedWithEmbeddedPlots)
 {
     QTemporaryDir dir;
