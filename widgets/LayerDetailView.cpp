@@ -105,6 +105,7 @@ void LayerDetailView::setDetail(const LayerDetail& detail)
     std::vector<double> counts = detail.activationNan;
     for (size_t i = 0; i < counts.size() && i < detail.activationInf.size(); ++i)
         counts[i] += detail.activationInf[i];
+    m_nonfinite->setCounts(true);
     m_nonfinite->setSeries(detail.activationSteps, counts);
     m_nonfinite->setOverlay(detail.gradNonfinite.empty() ? QString() : tr("non-finite gradient elements"),
                             detail.gradNonfinite.empty() ? std::vector<int64_t>() : detail.steps, detail.gradNonfinite);

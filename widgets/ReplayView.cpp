@@ -239,6 +239,17 @@ ReplayRequest ReplayView::request() const
     return r;
 }
 
+void ReplayView::showTriagedReplay(ReplayReport report)
+{
+    const ReplayResult& shown = m_report.result;
+    if (!report.result.bisected && shown.bisected && shown.step == report.result.step && m_report.error.isEmpty()) {
+        report.result.bisected = true;
+        report.result.badSamples = shown.badSamples;
+        report.result.badSampleCriterion = shown.badSampleCriterion;
+    }
+    setReport(report);
+}
+
 void ReplayView::setReport(const ReplayReport& report)
 {
     m_report = report;

@@ -47,6 +47,9 @@ public:
     void replayModule(const QString& module);
     void setRunning(bool running);
     void setReport(const ReplayReport& report);
+    // The triage's replay of its step (unfiltered): shown as the report, keeping the bad samples
+    // a replay of the same step found before (triage does not bisect; issue 51: the line went).
+    void showTriagedReplay(ReplayReport report);
     // The triage of a step (`nanscope triage`): its evidence table and label, above the ops.
     void setTriage(const TriageReport& triage);
     const TriageReport& triage() const { return m_triage; }

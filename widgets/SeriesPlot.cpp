@@ -110,7 +110,9 @@ SeriesPlot::SeriesPlot(const QString& title, QWidget* parent)
     m_values->setPen(QPen(QColor(37, 99, 235), 1));
     m_values->setAdaptiveSampling(true);
     m_overlay = m_plot->addGraph();
-    m_overlay->setPen(QPen(QColor(16, 150, 110), 1));
+    // Dark and dashed beside the blue line (an evaluation loss): green beside blue was hard to tell
+    // apart (issue 51), and orange, red and purple are the marks' colours.
+    m_overlay->setPen(QPen(QColor(35, 35, 35), 1, Qt::DashLine));
     m_overlay->setAdaptiveSampling(true);
     m_overlay->setVisible(false);
     // The raw series behind their smoothed lines: on a layer under the main one, so the smoothed
@@ -183,6 +185,13 @@ SeriesPlot::SeriesPlot(const QString& title, QWidget* parent)
         emit stepClicked(qint64(std::llround(m_plot->xAxis->pixelToCoord(event->position().x()))));
     });
     connect(m_plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, [this](const QCPRange& range) {
+        // A zoom or pan under a still cursor puts another step under it: the readout follows
+        // (issue 51: it went on naming the step of before the zoom).
+        if (m_hoverPixel) {
+            const double pixel = *m_hoverPixel;
+            showReadoutAt(m_plot->xAxis->pixelToCoord(pixel));
+            m_hoverPixel = pixel;
+        }
         if (!m_syncingRange)
             emit stepRangeChanged(range.lower, range.upper);
     });
@@ -484,6 +493,13 @@ QStringList SeriesPlot::legendNames() const
     return names;
 }
 
+void SeriesPlot::setCounts(bool counts)
+{
+    m_values->setLineStyle(counts ? QCPGraph::lsImpulse : QCPGraph::lsLine);
+    m_values->setScatterStyle(counts ? QCPScatterStyle(QCPScatterStyle::ssDisc, 4) : QCPScatterStyle());
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
 void SeriesPlot::setTrendLine(const std::vector<double>& steps, const std::vector<double>& values)
 {
     m_trend->setData(QVector<double>(steps.begin(), steps.end()), QVector<double>(values.begin(), values.end()));
@@ -540,12 +556,14 @@ void SeriesPlot::updateHover(double pixelX)
         return;
     const double step = m_plot->xAxis->pixelToCoord(pixelX);
     showReadoutAt(step);
+    m_hoverPixel = pixelX; // after showReadoutAt, which a linked plot also calls with no pixel
     emit hovered(step);
 }
 
 void SeriesPlot::showReadoutAt(double step)
 {
     m_hoverStep = step;
+    m_hoverPixel.reset();
     const int64_t i = nearestStepIndex(m_steps, step);
     if (i < 0 || size_t(i) >= m_data.size())
         return;

@@ -65,6 +65,9 @@ public:
     void addBand(double fromStep, double toStep, const QColor& colour, const QString& label);
     void clearBands();
     // A dashed line on the plot's own axes (a fitted trend), in step / value coordinates.
+    // Counts (NaN elements at a step) are drawn as a bar at each logged step, not as a line that
+    // ramps between sparse samples.
+    void setCounts(bool counts);
     void setTrendLine(const std::vector<double>& steps, const std::vector<double>& values);
 
     // TensorBoard's EMA smoothing weight (0: off; see smoothEma), on the series and its overlay.
@@ -82,6 +85,9 @@ public:
     // Shows the values at the logged step nearest to `step` in the readout above the plot, with a
     // dotted line there (what hovering does; linked plots show the same step).
     void showReadoutAt(double step);
+    // The cursor over the plot at this pixel (a mouse move): the readout there, kept on the pixel
+    // through a zoom or pan.
+    void updateHover(double pixelX);
     QString readoutText() const;
     // What the marks within `tolerance` steps of `step` say, one line each ("step 200: optimizer
     // step skipped"): the tooltip over a mark and the end of the hover readout. Empty when none.
@@ -125,7 +131,6 @@ private:
     void useValueTicker(bool logarithmic);
     void placeBandLabels();
     void showContextMenu(const QPoint& position);
-    void updateHover(double pixelX);
     // Where exported files go by default: the user's documents, never the run folder (nanscope
     // never writes into a run it inspects, and a relative name would land in the working directory).
     QString defaultExportPath(const QString& suffix) const;
@@ -161,6 +166,7 @@ private:
     bool m_logScale = false;
     bool m_syncingRange = false;
     std::optional<double> m_hoverStep; // the readout's step, to refresh it when the data changes
+    std::optional<double> m_hoverPixel; // where the cursor was over this plot: a zoom moves its step
     int m_nanCount = 0;
     int m_posInfCount = 0;
     int m_negInfCount = 0;

@@ -1,4 +1,5 @@
 #include "app/window/ComparedRuns.h"
+#include "app/window/MainWindow.h"
 
 #include "widgets/RunContext.h"
 
@@ -124,7 +125,9 @@ void ComparedRuns::addActions(QMenu* fileMenu)
 
 void ComparedRuns::chooseRun()
 {
-    const QString path = QFileDialog::getExistingDirectory(m_window, tr("Compare With Run"));
+    const auto* window = qobject_cast<const MainWindow*>(m_window);
+    const QString path =
+        QFileDialog::getExistingDirectory(m_window, tr("Compare With Run"), window ? window->dialogFolder() : QString());
     if (!path.isEmpty())
         addRun(path);
 }

@@ -46,14 +46,14 @@ QDialog* textDialog(QWidget* parent, const QString& title, QWidget* content)
 
 void showUserGuide(QMainWindow* window)
 {
-    QFile readme(":/nanscope/README.md");
+    QFile readme(":/nanscope/user-guide.md");
     auto* browser = new QTextBrowser;
     browser->setObjectName("userGuide");
     browser->setOpenExternalLinks(true);
     if (readme.open(QIODevice::ReadOnly))
         browser->setMarkdown(QString::fromUtf8(readme.readAll()));
     else
-        browser->setPlainText(QObject::tr("The user guide is the README.md of nanscope's sources."));
+        browser->setPlainText(QObject::tr("The user guide is docs/user-guide.md of nanscope's sources."));
     textDialog(window, QObject::tr("nanscope User Guide"), browser)->show();
 }
 

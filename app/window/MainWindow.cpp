@@ -315,7 +315,7 @@ void MainWindow::connectViewRequests()
                                  // The ops shown are the step the triage judged, unfiltered: not a
                                  // replay made before it (of one module, or of another step).
                                  if (triage.incidentReplay)
-                                     m_replay->setReport(*triage.incidentReplay);
+                                     m_replay->showTriagedReplay(*triage.incidentReplay);
                                  m_replay->setTriage(triage);
                                  statusBar()->showMessage(triage.error.isEmpty() ? tr("Triaged step %1").arg(step)
                                                                                  : tr("Triage of step %1 failed").arg(step),
@@ -413,6 +413,8 @@ void MainWindow::onLoaded(const RunSnapshot& snapshot)
     m_scanError.clear();
     m_openFailure.clear();
     m_context->setRun(snapshot);
+    if (snapshot.error.isEmpty()) // however it was opened: a dialog, the recent list, a drop, the command line
+        QSettings().setValue("lastOpenDir", QFileInfo(QFileInfo(snapshot.directory).absoluteFilePath()).absolutePath());
     if (!snapshot.error.isEmpty()) {
         m_errorLabel->setText(tr("Cannot open this run.\n\n%1").arg(snapshot.error));
         m_pages->setCurrentWidget(m_errorLabel);

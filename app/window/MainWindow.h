@@ -75,6 +75,9 @@ public:
     CheckpointsView* checkpoints() const { return m_checkpoints; }
     // Why the last open failed, while the run shown before stayed (empty after a good open).
     QString openFailure() const { return m_openFailure; }
+    // Where the open, compare and export dialogs start: the folder of the run shown, else that of
+    // the last run opened, else home. Never the run directory itself (nanscope writes nothing there).
+    QString dialogFolder() const;
     // Replays a step (with the replay view's precision and mode) in a child process.
     void runReplay(const ReplayRequest& request);
     // The nanscope executable that replays (default: this program; tests point it elsewhere).

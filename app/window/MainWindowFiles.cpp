@@ -82,25 +82,32 @@ void MainWindow::closeEvent(QCloseEvent* event)
     QMainWindow::closeEvent(event);
 }
 
+QString MainWindow::dialogFolder() const
+{
+    // Beside the run shown (issue 51: the dialogs always started in the home folder), else where
+    // the last run opened was, else home.
+    if (m_context->hasRun())
+        return QFileInfo(QFileInfo(snapshot().directory).absoluteFilePath()).absolutePath();
+    const QString last = QSettings().value("lastOpenDir").toString();
+    return !last.isEmpty() && QDir(last).exists() ? last : QDir::homePath();
+}
+
 void MainWindow::chooseRun()
 {
-    const QString dir = QFileDialog::getExistingDirectory(this, tr("Open Run Directory"),
-                                                          QSettings().value("lastOpenDir").toString());
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Open Run Directory"), dialogFolder());
     if (dir.isEmpty())
         return;
-    QSettings().setValue("lastOpenDir", QFileInfo(dir).absolutePath());
     openRun(dir);
 }
 
 void MainWindow::chooseLogFile()
 {
     const QString file = QFileDialog::getOpenFileName(
-        this, tr("Open Training Log"), QSettings().value("lastOpenDir").toString(),
+        this, tr("Open Training Log"), dialogFolder(),
         tr("Training logs (run.h5 trainer_state.json metrics.csv *tfevents* *.wandb *.log *.txt *.out *.json "
            "*.jsonl *.csv *.tsv *.ckpt);;All files (*)"));
     if (file.isEmpty())
         return;
-    QSettings().setValue("lastOpenDir", QFileInfo(file).absolutePath());
     openRun(file);
 }
 
@@ -109,7 +116,8 @@ void MainWindow::exportReport()
     if (!m_context->hasRun())
         return;
     // Never into the run directory by default: nanscope does not write where it inspects.
-    const QString suggested = QDir::home().filePath(QString::fromStdString(snapshot().info.runName) + "-incident-report.html");
+    const QString suggested =
+        QDir(dialogFolder()).filePath(QString::fromStdString(snapshot().info.runName) + "-incident-report.html");
     const QString path = QFileDialog::getSaveFileName(this, tr("Export Incident Report"), suggested,
                                                       tr("HTML (*.html);;PDF (*.pdf);;Markdown (*.md);;JSON (*.json)"));
     if (path.isEmpty())

@@ -6,6 +6,7 @@
 #include "../TestHome.h"
 #include "app/window/HelpMenu.h"
 #include "app/window/MainWindow.h"
+#include "widgets/SeriesPlot.h"
 
 #include <QApplication>
 #include <QDockWidget>
@@ -14,6 +15,7 @@
 #include <QMap>
 #include <QMenuBar>
 #include <QSignalSpy>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QTest>
 #include <QTextBrowser>
@@ -56,7 +58,21 @@ TEST(HelpMenu, OffersTheGuideTheShortcutsADemoRunAndAbout)
     actionNamed(help, "User Guide")->trigger();
     auto* guide = window.findChild<QTextBrowser*>("userGuide");
     ASSERT_NE(guide, nullptr);
-    EXPECT_TRUE(guide->toPlainText().contains("Two commands")) << "the guide is the README";
+    // F1 opens a guide to the window (issue 51: it opened the README, which starts with build
+    // instructions and showed a broken image), naming every tab the window has.
+    const QString text = guide->toPlainText();
+    EXPECT_TRUE(text.startsWith("Using nanscope")) << text.left(200).toStdString();
+    EXPECT_FALSE(text.contains("setup.sh")) << "no build instructions";
+    EXPECT_TRUE(guide->toHtml().contains("<img") == false) << "no image to break";
+    const QTabWidget* tabs = nullptr;
+    for (const QTabWidget* candidate : window.findChildren<QTabWidget*>())
+        if (candidate->count() > 0 && candidate->tabText(0) == "Overview")
+            tabs = candidate;
+    ASSERT_NE(tabs, nullptr);
+    for (int i = 0; i < tabs->count(); ++i)
+        EXPECT_TRUE(text.contains(tabs->tabText(i) + ":")) << tabs->tabText(i).toStdString() << " is not explained";
+    for (const auto& [what, how] : SeriesPlot::mouseGestures())
+        EXPECT_TRUE(text.contains(how)) << how.toStdString() << " (" << what.toStdString() << ") is not in the guide";
     actionNamed(help, "Keyboard Shortcuts")->trigger();
     auto* shortcuts = window.findChild<QTableWidget*>("shortcuts");
     ASSERT_NE(shortcuts, nullptr);

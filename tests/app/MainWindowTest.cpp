@@ -109,6 +109,19 @@ TEST(MainWindow, AFailedOpenLeavesTheOpenRunAsItWas)
     EXPECT_TRUE(window.openFailure().isEmpty());
 }
 
+// Issue 51, item 11: the dialogs always started in the home folder. They start beside the run shown
+// (never inside it), however it was opened, and beside the last run opened when none is shown.
+TEST(MainWindow, DialogsStartBesideTheRunShown)
+{
+    MainWindow window;
+    const QString run = test::demoRun("healthy");
+    ASSERT_TRUE(openAndWait(window, run)); // from the command line, not a dialog
+    const QString beside = QFileInfo(QFileInfo(run).absoluteFilePath()).absolutePath();
+    EXPECT_EQ(window.dialogFolder(), beside);
+    MainWindow fresh; // no run shown: where the last one was
+    EXPECT_EQ(fresh.dialogFolder(), beside);
+}
+
 // A file manager hands over the run.h5 it was opened on (nanscope.desktop's %f): the window opens
 // the run directory around it, where its checkpoints and batches are.
 TEST(MainWindow, OpeningARunH5OpensItsRunDirectory)

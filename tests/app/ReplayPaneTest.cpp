@@ -82,6 +82,7 @@ TEST(ReplayPane, TheTriageButtonShowsTheEvidenceAndTheLabel)
     // table on the filtered replay. The triage's own replay of the step now fills it.
     ReplayRequest filtered = window.replay()->request();
     filtered.layerPrefix = "norm";
+    filtered.bisect = true; // "Find bad samples": the triage must not drop what it found
     QSignalSpy replayed(&window, &MainWindow::replayFinished);
     window.runReplay(filtered);
     ASSERT_TRUE(replayed.wait(120000));
@@ -112,6 +113,9 @@ TEST(ReplayPane, TheTriageButtonShowsTheEvidenceAndTheLabel)
     EXPECT_EQ(window.replay()->report().result.step, 180);
     ASSERT_TRUE(window.replay()->report().result.firstNonfinite);
     EXPECT_EQ(window.replay()->report().result.firstNonfinite->op, "aten::div");
+    // Issue 51: the triage's replay does not bisect; the bad samples found before it stay.
+    EXPECT_EQ(window.replay()->report().result.badSamples, std::vector<int64_t>{5});
+    EXPECT_TRUE(window.replay()->summaryText().contains("Bad samples")) << window.replay()->summaryText().toStdString();
 }
 
 // Issue 27: the replay step started at the first saved step, not at the incident's, and a

@@ -2,6 +2,7 @@
 // purple dashed lines, skipped steps grey diamonds and +Inf orange triangles, and the legend named
 // only the loss; hovering a mark showed the generic gesture tip.
 #include "widgets/EventMarkers.h"
+#include "widgets/LayerDetailView.h"
 #include "widgets/OverviewView.h"
 #include "widgets/SeriesPlot.h"
 
@@ -66,4 +67,53 @@ TEST(PlotMarks, TheDefencesEventsAreNamedInTheLegendToo)
     EXPECT_TRUE(names.contains("incident capture")) << names.join(", ").toStdString();
     EXPECT_TRUE(names.contains("rollback")) << names.join(", ").toStdString();
     EXPECT_FALSE(names.contains("buffers restored"));
+}
+
+// Issue 51, item 11: a NaN count logged every 5th step was drawn as a ramp between the samples.
+TEST(PlotMarks, CountsAreBarsAtTheirStepsNotARamp)
+{
+    LayerDetailView view;
+    LayerDetail detail;
+    detail.layer = "fc1.weight";
+    detail.activationSteps = {0, 5, 10};
+    detail.activationNan = {0, 7, 0};
+    detail.activationInf = {0, 0, 0};
+    view.setDetail(detail);
+    EXPECT_EQ(view.nonfinitePlot()->plot()->graph(0)->lineStyle(), QCPGraph::lsImpulse)
+        << "the layer's NaN/Inf counts are drawn as bars";
+    EXPECT_EQ(view.gradientPlot()->plot()->graph(0)->lineStyle(), QCPGraph::lsLine) << "norms stay lines";
+}
+
+// Issue 51, item 11: after a zoom under a still cursor the readout named the step of before.
+TEST(PlotMarks, TheReadoutFollowsAZoomUnderTheCursor)
+{
+    SeriesPlot plot("loss");
+    plot.resize(800, 300);
+    std::vector<int64_t> steps;
+    std::vector<double> values;
+    for (int i = 0; i <= 100; ++i) {
+        steps.push_back(i);
+        values.push_back(1.0 + i);
+    }
+    plot.setSeries(steps, values);
+    plot.plot()->replot();
+    QCPAxis* x = plot.plot()->xAxis;
+    const double pixel = x->coordToPixel(80);
+    plot.updateHover(pixel);
+    EXPECT_TRUE(plot.readoutText().startsWith("step 80")) << plot.readoutText().toStdString();
+    plot.setStepRange(0, 50); // zoomed in: another step is under the same pixel
+    const qint64 under = std::llround(x->pixelToCoord(pixel));
+    EXPECT_NE(under, 80);
+    EXPECT_TRUE(plot.readoutText().startsWith(QString("step %1").arg(under))) << plot.readoutText().toStdString();
+}
+
+// Issue 51, item 11: the loss (blue) and the evaluation loss (green) were hard to tell apart.
+TEST(PlotMarks, TheOverlayIsToldApartFromTheLineByMoreThanHue)
+{
+    SeriesPlot plot("loss");
+    const QPen line = plot.plot()->graph(0)->pen();
+    const QPen overlay = plot.plot()->graph(1)->pen();
+    EXPECT_NE(overlay.style(), line.style()) << "dashed against solid, for colour-blind eyes and print";
+    const auto lightness = [](const QColor& c) { return c.lightness(); };
+    EXPECT_GT(std::abs(lightness(line.color()) - lightness(overlay.color())), 60);
 }
