@@ -44,6 +44,8 @@ int nanscope::runProgram(int argc, char** argv)
     parser.addVersionOption();
     parser.addPositionalArgument("RUN_DIR", "Run directory to open.", "[RUN_DIR]");
     parser.addOption({"screenshot", "Render the window offscreen (1600x1000) to FILE.png and exit.", "FILE"});
+    parser.addOption({"screenshot-size", "The window's size for --screenshot, as WIDTHxHEIGHT (a small screen: 1024x700).",
+                      "WxH", "1600x1000"});
     parser.addOption({"view", "View to show: overview, layers, heatmap, bn, checkpoints or replay (replays --step).", "VIEW", "overview"});
     parser.addOption({"step", "Select step N in every view.", "N"});
     parser.addOption({"layer", "Select the layer (parameter name) NAME.", "NAME"});
@@ -103,7 +105,16 @@ int nanscope::runProgram(int argc, char** argv)
             QTextStream(stderr) << "nanscope: --screenshot needs a RUN_DIR\n";
             return 2;
         }
-        window.resize(1600, 1000);
+        const QStringList size = parser.value("screenshot-size").split('x');
+        bool widthOk = false, heightOk = false;
+        const int width = size.size() == 2 ? size[0].toInt(&widthOk) : 0;
+        const int height = size.size() == 2 ? size[1].toInt(&heightOk) : 0;
+        if (!widthOk || !heightOk || width < 320 || height < 240 || width > 8192 || height > 8192) {
+            QTextStream(stderr) << "nanscope: --screenshot-size takes WIDTHxHEIGHT (320x240 to 8192x8192), not '"
+                                << parser.value("screenshot-size") << "'\n";
+            return 2;
+        }
+        window.resize(width, height);
         window.setAttribute(Qt::WA_DontShowOnScreen);
         window.show();
         window.screenshotWhenLoaded(screenshot);

@@ -19,6 +19,8 @@
 #include <QTableView>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 #include <cmath>
 
 namespace nanscope {
@@ -65,10 +67,15 @@ CheckpointsView::CheckpointsView(QWidget* parent)
     m_table->horizontalHeader()->setStretchLastSection(true);
     splitter->addWidget(m_table);
     splitter->addWidget(m_histogram);
-    // A histogram under 45 px shows nothing: it keeps a readable height however long the table.
-    m_histogram->setMinimumHeight(180);
-    splitter->setStretchFactor(0, 2);
+    // A histogram under 45 px shows nothing: it keeps a readable height however long the table,
+    // and the table most of the pane (issue 51: at 1024x700 it showed five rows).
+    m_histogram->setMinimumHeight(120);
+    splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 1);
+    // Long tensor names give way in the middle ("layer4.1…running_var"), not the flag columns.
+    m_table->setTextElideMode(Qt::ElideMiddle);
+    // A long status line wraps instead of widening the window past a small screen.
+    m_status->setWordWrap(true);
     m_tabs->addTab(splitter, tr("Tensors"));
 
     auto* optimizerPage = new QWidget(this);
@@ -151,6 +158,12 @@ void CheckpointsView::setTensors(qint64 step, const std::vector<CheckpointTensor
     m_shownStep = step;
     m_model->setTensors(tensors);
     m_table->resizeColumnsToContents();
+    // The name and shape columns give way so that NaN, Inf and the flags stay in view.
+    const int nameWidth = std::max(140, m_table->viewport()->width() / 4);
+    if (m_table->columnWidth(TensorStatsModel::Name) > nameWidth)
+        m_table->setColumnWidth(TensorStatsModel::Name, nameWidth);
+    if (m_table->columnWidth(TensorStatsModel::Shape) > 120)
+        m_table->setColumnWidth(TensorStatsModel::Shape, 120);
     m_status->setText(error.isEmpty() ? summary() : QString("<span style='color:#b00020'>%1</span>").arg(error.toHtmlEscaped()));
     if (!tensors.empty())
         m_table->selectRow(0);

@@ -44,6 +44,7 @@ public:
     void setOptimizer(qint64 step, const CheckpointOptimizer& optimizer, const QString& error);
     void showHistogram(int row);
     TensorStatsModel* model() const { return m_model; }
+    QTableView* table() const { return m_table; }
     QSortFilterProxyModel* sorted() const { return m_sorted; }
     QString summary() const;
     OptimizerStateModel* optimizerModel() const { return m_optimizerModel; }

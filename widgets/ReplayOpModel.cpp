@@ -11,6 +11,15 @@
 
 namespace nanscope {
 
+
+QString shortSource(const QString& source)
+{
+    // ".../site-packages/transformers/models/gpt2/modeling_gpt2.py:312" -> "gpt2/modeling_gpt2.py:312":
+    // the file and line say where; a long path pushed the NaN and Inf columns off the pane (issue 51).
+    const QStringList parts = source.split('/');
+    return parts.size() <= 2 ? source : QString::fromUtf8("\u2026/") + parts.mid(parts.size() - 2).join('/');
+}
+
 namespace {
 QString number(double v)
 {
@@ -89,7 +98,9 @@ QVariant ReplayOpModel::data(const QModelIndex& index, int role) const
     case Qt::FontRole:
         return index.column() == Code ? QFontDatabase::systemFont(QFontDatabase::FixedFont) : QVariant();
     case Qt::ToolTipRole:
-        if ((index.column() == Source || index.column() == Code) && !op.code.empty())
+        if (index.column() == Source && !op.source.empty()) // the whole path, the cell shows its end
+            return QString::fromStdString(op.source) + (op.code.empty() ? QString() : "\n" + QString::fromStdString(op.code));
+        if (index.column() == Code && !op.code.empty())
             return QString::fromStdString(op.code); // the source line's text, where the cell only has room for file:line
         if (index.column() == Float16Headroom && op.headroom.float16Bits)
             return tr("max |x| %1: %2 bits below float16's largest value (65504), %3 below bfloat16's")
@@ -106,7 +117,7 @@ QVariant ReplayOpModel::data(const QModelIndex& index, int role) const
         case Index: return op.index;
         case Op: return QString::fromStdString(op.op);
         case Module: return op.module.empty() ? tr("(root)") : QString::fromStdString(op.module);
-        case Source: return QString::fromStdString(op.source);
+        case Source: return shortSource(QString::fromStdString(op.source));
         case Min: return number(op.output ? op.output->min : std::nullopt);
         case Max: return number(op.output ? op.output->max : std::nullopt);
         case NaN: return qint64(op.output ? op.output->nan : 0);

@@ -6,6 +6,10 @@
 
 namespace nanscope {
 
+// A source location as the op table shows it: the file's last folder, its name and the line (the
+// whole path is the cell's tooltip).
+QString shortSource(const QString& source);
+
 // The replay's ops in execution order. The first non-finite op is highlighted; non-finite
 // counts are red. Each op's precision headroom (bits to float16's largest value; red under
 // kNearFloat16Bits) and dynamic range, and for softmax calls the max |input| and the

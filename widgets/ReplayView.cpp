@@ -13,6 +13,7 @@
 #include <QLineEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QTableView>
 #include <QVBoxLayout>
 
@@ -156,10 +157,15 @@ void ReplayView::dropTriage()
 void ReplayView::fitColumns()
 {
     m_table->resizeColumnsToContents();
-    // The code column takes at most a third of the pane, so the numbers stay in view beside it.
-    const int codeWidth = std::max(160, width() / 3);
-    if (m_table->columnWidth(ReplayOpModel::Code) > codeWidth)
-        m_table->setColumnWidth(ReplayOpModel::Code, codeWidth);
+    // The code column takes at most a third of the pane and the module and source columns a
+    // sixth each, so the numbers (NaN, Inf) stay in view beside them at 1024 pixels.
+    const auto cap = [this](int column, int width) {
+        if (m_table->columnWidth(column) > width)
+            m_table->setColumnWidth(column, width);
+    };
+    cap(ReplayOpModel::Code, std::max(160, width() / 3));
+    cap(ReplayOpModel::Module, std::max(120, width() / 6));
+    cap(ReplayOpModel::Source, std::max(120, width() / 6));
 }
 
 void ReplayView::setEagerFactory(const QString& factory, bool exportedPrograms)
@@ -256,9 +262,31 @@ void ReplayView::setReport(const ReplayReport& report)
     m_model->setReport(report);
     fitColumns();
     m_summary->setText(summaryText());
-    const int row = m_model->rowOfOp(report.firstNonfiniteIndex());
-    if (row >= 0)
-        m_table->scrollTo(m_model->index(row, 0));
+    m_scrollToCulprit = true;
+    if (isVisible())
+        scrollToCulprit();
+}
+
+void ReplayView::scrollToCulprit()
+{
+    // A pane replayed while another tab was shown has no geometry to scroll in yet: it scrolls
+    // when it is shown (issue 51: the table stayed at its top, far from the highlighted op).
+    if (!m_scrollToCulprit)
+        return;
+    m_scrollToCulprit = false;
+    const int row = m_model->rowOfOp(m_report.firstNonfiniteIndex());
+    if (row < 0)
+        return;
+    m_table->selectRow(row);
+    m_table->scrollTo(m_model->index(row, ReplayOpModel::Index), QAbstractItemView::PositionAtCenter);
+    m_table->horizontalScrollBar()->setValue(0); // the op's name and the NaN column, not the far right
+}
+
+void ReplayView::showEvent(QShowEvent* event)
+{
+    QWidget::showEvent(event);
+    fitColumns(); // the pane's width is known now
+    scrollToCulprit();
 }
 
 QString ReplayView::summaryText() const

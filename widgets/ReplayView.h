@@ -56,6 +56,7 @@ public:
 
     ReplayRequest request() const;
     const ReplayReport& report() const { return m_report; }
+    QTableView* table() const { return m_table; }
     // The replay shown, when it ran as the report replays (training mode, as trained, no layer
     // filter): the report reuses it rather than replaying that step again.
     std::optional<ReplayReport> replayAsTrained() const;
@@ -93,6 +94,14 @@ private:
     ReplayOpModel* m_model = nullptr;
     ReplayReport m_report;
     ReplayRequest m_requested; // what the replay shown (or running) was asked with
+    bool m_scrollToCulprit = false; // a report arrived: bring its first bad op into view once shown
+
+    void scrollToCulprit();
+
+protected:
+    void showEvent(QShowEvent* event) override;
+
+private:
     TriageReport m_triage;
     bool m_triageRunning = false; // "Triaging step N..." is on screen
 };

@@ -42,6 +42,7 @@
 #include <QScreen>
 #include <QProgressBar>
 #include <QSettings>
+#include <QTimer>
 
 #include <algorithm>
 #include <limits>
@@ -125,6 +126,12 @@ MainWindow::MainWindow(QWidget* parent)
     QSettings settings;
     restoreGeometry(settings.value("window/geometry").toByteArray());
     restoreState(settings.value("window/state").toByteArray());
+    // A layout saved on a larger screen, or with a dock floated off it, is repaired once the window
+    // knows its screen.
+    QTimer::singleShot(0, this, [this] {
+        if (QScreen* shown = screen())
+            repairWindowLayout(this, shown->availableGeometry());
+    });
     updateRecentMenu();
 }
 

@@ -3,6 +3,7 @@
 #include "widgets/LayerTreeModel.h"
 
 #include <QDockWidget>
+#include <QRect>
 #include <QLabel>
 #include <QStackedWidget>
 #include <QHeaderView>
@@ -12,6 +13,8 @@
 #include <QTableView>
 #include <QTreeView>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace nanscope {
 
@@ -34,6 +37,7 @@ LayerDock addLayerDock(QMainWindow* window, QAbstractItemModel* layers, QSortFil
     dock.tree->setUniformRowHeights(true);
     layout->addWidget(dock.filterEdit);
     layout->addWidget(dock.tree);
+    panel->setMinimumWidth(kLayersDockMinimumWidth);
     auto* widget = new QDockWidget(QObject::tr("Layers"), window);
     widget->setObjectName("LayersDock");
     widget->setWidget(panel);
@@ -60,12 +64,35 @@ QTableView* addIncidentDock(QMainWindow* window, QAbstractItemModel* incidents)
     none->setObjectName("noIncidents");
     none->setAlignment(Qt::AlignCenter);
     pages->addWidget(none);
+    pages->setMinimumHeight(kIncidentsDockMinimumHeight);
     auto* dock = new QDockWidget(QObject::tr("Incidents"), window);
     dock->setObjectName("IncidentsDock");
     dock->setWidget(pages);
     window->addDockWidget(Qt::BottomDockWidgetArea, dock);
     window->resizeDocks({dock}, {170}, Qt::Vertical);
     return table;
+}
+
+bool repairWindowLayout(QMainWindow* window, const QRect& available)
+{
+    if (available.isEmpty())
+        return false;
+    bool repaired = false;
+    const QSize size = window->size();
+    if (size.width() > available.width() || size.height() > available.height()) {
+        window->resize(std::min(size.width(), available.width()), std::min(size.height(), available.height()));
+        repaired = true;
+    }
+    if (!available.intersects(window->frameGeometry()) || !available.contains(window->frameGeometry().topLeft())) {
+        window->move(available.topLeft());
+        repaired = true;
+    }
+    for (QDockWidget* dock : window->findChildren<QDockWidget*>())
+        if (dock->isFloating() && !available.intersects(dock->frameGeometry())) {
+            dock->setFloating(false);
+            repaired = true;
+        }
+    return repaired;
 }
 
 } // namespace nanscope

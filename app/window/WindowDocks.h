@@ -1,6 +1,7 @@
 #pragma once
 
 class QAbstractItemModel;
+class QRect;
 class QLineEdit;
 class QMainWindow;
 class QSortFilterProxyModel;
@@ -21,5 +22,15 @@ LayerDock addLayerDock(QMainWindow* window, QAbstractItemModel* layers, QSortFil
 
 // What the scan found, docked under the views.
 QTableView* addIncidentDock(QMainWindow* window, QAbstractItemModel* incidents);
+
+// The least a dock is squeezed to (issue 51: at 1024x700 the Layers dock shrank to 60 px, and the
+// saved state kept it so after the window grew back and after a restart).
+inline constexpr int kLayersDockMinimumWidth = 170;
+inline constexpr int kIncidentsDockMinimumHeight = 90;
+
+// A restored layout that no longer fits the screen `available` is repaired, not kept: the window
+// is made to fit and moved onto it, a floating dock off the screen is docked again. True when
+// something was repaired.
+bool repairWindowLayout(QMainWindow* window, const QRect& available);
 
 } // namespace nanscope
