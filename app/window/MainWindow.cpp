@@ -124,14 +124,15 @@ MainWindow::MainWindow(QWidget* parent)
     connect(m_comparedRuns, &ComparedRuns::message, this, [this](const QString& text) { statusBar()->showMessage(text, 15000); });
 
     QSettings settings;
-    restoreGeometry(settings.value("window/geometry").toByteArray());
+    const bool restored = restoreGeometry(settings.value("window/geometry").toByteArray());
     restoreState(settings.value("window/state").toByteArray());
     // A layout saved on a larger screen, or with a dock floated off it, is repaired once the window
-    // knows its screen.
-    QTimer::singleShot(0, this, [this] {
-        if (QScreen* shown = screen())
-            repairWindowLayout(this, shown->availableGeometry());
-    });
+    // knows its screen (not a window rendered offscreen for --screenshot, whose size is asked for).
+    if (restored)
+        QTimer::singleShot(0, this, [this] {
+            if (QScreen* shown = screen(); shown && !testAttribute(Qt::WA_DontShowOnScreen))
+                repairWindowLayout(this, shown->availableGeometry());
+        });
     updateRecentMenu();
 }
 
@@ -151,6 +152,8 @@ void MainWindow::buildTabs()
                               "<b>Help ▸ Open a Demo Run</b> opens a run that blows up, and <b>Help ▸ "
                               "User Guide</b> (F1) says what each view shows.</p>"));
     m_placeholder->setAlignment(Qt::AlignCenter);
+    // Wrapped: unwrapped, its longest line set the window's least width past 1024 pixels.
+    m_placeholder->setWordWrap(true);
     m_errorLabel->setWordWrap(true);
     m_errorLabel->setAlignment(Qt::AlignCenter);
     m_errorLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -176,6 +179,8 @@ void MainWindow::buildStatusBar()
     m_cancel->setText(tr("Cancel"));
     m_cancel->setVisible(false);
     m_statusRun = new QLabel(tr("No run loaded"), this);
+    // A long summary is cut at the window's edge rather than widening the window past the screen.
+    m_statusRun->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     statusBar()->addWidget(m_statusRun, 1);
     statusBar()->addPermanentWidget(m_progress);
     statusBar()->addPermanentWidget(m_cancel);

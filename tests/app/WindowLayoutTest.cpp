@@ -42,6 +42,9 @@ TEST(WindowLayout, TheLayersDockKeepsItsWidthAt1024x700AndAfterARestart)
         ASSERT_NE(layers, nullptr);
         QCoreApplication::processEvents();
         EXPECT_GE(layers->width(), kLayersDockMinimumWidth);
+        // Nothing in it (a long status line, the welcome text) makes it wider than a small screen.
+        EXPECT_LE(window.minimumSizeHint().width(), 1024);
+        EXPECT_EQ(window.width(), 1024);
         window.resize(700, 500); // squeezed further than any screen it runs on
         QCoreApplication::processEvents();
         EXPECT_GE(layers->width(), kLayersDockMinimumWidth) << "never below a usable width";
