@@ -24,6 +24,7 @@ const QColor kNonfiniteColour(0, 200, 90);
 HeatmapView::HeatmapView(QWidget* parent)
     : QWidget(parent)
     , m_quantity(new QComboBox(this))
+    , m_scaleChoice(new QComboBox(this))
     , m_readout(new QLabel(this))
     , m_plot(new QCustomPlot(this))
 {
@@ -37,6 +38,14 @@ HeatmapView::HeatmapView(QWidget* parent)
     m_quantity->addItem(tr("non-finite count"), int(HeatmapQuantity::NonfiniteCount));
     m_quantity->addItem(tr("log10 parameter norm"), int(HeatmapQuantity::ParamNormLog10));
     header->addWidget(m_quantity);
+    header->addSpacing(8);
+    header->addWidget(new QLabel(tr("Colours:"), this));
+    m_scaleChoice->addItem(tr("up to the 99th percentile"), int(HeatmapScale::Percentile99));
+    m_scaleChoice->addItem(tr("each layer its own range"), int(HeatmapScale::PerLayer));
+    m_scaleChoice->addItem(tr("the whole range"), int(HeatmapScale::WholeRange));
+    m_scaleChoice->setToolTip(tr("Over the whole range a final spike takes every colour and the growth before it looks "
+                                 "flat; clipped at the 99th percentile, or per layer, the build-up shows"));
+    header->addWidget(m_scaleChoice);
     header->addSpacing(12);
     header->addWidget(m_readout, 1);
     auto* swatch = new QLabel(QString("<span style='color:%1'>\u25A0</span> %2").arg(kNonfiniteColour.name(), tr("non-finite")), this);
@@ -73,6 +82,8 @@ HeatmapView::HeatmapView(QWidget* parent)
 
     connect(m_quantity, qOverload<int>(&QComboBox::activated), this,
             [this](int index) { emit quantityRequested(m_quantity->itemData(index).toInt()); });
+    connect(m_scaleChoice, qOverload<int>(&QComboBox::activated), this,
+            [this](int index) { setScale(HeatmapScale(m_scaleChoice->itemData(index).toInt())); });
     connect(m_plot, &QCustomPlot::mouseMove, this, [this](QMouseEvent* event) {
         double step = 0, row = 0;
         m_map->pixelsToCoords(event->position(), step, row);
@@ -177,16 +188,48 @@ void HeatmapView::setHeatmap(const LayerHeatmap& heatmap)
     m_map->data()->setSize(dataBins, dataRows);
     m_map->data()->setRange(bins > 1 ? QCPRange(first, first + stepSpan) : QCPRange(first + stepSpan / 4, first + 3 * stepSpan / 4),
                             rows > 1 ? QCPRange(0, rows - 1) : QCPRange(-0.25, 0.25));
+    applyValues();
+    updateRowLabels();
+    m_plot->xAxis->setRange(first, std::max(last, first + 1));
+    m_plot->yAxis->setRange(-0.5, rows - 0.5);
+    placeOnsets();
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void HeatmapView::setScale(HeatmapScale scale)
+{
+    m_scaleMode = scale;
+    m_scaleChoice->setCurrentIndex(m_scaleChoice->findData(int(scale)));
+    if (m_heatmap.bins() > 0 && !m_heatmap.rows.empty()) {
+        applyValues();
+        m_plot->replot(QCustomPlot::rpQueuedReplot);
+    }
+}
+
+QCPRange HeatmapView::colourRange() const
+{
+    return m_map->dataRange();
+}
+
+void HeatmapView::applyValues()
+{
+    const LayerHeatmap& heatmap = m_heatmap;
+    const int bins = int(heatmap.bins());
+    const int rows = int(heatmap.rows.size());
+    const int dataBins = std::max(bins, 2), dataRows = std::max(rows, 2);
     // Counts span 1 to millions (a bias against a weight): coloured by log10(1 + count), ticked in
     // counts. The readout still says the count itself.
     const bool counts = heatmap.quantity == HeatmapQuantity::NonfiniteCount;
+    m_scaleChoice->setEnabled(!counts);
+    const ScaledHeatmap scaled = counts ? ScaledHeatmap{} : scaleHeatmap(heatmap.values, size_t(rows), size_t(bins), m_scaleMode);
     double largest = 0;
     for (int r = 0; r < dataRows; ++r)
         for (int b = 0; b < dataBins; ++b) {
-            const double v = heatmap.at(size_t(std::min(r, rows - 1)), size_t(std::min(b, bins - 1)));
+            const size_t cell = size_t(std::min(r, rows - 1)) * size_t(bins) + size_t(std::min(b, bins - 1));
+            const double v = heatmap.values[cell];
             if (counts && std::isfinite(v))
                 largest = std::max(largest, v);
-            m_map->data()->setCell(b, r, counts && std::isfinite(v) ? std::log10(1 + std::max(v, 0.0)) : v);
+            m_map->data()->setCell(b, r, counts ? (std::isfinite(v) ? std::log10(1 + std::max(v, 0.0)) : v) : scaled.values[cell]);
         }
     m_map->setGradient(counts ? countGradient() : valueGradient());
     if (counts) {
@@ -195,16 +238,56 @@ void HeatmapView::setHeatmap(const LayerHeatmap& heatmap)
         for (double count = 0; count <= std::max(largest, 1.0); count = count == 0 ? 1 : count * 10)
             countTicks->addTick(std::log10(1 + count), QString::number(count, 'f', 0));
         m_scale->axis()->setTicker(countTicks);
-    } else {
-        m_scale->axis()->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
-        m_map->rescaleDataRange(true);
+        m_scale->axis()->setLabel(scaleLabel(heatmap.quantity));
+        return;
     }
-    m_scale->axis()->setLabel(scaleLabel(heatmap.quantity));
+    m_scale->axis()->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+    m_map->setDataRange(QCPRange(scaled.lower, scaled.upper));
+    const QString label = scaleLabel(heatmap.quantity);
+    m_scale->axis()->setLabel(m_scaleMode == HeatmapScale::PerLayer     ? tr("%1, share of each layer's range").arg(label)
+                              : m_scaleMode == HeatmapScale::Percentile99 ? tr("%1 (to the 99th percentile)").arg(label)
+                                                                          : label);
+}
 
-    updateRowLabels();
-    m_plot->xAxis->setRange(first, std::max(last, first + 1));
-    m_plot->yAxis->setRange(-0.5, rows - 0.5);
+void HeatmapView::setOnsets(const std::vector<std::pair<int64_t, QString>>& onsets)
+{
+    m_onsets = onsets;
+    placeOnsets();
     m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+int HeatmapView::onsetMarkCount() const
+{
+    return int(m_onsetItems.size()) / 2;
+}
+
+void HeatmapView::placeOnsets()
+{
+    for (QCPAbstractItem* item : m_onsetItems)
+        m_plot->removeItem(item);
+    m_onsetItems.clear();
+    if (m_heatmap.bins() == 0)
+        return;
+    const double first = double(m_heatmap.binFirstStep.front()), last = double(m_heatmap.binLastStep.back());
+    for (const auto& [step, label] : m_onsets) {
+        if (double(step) < first || double(step) > last)
+            continue; // outside the data: not drawn
+        auto* line = new QCPItemStraightLine(m_plot);
+        line->setPen(QPen(QColor(255, 255, 255, 200), 1.5, Qt::DashLine));
+        line->point1->setCoords(double(step), 0);
+        line->point2->setCoords(double(step), 1);
+        line->setSelectable(false);
+        auto* text = new QCPItemText(m_plot);
+        text->setText(label);
+        text->setColor(Qt::white);
+        text->setBrush(QColor(0, 0, 0, 150));
+        text->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+        text->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        text->position->setCoords(double(step), 0.01);
+        text->setSelectable(false);
+        m_onsetItems.push_back(line);
+        m_onsetItems.push_back(text);
+    }
 }
 
 // Names the rows as far as their labels fit the plot's height, one text line each: every row,
@@ -235,6 +318,8 @@ void HeatmapView::setSelectedStep(int64_t step)
 void HeatmapView::clear()
 {
     m_heatmap = LayerHeatmap();
+    m_onsets.clear();
+    placeOnsets();
     m_map->data()->clear();
     m_plot->yAxis->setTicker(QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText));
     m_readout->clear();
@@ -256,6 +341,19 @@ void HeatmapView::follow(const RunContext* context)
 {
     connect(context, &RunContext::runClosed, this, &HeatmapView::clear);
     connect(context, &RunContext::stepSelected, this, [this](qint64 step) { setSelectedStep(step); });
+    // Where each incident that matters begins: a gradual one's build-up starts at its onset.
+    connect(context, &RunContext::scanChanged, this, [this](const ScanReport& scan) {
+        std::vector<std::pair<int64_t, QString>> onsets;
+        for (const Incident& incident : scan.incidents) {
+            if (incident.severity == Severity::Info)
+                continue;
+            QString label = QString::fromUtf8(toString(incident.kind));
+            if (incident.pattern)
+                label += QString(" (%1)").arg(QString::fromUtf8(toString(*incident.pattern)));
+            onsets.emplace_back(incident.onsetStep, label);
+        }
+        setOnsets(onsets);
+    });
 }
 
 } // namespace nanscope

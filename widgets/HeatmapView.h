@@ -1,9 +1,15 @@
 #pragma once
 
+#include "HeatmapScale.h"
 #include "core/run/LayerHeatmap.h"
 
 #include <QColor>
+#include <QString>
 #include <QWidget>
+
+#include <cstdint>
+#include <utility>
+#include <vector>
 
 class QComboBox;
 class QCustomPlot;
@@ -11,6 +17,8 @@ class QCPColorMap;
 class QCPColorGradient;
 class QCPColorScale;
 class QCPItemStraightLine;
+class QCPAbstractItem;
+class QCPRange;
 class QLabel;
 
 namespace nanscope {
@@ -26,6 +34,16 @@ public:
     explicit HeatmapView(QWidget* parent = nullptr);
 
     void setHeatmap(const LayerHeatmap& heatmap);
+    // How values map to colours (not for counts, which have their own log scale). The default
+    // clips at the 99th percentile, so that a final spike does not flatten the build-up before it.
+    void setScale(HeatmapScale scale);
+    HeatmapScale scale() const { return m_scaleMode; }
+    // The incidents' onsets, marked as labelled lines over the map (a gradual one's build-up starts
+    // there). Marks at steps outside the map are not drawn.
+    void setOnsets(const std::vector<std::pair<int64_t, QString>>& onsets);
+    int onsetMarkCount() const;
+    // The colour range of the values shown.
+    QCPRange colourRange() const;
     const LayerHeatmap& heatmap() const { return m_heatmap; }
     // Follows the run `context` holds (runClosed, stepSelected); the heatmap itself is computed
     // off the GUI thread and handed over by setHeatmap.
@@ -54,7 +72,14 @@ signals:
 private:
     void updateRowLabels();
 
+    void applyValues();
+    void placeOnsets();
+
     QComboBox* m_quantity = nullptr;
+    QComboBox* m_scaleChoice = nullptr;
+    HeatmapScale m_scaleMode = HeatmapScale::Percentile99;
+    std::vector<std::pair<int64_t, QString>> m_onsets;
+    std::vector<QCPAbstractItem*> m_onsetItems;
     QLabel* m_readout = nullptr;
     QCustomPlot* m_plot = nullptr;
     QCPColorMap* m_map = nullptr;

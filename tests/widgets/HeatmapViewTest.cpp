@@ -1,3 +1,4 @@
+#include "widgets/HeatmapScale.h"
 #include "widgets/HeatmapView.h"
 
 #include <qcustomplot.h>
@@ -124,4 +125,53 @@ TEST(HeatmapView, RowLabelsFitThePlotHeightAndFollowItsResize)
     EXPECT_GT(tallLabels, shortLabels) << "a taller plot names more rows";
     if (view.plot()->axisRect()->height() >= rows * line)
         EXPECT_EQ(labelled(), rows) << "every row, where every label fits";
+}
+
+// Issue 51, item 9: the final spike took the whole colour scale, so a gradual and a sudden blow-up
+// looked alike. A layer that grows from 0 to 4 (log10) over 100 bins and ends in a spike of 30:
+// over the whole range the build-up is the bottom sixth of the colours; clipped at the 99th
+// percentile it spans most of them, and per layer each layer's own growth does.
+TEST(HeatmapView, TheDefaultScaleShowsTheBuildUpBeforeTheSpike)
+{
+    const size_t bins = 200;
+    std::vector<float> values;
+    for (size_t row = 0; row < 2; ++row)
+        for (size_t b = 0; b < bins; ++b)
+            values.push_back(row == 0 ? (b + 1 == bins ? 30.0f : float(4.0 * double(b) / double(bins)))
+                                      : float(-2.0 + 0.001 * double(b)));
+    const ScaledHeatmap whole = scaleHeatmap(values, 2, bins, HeatmapScale::WholeRange);
+    EXPECT_DOUBLE_EQ(whole.upper, 30.0);
+    const ScaledHeatmap clipped = scaleHeatmap(values, 2, bins, HeatmapScale::Percentile99);
+    EXPECT_LT(clipped.upper, 5.0) << "the spike does not set the top colour";
+    const double buildUpShareWhole = 4.0 / (whole.upper - whole.lower);
+    const double buildUpShareClipped = 4.0 / (clipped.upper - clipped.lower);
+    EXPECT_LT(buildUpShareWhole, 0.15);
+    EXPECT_GT(buildUpShareClipped, 0.6);
+    const ScaledHeatmap perLayer = scaleHeatmap(values, 2, bins, HeatmapScale::PerLayer);
+    EXPECT_DOUBLE_EQ(perLayer.values[bins + bins - 1], 1.0) << "the flat layer's own growth spans its colours";
+    EXPECT_DOUBLE_EQ(perLayer.values[bins], 0.0);
+
+    HeatmapView view;
+    view.resize(640, 400);
+    EXPECT_EQ(view.scale(), HeatmapScale::Percentile99) << "the default shows the build-up";
+    LayerHeatmap map;
+    map.quantity = HeatmapQuantity::GradNormLog10;
+    map.rows = {"fc1.weight", "fc2.weight"};
+    map.values = values;
+    for (size_t b = 0; b < bins; ++b) {
+        map.binFirstStep.push_back(int64_t(b));
+        map.binLastStep.push_back(int64_t(b));
+    }
+    view.setHeatmap(map);
+    EXPECT_LT(view.colourRange().upper, 5.0);
+    view.setScale(HeatmapScale::WholeRange);
+    EXPECT_DOUBLE_EQ(view.colourRange().upper, 30.0);
+    view.setScale(HeatmapScale::PerLayer);
+    EXPECT_DOUBLE_EQ(view.colourRange().upper, 1.0);
+
+    // The onsets are marked; a mark outside the data is not drawn.
+    view.setOnsets({{120, "blowup (gradual)"}, {5000, "spike"}});
+    EXPECT_EQ(view.onsetMarkCount(), 1);
+    view.clear();
+    EXPECT_EQ(view.onsetMarkCount(), 0);
 }
