@@ -66,6 +66,7 @@ HeatmapView::HeatmapView(QWidget* parent)
     m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     // A resized plot (the dock dragged taller) labels as many rows as now fit.
     connect(m_plot, &QCustomPlot::afterLayout, this, [this] {
+        fitScaleTitle();
         if (!m_heatmap.rows.empty() && m_plot->axisRect()->height() != m_labelledHeight) {
             updateRowLabels();
             m_plot->replot(QCustomPlot::rpQueuedReplot);
@@ -170,6 +171,7 @@ QString HeatmapView::scaleLabel(HeatmapQuantity quantity)
 void HeatmapView::setHeatmap(const LayerHeatmap& heatmap)
 {
     m_heatmap = heatmap;
+    m_readout->clear(); // it named a value of the quantity shown before (issue 51: it went stale)
     m_quantity->setCurrentIndex(m_quantity->findData(int(heatmap.quantity)));
     const int bins = int(heatmap.bins());
     const int rows = int(heatmap.rows.size());
@@ -206,6 +208,33 @@ void HeatmapView::setScale(HeatmapScale scale)
     }
 }
 
+void HeatmapView::setScaleTitle(const QString& title)
+{
+    m_scaleTitle = title;
+    fitScaleTitle();
+}
+
+void HeatmapView::fitScaleTitle()
+{
+    // The title runs along the colour bar: on a short plot (the Ranks dock) it was cut to "og10
+    // grad norm". Then it gives way to the header's quantity, which names the same.
+    const int room = m_plot->axisRect()->height(); // the bar spans the map (their margins are grouped)
+    const int needed = QFontMetrics(m_scale->axis()->labelFont()).horizontalAdvance(m_scaleTitle) + 8;
+    const QString shown = needed <= room ? m_scaleTitle : QString();
+    if (m_scale->axis()->label() != shown)
+        m_scale->axis()->setLabel(shown);
+}
+
+QString HeatmapView::readoutText() const
+{
+    return m_readout->text();
+}
+
+QString HeatmapView::scaleTitle() const
+{
+    return m_scale->axis()->label();
+}
+
 QCPRange HeatmapView::colourRange() const
 {
     return m_map->dataRange();
@@ -238,15 +267,16 @@ void HeatmapView::applyValues()
         for (double count = 0; count <= std::max(largest, 1.0); count = count == 0 ? 1 : count * 10)
             countTicks->addTick(std::log10(1 + count), QString::number(count, 'f', 0));
         m_scale->axis()->setTicker(countTicks);
-        m_scale->axis()->setLabel(scaleLabel(heatmap.quantity));
+        setScaleTitle(scaleLabel(heatmap.quantity));
         return;
     }
     m_scale->axis()->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
     m_map->setDataRange(QCPRange(scaled.lower, scaled.upper));
     const QString label = scaleLabel(heatmap.quantity);
-    m_scale->axis()->setLabel(m_scaleMode == HeatmapScale::PerLayer     ? tr("%1, share of each layer's range").arg(label)
-                              : m_scaleMode == HeatmapScale::Percentile99 ? tr("%1 (to the 99th percentile)").arg(label)
-                                                                          : label);
+    // Short: the title runs along the bar (the Colours choice in the header says the rest).
+    setScaleTitle(m_scaleMode == HeatmapScale::PerLayer       ? tr("%1, per layer").arg(label)
+                  : m_scaleMode == HeatmapScale::Percentile99 ? tr("%1, to p99").arg(label)
+                                                              : label);
 }
 
 void HeatmapView::setOnsets(const std::vector<std::pair<int64_t, QString>>& onsets)

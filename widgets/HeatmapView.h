@@ -44,6 +44,9 @@ public:
     int onsetMarkCount() const;
     // The colour range of the values shown.
     QCPRange colourRange() const;
+    // The colour bar's title as drawn: empty where the bar is too short to hold it whole.
+    QString scaleTitle() const;
+    QString readoutText() const;
     const LayerHeatmap& heatmap() const { return m_heatmap; }
     // Follows the run `context` holds (runClosed, stepSelected); the heatmap itself is computed
     // off the GUI thread and handed over by setHeatmap.
@@ -73,11 +76,14 @@ private:
     void updateRowLabels();
 
     void applyValues();
+    void setScaleTitle(const QString& title);
+    void fitScaleTitle();
     void placeOnsets();
 
     QComboBox* m_quantity = nullptr;
     QComboBox* m_scaleChoice = nullptr;
     HeatmapScale m_scaleMode = HeatmapScale::Percentile99;
+    QString m_scaleTitle;
     std::vector<std::pair<int64_t, QString>> m_onsets;
     std::vector<QCPAbstractItem*> m_onsetItems;
     QLabel* m_readout = nullptr;

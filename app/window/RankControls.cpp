@@ -5,12 +5,14 @@
 
 #include "core/run/RankHeatmap.h"
 #include "widgets/HeatmapView.h"
+#include "widgets/RankLanes.h"
 
 #include <QComboBox>
 #include <QDockWidget>
 #include <QLabel>
 #include <QMainWindow>
 #include <QToolBar>
+#include <QVBoxLayout>
 
 namespace nanscope {
 
@@ -20,6 +22,7 @@ RankControls::RankControls(QMainWindow* window, RunSession* session, RunContext*
     , m_selector(new QComboBox(window))
     , m_dock(new QDockWidget(tr("Ranks"), window))
     , m_heatmap(new HeatmapView(window))
+    , m_lanes(new RankLanes(window))
 {
     m_toolBar->setObjectName("rankToolBar");
     m_toolBar->addWidget(new QLabel(tr(" Rank: "), m_toolBar));
@@ -31,7 +34,14 @@ RankControls::RankControls(QMainWindow* window, RunSession* session, RunContext*
 
     m_dock->setObjectName("rankDock");
     m_heatmap->setToolTip(tr("Ranks x steps: click a rank to show it, double-click a step to select it"));
-    m_dock->setWidget(m_heatmap);
+    // Which rank went first, and when, above the ranks x steps heatmap.
+    auto* panel = new QWidget(m_dock);
+    auto* layout = new QVBoxLayout(panel);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(2);
+    layout->addWidget(m_lanes);
+    layout->addWidget(m_heatmap, 1);
+    m_dock->setWidget(panel);
     window->addDockWidget(Qt::BottomDockWidgetArea, m_dock);
     m_dock->setVisible(false);
 
@@ -40,6 +50,9 @@ RankControls::RankControls(QMainWindow* window, RunSession* session, RunContext*
     connect(m_heatmap, &HeatmapView::layerClicked, this, &RankControls::requestRankOfRow);
     connect(m_heatmap, &HeatmapView::stepClicked, context, &RunContext::selectStep);
     connect(m_heatmap, &HeatmapView::quantityRequested, this, &RankControls::rankHeatmapRequested);
+    connect(m_lanes, &RankLanes::rankClicked, this, &RankControls::showRank);
+    connect(m_lanes, &RankLanes::stepClicked, context, &RunContext::selectStep);
+    connect(session, &RunSession::ranksScanned, m_lanes, &RankLanes::setRanks);
     connect(context, &RunContext::stepSelected, m_heatmap, [this](qint64 step) { m_heatmap->setSelectedStep(step); });
 
     // The session lives on its own thread: these cross by queued connection.
@@ -59,8 +72,10 @@ void RankControls::showRanks(const QStringList& ranks, int shown)
     const bool multiRank = !ranks.isEmpty();
     m_toolBar->setVisible(multiRank);
     m_dock->setVisible(multiRank);
-    if (!multiRank)
+    if (!multiRank) {
         m_heatmap->clear();
+        m_lanes->clear();
+    }
 }
 
 void RankControls::showRank(int rank)

@@ -11,6 +11,7 @@ class QToolBar;
 namespace nanscope {
 
 class HeatmapView;
+class RankLanes;
 class RunContext;
 class RunSession;
 
@@ -26,6 +27,7 @@ public:
 
     QComboBox* selector() const { return m_selector; }
     HeatmapView* heatmap() const { return m_heatmap; }
+    RankLanes* lanes() const { return m_lanes; }
     // Shows this rank's run, unless it is shown already (an incident found on another rank).
     void showRank(int rank);
     // The rank whose run the views show now (-1: a single process). Behind the selector while a
@@ -45,6 +47,7 @@ private:
     QComboBox* m_selector = nullptr;
     QDockWidget* m_dock = nullptr;
     HeatmapView* m_heatmap = nullptr;
+    RankLanes* m_lanes = nullptr;
     int m_shownRank = -1;
 };
 

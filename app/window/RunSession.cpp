@@ -48,6 +48,7 @@ RunSession::RunSession(QObject* parent)
         qRegisterMetaType<LayerDetail>();
         qRegisterMetaType<LayerHeatmap>();
         qRegisterMetaType<ScanReport>();
+        qRegisterMetaType<std::vector<RankSummary>>();
         return true;
     }();
     (void)registered;
@@ -410,6 +411,7 @@ void RunSession::requestScan()
     if (report) {
         m_wholeRunScan = report->report;
         emit scanned(report->report);
+        emit ranksScanned(report->ranks ? report->ranks->ranks : std::vector<RankSummary>{});
     } else {
         emit scanFailed(QString::fromStdString(report.error()));
     }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "widgets/RankLanes.h"
 #include "core/scan/Incident.h"
 #include "core/scan/ScanConfig.h"
 #include "core/run/LayerHeatmap.h"
@@ -57,6 +58,8 @@ signals:
     void layerDetailReady(const nanscope::LayerDetail& detail);
     void heatmapReady(const nanscope::LayerHeatmap& heatmap);
     void scanned(const nanscope::ScanReport& report);
+    // A multi-rank run's scan: each rank's span, first non-finite step and end (the rank lanes).
+    void ranksScanned(const std::vector<nanscope::RankSummary>& ranks);
     // The scan or the heatmap could not be made (a damaged chunk of run.h5): why, naming the file.
     void scanFailed(const QString& error);
     void heatmapFailed(const QString& error);

@@ -12,6 +12,7 @@
 #include "widgets/IncidentModel.h"
 #include <QElapsedTimer>
 #include "widgets/HeatmapView.h"
+#include "widgets/RankLanes.h"
 
 #include <QComboBox>
 #include <QDir>
@@ -205,4 +206,27 @@ TEST(MultiRankRun, TheRankHeatmapIsShownBeforeTheScanOfEveryRankEnds)
     session.open(dir.path());
     session.close();
     EXPECT_EQ(order, (QStringList{"loaded", "rank heatmap", "scanned"}));
+}
+
+// Issue 51, item 7: which rank went first was a one-pixel sliver of the ranks heatmap. A lane per
+// rank says it: rank 1 went non-finite at step 30, first; the others stayed finite on their own.
+TEST(MultiRankRun, TheRankLanesSayWhichRankWentFirstAndWhen)
+{
+    QTemporaryDir dir;
+    writeJob(dir.path());
+    MainWindow window;
+    ASSERT_TRUE(test::openAndWait(window, dir.path()));
+    ASSERT_TRUE(test::waitForScan(window));
+    RankLanes* lanes = window.rankControls()->lanes();
+    QElapsedTimer clock;
+    clock.start();
+    while (lanes->laneTexts().size() < 3 && clock.elapsed() < 30000)
+        QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+    const QStringList texts = lanes->laneTexts();
+    ASSERT_EQ(texts.size(), 3) << texts.join(" | ").toStdString();
+    EXPECT_EQ(texts[1], "rank 1: non-finite from step 30 (first)");
+    EXPECT_EQ(texts[0], "rank 0: finite throughout") << "its own loss and local gradient stayed finite";
+    // Clicking a lane shows that rank.
+    emit lanes->rankClicked(2);
+    EXPECT_TRUE(showsRank(window, 2)) << window.snapshot().info.source.format;
 }

@@ -6,6 +6,8 @@
 #include <QCoreApplication>
 #include <QFontMetrics>
 #include <QImage>
+#include <QMouseEvent>
+#include <QTest>
 
 #include <cmath>
 
@@ -174,4 +176,42 @@ TEST(HeatmapView, TheDefaultScaleShowsTheBuildUpBeforeTheSpike)
     EXPECT_EQ(view.onsetMarkCount(), 1);
     view.clear();
     EXPECT_EQ(view.onsetMarkCount(), 0);
+}
+
+// Issue 51, item 7: in the Ranks dock the colour bar's title was cut to "og10 grad norm", and the
+// readout kept naming the quantity shown before a switch.
+TEST(HeatmapView, AShortBarDropsItsTitleAndANewQuantityClearsTheReadout)
+{
+    HeatmapView view;
+    LayerHeatmap map;
+    map.quantity = HeatmapQuantity::GradNormLog10;
+    map.rows = {"rank 0", "rank 1"};
+    map.values = {0.1f, 0.2f, 0.3f, 0.4f};
+    map.binFirstStep = {0, 10};
+    map.binLastStep = {9, 19};
+    view.resize(640, 400);
+    view.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&view));
+    view.setHeatmap(map);
+    const auto settle = [&] {
+        QCoreApplication::processEvents();
+        view.plot()->replot();
+        view.plot()->replot();
+    };
+    settle();
+    EXPECT_FALSE(view.scaleTitle().isEmpty()) << "a tall bar holds its title";
+    view.resize(640, 110); // the Ranks dock at its least
+    settle();
+    EXPECT_TRUE(view.scaleTitle().isEmpty()) << "cut: '" << view.scaleTitle().toStdString() << "'";
+    view.resize(640, 400);
+    settle();
+    EXPECT_FALSE(view.scaleTitle().isEmpty()) << "and back when there is room";
+
+    const QPointF centre = view.plot()->axisRect()->rect().center();
+    QMouseEvent move(QEvent::MouseMove, centre, view.plot()->mapToGlobal(centre), Qt::NoButton, Qt::NoButton, Qt::NoModifier);
+    QCoreApplication::sendEvent(view.plot(), &move);
+    ASSERT_FALSE(view.readoutText().isEmpty()) << "hovering a cell names it";
+    map.quantity = HeatmapQuantity::ParamNormLog10;
+    view.setHeatmap(map);
+    EXPECT_TRUE(view.readoutText().isEmpty()) << "the old quantity's value is not shown under the new one";
 }
