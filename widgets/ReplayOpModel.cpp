@@ -1,4 +1,6 @@
 #include "ReplayOpModel.h"
+
+#include "core/tensor/FloatLimits.h"
 #include "core/NumberText.h"
 
 #include "core/replay/ReplaySignatures.h"
@@ -103,9 +105,9 @@ QVariant ReplayOpModel::data(const QModelIndex& index, int role) const
         if (index.column() == Code && !op.code.empty())
             return QString::fromStdString(op.code); // the source line's text, where the cell only has room for file:line
         if (index.column() == Float16Headroom && op.headroom.float16Bits)
-            return tr("max |x| %1: %2 bits below float16's largest value (65504), %3 below bfloat16's")
+            return tr("max |x| %1: %2 bits below float16's largest value (%4), %3 below bfloat16's")
                 .arg(op.output ? number(op.output->absmax) : QString())
-                .arg(bits(op.headroom.float16Bits), bits(op.headroom.bfloat16Bits));
+                .arg(bits(op.headroom.float16Bits), bits(op.headroom.bfloat16Bits), QString::fromStdString(float16MaxText()));
         if (index.column() == DynamicRange && op.headroom.dynamicRangeBits)
             return tr("log2(max |x| / smallest nonzero |x|) = %1 bits (smallest nonzero |x| %2)")
                 .arg(bits(op.headroom.dynamicRangeBits), number(op.output ? op.output->nonzeroAbsmin : std::nullopt));
@@ -152,8 +154,10 @@ QVariant ReplayOpModel::headerData(int section, Qt::Orientation orientation, int
         return tr(titles[section]);
     if (role == Qt::ToolTipRole) {
         switch (Column(section)) {
-        case Float16Headroom: return tr("Bits between the output's largest |value| and float16's largest value (65504); "
-                                        "red when an op comes within %1 bits").arg(kNearFloat16Bits);
+        case Float16Headroom: return tr("Bits between the output's largest |value| and float16's largest value (%2); "
+                                        "red when an op comes within %1 bits")
+                                         .arg(kNearFloat16Bits)
+                                         .arg(QString::fromStdString(float16MaxText()));
         case DynamicRange: return tr("log2 of the output's largest over its smallest nonzero |value|, in bits");
         case Code: return tr("The line of source code the op came from");
         default: return {};

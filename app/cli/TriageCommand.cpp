@@ -5,9 +5,9 @@
 
 #include "core/NumberText.h"
 #include "core/replay/BlowupBaseline.h"
+#include "core/replay/TriageNeighbours.h"
 #include "core/run/CheckpointPairing.h"
 #include "core/run/RunFormat.h"
-#include "core/run/SkippedSteps.h"
 #include "core/run/RunReader.h"
 
 #include <QDir>
@@ -24,7 +24,6 @@ namespace nanscope::cli {
 
 namespace {
 
-constexpr int kNeighboursEachSide = 2;
 constexpr int kReplayTimeoutMs = 600000;
 
 struct PlannedReplay
@@ -35,39 +34,6 @@ struct PlannedReplay
     QString missing; // why it cannot run, when a file is not there
     bool wasIncident = false; // a neighbour batch whose own step was an incident
 };
-
-// The steps of the run that were incidents in training: a non-finite loss or gradient norm, a
-// skipped step, or one the recorder captured (a spike). Their batches are no neighbours that
-// prove anything about the state. Empty when run.h5 cannot be read (then every batch counts).
-std::set<int64_t> incidentStepsOf(const QString& runDirectory)
-{
-    std::set<int64_t> steps;
-    auto reader = RunReader::open(runDirectory.toStdString());
-    if (!reader)
-        return steps;
-    const RunSource& run = **reader;
-    const auto& rows = run.steps(runformat::kScalars);
-    const TableInfo* scalars = run.info().table(runformat::kScalars);
-    for (const char* name : {"loss", "grad_norm", "skipped"}) {
-        if (!scalars || !std::count(scalars->datasets.begin(), scalars->datasets.end(), name))
-            continue;
-        auto values = run.readSeries(runformat::kScalars, name);
-        if (!values)
-            continue;
-        for (size_t i = 0; i < values->size() && i < rows.size(); ++i)
-            if (std::string(name) == "skipped" ? runformat::isSkippedValue((*values)[i]) : !std::isfinite((*values)[i]))
-                steps.insert(rows[i]);
-    }
-    if (const TableInfo* events = run.info().table(runformat::kEvents); events && events->rows > 0) {
-        const auto& eventSteps = run.steps(runformat::kEvents);
-        if (auto kinds = run.readStrings(runformat::kEvents, runformat::column::kKind))
-            for (size_t i = 0; i < kinds->size() && i < eventSteps.size(); ++i)
-                if ((*kinds)[i] == runformat::event::kIncidentCapture || runformat::isSkippedEvent((*kinds)[i]) ||
-                    (*kinds)[i] == runformat::event::kNonfiniteLoss)
-                    steps.insert(eventSteps[i]);
-    }
-    return steps;
-}
 
 TriageReplay triageReplayFrom(const PlannedReplay& plan, const ReplayReport& report)
 {
@@ -167,34 +133,18 @@ int runTriage(const QStringList& arguments)
         plan.push_back({TriageRole::EarlierCheckpoint, -1, step, QString("no checkpoint before %1").arg(checkpointStep)});
     else
         plan.push_back({TriageRole::EarlierCheckpoint, *paired->earlierStep, step, {}});
-    // Neighbours: the nearest saved batches of healthy steps, up to kNeighboursEachSide on each
-    // side. A nearer batch of a step that was itself an incident is replayed and shown, marked,
-    // but proves nothing about the state (judgeTriage does not count it).
-    const std::set<int64_t> incidentSteps = incidentStepsOf(runDir);
-    std::vector<std::pair<int64_t, bool>> neighbours; // step, was an incident
-    {
-        int healthy = 0, marked = 0;
-        for (auto before = batch; healthy < kNeighboursEachSide && before != batches.begin();) {
-            const int64_t s = (--before)->first;
-            const bool incident = incidentSteps.count(s) > 0;
-            if (incident && marked >= kNeighboursEachSide)
-                continue;
-            neighbours.insert(neighbours.begin(), {s, incident});
-            (incident ? marked : healthy) += 1;
-        }
-        healthy = 0;
-        marked = 0;
-        for (auto after = std::next(batch); healthy < kNeighboursEachSide && after != batches.end(); ++after) {
-            const bool incident = incidentSteps.count(after->first) > 0;
-            if (incident && marked >= kNeighboursEachSide)
-                continue;
-            neighbours.push_back({after->first, incident});
-            (incident ? marked : healthy) += 1;
-        }
-    }
-    for (const auto& [neighbour, incident] : neighbours) {
-        PlannedReplay p{TriageRole::NeighbourBatch, checkpointStep, neighbour, {}};
-        p.wasIncident = incident;
+    // Neighbours: the nearest saved batches of healthy steps on the same checkpoint
+    // (core/replay/TriageNeighbours).
+    std::set<int64_t> incidentSteps;
+    if (auto reader = RunReader::open(runDir.toStdString()))
+        incidentSteps = trainingIncidentSteps(**reader);
+    std::vector<int64_t> savedBatches;
+    for (const auto& entry : batches)
+        savedBatches.push_back(entry.first);
+    const std::vector<NeighbourBatch> neighbours = triageNeighbours(savedBatches, step, incidentSteps);
+    for (const NeighbourBatch& neighbour : neighbours) {
+        PlannedReplay p{TriageRole::NeighbourBatch, checkpointStep, neighbour.step, {}};
+        p.wasIncident = neighbour.wasIncident;
         plan.push_back(p);
     }
     if (neighbours.empty())

@@ -81,9 +81,6 @@ int64_t incidentMatchTolerance(const ScanReport& reference, const ScanReport& ot
 Result<RunComparison> compareRuns(std::vector<ComparedRun> runs, const DivergenceConfig& config = {});
 
 
-// True when this process's HDF5 serialises calls from several threads (a thread-safe build).
-bool hdf5IsThreadSafe();
-
 } // namespace nanscope
 
 namespace nanscope {

@@ -1,6 +1,7 @@
 // The texts of a blow-up (what core/scan/BlowupRule found, in BlowupFacts): its cause by what was
 // seen first (the data, the weights, a growing module, the learning rate), and what to do.
 #include "core/scan/Diagnosis.h"
+#include "core/tensor/FloatLimits.h"
 
 #include "core/run/LayerNames.h"
 
@@ -82,7 +83,7 @@ Diagnosis diagnoseBlowupCause(const BlowupFacts& facts)
                        "destroy the weights." +
                        facts.batchNote;
         if (facts.fp16)
-            d.suggestion += " Under float16 AMP, check for overflow (values > 65504): compute the loss in fp32 and "
+            d.suggestion += " Under float16 AMP, check for overflow (values > " + float16MaxText() + "): compute the loss in fp32 and "
                             "check the GradScaler.";
     } else {
         const std::string lrNote = facts.learningRateRise ? "; the learning rate rose x" +
@@ -186,7 +187,7 @@ Diagnosis diagnoseGrowthPrecursor(const BlowupFacts& facts)
     if (facts.precursorLimit)
         d.cause += "; " + facts.precursorLimitText + ", and it reached " + numberText(facts.precursorPeak, 3);
     else if (facts.float16Overflow)
-        d.cause += "; it reached the float16 limit (65504), where softmax/exp overflow";
+        d.cause += "; it reached the float16 limit (" + float16MaxText() + "), where softmax/exp overflow";
     d.cause += ". A drift, not one bad batch: the batch of the NaN step only crossed the line.";
     const auto named = [&](std::initializer_list<const char*> words) {
         return layernames::mentionsAny(facts.precursor, words);

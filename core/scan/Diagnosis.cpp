@@ -1,4 +1,5 @@
 #include "core/scan/Diagnosis.h"
+#include "core/tensor/FloatLimits.h"
 
 #include <algorithm>
 #include <cmath>
@@ -197,7 +198,7 @@ Diagnosis diagnoseNonfiniteBurst(const NonfiniteBurstFacts& facts)
                        "fp16; use 1e-5 or more there, or compute it in fp32)." +
                        facts.batchNote;
     } else if (facts.fp16) {
-        d.cause += " Sporadic NaN under float16 AMP: fp16 overflow (values above 65504).";
+        d.cause += " Sporadic NaN under float16 AMP: fp16 overflow (values above " + float16MaxText() + ").";
         d.suggestion = "Compute the loss (and softmax/log-sum-exp) in fp32 and check that the GradScaler skips these "
                        "steps and lowers its scale." +
                        facts.batchNote;
@@ -243,7 +244,7 @@ Diagnosis diagnoseLossScaleCollapse(const std::string& cascade)
     d.cause = "The AMP loss scale fell in a cascade (" + cascade +
               "): every step overflows in fp16, so the scaler keeps halving and skipping. Something produces Inf/NaN "
               "regardless of the scale: fp16 overflow in the forward pass, or a real NaN.";
-    d.suggestion = "Compute the loss (and softmax, norms, exp) in fp32, look for activations above 65504 or a NaN "
+    d.suggestion = "Compute the loss (and softmax, norms, exp) in fp32, look for activations above " + float16MaxText() + " or a NaN "
                    "source (replay one of those steps), check the GradScaler settings (init_scale, "
                    "growth_interval), or train in bfloat16.";
     return d;
@@ -364,9 +365,9 @@ Diagnosis diagnoseActivationGrowth(const ActivationGrowthFacts& facts)
                              (facts.decadesPerStep > 0
                                   ? " (x10 every " + numberText(1.0 / facts.decadesPerStep, 2) + " steps)"
                                   : std::string())) +
-              (overflowed ? ": it passed the float16 maximum (65504)"
+              (overflowed ? ": it passed the float16 maximum (" + float16MaxText() + ")"
                           : ": " + numberText(facts.float16HeadroomDecades, 2) +
-                                " decades below the float16 maximum (65504)") +
+                                " decades below the float16 maximum (" + float16MaxText() + ")") +
               (facts.looksLikeAttention ? "; attention logits this large make softmax one-hot and overflow in float16"
                                         : "") +
               ".";

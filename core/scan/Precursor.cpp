@@ -175,7 +175,7 @@ std::optional<NumericLimit> numericLimitNear(double peak)
         return NumericLimit{kFloat32ExpLimit,
                             "exp() overflows float32 and bfloat16 above " + numberText(kFloat32ExpLimit, 3)};
     if (nearFloat16LimitDecades(std::log10(kFloat16Max / value)))
-        return NumericLimit{kFloat16Max, "float16's largest value is 65504"};
+        return NumericLimit{kFloat16Max, "float16's largest value is " + float16MaxText()};
     return std::nullopt;
 }
 

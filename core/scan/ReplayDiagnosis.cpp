@@ -44,7 +44,7 @@ Diagnosis diagnoseReplayLossInLowPrecision(const LossPrecisionFacts& facts)
 Diagnosis diagnoseReplayFloat16Headroom(const Float16HeadroomFacts& facts)
 {
     Diagnosis d;
-    const std::string float16Max = numberText(kFloat16Max, 5);
+    const std::string float16Max = float16MaxText();
     // Negative headroom is a value already past float16's range: say "beyond", never "within".
     const std::string where = facts.bits >= 0 ? numberText(facts.bits, 2) + " bits of headroom"
                                               : numberText(-facts.bits, 2) + " bits beyond it: Inf in float16";

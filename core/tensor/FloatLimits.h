@@ -2,9 +2,19 @@
 
 // The largest finite float16 and bfloat16 numbers: a value whose max |x| passes one of them
 // overflows to Inf in that precision. One definition for the replay's headroom and the scan's.
+
+#include "core/NumberText.h"
+
+#include <string>
+
 namespace nanscope {
 
 inline constexpr double kFloat16Max = 65504.0;
+// "65504", as every message that quotes the float16 limit writes it.
+inline std::string float16MaxText()
+{
+    return numberText(kFloat16Max, 5);
+}
 inline constexpr double kBFloat16Max = 3.3895313892515355e38;
 // exp(x) overflows to Inf above ln(largest): 11.09 in float16, 88.72 in float32 (and 88.7 in
 // bfloat16, whose range is float32's). A softmax or an InfoNCE loss written as exp / sum meets

@@ -52,9 +52,4 @@ inline float runFileFigure(const std::optional<double>& value)
     return value ? float(*value) : NAN;
 }
 
-inline float nonfiniteCount(const torch::Tensor& tensor)
-{
-    return float(tensorStats(tensor).nonfinite());
-}
-
 } // namespace nanscope::torchutil
