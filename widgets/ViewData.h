@@ -7,7 +7,7 @@
 #include "core/replay/ReplayTrace.h"
 #include "core/replay/Triage.h"
 #include "core/checkpoint/CheckpointDiff.h"
-#include "core/importers/OptimizerState.h"
+#include "core/checkpoint/OptimizerStateSummary.h"
 #include "core/tensor/BatchNormHealth.h"
 #include "core/tensor/TensorStats.h"
 

@@ -1,7 +1,9 @@
 """docs/architecture.md stays true where a machine can tell (issue 53): every file it names exists,
-every log reader registered in core/importers/LogReaderRegistry.cpp is named in it, and every
-source file of core/importers and core/open is named in it by its stem, so that a reader or a
-judgement added without a word in the doc fails here."""
+every log reader registered in core/importers/LogReaderRegistry.cpp is named in it, every source
+file of core/importers and core/open is named in it by its stem, each folder's includes stay within
+what the doc's "may use" column says, and LibTorch's headers within core/torch; a failure names the
+file and line."""
+import glob
 import os
 import re
 import unittest
@@ -46,6 +48,71 @@ class ArchitectureDoc(unittest.TestCase):
                     stems.add(name[:-4])
         self.assertEqual(sorted(s for s in stems if s not in self.doc), [],
                          "sources of core/importers or core/open not named in docs/architecture.md")
+
+    def folder_rows(self):
+        rows = {}
+        for line in self.doc.splitlines():
+            m = re.match(r"^\| `([\w/]+)` \|(.*)\|(.*)\|\s*$", line)
+            if m:
+                rows[m.group(1)] = m.group(3)
+        return rows
+
+    def test_each_folder_includes_only_what_the_doc_lets_it_use(self):
+        rows = self.folder_rows()
+        core = [f for f in rows if f.startswith("core/")]
+        self.assertGreaterEqual(len(core), 9, "the doc's folder table was not found")
+        # nanscope_core: the LibTorch-free engine the widgets link (core/CMakeLists.txt).
+        nanscope_core = {"core/run", "core/scan", "core/tensor", "core/record", "core/checkpoint", "core/compare",
+                         "core/replay"}
+        offending = []
+        for folder in core + ["widgets"]:
+            may_use = rows[folder]
+            allowed = {folder} | set(re.findall(r"core/\w+", may_use))
+            if "all of core" in may_use:
+                allowed |= set(core)
+            if "nanscope_core" in may_use:
+                allowed |= nanscope_core
+            for path in sorted(glob.glob(os.path.join(ROOT, folder, "**", "*.*"), recursive=True)):
+                if not path.endswith((".h", ".cpp")):
+                    continue
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    for number, line in enumerate(f, 1):
+                        m = re.match(r'\s*#include "((?:core|widgets|app)/[^"]+)"', line)
+                        if not m:
+                            continue
+                        parts = m.group(1).split("/")
+                        target = "/".join(parts[:2]) if parts[0] == "core" and len(parts) > 2 else parts[0]
+                        if target != "core" and target not in allowed:  # core/*.h (Result, Progress) are everyone's
+                            offending.append("%s:%d includes %s" % (os.path.relpath(path, ROOT), number, m.group(1)))
+        self.assertEqual(offending, [], "includes the doc's 'may use' column does not allow")
+
+    def test_libtorch_headers_are_included_only_in_core_torch(self):
+        offending = []
+        for folder in ("core", "app", "widgets"):
+            for path in sorted(glob.glob(os.path.join(ROOT, folder, "**", "*.*"), recursive=True)):
+                if not path.endswith((".h", ".cpp")) or os.path.relpath(path, ROOT).startswith("core/torch/"):
+                    continue
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    for number, line in enumerate(f, 1):
+                        if re.match(r"\s*#include <(torch|ATen|c10)/", line):
+                            offending.append("%s:%d %s" % (os.path.relpath(path, ROOT), number, line.strip()))
+        self.assertEqual(offending, [], "LibTorch headers outside core/torch (the doc: only core/torch uses LibTorch)")
+
+    def test_the_core_torch_headers_others_include_hold_no_libtorch(self):
+        """core/torch's public headers (those app/ includes) are LibTorch-free: the program that
+        runs no model (`nanscope`) compiles them without LibTorch's headers."""
+        public = set()
+        for path in glob.glob(os.path.join(ROOT, "app", "**", "*.*"), recursive=True):
+            with open(path, encoding="utf-8", errors="replace") as f:
+                public |= set(re.findall(r'#include "core/torch/(\w+\.h)"', f.read()))
+        self.assertTrue(public, "app/ includes no core/torch header")
+        offending = []
+        for name in sorted(public):
+            with open(os.path.join(ROOT, "core", "torch", name), encoding="utf-8") as f:
+                for number, line in enumerate(f, 1):
+                    if re.match(r"\s*#include <(torch|ATen|c10)/", line):
+                        offending.append("core/torch/%s:%d %s" % (name, number, line.strip()))
+        self.assertEqual(offending, [], "a public core/torch header includes LibTorch")
 
 
 if __name__ == "__main__":
