@@ -8,7 +8,8 @@
 #include "core/replay/TriageNeighbours.h"
 #include "core/run/CheckpointPairing.h"
 #include "core/run/RunFormat.h"
-#include "core/run/RunReader.h"
+#include "core/open/OpenRun.h"
+#include "core/run/RunReader.h" // listSteppedFiles
 
 #include <QDir>
 #include <QFileInfo>
@@ -136,7 +137,7 @@ int runTriage(const QStringList& arguments)
     // Neighbours: the nearest saved batches of healthy steps on the same checkpoint
     // (core/replay/TriageNeighbours).
     std::set<int64_t> incidentSteps;
-    if (auto reader = RunReader::open(runDir.toStdString()))
+    if (auto reader = openRun(runDir.toStdString()))
         incidentSteps = trainingIncidentSteps(**reader);
     std::vector<int64_t> savedBatches;
     for (const auto& entry : batches)
@@ -152,7 +153,7 @@ int runTriage(const QStringList& arguments)
 
     TriageReport triage;
     triage.evidence.step = step;
-    if (auto reader = RunReader::open(runDir.toStdString()))
+    if (auto reader = openRun(runDir.toStdString()))
         triage.evidence.typicalLoss = blowupBaselineBefore(**reader, step).loss;
     const QString program = nanscopeProgram();
     int done = 0;

@@ -9,9 +9,9 @@
 #include "core/run/CheckpointForm.h"
 #include "core/run/CheckpointPairing.h"
 #include "core/run/RunFormat.h"
-#include "core/run/RunReader.h"
 #include "core/run/RunWriter.h"
 #include "core/open/OpenRun.h"
+#include "core/run/RunReader.h" // listSteppedFiles
 
 #include <QDir>
 #include <QFileInfo>
@@ -145,7 +145,7 @@ int runReplay(const QStringList& arguments)
     QString replayable = stepList(stepsWithCheckpointAndBatch(checkpoints, batches));
     // run.h5 supplies the loss name when the batch lacks one; replay works without it.
     std::map<std::string, std::string> runAttributes;
-    if (auto reader = RunReader::open(runDir.toStdString())) {
+    if (auto reader = openRun(runDir.toStdString())) {
         const auto& attributes = (*reader)->info().attributes;
         runAttributes = attributes;
         if (auto it = attributes.find("loss_name"); it != attributes.end())

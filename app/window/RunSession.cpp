@@ -326,11 +326,11 @@ RunSnapshot RunSession::grownSnapshot(const RunSnapshot& previous)
                 for (int64_t r = 0; r < after - before; ++r)
                     (snapshot.batchNorm[c].*member).push_back(double((*block)[size_t(r) * width + c]));
         };
-        append("running_mean_min", &BatchNormSeries::meanMin);
-        append("running_mean_max", &BatchNormSeries::meanMax);
-        append("running_var_min", &BatchNormSeries::varMin);
-        append("running_var_max", &BatchNormSeries::varMax);
-        append("nonfinite", &BatchNormSeries::nonfinite);
+        append(rf::column::kRunningMeanMin, &BatchNormSeries::meanMin);
+        append(rf::column::kRunningMeanMax, &BatchNormSeries::meanMax);
+        append(rf::column::kRunningVarMin, &BatchNormSeries::varMin);
+        append(rf::column::kRunningVarMax, &BatchNormSeries::varMax);
+        append(rf::column::kNonfinite, &BatchNormSeries::nonfinite);
         for (auto& series : snapshot.batchNorm)
             series.steps = bufferSteps;
     }

@@ -30,7 +30,7 @@ Source sourceFor(const RunSource& reader, HeatmapQuantity quantity)
         return {rf::kActivations, {rf::column::kMin, rf::column::kMax}};
     case HeatmapQuantity::NonfiniteCount: {
         const TableInfo* layers = reader.table(rf::kLayers);
-        for (const char* dataset : {"grad_nonfinite", "param_nonfinite"})
+        for (const char* dataset : {rf::column::kGradNonfinite, rf::column::kParamNonfinite})
             if (layers && std::count(layers->datasets.begin(), layers->datasets.end(), dataset))
                 return {rf::kLayers, {dataset}};
         return {rf::kActivations, {rf::column::kNan, rf::column::kInf}};
@@ -84,7 +84,7 @@ void foldCounts(const float* first, const float* second, size_t columns, float* 
 HeatmapQuantity defaultHeatmapQuantity(const RunSource& reader)
 {
     const TableInfo* layers = reader.table(rf::kLayers);
-    const bool gradients = layers && std::count(layers->datasets.begin(), layers->datasets.end(), "grad_norm");
+    const bool gradients = layers && std::count(layers->datasets.begin(), layers->datasets.end(), rf::column::kGradNorm);
     return gradients || !layers ? HeatmapQuantity::GradNormLog10 : HeatmapQuantity::ParamNormLog10;
 }
 
