@@ -18,11 +18,11 @@ _nanscope_options()
         compare) echo "--json $common" ;;
         replay) echo "--step --checkpoint --batch --layer --bisect --dtype --device --eval --json --eager --model-factory --python --rank $common" ;;
         triage) echo "--step --json --rank $common" ;;
-        report) echo "-o --output --no-replay --compare --rank --progress-lines --config $common" ;;
+        report) echo "-o --output --no-replay --compare --rank --progress-lines --replayed --config $common" ;;
         import) echo "--checkpoints $common" ;;
         demo) echo "--only --force --quiet $common" ;;
         help) ;;
-        "") echo "--screenshot --view --step --layer --compare --config --x-axis --help --version" ;;
+        "") echo "--screenshot --screenshot-size --view --step --layer --compare --config --x-axis --help --version" ;;
     esac
 }
 
@@ -67,7 +67,7 @@ _nanscope()
         --view) _nanscope_words "overview layers heatmap bn checkpoints replay"; return ;;
         --x-axis) _nanscope_words "step wall-time epoch"; return ;;
         --only) _nanscope_words "healthy sudden-blowup gradual-blowup division-by-zero batchnorm-poisoned"; return ;;
-        --config | --checkpoint | --batch | -o | --output | --screenshot | --names-from | --compare) _nanscope_paths -f; return ;;
+        --config | --checkpoint | --batch | -o | --output | --screenshot | --names-from | --compare | --replayed) _nanscope_paths -f; return ;;
         --step | --layer | --set | --histogram | --norm-threshold) return ;; # free text: nothing to offer
     esac
 

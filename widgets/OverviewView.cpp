@@ -45,8 +45,8 @@ struct PlotSpec
 };
 // Loss and gradient norm span orders of magnitude when things go wrong: log by default.
 constexpr PlotSpec kPlots[] = {
-    {"loss", "loss", true},
-    {"grad_norm", "grad norm", true},
+    {runformat::scalar::kLoss, "loss", true},
+    {runformat::scalar::kGradNorm, "grad norm", true},
     {"lr", "learning rate", false},
     {"loss_scale", "loss scale", true},
 };

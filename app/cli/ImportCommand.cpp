@@ -45,9 +45,9 @@ RunSchema schemaFor(const RunSource& source)
         schema.layers = layers->names;
         const auto& d = layers->datasets;
         auto has = [&](const char* name) { return std::find(d.begin(), d.end(), name) != d.end(); };
-        schema.layerGradNorm = has("grad_norm");
-        schema.layerParamNorm = has("param_norm");
-        schema.layerGradNonfinite = has("grad_nonfinite");
+        schema.layerGradNorm = has(rf::column::kGradNorm);
+        schema.layerParamNorm = has(rf::column::kParamNorm);
+        schema.layerGradNonfinite = has(rf::column::kGradNonfinite);
     }
     if (const TableInfo* buffers = info.table(rf::kBuffers))
         schema.buffers = buffers->names;

@@ -132,7 +132,7 @@ int runInfo(const QStringList& arguments)
                               return array;
                           }()},
                          {"batches", steps(info.batches)},
-                         {"x_axes", QJsonObject{{"wall_time", axisJson(axes->axis(StepAxisKind::WallTime))},
+                         {"x_axes", QJsonObject{{runformat::kWallTime, axisJson(axes->axis(StepAxisKind::WallTime))},
                                                 {"epoch", axisJson(axes->axis(StepAxisKind::Epoch))}}}};
         if (ranks)
             root["ranks"] = ranksJson(*ranks);

@@ -4,6 +4,7 @@
 
 #include "core/open/CompareRunSources.h"
 #include "core/open/OpenRun.h"
+#include "core/run/RunFormat.h"
 #include "widgets/ComparedRunsOverlay.h"
 #include "widgets/SeriesPlot.h"
 
@@ -44,7 +45,7 @@ std::string plottedSeries(const RunComparison& comparison)
             earliest = first;
     if (earliest)
         return earliest->series;
-    for (const char* name : {"grad_norm", "loss"})
+    for (const char* name : {runformat::scalar::kGradNorm, runformat::scalar::kLoss})
         if (comparison.runs.front().series.count(name))
             return name;
     return comparison.runs.front().series.empty() ? std::string() : comparison.runs.front().series.begin()->first;

@@ -110,11 +110,11 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
         auto values = reader.readSeries(rf::kScalars, name);
         return values ? *values : std::vector<double>();
     };
-    const std::vector<double> gradNorm = series("grad_norm");
-    const std::vector<double> loss = series("loss");
+    const std::vector<double> gradNorm = series(rf::scalar::kGradNorm);
+    const std::vector<double> loss = series(rf::scalar::kLoss);
     const bool haveGrad = !gradNorm.empty();
     c.plots.push_back({"timeline.png", QObject::tr("Incident timeline on the %1").arg(haveGrad ? "gradient norm" : "loss"),
-                       renderPlot(haveGrad ? "grad norm" : "loss", haveGrad ? "grad_norm" : "loss", steps,
+                       renderPlot(haveGrad ? "grad norm" : "loss", haveGrad ? rf::scalar::kGradNorm : rf::scalar::kLoss, steps,
                                   haveGrad ? gradNorm : loss, c.scan.incidents, true, 0, 0)});
 
     if (!options.compareWith.isEmpty()) {
@@ -158,7 +158,7 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
         // An incident measured on the loss (a divergence) is drawn on the loss, with its trend; one
         // seen in a normalisation layer's buffers on those buffers (issue 51: the BatchNorm section
         // drew the gradient norm, which looks healthy).
-        const bool onLoss = !haveGrad || (incident.evidence.series == rf::scalarSeries("loss") && !loss.empty());
+        const bool onLoss = !haveGrad || (incident.evidence.series == rf::scalarSeries(rf::scalar::kLoss) && !loss.empty());
         const QString caption = QObject::tr("%1 at step %2").arg(toString(incident.kind)).arg(incident.onsetStep);
         const std::string& evidence = incident.evidence.series;
         std::pair<std::vector<int64_t>, std::vector<double>> buffers;
@@ -173,7 +173,7 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
         } else {
             c.plots.push_back({QString("incident%1.png").arg(c.critical.size() + 1),
                                caption + ": " + (onLoss ? QObject::tr("loss") : QObject::tr("gradient norm")),
-                               renderPlot(onLoss ? "loss" : "grad norm", onLoss ? "loss" : "grad_norm", steps,
+                               renderPlot(onLoss ? "loss" : "grad norm", onLoss ? rf::scalar::kLoss : rf::scalar::kGradNorm, steps,
                                           onLoss ? loss : gradNorm, {incident}, true, range.first, range.last)});
         }
         // Replay the incident's own step when it was saved: the onset, else the first NaN.

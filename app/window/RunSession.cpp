@@ -353,9 +353,9 @@ void RunSession::requestLayerDetail(const QString& layer)
         if (it != layers->names.end()) {
             const int64_t column = it - layers->names.begin();
             detail.steps = m_reader->steps(rf::kLayers);
-            for (auto [dataset, target] : {std::pair{"grad_norm", &detail.gradNorm},
-                                           std::pair{"param_norm", &detail.paramNorm},
-                                           std::pair{"grad_nonfinite", &detail.gradNonfinite}}) {
+            for (auto [dataset, target] : {std::pair{rf::column::kGradNorm, &detail.gradNorm},
+                                           std::pair{rf::column::kParamNorm, &detail.paramNorm},
+                                           std::pair{rf::column::kGradNonfinite, &detail.gradNonfinite}}) {
                 if (std::count(layers->datasets.begin(), layers->datasets.end(), dataset))
                     if (auto values = m_reader->readColumn(rf::kLayers, dataset, column))
                         *target = toDouble(*values);

@@ -58,9 +58,9 @@ Result<LayerHeatmap> buildRankHeatmap(const RankSet& ranks, HeatmapQuantity quan
         if (!scalars)
             continue;
         const char* norm = hasDataset(scalars, rf::kLocalGradNorm) ? rf::kLocalGradNorm
-                           : hasDataset(scalars, "grad_norm")      ? "grad_norm"
+                           : hasDataset(scalars, rf::scalar::kGradNorm) ? rf::scalar::kGradNorm
                                                                    : nullptr;
-        auto loss = member.run->readSeries(rf::kScalars, "loss");
+        auto loss = member.run->readSeries(rf::kScalars, rf::scalar::kLoss);
         if (!loss)
             return Error{loss.error()};
         rows[i].loss = std::move(*loss);

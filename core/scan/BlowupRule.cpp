@@ -163,8 +163,8 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
     bool measuredOnLoss = false;
     if (sudden && !bornInWeights && !precursor && !blamedInput && !scalars.gradNorm.empty()) {
         lossClimb = steadyClimb(scalars.loss.raw, windowBegin, failureRow);
-        if (lossClimb && context.inputs.hasDataset(rf::kScalars, "param_norm"))
-            if (auto norms = context.inputs.readSeries(rf::kScalars, "param_norm"))
+        if (lossClimb && context.inputs.hasDataset(rf::kScalars, rf::scalar::kParamNorm))
+            if (auto norms = context.inputs.readSeries(rf::kScalars, rf::scalar::kParamNorm))
                 paramClimb = steadyClimb(*norms, windowBegin, failureRow);
         if (lossClimb) {
             sudden = false;

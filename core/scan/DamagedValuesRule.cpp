@@ -40,7 +40,7 @@ bool impossible(double value)
 void checkScalars(const RunScalars& scalars, std::vector<DamagedSpan>& spans)
 {
     const std::pair<std::string, const std::vector<double>*> series[] = {
-        {rf::scalarSeries("grad_norm"), &scalars.gradNorm.raw}, {rf::scalarSeries("loss_scale"), &scalars.lossScale}, {rf::scalarSeries("lr"), &scalars.lr}};
+        {rf::scalarSeries(rf::scalar::kGradNorm), &scalars.gradNorm.raw}, {rf::scalarSeries("loss_scale"), &scalars.lossScale}, {rf::scalarSeries("lr"), &scalars.lr}};
     for (const auto& [name, values] : series) {
         DamagedSpan span{name};
         for (size_t r = 0; r < values->size() && r < scalars.steps.size(); ++r)

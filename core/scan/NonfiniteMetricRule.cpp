@@ -23,8 +23,8 @@ constexpr size_t kMostMetricsReported = 8;
 
 bool judgedElsewhere(const std::string& dataset)
 {
-    static const std::set<std::string> others{"loss", "grad_norm", "param_norm", rf::kEvalLoss, rf::kLocalGradNorm,
-                                              "skipped", rf::kWallTime, "epoch", "step"};
+    static const std::set<std::string> others{rf::scalar::kLoss, rf::scalar::kGradNorm, rf::scalar::kParamNorm, rf::kEvalLoss,
+                                              rf::kLocalGradNorm, rf::scalar::kSkipped, rf::kWallTime, "epoch", "step"};
     return others.count(dataset) > 0;
 }
 

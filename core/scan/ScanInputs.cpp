@@ -19,8 +19,8 @@ struct ScalarSlots
 
     std::vector<std::pair<const char*, std::vector<double>*>> byName()
     {
-        return {{"loss", &loss},          {"grad_norm", &gradNorm},
-                {"skipped", &skipped},    {"loss_scale", &lossScale},
+        return {{rf::scalar::kLoss, &loss}, {rf::scalar::kGradNorm, &gradNorm},
+                {rf::scalar::kSkipped, &skipped},    {"loss_scale", &lossScale},
                 {"eval_loss", &evalLoss}, {"lr", &lr}};
     }
 };
@@ -185,10 +185,10 @@ void ScanInputs::setScalars(std::vector<double> loss, std::vector<double> gradNo
     m_scalars.loss = makeLogSeries(m_scalars.steps, loss);
     if (!gradNorm.empty()) {
         m_scalars.gradNorm = makeLogSeries(m_scalars.steps, gradNorm);
-        m_scalars.primaryName = rf::scalarSeries("grad_norm");
+        m_scalars.primaryName = rf::scalarSeries(rf::scalar::kGradNorm);
     } else {
         m_notes.push_back("no /scalars/grad_norm: blow-ups are found on the loss alone");
-        m_scalars.primaryName = rf::scalarSeries("loss");
+        m_scalars.primaryName = rf::scalarSeries(rf::scalar::kLoss);
     }
 }
 

@@ -355,10 +355,10 @@ struct Guard::State
         const bool apply = outcome.apply;
 
         // The step's rows.
-        scalarRow["loss"] = lossValue;
-        scalarRow["grad_norm"] = gradNorm;
-        scalarRow["param_norm"] = figures.paramNorm;
-        scalarRow["skipped"] = apply ? 0.0 : 1.0;
+        scalarRow[rf::scalar::kLoss] = lossValue;
+        scalarRow[rf::scalar::kGradNorm] = gradNorm;
+        scalarRow[rf::scalar::kParamNorm] = figures.paramNorm;
+        scalarRow[rf::scalar::kSkipped] = apply ? 0.0 : 1.0;
         // Lets the window plot against time, and shows pauses and slow steps.
         scalarRow[rf::kWallTime] =
             std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();

@@ -114,6 +114,36 @@ class ArchitectureDoc(unittest.TestCase):
                         offending.append("core/torch/%s:%d %s" % (name, number, line.strip()))
         self.assertEqual(offending, [], "a public core/torch header includes LibTorch")
 
+    def test_no_run_format_name_is_typed_outside_the_table(self):
+        """The run format's dataset and event names (run_format.json) are the generated constants
+        (rf::column::kGradNorm, rf::scalar::kLoss, rf::event::kSkippedStep), never typed again. The
+        importers and openers read other tools' files, whose own keys may be spelt alike; the words
+        listed in `spelt_alike` are other things that share a spelling."""
+        import json
+        with open(os.path.join(ROOT, "python", "nanscope_recorder", "run_format.json"), encoding="utf-8") as f:
+            table = json.load(f)
+        names = set(table["event_kinds"]) | set(table["recorder_scalars"])
+        for columns in table["columns"].values():
+            names |= set(columns)
+        names = {n for n in names if "_" in n}  # "loss", "min": too common a word to tell apart
+        spelt_alike = {
+            "core/run/RunFormat.h": "the table's C++ face",
+            "core/scan/Incident.cpp": "incident kinds (nonfinite_loss is one)",
+            "core/scan/Precursor.cpp": "fragments of names that are not precursors",
+        }
+        offending = []
+        for folder in ("core", "app", "widgets"):
+            for path in sorted(glob.glob(os.path.join(ROOT, folder, "**", "*.*"), recursive=True)):
+                rel = os.path.relpath(path, ROOT)
+                if not path.endswith((".h", ".cpp")) or rel.startswith(("core/importers/", "core/open/")) or \
+                        rel in spelt_alike:
+                    continue
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    for number, line in enumerate(f, 1):
+                        code = line.split("//")[0]
+                        offending += ["%s:%d %s" % (rel, number, n) for n in names if '"%s"' % n in code]
+        self.assertEqual(offending, [], "run-format names typed outside run_format.json")
+
 
 if __name__ == "__main__":
     unittest.main()
