@@ -277,6 +277,8 @@ void CheckpointsView::showHistogram(int row)
 
 void CheckpointsView::clear()
 {
+    m_reason.clear();
+    m_reasonStep = -1;
     m_step->blockSignals(true);
     m_step->clear();
     m_step->blockSignals(false);

@@ -438,23 +438,37 @@ void SeriesPlot::clearBands()
     m_trend->data()->clear();
 }
 
-QStringList SeriesPlot::marksNear(double step, double tolerance) const
+std::vector<SeriesPlot::Mark> SeriesPlot::marksAt(double step, double tolerance) const
 {
     const QString series = m_values->name();
-    const std::vector<std::pair<const QCPGraph*, QString>> marks{
-        {m_nanMarkers, tr("%1 is NaN").arg(series)},
-        {m_posInfMarkers, tr("%1 is +Inf").arg(series)},
-        {m_negInfMarkers, tr("%1 is -Inf").arg(series)},
-        {m_marked, m_marked->name() == tr("skipped") ? tr("optimizer step skipped") : m_marked->name()},
-        {m_checkpoints, tr("checkpoint saved (the weights this step's forward ran on)")},
+    struct Kind
+    {
+        const QCPGraph* graph;
+        QString what;
+        bool ofTheValue; // the readout's value says it already
     };
-    QStringList lines;
-    for (const auto& [graph, what] : marks) {
-        const auto data = graph->data();
+    const Kind kinds[] = {
+        {m_nanMarkers, tr("%1 is NaN").arg(series), true},
+        {m_posInfMarkers, tr("%1 is +Inf").arg(series), true},
+        {m_negInfMarkers, tr("%1 is -Inf").arg(series), true},
+        {m_marked, m_marked->name() == tr("skipped") ? tr("optimizer step skipped") : m_marked->name(), false},
+        {m_checkpoints, tr("checkpoint saved (the weights this step's forward ran on)"), false},
+    };
+    std::vector<Mark> marks;
+    for (const Kind& kind : kinds) {
+        const auto data = kind.graph->data();
         for (auto it = data->findBegin(step - tolerance, false); it != data->end() && it->key <= step + tolerance; ++it)
             if (std::abs(it->key - step) <= tolerance)
-                lines << tr("step %1: %2").arg(qint64(std::llround(it->key))).arg(what);
+                marks.push_back({qint64(std::llround(it->key)), kind.what, kind.ofTheValue});
     }
+    return marks;
+}
+
+QStringList SeriesPlot::marksNear(double step, double tolerance) const
+{
+    QStringList lines;
+    for (const Mark& mark : marksAt(step, tolerance))
+        lines << tr("step %1: %2").arg(mark.step).arg(mark.what);
     return lines;
 }
 
@@ -584,10 +598,9 @@ void SeriesPlot::showReadoutAt(double step)
     }
     // The marks at that very step, named (a checkpoint, a skipped step).
     QStringList marks;
-    for (const QString& line : marksNear(double(m_steps[row]), 0.5))
-        if (!line.contains(QLatin1String(" is NaN")) && !line.contains(QLatin1String(" is +Inf")) &&
-            !line.contains(QLatin1String(" is -Inf"))) // the value says so already
-            marks << line.section(": ", 1);
+    for (const Mark& mark : marksAt(double(m_steps[row]), 0.5))
+        if (!mark.ofTheValue)
+            marks << mark.what;
     if (!marks.isEmpty())
         text += QString("   \u2014 %1").arg(marks.join("; "));
     m_readout->setText(text);

@@ -124,6 +124,13 @@ signals:
 
 
 private:
+    struct Mark
+    {
+        qint64 step;
+        QString what;
+        bool ofTheValue; // NaN or Inf: the value the readout shows says it already
+    };
+    std::vector<Mark> marksAt(double step, double tolerance) const;
     // `fitSteps`: zoom the step axis out to the data (new data); false keeps the user's zoom
     // (a log toggle changes values, not steps).
     void applyData(bool fitSteps = true);

@@ -27,7 +27,8 @@ namespace nanscope::report {
 namespace {
 namespace rf = runformat;
 
-// `dataset`: the /scalars dataset the plot shows ("loss").
+// `dataset`: the /scalars dataset the plot shows ("loss"), or a series of another table by its
+// evidence name ("buffers/nonfinite"): the incidents measured on it get their trend line.
 QImage renderPlot(const QString& title, const std::string& dataset, const std::vector<int64_t>& steps,
                   const std::vector<double>& values, const std::vector<Incident>& incidents, bool logScale,
                   double from, double to)

@@ -2,6 +2,7 @@
 
 #include "EventTextTable.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <initializer_list>
 #include <stdexcept>
@@ -35,7 +36,7 @@ using Field = std::pair<std::string_view, std::string>;
 std::string fill(std::string_view text, std::initializer_list<Field> fields)
 {
     std::string out;
-    size_t used = 0;
+    std::vector<bool> used(fields.size(), false);
     size_t at = 0;
     while (at < text.size()) {
         const size_t open = text.find('{', at);
@@ -49,19 +50,21 @@ std::string fill(std::string_view text, std::initializer_list<Field> fields)
         out.append(text.substr(at, open - at));
         const std::string_view name = text.substr(open + 1, close - open - 1);
         bool found = false;
+        size_t index = 0;
         for (const auto& field : fields) {
             if (field.first == name) {
                 out += field.second;
                 found = true;
-                ++used;
+                used[index] = true;
                 break;
             }
+            ++index;
         }
         if (!found)
             throw std::logic_error("event text template names {" + std::string(name) + "}, which has no value");
         at = close + 1;
     }
-    if (used < fields.size())
+    if (std::find(used.begin(), used.end(), false) != used.end())
         throw std::logic_error("event text template does not use every field: " + std::string(text));
     return out;
 }

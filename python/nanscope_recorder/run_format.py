@@ -72,9 +72,3 @@ def event_text(name, **fields):
         raise ValueError("event text %r takes the fields %s, not %s" % (name, sorted(names), sorted(fields)))
     return _FIELD.sub(lambda match: _field_text(fields[match.group(1)]), template)
 
-
-def event_text_pattern(name):
-    """A regular expression that every message event_text(name, ...) writes matches (any field
-    value): for tests that hold a run's events to the table."""
-    parts = _FIELD.split(EVENT_TEXTS[name])
-    return re.compile("".join(re.escape(part) if i % 2 == 0 else ".*" for i, part in enumerate(parts)) + r"\Z", re.S)

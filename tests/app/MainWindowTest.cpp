@@ -83,10 +83,9 @@ TEST(MainWindow, BrokenRunShowsAnErrorPanelNamingTheFile)
 TEST(MainWindow, AFailedOpenLeavesTheOpenRunAsItWas)
 {
     MainWindow window;
-    QSignalSpy found(&window, &MainWindow::incidentsFound);
     const QString run = test::demoRun("sudden-blowup");
     ASSERT_TRUE(openAndWait(window, run));
-    ASSERT_TRUE(found.count() > 0 || found.wait(60000));
+    ASSERT_TRUE(test::waitForScan(window));
     const int incidents = window.incidentModel()->rowCount();
     ASSERT_GT(incidents, 0);
     window.selectStep(231);
@@ -194,9 +193,8 @@ TEST(MainWindow, PoisonedBatchNormIsShownWhileTheLossLooksFine)
 TEST(MainWindow, ABatchNormIncidentShowsTheFirstCheckpointThatHoldsTheDamage)
 {
     MainWindow window;
-    QSignalSpy found(&window, &MainWindow::incidentsFound);
     ASSERT_TRUE(openAndWait(window, test::demoRun("batchnorm-poisoned")));
-    ASSERT_TRUE(found.count() > 0 || found.wait(60000));
+    ASSERT_TRUE(test::waitForScan(window));
     IncidentModel* model = window.incidentModel();
     int row = -1;
     for (int r = 0; r < model->rowCount(); ++r)

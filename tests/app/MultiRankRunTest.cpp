@@ -19,6 +19,7 @@
 #include <QFile>
 #include <QTableView>
 #include <QTemporaryDir>
+#include <QTest>
 
 #include <gtest/gtest.h>
 
@@ -218,10 +219,7 @@ TEST(MultiRankRun, TheRankLanesSayWhichRankWentFirstAndWhen)
     ASSERT_TRUE(test::openAndWait(window, dir.path()));
     ASSERT_TRUE(test::waitForScan(window));
     RankLanes* lanes = window.rankControls()->lanes();
-    QElapsedTimer clock;
-    clock.start();
-    while (lanes->laneTexts().size() < 3 && clock.elapsed() < 30000)
-        QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+    QTest::qWaitFor([&] { return lanes->laneTexts().size() >= 3; }, 30000);
     const QStringList texts = lanes->laneTexts();
     ASSERT_EQ(texts.size(), 3) << texts.join(" | ").toStdString();
     EXPECT_EQ(texts[1], "rank 1: non-finite from step 30 (first)");

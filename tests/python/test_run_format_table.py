@@ -4,6 +4,7 @@ one table (nanscope_recorder/run_format.json, compiled into the C++ side). This 
 the Python recorder and compares it with a demo run, file against file: before the table, each
 side spelt the names out on its own, and nothing noticed when they drifted."""
 import json
+import re
 import os
 import tempfile
 import unittest
@@ -14,13 +15,18 @@ import recorder_fixtures as fx
 from nanscope_recorder import Recorder
 from nanscope_recorder import checkpoints
 from nanscope_recorder.run_format import (CHECKPOINT_FORMS, COLUMNS, EVENT_KINDS, RECORDER_DEFAULTS, RECORDER_SCALARS,
-                                          STEP_FILE, checkpoint_form_text, event_text,
-                                          event_text_pattern)
+                                          EVENT_TEXTS, STEP_FILE, checkpoint_form_text, event_text)
 
 RUNS = os.environ.get("NANSCOPE_TEST_RUNS")
 # A demo run with every table: activations, inputs, BatchNorm buffers, events, checkpoints, batches.
 DEMO = "batchnorm-poisoned"
 ROW_AXES = {"steps", "names", "kinds"}
+
+
+def event_text_pattern(name):
+    """What every message event_text(name, ...) writes matches, whatever its fields."""
+    parts = re.split(r"\{(\w+)\}", EVENT_TEXTS[name])
+    return re.compile("".join(re.escape(part) if i % 2 == 0 else ".*" for i, part in enumerate(parts)) + r"\Z", re.S)
 
 
 def columns(run_dir):
