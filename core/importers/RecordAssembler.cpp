@@ -292,15 +292,19 @@ std::vector<int64_t> RecordAssembler::placeRecords(const std::vector<bool>& hold
     std::vector<int64_t> own(n, kNoStep);
     // The step name: the one most records that hold series carry, the more telling on a tie
     // (a banner's "step" printed once does not decide it).
-    std::map<uint32_t, uint64_t> votes;
+    // Counted by slot (a vector, not a map: a vote a record, millions of records).
+    std::vector<uint64_t> votes(m_slots.size(), 0);
     for (size_t r = 0; r < n; ++r)
         if (holdsSeries[r])
             for (uint32_t c = 0; c < m_records[r].candidates; ++c)
                 ++votes[m_candidates[m_records[r].firstCandidate + c].first];
     int chosen = -1;
-    for (const auto& [id, count] : votes) {
-        if (chosen < 0 || count > votes[uint32_t(chosen)] ||
-            (count == votes[uint32_t(chosen)] && m_slots[id].stepRank < m_slots[size_t(chosen)].stepRank))
+    for (size_t id = 0; id < votes.size(); ++id) {
+        const uint64_t count = votes[id];
+        if (count == 0)
+            continue;
+        if (chosen < 0 || count > votes[size_t(chosen)] ||
+            (count == votes[size_t(chosen)] && m_slots[id].stepRank < m_slots[size_t(chosen)].stepRank))
             chosen = int(id);
     }
     records::StepSequence sequence;
@@ -354,17 +358,19 @@ std::vector<int64_t> RecordAssembler::placeRecords(const std::vector<bool>& hold
     // them apart: a progress bar redrawn between a Trainer's dicts does; the last frame of a bar
     // that a log kept once before all of them (W&B's output.log) does not.
     std::vector<int64_t> context(n, kNoStep);
-    bool ownSteps = false;
+    bool ownSteps = false, placedByContext = false;
     int64_t last = kNoStep;
     for (size_t r = 0; r < n; ++r) {
         if (own[r] != kNoStep)
             last = own[r];
         context[r] = last;
         ownSteps = ownSteps || (holdsSeries[r] && own[r] != kNoStep);
+        placedByContext = placedByContext || (own[r] == kNoStep && last != kNoStep);
     }
-    // Told apart when (nearly) no series gets two values at one such step.
+    // Told apart when (nearly) no series gets two values at one such step (nothing to count when
+    // every record logs its own step).
     uint64_t withContext = 0, collisions = 0;
-    for (const Slot* slot : kept) {
+    for (const Slot* slot : placedByContext ? kept : std::vector<Slot*>{}) {
         int64_t previous = kNoStep;
         double previousValue = 0;
         for (const ScalarPoint& p : slot->points) {
@@ -438,37 +444,45 @@ size_t RecordAssembler::finish(ScalarLog& log, const std::string& kind, uint64_t
     // A value that never changes is a series only beside one that does (a constant learning rate
     // beside the loss), not alone (a configuration printed at every start). NaN and Inf always
     // tell something.
-    auto informative = [](const Slot& slot) {
-        for (const ScalarPoint& p : slot.points)
-            if (!std::isfinite(p.value) || !sameValue(p.value, slot.points.front().value))
-                return true;
-        return false;
-    };
-    // The records that hold a changing value: only marked when some value never changes.
-    std::vector<bool> informativeRecord;
-    if (std::any_of(kept.begin(), kept.end(), [&](const Slot* slot) { return !informative(*slot); })) {
-        informativeRecord.assign(recordCount, false);
-        for (const Slot* slot : kept)
-            if (informative(*slot))
-                for (const ScalarPoint& p : slot->points)
-                    informativeRecord[size_t(p.step)] = true;
+    // Decided once a slot: a constant series is scanned to its end.
+    std::vector<char> constant(m_slots.size(), 0);
+    bool anyConstant = false;
+    for (const Slot* slot : kept) {
+        const double first = slot->points.front().value;
+        const bool changes = std::any_of(slot->points.begin(), slot->points.end(), [&](const ScalarPoint& p) {
+            return !std::isfinite(p.value) || !sameValue(p.value, first);
+        });
+        constant[size_t(slot - m_slots.data())] = !changes;
+        anyConstant = anyConstant || !changes;
     }
-    uint64_t constantsLeftOut = 0;
-    kept.erase(std::remove_if(kept.begin(), kept.end(),
-                              [&](const Slot* slot) {
-                                  if (informative(*slot))
-                                      return false;
-                                  for (const ScalarPoint& p : slot->points)
-                                      if (informativeRecord[size_t(p.step)])
-                                          return false;
-                                  ++constantsLeftOut;
-                                  return true;
-                              }),
-               kept.end());
+    auto informative = [&](const Slot* slot) { return !constant[size_t(slot - m_slots.data())]; };
+    // How many kept series have a value in each record (up to 2): first the changing ones, so
+    // that a constant is kept only beside a changing value, then the constants kept.
     std::vector<uint8_t> valuesIn(recordCount, 0);
-    for (const Slot* slot : kept)
+    auto count = [&](const Slot* slot) {
         for (const ScalarPoint& p : slot->points)
             valuesIn[size_t(p.step)] = uint8_t(std::min(2, valuesIn[size_t(p.step)] + 1));
+    };
+    for (const Slot* slot : kept)
+        if (informative(slot))
+            count(slot);
+    uint64_t constantsLeftOut = 0;
+    if (anyConstant) {
+        kept.erase(std::remove_if(kept.begin(), kept.end(),
+                                  [&](const Slot* slot) {
+                                      if (informative(slot))
+                                          return false;
+                                      for (const ScalarPoint& p : slot->points)
+                                          if (valuesIn[size_t(p.step)] > 0)
+                                              return false;
+                                      ++constantsLeftOut;
+                                      return true;
+                                  }),
+                   kept.end());
+        for (const Slot* slot : kept)
+            if (!informative(slot))
+                count(slot);
+    }
     std::vector<bool> holdsSeries(recordCount, false);
     uint64_t manyValued = 0;
     for (size_t r = 0; r < recordCount; ++r) {
