@@ -107,6 +107,20 @@ Diagnosis diagnoseBlowupCause(const BlowupFacts& facts)
                            "gradient norm.";
             return d;
         }
+        if (facts.learningRateClimb) {
+            d.cause = "Gradual blow-up driven by the learning rate: it climbed x" +
+                      numberText(*facts.learningRateClimb, 2) + " from step " + onset +
+                      " (a schedule that keeps growing, or a warm-up to too high a peak), and the " + facts.series +
+                      " followed" +
+                      (facts.jumpRatio ? ", x" + numberText(*facts.jumpRatio, 2) + " over its level there" : std::string()) +
+                      (facts.nonfiniteStep ? ", until NaN at step " + std::to_string(*facts.nonfiniteStep) : "") +
+                      ". Not one bad batch: every update grew with the learning rate until the weights could not "
+                      "take it.";
+            d.suggestion = "Fix the learning-rate schedule (its peak, or a growth that never stops) and resume from a "
+                           "checkpoint before step " + onset + "; gradient clipping bounds each gradient, not the "
+                           "learning rate times it, so it cannot stop this climb.";
+            return d;
+        }
         d.cause = "Gradient explosion: the " + facts.series + " grew for " +
                   std::to_string(facts.windowEndStep - facts.onsetStep) + " steps from step " + onset + rate + lrNote +
                   (facts.nonfiniteStep ? ", until NaN at step " + std::to_string(*facts.nonfiniteStep) : "") +

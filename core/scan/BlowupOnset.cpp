@@ -130,4 +130,33 @@ std::optional<Climb> steadyClimb(const std::vector<double>& values, size_t windo
     return Climb{lowRow, end - low};
 }
 
+// A learning-rate climb: at least kLrClimbRows logged rows up to the jump, most of them
+// (kLrRisingShare) higher than the row before and none lower, rising kLrClimbDecades (x3.2) or more.
+constexpr size_t kLrClimbRows = 5;
+constexpr double kLrRisingShare = 0.8;
+constexpr double kLrClimbDecades = 0.5;
+
+std::optional<Climb> learningRateClimb(const RunScalars& scalars, size_t windowBegin, size_t jumpRow)
+{
+    const std::vector<double>& lr = scalars.lr;
+    if (jumpRow >= lr.size() || !std::isfinite(lr[jumpRow]) || lr[jumpRow] <= 0)
+        return std::nullopt;
+    size_t from = jumpRow;
+    while (from > windowBegin && std::isfinite(lr[from - 1]) && lr[from - 1] > 0 && lr[from - 1] <= lr[from])
+        --from;
+    // A flat stretch before it is where the learning rate sat, not climb.
+    while (from < jumpRow && lr[from + 1] == lr[from])
+        ++from;
+    size_t rising = 0;
+    for (size_t r = from + 1; r <= jumpRow; ++r)
+        rising += lr[r] > lr[r - 1];
+    const size_t rows = jumpRow - from;
+    if (rows < kLrClimbRows || double(rising) < kLrRisingShare * double(rows))
+        return std::nullopt;
+    const double decades = std::log10(lr[jumpRow] / lr[from]);
+    if (decades < kLrClimbDecades)
+        return std::nullopt;
+    return Climb{from, decades};
+}
+
 } // namespace nanscope::scan

@@ -1,8 +1,9 @@
 #pragma once
 
 // How a blow-up began, for the blow-up rule (BlowupRule.cpp): a sudden jump read directly, a
-// primary series stable up to the failure, the gradient norm's lead over the loss, and a steady
-// climb of the loss or the parameter norm under a clipped (or flat) gradient norm.
+// primary series stable up to the failure, the gradient norm's lead over the loss, a steady
+// climb of the loss or the parameter norm under a clipped (or flat) gradient norm, and a learning
+// rate that climbed up to a jump.
 
 #include "core/scan/Onset.h"
 #include "core/scan/ScanContext.h"
@@ -40,5 +41,12 @@ struct Climb
 
 // A steady climb of `values` (raw, not log) from the window's lowest level up to the failure.
 std::optional<Climb> steadyClimb(const std::vector<double>& values, size_t windowBegin, size_t failureRow);
+
+// The logged learning rate climbed, row after row, up to `jumpRow` (a schedule that keeps
+// growing, a warm-up to too high a peak): where the climb began and how far it rose. A jump of
+// the gradient norm at its top is the end of a gradual climb in the step size, not one bad batch.
+// Nothing when the learning rate is not logged, fell or stayed flat before the jump, or changed
+// in one step (a step schedule).
+std::optional<Climb> learningRateClimb(const RunScalars& scalars, size_t windowBegin, size_t jumpRow);
 
 } // namespace nanscope::scan

@@ -186,6 +186,22 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
                 primaryRise = std::pow(10.0, medianOf(last) - medianOf(first));
         }
     }
+    // A jump at the top of a learning rate that climbed row after row is the end of a gradual
+    // climb in the step size (the updates grew with it), not one bad batch: gradual from where the
+    // learning rate began to climb.
+    std::optional<Climb> lrClimb;
+    if (sudden && !bornInWeights && !precursor && !blamedInput) {
+        lrClimb = learningRateClimb(scalars, windowBegin, onsetRow);
+        if (lrClimb) {
+            sudden = false;
+            onsetRow = lrClimb->fromRow;
+            std::vector<double> start;
+            for (size_t r = onsetRow; r < failureRow && start.size() < 9; ++r)
+                if (s.finite[r])
+                    start.push_back(s.log[r]);
+            baseline = start.empty() ? rise.baseline : medianOf(start);
+        }
+    }
     const int64_t onsetStep = precursor ? precursor->onsetStep : steps[onsetRow];
     // Decided: the vanishing rule's stream, running beside the rules, stops before it at once
     // (what comes below reads the layers' windows, and the stream would read on past the onset).
@@ -351,6 +367,10 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
         incident.pattern.reset();
     facts.learningRateRise =
         scalars.learningRateRise(std::max(windowBegin, onsetRow > 50 ? onsetRow - 50 : size_t(0)), lastRow);
+    if (lrClimb) {
+        facts.learningRateClimb = std::pow(10.0, lrClimb->rise);
+        facts.learningRateRise.reset(); // the climb says it, from where it began
+    }
     facts.fp16 = context.inputs.fp16();
     facts.batchNote = context.batchNote(onsetStep);
     applyDiagnosis(incident, diagnoseBlowup(facts));

@@ -86,6 +86,9 @@ struct BlowupFacts
     bool nanInFirstSteps = false;
     int64_t firstLoggedStep = 0;
     std::optional<double> learningRateRise; // lr at the end / lr at the onset, when it rose
+    // The learning rate climbed row after row from the onset up to the jump (learningRateClimb):
+    // how far. The blow-up is gradual, driven by the step size.
+    std::optional<double> learningRateClimb;
     bool fp16 = false;
     std::string batchNote; // savedBatchNote of the onset step
     // The first NaN is in the weights, after a stable stretch: written by one optimizer update.

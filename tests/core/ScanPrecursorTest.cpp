@@ -232,3 +232,69 @@ TEST(Precursor, ALoggedEntropyNearElevenIsNoExpLimit)
     ASSERT_TRUE(blowup);
     EXPECT_EQ(blowup->pattern, BlowupPattern::Sudden) << blowup->cause;
 }
+
+namespace {
+
+// A gradient norm around 1 that jumps x1e4 at step 330 and is NaN from 340, with the learning rate
+// `lrAt` logged beside it, scanned.
+struct JumpUnderSchedule
+{
+    explicit JumpUnderSchedule(const std::function<double(int64_t)>& lrAt)
+        : run(360, [](int64_t) { return 0.3; })
+        , inputs(scanned(run, lrAt))
+        , context(inputs, ScanConfig{})
+    {
+        EXPECT_TRUE(detectNonfiniteAndBlowup(context));
+    }
+    static ScanInputs scanned(SeriesRun& run, const std::function<double(int64_t)>& lrAt)
+    {
+        std::vector<double> lr;
+        for (int64_t step : run.steps) {
+            lr.push_back(lrAt(step));
+            if (step >= 330)
+                run.gradNorm[size_t(step)] = step >= 340 ? NAN : 1e4;
+            if (step >= 340)
+                run.loss[size_t(step)] = NAN;
+        }
+        return ScanInputs::fromMemory(run.steps, {{"loss", run.loss}, {"grad_norm", run.gradNorm}, {"lr", lr}});
+    }
+    SeriesRun run;
+    ScanInputs inputs;
+    ScanContext context;
+};
+
+} // namespace
+
+// A learning rate that grows x1.04 a step from step 200 (a schedule bug): the gradient norm holds
+// its level, then jumps at 330. The updates grew with the learning rate for 130 steps: a gradual
+// blow-up from where the learning rate began to climb, whose text says so (issue 50, seen on real
+// float16 autocast runs of the families corpus).
+TEST(Precursor, AJumpAtTheTopOfAClimbingLearningRateIsGradualFromWhereTheClimbBegan)
+{
+    JumpUnderSchedule scan([](int64_t step) { return step < 200 ? 1e-3 : 1e-3 * std::pow(1.04, double(step - 200)); });
+    const Incident* blowup = blowupOf(scan.context);
+    ASSERT_TRUE(blowup);
+    EXPECT_EQ(blowup->pattern, BlowupPattern::Gradual) << blowup->cause;
+    EXPECT_GE(blowup->onsetStep, 199);
+    EXPECT_LE(blowup->onsetStep, 201);
+    EXPECT_NE(blowup->cause.find("driven by the learning rate"), std::string::npos) << blowup->cause;
+    EXPECT_EQ(blowup->cause.find("Sudden"), std::string::npos) << blowup->cause;
+    EXPECT_NE(blowup->suggestion.find("learning-rate schedule"), std::string::npos) << blowup->suggestion;
+}
+
+// The same jump under a learning rate that decays (a cosine schedule), or that stepped up once at
+// step 250 and stayed (a step schedule): nothing climbed toward it, so it stays one sudden batch.
+TEST(Precursor, AJumpUnderADecayingOrOnceSteppedLearningRateStaysSudden)
+{
+    const std::vector<std::function<double(int64_t)>> schedules{
+        [](int64_t step) { return 1e-3 * (0.55 + 0.45 * std::cos(3.14159 * double(step) / 360.0)); },
+        [](int64_t step) { return step < 250 ? 1e-3 : 1e-2; },
+    };
+    for (const auto& schedule : schedules) {
+        JumpUnderSchedule scan(schedule);
+        const Incident* blowup = blowupOf(scan.context);
+        ASSERT_TRUE(blowup);
+        EXPECT_EQ(blowup->pattern, BlowupPattern::Sudden) << blowup->cause;
+        EXPECT_EQ(blowup->onsetStep, 330) << blowup->cause;
+    }
+}

@@ -8,8 +8,8 @@ Families (each with the optimizer and schedule it is usually trained with here):
   gru          GRU encoder + attention pooling, RMSprop
   mlp          per-position MLP + attention pooling, Adagrad
   cnn          Conv1d encoder + attention pooling, Adam with a too-large eps (1e-2)
-Every family pools over the sequence with attention logits (module `attn.scores`, whose output is
-cast to float16 as under AMP) scaled by a learnable temperature `attn.logit_scale`, feeds an auxiliary
+Every family pools over the sequence with attention logits (module `attn.scores`, a float16 matmul
+under CPU autocast) scaled by a learnable temperature `attn.logit_scale`, feeds an auxiliary
 scalar feature through `aux` (no bias), and ends in `ffn.fc1` -> ReLU -> `ffn.fc2` -> `head`.
 
 Classes:
@@ -50,10 +50,14 @@ FLOAT16_MAX = 65504.0
 
 
 class Scores(nn.Module):
-    """The attention logits, cast to float16 as an AMP forward pass computes them."""
+    """The attention logits, computed as an AMP forward pass computes them: a real float16 matmul
+    under CPU autocast, with the temperature folded into the query, so that they overflow where
+    float16 ends. The softmax then runs in float32, as autocast runs it."""
 
-    def forward(self, logits):
-        return logits.to(torch.float16).to(torch.float32)
+    def forward(self, h, query):
+        with torch.autocast("cpu", dtype=torch.float16):
+            logits = F.linear(h, query)
+        return logits.squeeze(-1).float()
 
 
 class AttentionPool(nn.Module):
@@ -64,7 +68,7 @@ class AttentionPool(nn.Module):
         self.scores = Scores()
 
     def forward(self, h):  # h: [B, T, H]
-        logits = self.scores(self.query(h).squeeze(-1) * self.logit_scale)
+        logits = self.scores(h, self.query.weight * self.logit_scale)
         return (torch.softmax(logits, dim=-1).unsqueeze(-1) * h).sum(1)
 
 
