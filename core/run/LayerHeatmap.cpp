@@ -67,6 +67,27 @@ void foldMagnitudes(const float* low, const float* high, size_t columns, float* 
     }
 }
 
+// The same, for a block that holds a range with no finite figure: such a cell is non-finite only
+// when its output had non-finite elements (`nan` + `inf` > 0); with none, no element was measured
+// (a module that did not run that step, an expert no token went to) and the cell has no value.
+void foldMagnitudesCounted(const float* low, const float* high, const float* nan, const float* inf, size_t columns,
+                           float* binMax, uint8_t* finiteSeen, uint8_t* nonfiniteSeen)
+{
+    for (size_t c = 0; c < columns; ++c) {
+        const bool finite = std::isfinite(low[c]) && std::isfinite(high[c]);
+        const float value = std::max(std::fabs(low[c]), std::fabs(high[c]));
+        const bool measured = finite || nan[c] > 0 || inf[c] > 0 || !std::isnan(low[c]) || !std::isnan(high[c]);
+        nonfiniteSeen[c] |= uint8_t(!finite && measured);
+        finiteSeen[c] |= uint8_t(finite);
+        binMax[c] = finite && value > binMax[c] ? value : binMax[c];
+    }
+}
+
+bool holdsNan(const std::vector<float>& block)
+{
+    return std::any_of(block.begin(), block.end(), [](float v) { return std::isnan(v); });
+}
+
 // Counts: the finite values of one or two datasets summed; a count is never itself non-finite.
 void foldCounts(const float* first, const float* second, size_t columns, float* binMax, uint8_t* finiteSeen)
 {
@@ -126,6 +147,11 @@ Result<LayerHeatmap> buildLayerHeatmap(const RunSource& reader, HeatmapQuantity 
     const bool counts = quantity == HeatmapQuantity::NonfiniteCount;
     const bool logScale = !counts;
     std::vector<std::vector<float>> blocks(source.datasets.size());
+    // The output ranges' element counts, read only for a block whose ranges hold a NaN.
+    const bool ranges = quantity == HeatmapQuantity::ActivationAbsMax &&
+                        std::count(table->datasets.begin(), table->datasets.end(), rf::column::kNan) &&
+                        std::count(table->datasets.begin(), table->datasets.end(), rf::column::kInf);
+    std::vector<float> nanCounts, infCounts;
     std::vector<float> binMax(columns);
     std::vector<uint8_t> binFinite(columns), binNonfinite(columns);
     const auto resetBin = [&] {
@@ -157,6 +183,13 @@ Result<LayerHeatmap> buildLayerHeatmap(const RunSource& reader, HeatmapQuantity 
             if (!read)
                 return Error{read.error()};
         }
+        bool counted = false;
+        if (ranges && (holdsNan(blocks[0]) || holdsNan(blocks[1]))) {
+            for (auto [dataset, block] : {std::pair{rf::column::kNan, &nanCounts}, std::pair{rf::column::kInf, &infCounts}})
+                if (auto read = reader.readBlockInto(source.table, dataset, begin, count, *block); !read)
+                    return Error{read.error()};
+            counted = true;
+        }
         size_t bin = std::min(bins - 1, size_t(double(begin) / rowsPerBin));
         for (int64_t r = 0; r < count; ++r) {
             const size_t rowBin = std::min(bins - 1, size_t(double(begin + r) / rowsPerBin));
@@ -168,6 +201,10 @@ Result<LayerHeatmap> buildLayerHeatmap(const RunSource& reader, HeatmapQuantity 
             const float* second = blocks.size() > 1 ? blocks[1].data() + size_t(r) * columns : nullptr;
             if (counts)
                 foldCounts(first, second, columns, binMax.data(), binFinite.data());
+            else if (second && counted)
+                foldMagnitudesCounted(first, second, nanCounts.data() + size_t(r) * columns,
+                                      infCounts.data() + size_t(r) * columns, columns, binMax.data(), binFinite.data(),
+                                      binNonfinite.data());
             else if (second) // ActivationAbsMax: the larger magnitude of min and max
                 foldMagnitudes(first, second, columns, binMax.data(), binFinite.data(), binNonfinite.data());
             else
@@ -189,9 +226,5 @@ Result<LayerHeatmap> buildLayerHeatmap(const RunSource& reader, HeatmapQuantity 
     reportProgress(progress, 1.0, "heatmap");
     return map;
 }
-
-} // namespace nanscope
-
-namespace nanscope {
 
 } // namespace nanscope

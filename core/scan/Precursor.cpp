@@ -152,13 +152,13 @@ bool modelQuantity(const std::string& name)
                                            "return"});
 }
 
-// A logged scalar whose name says softmax or exp() is taken of it (or of what it scales).
+} // namespace
+
 bool takenExpOf(const std::string& name)
 {
-    return layernames::mentionsAny(name, {"logit", "temperature", "scale"});
+    return layernames::mentionsAny(name, {"logit", "temperature", "scale", "score", "router", "gate", "softmax",
+                                          "energy", "head", "classifier"});
 }
-
-} // namespace
 
 std::optional<NumericLimit> numericLimitNear(double peak)
 {
@@ -251,8 +251,16 @@ std::optional<Precursor> columnPrecursor(const LayerColumn& column, const ScanCo
     // entropy, a KL) of 10 says nothing about an overflow.
     if (column.source == "activations" || (column.source == rf::kScalars && takenExpOf(column.name)))
         limit = numericLimitNear(finite.raw[peakRow]);
-    // A climb into a numeric limit needs less of a rise to explain the failure: x2.2.
-    if (!(riseDecades >= (limit ? std::min(search.minDecades, kLimitDecades) : search.minDecades)))
+    // A climb into a numeric limit needs less of a rise to explain the failure: x2.2. Near exp()'s
+    // limit that holds for a quantity whose name says exp() is taken of it; any other module output
+    // (an expert's, a feed-forward layer's) may only feed one, and sits at 9 in ordinary training
+    // as well: it needs the full minDecades (a mixture of experts with every expert logged found a
+    // false precursor in one expert's growth of x2.7, from before the router began to drift).
+    const bool expLimit = limit && limit->value < kFloat16Max;
+    const double needed = !limit                                      ? search.minDecades
+                          : expLimit && !takenExpOf(column.name) ? search.minDecades
+                                                                      : std::min(search.minDecades, kLimitDecades);
+    if (!(riseDecades >= needed))
         return std::nullopt;
     // Steady, not one last jump: already a quarter of the way up halfway to the failure.
     const size_t middle = (knee + n) / 2;

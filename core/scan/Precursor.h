@@ -63,4 +63,9 @@ Result<std::optional<Precursor>> findPrecursor(const ScanInputs& inputs, const S
 // that precision), the float16 maximum (nearFloat16Limit: within x16, or past it).
 std::optional<NumericLimit> numericLimitNear(double peak);
 
+// Whether a module or scalar name says exp() or softmax is taken of it, of what it scales or of
+// what it is part of: logits, a model's head or classifier (and the adapters inside it), attention
+// scores, a router's or gate's outputs, a temperature or logit scale.
+bool takenExpOf(const std::string& name);
+
 } // namespace nanscope::scan

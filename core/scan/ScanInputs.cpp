@@ -284,6 +284,7 @@ Status ScanInputs::visitWindow(const char* table, const char* value, const char*
             return Error{r->error()};
     const size_t width = info->names.size();
     const size_t rows = size_t(end - begin);
+    const bool countsLogged = !a->empty() && (!countB || !b->empty());
     const std::string source = std::string(table) + (isActivation ? "" : "/" + std::string(value));
     // The block is row-major: a column's rows lie a row's width apart. Columns are gathered a tile
     // at a time, each row's stretch of the tile being contiguous, into series that are refilled
@@ -312,6 +313,10 @@ Status ScanInputs::visitWindow(const char* table, const char* value, const char*
                 // An exact zero (a dead unit, a step with no gradient) says nothing about a rise;
                 // as a baseline it would make any later value look like 40 decades.
                 if (v == 0 && !counted)
+                    continue;
+                // No element measured (no finite figure, no non-finite count: a module that did not
+                // run that step, an expert no token went to) is no value, not a NaN.
+                if (std::isnan(v) && !counted && countsLogged && (*a)[k] == 0 && (b->empty() || (*b)[k] == 0))
                     continue;
                 LogSeries& series = tile[c - first].series;
                 series.raw.push_back(counted ? kNaN : v);

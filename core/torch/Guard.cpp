@@ -435,11 +435,11 @@ struct Guard::State
     {
         if (observed.empty() || activationColumns.empty())
             return;
-        std::string whyNot;
-        if (auto row = guardrunlog::activationsRow(activationColumns, observed, slots, step, whyNot))
-            check(writer->appendRow(rf::kActivations, step, *row));
-        else
-            warnOnce("activations", step, whyNot);
+        std::string notRun;
+        check(writer->appendRow(rf::kActivations, step,
+                                guardrunlog::activationsRow(activationColumns, observed, slots, step, notRun)));
+        if (!notRun.empty())
+            warnOnce("activations", step, notRun);
     }
 
     void endOfStep()

@@ -103,20 +103,31 @@ std::optional<Row> inputsRow(const std::vector<std::string>& columns, const guar
     return guardreadback::rangeRow(stats);
 }
 
-std::optional<Row> activationsRow(const std::vector<std::string>& columns, const guardreadback::NamedSlots& observed,
-                                  const double* slots, int64_t step, std::string& whyNot)
+Row activationsRow(const std::vector<std::string>& columns, const guardreadback::NamedSlots& observed,
+                   const double* slots, int64_t step, std::string& notRun)
 {
     std::map<std::string, std::vector<const double*>> byModule;
     for (size_t i = 0; i < observed.size(); ++i)
         byModule[observed[i].first].push_back(slots + i * torchstats::kSlots);
     std::vector<TensorStats> stats;
+    std::vector<std::string> missing;
     for (const auto& column : columns) {
         auto it = byModule.find(column);
         if (it == byModule.end()) {
-            whyNot = "activations not logged at step " + std::to_string(step) + ": module " + column + " was not observed";
-            return std::nullopt;
+            missing.push_back(column);
+            stats.emplace_back(); // no element: no finite figure, no non-finite count
+            continue;
         }
         stats.push_back(guardreadback::statsOf(guardreadback::mergeSlots(it->second).data()));
+    }
+    notRun.clear();
+    if (!missing.empty()) {
+        notRun = "module(s) ";
+        for (size_t i = 0; i < missing.size() && i < 5; ++i)
+            notRun += (i ? ", " : "") + missing[i];
+        notRun += " did not run at step " + std::to_string(step) +
+                  ": their activation cells hold no value there (NaN ranges, zero counts), as at any step where a "
+                  "module does not run";
     }
     return guardreadback::rangeRow(stats);
 }

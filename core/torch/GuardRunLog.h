@@ -46,9 +46,10 @@ std::optional<Row> inputsRow(const std::vector<std::string>& columns, const guar
                              const double* slots, int64_t step, std::string& whyNot);
 
 // The /activations row of a step from the observed outputs' slots (a module called twice in the
-// forward is merged into one column), or nothing, with `whyNot`, when a column's module was not
-// observed: no value was measured for it, so the step gets no row.
-std::optional<Row> activationsRow(const std::vector<std::string>& columns, const guardreadback::NamedSlots& observed,
-                                  const double* slots, int64_t step, std::string& whyNot);
+// forward is merged into one column). A column whose module did not run that step (an expert no
+// token was routed to) holds the figures of no element: min, max, mean and std NaN, nan and inf
+// 0, which readers skip; `notRun` then names it. As the Python recorder writes it.
+Row activationsRow(const std::vector<std::string>& columns, const guardreadback::NamedSlots& observed,
+                   const double* slots, int64_t step, std::string& notRun);
 
 } // namespace nanscope::guardrunlog

@@ -2,8 +2,10 @@
 logged step only, each call's output range measured on the device (stats.range_stats) or handed to
 the run.h5 writer child to measure (a CPU output: recorder's _measure), and a module
 called twice in one forward merged into its one column. The columns are the modules that ran at the
-first logged step; a later step where one of them did not run gets no row (a partial row would
-mislead). The C++ Guard's counterpart is core/torch/GuardRunLog's activationsRow."""
+first logged step; at a later step where one of them did not run (an expert no token was routed
+to), its cells say that no element was measured: min, max, mean and std NaN, nan and inf 0, the
+figures of an empty output (readers skip such a cell: it is no non-finite value). The C++ Guard's
+counterpart is core/torch/GuardRunLog's activationsRow."""
 import torch
 
 from . import stats
@@ -80,14 +82,13 @@ class ActivationHooks:
 
     def row_parts(self, calls):
         """A step's calls grouped by column, as a table's append_ranges takes them (each column's
-        calls are merged into its figures), or (None, names of the columns that did not run)."""
+        calls are merged into its figures; a column that did not run has none, merged into the
+        figures of no element), and the names of the columns that did not run."""
         by_module = {}
         for index, part in calls:
             by_module.setdefault(index, []).append(part)
         missing = [self.candidates[i][0] for i in self.columns if i not in by_module]
-        if missing:
-            return None, missing
-        return [by_module[i] for i in self.columns], []
+        return [by_module.get(i, []) for i in self.columns], missing
 
     def _hook(self, index):
         def record_output(module, inputs, output):

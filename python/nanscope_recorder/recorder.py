@@ -482,13 +482,11 @@ class Recorder:
         if run.activations is None:
             return
         parts, missing = self._activations.row_parts(calls)
-        if missing:
-            # No value was measured for these modules: the step gets no activation row at all.
-            if "activations" not in self._warned:
-                self._warned.add("activations")
-                self._event(step, "note", "activations not logged at step %d: module(s) %s did not run"
-                            % (step, ", ".join(missing[:5])))
-            return
+        if missing and "activations" not in self._warned:
+            self._warned.add("activations")
+            self._event(step, "note", "module(s) %s did not run at step %d: their activation cells hold no "
+                        "value there (NaN ranges, zero counts), as at any step where a module does not run"
+                        % (", ".join(missing[:5]), step))
         run.activations.append_ranges(step, parts)
 
     # ---------------------------------------------------------------- inputs

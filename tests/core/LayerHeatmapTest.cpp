@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 using namespace nanscope;
 
@@ -166,4 +167,43 @@ TEST(LayerHeatmap, MissingTableIsAClearError)
     ASSERT_FALSE(map) << "this run logged no activations";
     EXPECT_NE(map.error().find("/activations"), std::string::npos) << map.error();
     EXPECT_NE(map.error().find("run.h5"), std::string::npos) << map.error();
+}
+
+// An expert that no token went to at odd steps has no element measured there (NaN ranges, zero
+// counts, as the recorders write it): its activation cells are no value, not non-finite; an
+// output whose every element was NaN (NaN ranges, a NaN count) still is.
+TEST(LayerHeatmap, AModuleThatDidNotRunIsNoValueAndAnAllNanOutputIsNonfinite)
+{
+    test::ScratchDir dir;
+    RunSchema schema;
+    schema.activations = {"router", "expert"};
+    schema.activationKinds = {"Linear", "Linear"};
+    {
+        auto writer = RunWriter::create(dir.path(), schema);
+        ASSERT_TRUE(writer);
+        std::vector<int64_t> steps;
+        std::map<std::string, std::vector<float>> columns;
+        for (int64_t s = 0; s < 40; ++s) {
+            steps.push_back(s);
+            const bool idle = s % 2 == 1, poisoned = s == 30;
+            for (int module = 0; module < 2; ++module) {
+                const bool empty = module == 1 && (idle || poisoned);
+                for (const char* figure : {"min", "max", "mean", "std"})
+                    columns[figure].push_back(empty ? NAN : 2.f);
+                columns["nan"].push_back(module == 1 && poisoned ? 64.f : 0.f);
+                columns["inf"].push_back(0.f);
+            }
+        }
+        ASSERT_TRUE((*writer)->appendRows("activations", steps, columns));
+    }
+    auto reader = RunReader::open(dir.path());
+    ASSERT_TRUE(reader);
+    auto map = buildLayerHeatmap(**reader, HeatmapQuantity::ActivationAbsMax, 40);
+    ASSERT_TRUE(map) << map.error();
+    ASSERT_EQ(map->bins(), 40u);
+    for (size_t b = 0; b < 40; ++b) {
+        EXPECT_FALSE(map->nonfinite[0 * 40 + b]) << "router, step " << b;
+        EXPECT_EQ(bool(map->nonfinite[1 * 40 + b]), b == 30) << "expert, step " << b;
+    }
+    EXPECT_FLOAT_EQ(map->at(1, 0), std::log10(2.f));
 }

@@ -298,3 +298,42 @@ TEST(Precursor, AJumpUnderADecayingOrOnceSteppedLearningRateStaysSudden)
         EXPECT_EQ(blowup->onsetStep, 330) << blowup->cause;
     }
 }
+
+// A module output climbing x2.6 from 3.5 to 9 over 900 steps (one expert learning, in a run of
+// several): 1.2x below exp()'s float16 limit, but an expert's output is no exp() input, so the climb
+// is too small for a precursor and the NaN at 1000 stays sudden. The same climb in the output of an
+// adapter inside the classifier head (its logits) is the precursor (issue 50: a mixture of experts
+// with every expert logged found a false precursor in one expert's growth).
+TEST(Precursor, AModerateClimbNearExpsLimitIsAPrecursorOnlyInWhatExpIsTakenOf)
+{
+    for (const std::string module : {"experts.1.fc2", "head.lora_b"}) {
+        SeriesRun run(1100, [](int64_t) { return 0.3; });
+        for (size_t r = 1000; r < run.steps.size(); ++r)
+            run.loss[r] = run.gradNorm[r] = NAN;
+        ScanInputs inputs = run.inputs();
+        std::mt19937 rng(11);
+        std::normal_distribution<double> noise(0.0, 1.0);
+        inputs.addTable("activations", {"encoder", module}, run.steps,
+                        {{"max", run.table(2, [&](int64_t step, size_t c) {
+                              const double wobble = std::pow(10.0, 0.004 * noise(rng));
+                              if (step >= 1000)
+                                  return c == 0 ? 2.f : NAN;
+                              if (c == 0)
+                                  return float(2.0 * wobble);
+                              const double level = step < 100 ? 3.5 : 3.5 * std::pow(9.0 / 3.5, double(step - 100) / 899.0);
+                              return float(level * wobble);
+                          })}});
+        ScanContext context(inputs, ScanConfig{});
+        ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+        const Incident* blowup = blowupOf(context);
+        ASSERT_TRUE(blowup);
+        if (module == "head.lora_b") {
+            EXPECT_EQ(blowup->pattern, BlowupPattern::Gradual) << blowup->cause;
+            ASSERT_FALSE(blowup->layers.empty());
+            EXPECT_EQ(blowup->layers.front(), module);
+        } else {
+            EXPECT_EQ(blowup->pattern, BlowupPattern::Sudden) << blowup->cause;
+            EXPECT_EQ(blowup->cause.find("began in the output of"), std::string::npos) << blowup->cause;
+        }
+    }
+}

@@ -1,5 +1,7 @@
 """The Python recorder writes runs that nanscope reads, and logs a NaN step as the contract says."""
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -261,6 +263,50 @@ class RecorderRules(unittest.TestCase):
         self.assertEqual(len(stamps), 3)
         self.assertTrue(all(before <= t <= time.time() for t in stamps), stamps)
         self.assertEqual(stamps, sorted(stamps))
+
+    def test_a_module_that_did_not_run_has_empty_cells_and_no_incident(self):
+        """A mixture of experts routes no token to expert 1 on odd steps: those steps keep their
+        activation row, expert 1's cells there say no element was measured (NaN ranges, zero counts),
+        and the scan reads them as no value, not as a NaN (issue 50: the recorder dropped the row)."""
+        class TwoExperts(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.experts = torch.nn.ModuleList(torch.nn.Linear(fx.FEATURES, fx.CLASSES) for _ in range(2))
+                self.step = 0
+
+            def forward(self, x):
+                out = self.experts[0](x)
+                return out + self.experts[1](x) if self.step % 2 == 0 else out
+
+        model = TwoExperts()
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        with Recorder(self.run_dir, model, checkpoint_every=0, activations_every=1, overwrite=True) as rec:
+            for step in range(30):
+                model.step = step
+                x, y = fx.batch(step)
+                rec.begin_step(step, inputs=x, targets=y)
+                loss = F.cross_entropy(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                rec.end_step(loss)
+                opt.step()
+        with fx.open_run(self.run_dir) as f:
+            names = fx.strings(f["activations/names"])
+            self.assertEqual(names, ["experts.0", "experts.1"])
+            self.assertEqual(f["activations/steps"][:].tolist(), list(range(30)))
+            ran, idle = f["activations/max"][0::2, 1], f["activations/max"][1::2, 1]
+            self.assertTrue(np.isfinite(ran).all(), ran)
+            for figure in ("min", "max", "mean", "std"):
+                self.assertTrue(np.isnan(f["activations/" + figure][1::2, 1]).all(), figure)
+            for count in ("nan", "inf"):
+                self.assertEqual(f["activations/" + count][:, 1].tolist(), [0.0] * 30, count)
+            self.assertTrue(np.isfinite(f["activations/max"][:, 0]).all())
+            events = fx.strings(f["events/message"])
+        self.assertTrue(any("experts.1 did not run at step 1" in e for e in events), events)
+        scan = subprocess.run([os.environ["NANSCOPE_BINARY"], "scan", self.run_dir, "--json"], capture_output=True,
+                              text=True, timeout=120)
+        self.assertEqual(scan.returncode, 0, scan.stdout + scan.stderr)
+        self.assertEqual(json.loads(scan.stdout)["incidents"], [])
 
 
 if __name__ == "__main__":

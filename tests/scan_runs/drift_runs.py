@@ -239,11 +239,9 @@ def generate(run_dir, spec):
         eps = 0.0 if drift else 1e-8
         opt = torch.optim.Adam(list(model.stem.parameters()) + list(model.head.parameters()), lr=1e-3, eps=eps)
         precursor = None
-    # The experts a step does not route to do not run, and the recorder logs no activation row for a
-    # step where a logged module did not run: log the router and not the experts.
-    only_router = (lambda name, module: not name.startswith("experts.")) if family == "moe" else None
+    # The experts a step does not route to do not run: their activation cells are empty at that step.
     rec = Recorder(run_dir, model, loss_name="loss", checkpoint_every=0, activations_every=1,
-                   run_name=os.path.basename(run_dir), overwrite=True, activation_filter=only_router)
+                   run_name=os.path.basename(run_dir), overwrite=True)
     truth = dict(spec)
     truth.update({"class": "gradual" if drift and precursor else ("update_nan" if drift else "healthy"),
                   "precursor": precursor if drift else None, "first_nonfinite_step": None,
