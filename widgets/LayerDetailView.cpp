@@ -93,7 +93,19 @@ void LayerDetailView::setDetail(const LayerDetail& detail)
     QCustomPlot* activation = m_activation->plot();
     while (activation->graphCount() > m_activation->ownGraphCount()) // drop the earlier bands
         activation->removeGraph(activation->graphCount() - 1);
-    m_activation->setSeries(detail.activationSteps, detail.activationMean);
+    // A step where the module did not run (an expert no token went to) measured no element: NaN
+    // figures with zero counts are no point of the line, not a NaN mark.
+    std::vector<int64_t> measuredSteps;
+    std::vector<double> measuredMean;
+    for (size_t i = 0; i < detail.activationSteps.size() && i < detail.activationMean.size(); ++i) {
+        const bool counted = (i < detail.activationNan.size() && detail.activationNan[i] > 0) ||
+                             (i < detail.activationInf.size() && detail.activationInf[i] > 0);
+        if (std::isnan(detail.activationMean[i]) && !counted)
+            continue;
+        measuredSteps.push_back(detail.activationSteps[i]);
+        measuredMean.push_back(detail.activationMean[i]);
+    }
+    m_activation->setSeries(measuredSteps, measuredMean);
     addBandGraphs(activation, detail.activationSteps, detail.activationMin, detail.activationMax, QColor(100, 149, 237),
                   tr("min..max"));
     addBandGraphs(activation, detail.activationSteps, sum(detail.activationMean, detail.activationStd, -1),

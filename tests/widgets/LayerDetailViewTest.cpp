@@ -37,3 +37,31 @@ TEST(LayerDetailView, ClearingLeavesNoActivationBandOfThePreviousRun)
             EXPECT_EQ(plot->plot()->graph(g)->dataCount(), 0) << "data of the previous run is left";
     }
 }
+
+// An expert that did not run at steps 1 and 3 (no token routed to it): its cells there hold no
+// element (NaN figures, zero counts). They are no point of the activation plot and no NaN mark;
+// step 2's output, all NaN (a non-zero count), is one.
+TEST(LayerDetailView, StepsWhereTheModuleDidNotRunAreNoPointAndNoNanMark)
+{
+    LayerDetailView view;
+    LayerDetail detail;
+    detail.layer = "experts.1.fc1.weight";
+    detail.module = "experts.1.fc1";
+    detail.steps = {0, 1, 2, 3, 4};
+    detail.gradNorm = {1, 0, 1, 0, 1};
+    detail.activationSteps = {0, 1, 2, 3, 4};
+    detail.activationMin = {-1, NAN, NAN, NAN, -1};
+    detail.activationMax = {1, NAN, NAN, NAN, 1};
+    detail.activationMean = {0.5, NAN, NAN, NAN, 0.5};
+    detail.activationStd = {1, NAN, NAN, NAN, 1};
+    detail.activationNan = {0, 0, 64, 0, 0};
+    detail.activationInf = {0, 0, 0, 0, 0};
+    view.setDetail(detail);
+    SeriesPlot* activation = nullptr;
+    for (SeriesPlot* plot : view.findChildren<SeriesPlot*>())
+        if (plot->plot()->graphCount() > plot->ownGraphCount())
+            activation = plot;
+    ASSERT_NE(activation, nullptr);
+    EXPECT_EQ(activation->nanCount(), 1) << "only step 2's all-NaN output is a NaN mark";
+    EXPECT_EQ(activation->plot()->graph(0)->dataCount(), 3) << "steps 0, 2 (a gap) and 4";
+}
