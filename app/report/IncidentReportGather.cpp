@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace nanscope::report {
 
@@ -48,23 +49,89 @@ QImage renderPlot(const QString& title, const std::string& dataset, const std::v
     return plot.plot()->toPixmap(1000, 300).toImage();
 }
 
-// A normalisation layer's column of /buffers ("running_var_min", "nonfinite") with its steps: what a
-// BatchNorm incident is seen in (its gradient norm looks healthy). Empty when not logged.
-std::pair<std::vector<int64_t>, std::vector<double>> bufferSeries(const RunSource& reader, const std::string& layer,
-                                                                  const std::string& dataset)
+// The series an incident was measured in, when it is not the run's loss or gradient norm, with the
+// plot's title: a normalisation layer's /buffers column (a BatchNorm incident: its gradient norm
+// looks healthy), the output range of the module a blow-up began in (its largest |x|), a
+// parameter's /layers column, another logged scalar (a precursor: issue 50, the report drew the
+// gradient norm under a band labelled with the precursor's name). Empty when not logged.
+struct EvidenceSeries
 {
-    const TableInfo* buffers = reader.table(rf::kBuffers);
-    if (!buffers)
-        return {};
-    const auto column = std::find(buffers->names.begin(), buffers->names.end(), layer);
-    if (column == buffers->names.end())
-        return {};
-    auto values = reader.readColumn(rf::kBuffers, dataset, int64_t(column - buffers->names.begin()));
+    QString title;
+    std::vector<int64_t> steps;
+    std::vector<double> values;
+    bool logScale = true;
+};
+
+std::optional<EvidenceSeries> evidenceSeries(const RunSource& reader, const Incident& incident)
+{
+    const std::string& evidence = incident.evidence.series;
+    const size_t slash = evidence.find('/');
+    if (slash == std::string::npos)
+        return std::nullopt;
+    const std::string table = evidence.substr(0, slash);
+    std::string column = evidence.substr(slash + 1), dataset;
+    if (table == rf::kBuffers) {
+        if (incident.layers.empty())
+            return std::nullopt;
+        dataset = column;
+        column = incident.layers.front();
+    } else if (table == rf::kLayers) {
+        const size_t split = column.find('/');
+        if (split == std::string::npos)
+            return std::nullopt;
+        dataset = column.substr(0, split);
+        column = column.substr(split + 1);
+    } else if (table == rf::kScalars) {
+        if (column == rf::scalar::kLoss || column == rf::scalar::kGradNorm)
+            return std::nullopt;
+        auto values = reader.readSeries(rf::kScalars, column);
+        if (!values || values->empty())
+            return std::nullopt;
+        std::vector<int64_t> steps = reader.steps(rf::kScalars);
+        steps.resize(std::min(steps.size(), values->size()));
+        values->resize(steps.size());
+        return EvidenceSeries{QString::fromStdString(column), std::move(steps), std::move(*values), true};
+    } else if (table != rf::kActivations) {
+        return std::nullopt;
+    }
+    const TableInfo* info = reader.table(table);
+    if (!info)
+        return std::nullopt;
+    const auto found = std::find(info->names.begin(), info->names.end(), column);
+    if (found == info->names.end())
+        return std::nullopt;
+    const int64_t index = int64_t(found - info->names.begin());
+    EvidenceSeries series;
+    series.steps = reader.steps(table);
+    if (table == rf::kActivations) {
+        // Its largest |x|, as the scan measured it; a row with no element measured (the module did
+        // not run) is left out, one whose output went non-finite is NaN.
+        auto lows = reader.readColumn(table, rf::column::kMin, index);
+        auto highs = reader.readColumn(table, rf::column::kMax, index);
+        auto nans = reader.readColumn(table, rf::column::kNan, index);
+        if (!lows || !highs)
+            return std::nullopt;
+        std::vector<int64_t> steps;
+        for (size_t r = 0; r < series.steps.size() && r < lows->size() && r < highs->size(); ++r) {
+            const double magnitude = std::max(std::fabs(double((*lows)[r])), std::fabs(double((*highs)[r])));
+            const bool counted = nans && r < nans->size() && (*nans)[r] > 0;
+            if (std::isnan(magnitude) && !counted)
+                continue;
+            steps.push_back(series.steps[r]);
+            series.values.push_back(magnitude);
+        }
+        series.steps = std::move(steps);
+        series.title = QObject::tr("%1 output, largest |x|").arg(QString::fromStdString(column));
+        return series;
+    }
+    auto values = reader.readColumn(table, dataset, index);
     if (!values)
-        return {};
-    std::vector<int64_t> steps = reader.steps(rf::kBuffers);
-    steps.resize(std::min(steps.size(), values->size()));
-    return {steps, std::vector<double>(values->begin(), values->begin() + std::ptrdiff_t(steps.size()))};
+        return std::nullopt;
+    series.steps.resize(std::min(series.steps.size(), values->size()));
+    series.values.assign(values->begin(), values->begin() + std::ptrdiff_t(series.steps.size()));
+    series.title = QString::fromStdString(column + " " + dataset);
+    series.logScale = dataset != rf::column::kNonfinite;
+    return series;
 }
 
 } // namespace
@@ -161,16 +228,11 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
         // drew the gradient norm, which looks healthy).
         const bool onLoss = !haveGrad || (incident.evidence.series == rf::scalarSeries(rf::scalar::kLoss) && !loss.empty());
         const QString caption = QObject::tr("%1 at step %2").arg(toString(incident.kind)).arg(incident.onsetStep);
-        const std::string& evidence = incident.evidence.series;
-        std::pair<std::vector<int64_t>, std::vector<double>> buffers;
-        if (evidence.rfind(std::string(rf::kBuffers) + "/", 0) == 0 && !incident.layers.empty())
-            buffers = bufferSeries(reader, incident.layers.front(), evidence.substr(evidence.find('/') + 1));
-        if (!buffers.first.empty()) {
-            const std::string dataset = evidence.substr(evidence.find('/') + 1);
-            const QString title = text(incident.layers.front() + " " + dataset);
-            c.plots.push_back({QString("incident%1.png").arg(c.critical.size() + 1), caption + ": " + title,
-                               renderPlot(title, evidence, buffers.first, buffers.second, {incident},
-                                          dataset != rf::column::kNonfinite, range.first, range.last)});
+        const auto measured = evidenceSeries(reader, incident);
+        if (measured && !measured->steps.empty()) {
+            c.plots.push_back({QString("incident%1.png").arg(c.critical.size() + 1), caption + ": " + measured->title,
+                               renderPlot(measured->title, incident.evidence.series, measured->steps, measured->values,
+                                          {incident}, measured->logScale, range.first, range.last)});
         } else {
             c.plots.push_back({QString("incident%1.png").arg(c.critical.size() + 1),
                                caption + ": " + (onLoss ? QObject::tr("loss") : QObject::tr("gradient norm")),

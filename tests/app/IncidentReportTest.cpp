@@ -3,6 +3,7 @@
 #include "WindowTestSupport.h"
 #include "app/window/MainWindow.h"
 #include "../core/SyntheticRuns.h"
+#include "core/run/RunWriter.h"
 
 #include <QDir>
 #include <QElapsedTimer>
@@ -21,6 +22,9 @@
 #include <QTemporaryDir>
 
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
 
 using namespace nanscope::test;
 
@@ -276,4 +280,48 @@ TEST(IncidentReport, TheBatchNormJudgementTakesTheFloorOfTheScanSettings)
     EXPECT_NE(missing.exitCode, 0);
     EXPECT_TRUE(missing.err.contains("absent.ini")) << "the error does not name the settings file: "
                                                     << missing.err.toStdString();
+}
+
+// Issue 50: the report plotted a precursor incident on the gradient norm, under a band labelled
+// with the precursor's name. A learned temperature's logits climb from 1 to 10.8 from step 300
+// until exp() overflows float16 at 1400, the gradient norm flat: the incident's plot is the logits'
+// output range, where the climb is.
+TEST(IncidentReport, APrecursorIncidentPlotsTheQuantityThatClimbed)
+{
+    QTemporaryDir dir;
+    const std::string run = dir.filePath("temperature").toStdString();
+    {
+        nanscope::RunSchema schema;
+        schema.scalars = {"loss", "grad_norm"};
+        schema.activations = {"encoder", "logits"};
+        schema.activationKinds = {"Linear", "Linear"};
+        auto writer = nanscope::RunWriter::create(run, schema);
+        ASSERT_TRUE(writer) << writer.error();
+        std::mt19937 rng(3);
+        std::normal_distribution<double> noise(0.0, 1.0);
+        for (int64_t step = 0; step < 1450; ++step) {
+            const bool nan = step >= 1400;
+            const double wobble = std::pow(10.0, 0.004 * noise(rng));
+            const double logits = step < 300 ? 1.0 : 1.0 + 9.8 * double(step - 300) / 1099.0;
+            ASSERT_TRUE((*writer)->appendScalars(
+                step, {{"loss", nan ? NAN : 0.3 * std::pow(10.0, 0.03 * noise(rng))},
+                       {"grad_norm", nan ? NAN : std::pow(10.0, 0.08 * noise(rng))}}));
+            const float high = nan ? NAN : float(logits * wobble);
+            ASSERT_TRUE((*writer)->appendRow("activations", step,
+                                             {{"min", {-2.f, nan ? NAN : -high}},
+                                              {"max", {2.f, high}},
+                                              {"mean", {0.f, nan ? NAN : 0.f}},
+                                              {"std", {1.f, nan ? NAN : 1.f}},
+                                              {"nan", {0.f, nan ? 64.f : 0.f}},
+                                              {"inf", {0.f, 0.f}}}));
+        }
+    }
+    const QString html = dir.filePath("report.html");
+    const auto made = runNanscope({"report", QString::fromStdString(run), "-o", html, "--no-replay"});
+    ASSERT_EQ(made.exitCode, 0) << made.err.toStdString();
+    const QString page = readAll(html);
+    EXPECT_TRUE(page.contains("blowup at step")) << page.toStdString();
+    EXPECT_TRUE(page.contains(QRegularExpression("blowup at step \\d+: logits output, largest \\|x\\|")))
+        << "the incident's plot is the logits' range";
+    EXPECT_FALSE(page.contains(QRegularExpression("blowup at step \\d+: gradient norm")));
 }
