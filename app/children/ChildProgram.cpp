@@ -8,7 +8,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <memory>
+
+#include <sys/prctl.h>
 
 namespace nanscope {
 
@@ -86,7 +89,7 @@ ChildOutcome outcomeOf(QProcess& process, const QString& program, bool finished,
         outcome.message = QObject::tr("%1 did not finish in time and was stopped").arg(name);
     } else if (process.exitStatus() == QProcess::CrashExit) {
         outcome.kind = ChildOutcome::Kind::Crashed;
-        outcome.message = QObject::tr("%1 crashed; the window is unaffected. %2").arg(name, outcome.standardError.right(400)).trimmed();
+        outcome.message = outcome.failureText(name);
     } else if (process.exitCode() != 0) {
         outcome.kind = ChildOutcome::Kind::ExitedWithError;
         outcome.message = errorLine(outcome.standardError);
@@ -223,12 +226,18 @@ void ChildProgram::cancel()
     release(process);
 }
 
-ChildOutcome ChildProgram::runAndWait(const QString& program, const QStringList& arguments, int timeoutMs)
+ChildOutcome ChildProgram::runAndWait(const QString& program, const QStringList& arguments, int timeoutMs,
+                                      const ChildSetup& setup)
 {
     QProcess process;
+    if (setup.environment)
+        process.setProcessEnvironment(*setup.environment);
+    if (setup.diesWithParent)
+        process.setChildProcessModifier([] { ::prctl(PR_SET_PDEATHSIG, SIGKILL); });
     process.start(program, arguments);
     if (!process.waitForStarted(30000))
         return failedToStart(program, process.errorString());
+    process.closeWriteChannel();
     const bool finished = process.waitForFinished(timeoutMs);
     if (!finished) {
         process.kill();

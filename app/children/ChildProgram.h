@@ -2,11 +2,13 @@
 
 #include <QByteArray>
 #include <QObject>
+#include <QProcessEnvironment>
 #include <QPointer>
 #include <QString>
 #include <QStringList>
 
 #include <functional>
+#include <optional>
 
 #include <QtGlobal>
 
@@ -48,6 +50,15 @@ struct ChildOutcome
     }
 };
 
+// How ChildProgram::runAndWait starts a child: its environment (the caller's when unset), and
+// whether it is killed when this process dies (a child that runs a user's model must not go on
+// behind a cancelled command).
+struct ChildSetup
+{
+    std::optional<QProcessEnvironment> environment;
+    bool diesWithParent = false;
+};
+
 // The one place that runs nanscope's child programs (replay, stats, diff, report export): untrusted
 // files and users' models are read where a crash cannot take the window down. Latest request wins:
 // start() replaces a request still running, whose callback is then never called; a failed start, a
@@ -84,7 +95,9 @@ signals:
 public:
 
     // The same outcomes, blocking: for headless commands that already run off the GUI thread.
-    static ChildOutcome runAndWait(const QString& program, const QStringList& arguments, int timeoutMs);
+    // `timeoutMs` -1: no limit.
+    static ChildOutcome runAndWait(const QString& program, const QStringList& arguments, int timeoutMs,
+                                   const ChildSetup& setup = {});
 
 private:
     // Ends a killed or finished process without blocking: it deletes itself once it has ended.

@@ -1,5 +1,6 @@
 #include "app/children/EagerReplay.h"
 
+#include "app/children/ChildProgram.h"
 #include "app/codecs/ReplayJson.h"
 
 #include "core/replay/ReplayJudgement.h"
@@ -10,13 +11,8 @@
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 #include <QProcessEnvironment>
 #include <QRegularExpression>
-
-#include <csignal>
-
-#include <sys/prctl.h>
 
 namespace nanscope {
 
@@ -120,7 +116,6 @@ Result<ReplayResult> runEagerReplay(const EagerReplayRequest& request)
     if (!o.backward)
         args << "--no-backward";
 
-    QProcess child;
     QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
     if (const QString own = recorderSourceFolder(); !own.isEmpty()) {
         const QString existing = environment.value("PYTHONPATH");
@@ -131,24 +126,21 @@ Result<ReplayResult> runEagerReplay(const EagerReplayRequest& request)
     for (const auto& [name, value] : keepFreedMemoryEnvironment())
         if (!environment.contains(QString::fromStdString(name)))
             environment.insert(QString::fromStdString(name), QString::fromStdString(value));
-    child.setProcessEnvironment(environment);
     // The child dies with this process: a window that cancels the replay kills `nanscope replay`,
     // and the Python child must not go on running the model behind it.
-    child.setChildProcessModifier([] { ::prctl(PR_SET_PDEATHSIG, SIGKILL); });
-    child.start(request.python, args);
-    if (!child.waitForStarted(60000))
-        return Error{"cannot run " + request.python.toStdString() + " for the eager replay (" +
-                     child.errorString().toStdString() + "): give --python the interpreter that trained the model"};
-    child.closeWriteChannel();
-    child.waitForFinished(-1);
-    const QByteArray output = child.readAllStandardOutput();
-    const QByteArray diagnostics = child.readAllStandardError();
-    if (child.exitStatus() == QProcess::CrashExit)
-        return Error{"the eager replay child (" + request.python.toStdString() +
-                     ") crashed while running the model: " + lastLine(diagnostics).toStdString()};
-    if (child.exitCode() != 0)
-        return Error{childFailure(request.python, diagnostics, child.exitCode())};
-
+    const ChildOutcome outcome =
+        ChildProgram::runAndWait(request.python, args, -1, ChildSetup{environment, true});
+    switch (outcome.kind) {
+    case ChildOutcome::Kind::Succeeded:
+        break;
+    case ChildOutcome::Kind::FailedToStart:
+        return Error{outcome.message.toStdString() + ": give --python the interpreter that trained the model"};
+    case ChildOutcome::Kind::ExitedWithError:
+        return Error{childFailure(request.python, outcome.standardError.toUtf8(), outcome.exitCode)};
+    default:
+        return Error{outcome.failureText("The eager replay with " + request.python).toStdString()};
+    }
+    const QByteArray& output = outcome.standardOutput;
     ReplayReport report = parseReplayJson(output);
     if (!report.error.isEmpty())
         return Error{"the eager replay printed no replay: " + report.error.toStdString()};

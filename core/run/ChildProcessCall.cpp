@@ -63,11 +63,16 @@ bool readAll(int fd, char* data, size_t size)
 std::string describeEnd(int status)
 {
     if (WIFSIGNALED(status))
-        return std::string("crashed (") + strsignal(WTERMSIG(status)) + ")";
+        return crashedWording(WTERMSIG(status));
     return "ended without an answer (exit status " + std::to_string(WEXITSTATUS(status)) + ")";
 }
 
 } // namespace
+
+std::string crashedWording(int signalNumber)
+{
+    return std::string("crashed (") + strsignal(signalNumber) + ")";
+}
 
 Result<std::string> computeInChildProcess(const std::string& what, const ChildComputation& compute,
                                           const ProgressCallback& progress)

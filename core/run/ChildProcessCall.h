@@ -31,6 +31,11 @@ using ChildComputation = std::function<Result<std::string>(const ProgressCallbac
 Result<std::string> computeInChildProcess(const std::string& what, const ChildComputation& compute,
                                           const ProgressCallback& progress = {});
 
+// How a forked child that reads a file is said to have crashed, from its wait status: "crashed
+// (Segmentation fault)". The one wording of core's children (computeInChildProcess, RunFileProbe);
+// the window's children are worded by ChildOutcome::failureText (app/children/ChildProgram.h).
+std::string crashedWording(int signalNumber);
+
 // A plain byte codec for what crosses the pipe: fixed-width little-endian numbers, sized strings
 // and vectors. Reading past the end throws std::out_of_range, which the caller turns into an error.
 class ByteWriter

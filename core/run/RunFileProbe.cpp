@@ -1,5 +1,7 @@
 #include "core/run/RunFileProbe.h"
 
+#include "core/run/ChildProcessCall.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -119,9 +121,9 @@ std::vector<Status> probeEachInChildProcess(const std::vector<std::string>& file
                 kill(child, SIGKILL);
             int status = 0;
             if (waitpid(child, &status, 0) == child && WIFSIGNALED(status))
-                statuses[next] = Error{files[next] + ": reading it crashed the HDF5 library (" +
-                                       strsignal(WTERMSIG(status)) +
-                                       "); the file is corrupted (damaged HDF5 metadata or string storage)"};
+                statuses[next] = Error{files[next] + ": reading it " + crashedWording(WTERMSIG(status)) +
+                                       " inside the HDF5 library; the file is corrupted (damaged HDF5 metadata or "
+                                       "string storage)"};
             // else not ours to wait for (a SIGCHLD handler reaped it): nothing learned of that file
             ++next;
             close(channel[0]);
