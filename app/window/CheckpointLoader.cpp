@@ -14,6 +14,8 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
+#include <unordered_map>
 
 namespace nanscope {
 
@@ -57,83 +59,121 @@ void CheckpointLoader::load(qint64 step, const std::map<int64_t, std::string>& c
     runStats();
 }
 
-void CheckpointLoader::runChild(const QStringList& args,
-                                std::function<void(const QJsonObject& json, const QString& error)> done)
+void CheckpointLoader::runChild(const QStringList& args, std::function<void(const QJsonObject& json)> decode,
+                                std::function<void(const QString& error)> done)
 {
     // `stats FILE` names the file it read (the weights, or the optimizer.pt); a diff, the checkpoint.
     const QString file = args.value(0) == "stats" ? args.value(1) : m_file;
-    // A checkpoint's statistics of thousands of tensors are parsed off the GUI thread.
-    auto root = std::make_shared<QJsonObject>();
+    // A checkpoint's statistics of thousands of tensors are parsed, and made into rows, off the GUI
+    // thread; `done` only takes them over.
     m_child->start(
         args,
-        [file, done, root](const ChildOutcome& outcome) {
-            if (outcome.succeeded())
-                done(*root, QString());
-            else
-                done({}, outcome.failureText(tr("Reading %1").arg(file)));
+        [file, done](const ChildOutcome& outcome) {
+            done(outcome.succeeded() ? QString() : outcome.failureText(tr("Reading %1").arg(file)));
         },
-        [root](const ChildOutcome& outcome) {
+        [decode](const ChildOutcome& outcome) {
             if (outcome.succeeded())
-                *root = QJsonDocument::fromJson(outcome.standardOutput).object();
+                decode(QJsonDocument::fromJson(outcome.standardOutput).object());
         });
 }
 
+namespace {
+// What a `stats --json` answer becomes, on the worker thread.
+struct StatsReply
+{
+    std::vector<CheckpointTensor> rows;
+    std::optional<CheckpointOptimizer> optimizer;
+    QString optimizerError;
+};
+} // namespace
+
 void CheckpointLoader::runStats()
 {
-    runChild({"stats", m_file, "--json", "--histogram", "40", "--device", "cpu"},
-             [this](const QJsonObject& root, const QString& error) {
-                 if (!error.isEmpty()) {
-                     emit optimizerLoaded(m_step, {}, QString());
-                     emit loaded(m_step, {}, error);
-                     return;
-                 }
-                 for (const auto& value : root["tensors"].toArray()) {
-                     CheckpointTensor row;
-                     row.stats = tensorStatsFromJson(value.toObject(), &row.flags);
-                     m_rows.push_back(std::move(row));
-                 }
-                 // A Lightning checkpoint's optimizer_states come with its tensors.
-                 if (root.contains("optimizer"))
-                     m_optimizer = checkpointOptimizerFromJson(root["optimizer"].toObject());
-                 m_optimizerError = root["optimizer_error"].toString();
-                 if (!m_previous.isEmpty())
-                     runDiff();
-                 else if (!m_optimizerFile.isEmpty())
-                     runOptimizer();
-                 else
-                     finish();
-             });
+    auto reply = std::make_shared<StatsReply>();
+    runChild(
+        {"stats", m_file, "--json", "--histogram", "40", "--device", "cpu"},
+        [reply](const QJsonObject& root) {
+            for (const auto& value : root["tensors"].toArray()) {
+                CheckpointTensor row;
+                row.stats = tensorStatsFromJson(value.toObject(), &row.flags);
+                reply->rows.push_back(std::move(row));
+            }
+            // A Lightning checkpoint's optimizer_states come with its tensors.
+            if (root.contains("optimizer"))
+                reply->optimizer = checkpointOptimizerFromJson(root["optimizer"].toObject());
+            reply->optimizerError = root["optimizer_error"].toString();
+        },
+        [this, reply](const QString& error) {
+            if (!error.isEmpty()) {
+                emit optimizerLoaded(m_step, {}, QString());
+                emit loaded(m_step, {}, error);
+                return;
+            }
+            m_rows = std::move(reply->rows);
+            if (reply->optimizer)
+                m_optimizer = std::move(*reply->optimizer);
+            m_optimizerError = reply->optimizerError;
+            if (!m_previous.isEmpty())
+                runDiff();
+            else if (!m_optimizerFile.isEmpty())
+                runOptimizer();
+            else
+                finish();
+        });
 }
 
 void CheckpointLoader::runDiff()
 {
+    // Each tensor's update is joined to its row by name on the worker (a map, not a search of
+    // every row for every tensor); the GUI thread only stores them.
+    auto names = std::make_shared<std::vector<std::string>>();
+    names->reserve(m_rows.size());
+    for (const auto& row : m_rows)
+        names->push_back(row.stats.name);
+    auto updates = std::make_shared<std::vector<std::pair<size_t, TensorDiff>>>();
     // A failed diff leaves the update column empty; the statistics still stand.
-    runChild({"diff", m_previous, m_file, "--json"}, [this](const QJsonObject& root, const QString&) {
-        for (const auto& value : root["tensors"].toArray()) {
-            TensorDiff diff = tensorDiffFromJson(value.toObject());
-            for (auto& row : m_rows)
-                if (row.stats.name == diff.name)
-                    row.update = diff;
-        }
-        if (!m_optimizerFile.isEmpty())
-            runOptimizer();
-        else
-            finish();
-    });
+    runChild(
+        {"diff", m_previous, m_file, "--json"},
+        [names, updates](const QJsonObject& root) {
+            std::unordered_map<std::string, size_t> rowOf;
+            for (size_t i = 0; i < names->size(); ++i)
+                rowOf.emplace((*names)[i], i);
+            for (const auto& value : root["tensors"].toArray()) {
+                TensorDiff diff = tensorDiffFromJson(value.toObject());
+                if (auto it = rowOf.find(diff.name); it != rowOf.end())
+                    updates->emplace_back(it->second, std::move(diff));
+            }
+        },
+        [this, updates](const QString&) {
+            for (auto& [row, diff] : *updates)
+                if (row < m_rows.size())
+                    m_rows[row].update = std::move(diff);
+            if (!m_optimizerFile.isEmpty())
+                runOptimizer();
+            else
+                finish();
+        });
 }
 
 void CheckpointLoader::runOptimizer()
 {
+    auto optimizer = std::make_shared<std::optional<CheckpointOptimizer>>();
     // A failed read is shown in the optimizer's place; the tensors still stand.
-    runChild({"stats", m_optimizerFile, "--json"}, [this](const QJsonObject& root, const QString& error) {
-        if (!error.isEmpty())
-            m_optimizerError = error;
-        else if (root.contains("optimizer"))
-            m_optimizer = checkpointOptimizerFromJson(root["optimizer"].toObject());
-        else
-            m_optimizerError = tr("%1 holds no optimizer state").arg(m_optimizerFile);
-        finish();
-    });
+    runChild(
+        {"stats", m_optimizerFile, "--json"},
+        [optimizer](const QJsonObject& root) {
+            if (root.contains("optimizer"))
+                *optimizer = checkpointOptimizerFromJson(root["optimizer"].toObject());
+        },
+        [this, optimizer](const QString& error) {
+            if (!error.isEmpty())
+                m_optimizerError = error;
+            else if (*optimizer)
+                m_optimizer = std::move(**optimizer);
+            else
+                m_optimizerError = tr("%1 holds no optimizer state").arg(m_optimizerFile);
+            finish();
+        });
 }
 
 void CheckpointLoader::finish()

@@ -43,9 +43,11 @@ private:
     void runDiff();
     void runOptimizer();
     void finish();
-    // Starts the child; `done` gets its stdout as JSON, or the reason it failed. A reply from a
-    // replaced request is dropped (ChildProgram: latest request wins).
-    void runChild(const QStringList& args, std::function<void(const QJsonObject& json, const QString& error)> done);
+    // Starts the child: `decode` gets its stdout as JSON on a worker thread (where the rows are
+    // built), then `done` runs on the GUI thread with the reason it failed, or nothing. A reply
+    // from a replaced request is dropped.
+    void runChild(const QStringList& args, std::function<void(const QJsonObject& json)> decode,
+                  std::function<void(const QString& error)> done);
 
     ChildProgram* m_child = nullptr;
     qint64 m_step = -1;
