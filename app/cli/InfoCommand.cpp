@@ -37,32 +37,11 @@ QJsonObject ranksJson(const RankSet& ranks)
     return QJsonObject{{"world_size", ranks.worldSize()}, {"shown", ranks.selectedRank()}, {"members", members}};
 }
 
-} // namespace
-
-int runInfo(const QStringList& arguments)
+// `nanscope info --json`: the run's tables, attributes, source, checkpoints, batches and x axes.
+QJsonObject runInfoJson(const RunSource& reader, const StepAxes& axes)
 {
-    QCommandLineParser parser;
-    parser.setApplicationDescription("Show what a run directory holds: tables, row counts, checkpoints, batches.");
-    parser.addPositionalArgument("RUN", kRunArgumentHelp);
-    parser.addOption({"json", "Print JSON instead of text."});
-    parser.addOption(rankOption());
-    int code = 0;
-    if (!parse(parser, arguments, code))
-        return code;
-    if (parser.positionalArguments().size() != 1)
-        return fail("info takes one RUN\n" + helpText(parser));
-
-    auto reader = openRun(parser.positionalArguments().first().toStdString());
-    if (!reader)
-        return fail(fromStd(reader.error()));
-    if (QString error; !selectRank(parser, **reader, error))
-        return fail(error);
-    const RunInfo& info = (*reader)->info();
-    const RankSet* ranks = (*reader)->rankSet();
-    // Wall time and epoch, where logged: the window's other x axes.
-    auto axes = readStepAxes(**reader);
-    if (!axes)
-        return fail(fromStd(axes.error()));
+    const RunInfo& info = reader.info();
+    const RankSet* ranks = reader.rankSet();
     auto axisJson = [](const StepAxis* axis) -> QJsonValue {
         if (!axis)
             return QJsonValue::Null;
@@ -76,70 +55,73 @@ int runInfo(const QStringList& arguments)
             array.append(qint64(step));
         return array;
     };
-    if (parser.isSet("json")) {
-        QJsonObject groups;
-        for (const auto& table : info.tables) {
-            QJsonObject group{{"rows", qint64(table.rows)}};
-            QJsonArray columns;
-            for (const auto& d : table.datasets)
-                columns.append(fromStd(d));
-            group["columns"] = columns;
-            if (!table.names.empty()) {
-                QJsonArray names;
-                for (const auto& n : table.names)
-                    names.append(fromStd(n));
-                group["names"] = names;
-            }
-            if (!table.kinds.empty()) {
-                QJsonArray kinds;
-                for (const auto& k : table.kinds)
-                    kinds.append(fromStd(k));
-                group["kinds"] = kinds;
-            }
-            groups[fromStd(table.name)] = group;
+    QJsonObject groups;
+    for (const auto& table : info.tables) {
+        QJsonObject group{{"rows", qint64(table.rows)}};
+        QJsonArray columns;
+        for (const auto& d : table.datasets)
+            columns.append(fromStd(d));
+        group["columns"] = columns;
+        if (!table.names.empty()) {
+            QJsonArray names;
+            for (const auto& n : table.names)
+                names.append(fromStd(n));
+            group["names"] = names;
         }
-        QJsonObject attributes;
-        for (const auto& [name, value] : info.attributes)
-            attributes[fromStd(name)] = fromStd(value);
-        const SourceDescription& source = info.source;
-        QJsonObject sourceJson{{"format", fromStd(source.format)},     {"files", textArray(source.files)},
-                               {"holds", textArray(source.holds)},       {"lacks", textArray(source.lacks)},
-                               {"warnings", textArray(source.warnings)}, {"notes", textArray(source.notes)}};
-        QJsonObject root{{"run_name", fromStd(info.runName)},
-                         {"source", sourceJson},
-                         {"replayable_steps", [&] {
-                              QJsonArray array;
-                              for (int64_t step : info.replayableSteps())
-                                  array.append(qint64(step));
-                              return array;
-                          }()},
-                         {"format_version", info.formatVersion},
-                         {"attributes", attributes},
-                         {"groups", groups},
-                         {"checkpoints", steps(info.checkpoints)},
-                         {"checkpoint_forms", [&] {
-                              QJsonObject forms;
-                              for (const auto& [step, form] : info.checkpointForms)
-                                  forms[QString::number(step)] = fromStd(form.word);
-                              return forms;
-                          }()},
-                         {"not_replayable", [&] {
-                              QJsonArray array;
-                              for (const auto& [step, path] : info.checkpoints)
-                                  if (info.batches.count(step) && !info.whyNotReplayable(step).empty())
-                                      array.append(QJsonObject{{"step", qint64(step)},
-                                                               {"why", fromStd(info.whyNotReplayable(step))}});
-                              return array;
-                          }()},
-                         {"batches", steps(info.batches)},
-                         {"x_axes", QJsonObject{{runformat::kWallTime, axisJson(axes->axis(StepAxisKind::WallTime))},
-                                                {"epoch", axisJson(axes->axis(StepAxisKind::Epoch))}}}};
-        if (ranks)
-            root["ranks"] = ranksJson(*ranks);
-        out() << QJsonDocument(root).toJson(QJsonDocument::Indented);
-        return kExitOk;
+        if (!table.kinds.empty()) {
+            QJsonArray kinds;
+            for (const auto& k : table.kinds)
+                kinds.append(fromStd(k));
+            group["kinds"] = kinds;
+        }
+        groups[fromStd(table.name)] = group;
     }
+    QJsonObject attributes;
+    for (const auto& [name, value] : info.attributes)
+        attributes[fromStd(name)] = fromStd(value);
+    const SourceDescription& source = info.source;
+    QJsonObject sourceJson{{"format", fromStd(source.format)},     {"files", textArray(source.files)},
+                           {"holds", textArray(source.holds)},       {"lacks", textArray(source.lacks)},
+                           {"warnings", textArray(source.warnings)}, {"notes", textArray(source.notes)}};
+    QJsonObject root{{"run_name", fromStd(info.runName)},
+                     {"source", sourceJson},
+                     {"replayable_steps", [&] {
+                          QJsonArray array;
+                          for (int64_t step : info.replayableSteps())
+                              array.append(qint64(step));
+                          return array;
+                      }()},
+                     {"format_version", info.formatVersion},
+                     {"attributes", attributes},
+                     {"groups", groups},
+                     {"checkpoints", steps(info.checkpoints)},
+                     {"checkpoint_forms", [&] {
+                          QJsonObject forms;
+                          for (const auto& [step, form] : info.checkpointForms)
+                              forms[QString::number(step)] = fromStd(form.word);
+                          return forms;
+                      }()},
+                     {"not_replayable", [&] {
+                          QJsonArray array;
+                          for (const auto& [step, path] : info.checkpoints)
+                              if (info.batches.count(step) && !info.whyNotReplayable(step).empty())
+                                  array.append(QJsonObject{{"step", qint64(step)},
+                                                           {"why", fromStd(info.whyNotReplayable(step))}});
+                          return array;
+                      }()},
+                     {"batches", steps(info.batches)},
+                     {"x_axes", QJsonObject{{runformat::kWallTime, axisJson(axes.axis(StepAxisKind::WallTime))},
+                                            {"epoch", axisJson(axes.axis(StepAxisKind::Epoch))}}}};
+    if (ranks)
+        root["ranks"] = ranksJson(*ranks);
+    return root;
+}
 
+// `nanscope info`, as text.
+void printRunInfo(const RunSource& reader, const StepAxes& axes)
+{
+    const RunInfo& info = reader.info();
+    const RankSet* ranks = reader.rankSet();
     out() << "run        " << fromStd(info.runName) << "\n";
     out() << "source     " << fromStd(info.source.format) << "\n";
     for (const auto& file : info.source.files)
@@ -154,7 +136,7 @@ int runInfo(const QStringList& arguments)
         QStringList datasets;
         for (const auto& d : t.datasets)
             datasets << fromStd(d);
-        const auto& steps = (*reader)->steps(t.name);
+        const auto& steps = reader.steps(t.name);
         QString span = steps.empty() ? QString("-") : QString("steps %1..%2").arg(steps.front()).arg(steps.back());
         out() << QString("%1 %2 %3  %4  [%5]\n")
                      .arg("/" + fromStd(t.name), -16)
@@ -183,16 +165,16 @@ int runInfo(const QStringList& arguments)
             if (const std::string why = info.whyNotReplayable(step); !why.empty())
                 out() << "not replayable: step " << step << ": " << fromStd(why) << "\n";
     QStringList axisLines;
-    if (const StepAxis* wall = axes->axis(StepAxisKind::WallTime))
+    if (const StepAxis* wall = axes.axis(StepAxisKind::WallTime))
         axisLines << QString("wall time (%1 from step %2 to %3)")
                          .arg(fromStd(formatElapsed(wall->lastValue() - wall->firstValue())))
                          .arg(wall->firstStep())
                          .arg(wall->lastStep());
-    if (const StepAxis* epoch = axes->axis(StepAxisKind::Epoch))
+    if (const StepAxis* epoch = axes.axis(StepAxisKind::Epoch))
         axisLines << QString("%1 to %2").arg(fromStd(epoch->format(epoch->firstValue())),
                                              fromStd(epoch->format(epoch->lastValue())));
     out() << "x axes      " << (axisLines.isEmpty() ? QString("step only") : "step, " + axisLines.join(", ")) << "\n";
-    for (const std::string& note : axes->notes)
+    for (const std::string& note : axes.notes)
         out() << "            " << fromStd(note) << "\n";
     auto section = [](const char* title, const std::vector<std::string>& lines) {
         if (lines.empty())
@@ -216,8 +198,37 @@ int runInfo(const QStringList& arguments)
                               -18)
                          .arg(fromStd(member.run ? member.directory : member.error));
     }
-    return kExitOk;
 }
 
+} // namespace
+
+int runInfo(const QStringList& arguments)
+{
+    QCommandLineParser parser;
+    parser.setApplicationDescription("Show what a run directory holds: tables, row counts, checkpoints, batches.");
+    parser.addPositionalArgument("RUN", kRunArgumentHelp);
+    parser.addOption({"json", "Print JSON instead of text."});
+    parser.addOption(rankOption());
+    int code = 0;
+    if (!parse(parser, arguments, code))
+        return code;
+    if (parser.positionalArguments().size() != 1)
+        return fail("info takes one RUN\n" + helpText(parser));
+
+    auto reader = openRun(parser.positionalArguments().first().toStdString());
+    if (!reader)
+        return fail(fromStd(reader.error()));
+    if (QString error; !selectRank(parser, **reader, error))
+        return fail(error);
+    // Wall time and epoch, where logged: the window's other x axes.
+    auto axes = readStepAxes(**reader);
+    if (!axes)
+        return fail(fromStd(axes.error()));
+    if (parser.isSet("json"))
+        out() << QJsonDocument(runInfoJson(**reader, *axes)).toJson(QJsonDocument::Indented);
+    else
+        printRunInfo(**reader, *axes);
+    return kExitOk;
+}
 
 } // namespace nanscope::cli
