@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <iostream>
 #include <optional>
+#include <variant>
 
 #include <unistd.h>
 
@@ -91,11 +92,8 @@ QString stepList(const std::vector<int64_t>& steps)
     return list.isEmpty() ? QString("none") : list.join(", ");
 }
 
-} // namespace
-
-int runReplay(const QStringList& arguments)
+void addReplayOptions(QCommandLineParser& parser)
 {
-    QCommandLineParser parser;
     parser.setApplicationDescription(
         "Replay one training step: run the saved batch through the saved checkpoint with every intermediate\n"
         "value captured, forward and backward, down to the first op that produced a NaN or Inf.\n"
@@ -119,25 +117,32 @@ int runReplay(const QStringList& arguments)
     parser.addOption({"python", "The Python interpreter for eager replay (default: the one that trained, else "
                                 "python3).", "PROGRAM"});
     parser.addOption(rankOption());
-    int code = 0;
-    if (!parse(parser, arguments, code))
-        return code;
-    if (parser.positionalArguments().size() != 1)
-        return fail("replay takes one RUN_DIR\n" + helpText(parser));
-    QString runDir = parser.positionalArguments().first();
-    const bool explicitFiles = parser.isSet("checkpoint") && parser.isSet("batch");
-    if (!parser.isSet("step") && !explicitFiles)
-        return fail("replay needs --step N (or both --checkpoint and --batch)");
-    bool stepOk = true;
-    const qint64 step = parser.value("step").toLongLong(&stepOk);
-    if (parser.isSet("step") && !stepOk)
-        return fail("--step takes a number, not '" + parser.value("step") + "'");
-    // One rank's run directory holds its checkpoints and batches.
-    if (QString error; !resolveRankFolder(parser, runDir, parser.isSet("step") ? std::optional<int64_t>(step) : std::nullopt,
-                                          error))
-        return fail(error);
+}
 
+// What a replay will run: its options, and whether in Python (eager) rather than in LibTorch.
+struct ReplayPlan
+{
     ReplayOptions options;
+    EagerReplayRequest eager;
+    bool eagerly = false;
+};
+
+// A plan's failure: what the user reads (fail() prints it).
+struct PlanError
+{
+    QString message;
+};
+PlanError planError(const QString& message)
+{
+    return PlanError{message};
+}
+
+// Finds the checkpoint and batch of `step` (or the ones given), the run's loss name, autocast and
+// typical figures, and whether the checkpoint replays in LibTorch or eagerly.
+std::variant<ReplayPlan, PlanError> planReplay(const QCommandLineParser& parser, const QString& runDir, qint64 step)
+{
+    ReplayPlan plan;
+    ReplayOptions& options = plan.options;
     const auto checkpoints = listSteppedFiles(QDir(runDir).filePath("checkpoints").toStdString());
     const auto batches = listSteppedFiles(QDir(runDir).filePath("batches").toStdString());
     // The steps offered instead: RunInfo's judgement (it leaves out state_dict checkpoints) where
@@ -170,7 +175,7 @@ int runReplay(const QStringList& arguments)
                                                   "RUN_DIR --step %2` replays batch %2 on it)")
                                               .arg(paired->step).arg(step)
                                         : QString();
-            return fail(QString("%1 has no checkpoint for step %2%3%4. Steps with both a checkpoint and a batch: %5")
+            return planError(QString("%1 has no checkpoint for step %2%3%4. Steps with both a checkpoint and a batch: %5")
                             .arg(runDir).arg(step).arg(notAFileNote(QDir(runDir).filePath("checkpoints"), step))
                             .arg(earlier).arg(replayable));
         }
@@ -179,30 +184,30 @@ int runReplay(const QStringList& arguments)
     if (options.batch.empty()) {
         auto it = batches.find(step);
         if (it == batches.end())
-            return fail(QString("%1 has no saved batch for step %2%3. Steps with both a checkpoint and a batch: %4")
+            return planError(QString("%1 has no saved batch for step %2%3. Steps with both a checkpoint and a batch: %4")
                             .arg(runDir).arg(step).arg(notAFileNote(QDir(runDir).filePath("batches"), step))
                             .arg(replayable));
         options.batch = it->second;
     }
     for (const auto& file : {options.checkpoint, options.batch})
         if (!QFileInfo::exists(fromStd(file)))
-            return fail(fromStd(file) + ": no such file");
+            return planError(fromStd(file) + ": no such file");
     // The recorder says beside a checkpoint when it is no program (checkpoints/step_N.form): it
     // replays eagerly when the run names a model factory; else say why and what would make it
     // replayable, rather than LibTorch's failure to load it.
-    EagerReplayRequest eager =
+    plan.eager =
         eagerReplayRequestFor(runAttributes, parser.value("python"), parser.value("model-factory"));
-    bool replayEagerly = parser.isSet("eager");
+    plan.eagerly = parser.isSet("eager");
     if (const auto form = readFormBeside(options.checkpoint))
         if (const std::string why = whyFormCannotReplay(*form); !why.empty()) {
-            if (eager.factory.isEmpty())
-                return fail(fromStd(options.checkpoint) + " cannot be replayed: it " + fromStd(why) +
+            if (plan.eager.factory.isEmpty())
+                return planError(fromStd(options.checkpoint) + " cannot be replayed: it " + fromStd(why) +
                             "; or name a model factory for eager replay (--model-factory module:function, or the "
                             "recorder's model_factory)");
-            replayEagerly = true;
+            plan.eagerly = true;
         }
-    if (replayEagerly && eager.factory.isEmpty())
-        return fail("--eager needs a model factory: the run names none; give --model-factory module:function (a "
+    if (plan.eagerly && plan.eager.factory.isEmpty())
+        return planError("--eager needs a model factory: the run names none; give --model-factory module:function (a "
                     "function that builds the model with no arguments)");
     options.layerPrefix = parser.value("layer").toStdString();
     options.bisect = parser.isSet("bisect");
@@ -210,9 +215,9 @@ int runReplay(const QStringList& arguments)
     options.dtypeChosen = parser.isSet("dtype");
     options.device = parser.value("device").toStdString();
     options.eval = parser.isSet("eval");
-    if (replayEagerly)
-        err() << "nanscope: replaying " << fromStd(options.checkpoint) << " eagerly: " << eager.python << " imports "
-              << eager.factory << " (this runs the model's Python code)" << Qt::endl;
+    if (plan.eagerly)
+        err() << "nanscope: replaying " << fromStd(options.checkpoint) << " eagerly: " << plan.eager.python << " imports "
+              << plan.eager.factory << " (this runs the model's Python code)" << Qt::endl;
     else if (isExportArchive(options.checkpoint))
         err() << "nanscope: replaying " << fromStd(options.checkpoint)
               << " (torch.export: its graph's ATen ops run in LibTorch; no code from the file runs)" << Qt::endl;
@@ -220,32 +225,34 @@ int runReplay(const QStringList& arguments)
         err() << "nanscope: replaying " << fromStd(options.checkpoint)
               << " (TorchScript: this runs code from the file)" << Qt::endl;
 
+    return plan;
+}
+
+// Runs the plan: in Python for an eager replay, else in this process (which only replays, and
+// ends after it).
+Result<ReplayResult> runReplayPlan(ReplayPlan& plan, bool json)
+{
     Result<ReplayResult> replayed = Error{"not run"};
     {
         // The model runs here, and a model may print (TorchScript print() writes to stdout): with
         // --json its text would corrupt the JSON a parent process parses. Its stdout goes to stderr.
         std::optional<StdoutToStderr> modelOutputAside;
-        if (parser.isSet("json"))
+        if (json)
             modelOutputAside.emplace();
-        if (replayEagerly) {
-            eager.options = options;
-            replayed = runEagerReplay(eager);
+        if (plan.eagerly) {
+            plan.eager.options = plan.options;
+            replayed = runEagerReplay(plan.eager);
         } else {
             keepFreedMemoryForReuse(); // this process only replays, and ends after it
-            replayed = replayStep(options);
+            replayed = replayStep(plan.options);
         }
     }
-    if (!replayed)
-        return fail(fromStd(replayed.error()));
-    const ReplayResult& r = *replayed;
-    const qint64 shownStep = r.step >= 0 ? r.step : step;
+    return replayed;
+}
 
-    if (parser.isSet("json")) {
-        const QJsonObject root = replayResultToJson(r, shownStep, options);
-        out() << QJsonDocument(root).toJson(QJsonDocument::Indented);
-        return kExitOk;
-    }
-
+// `nanscope replay`'s text: the ops, the first non-finite value and gradient, findings, bad samples.
+void printReplay(const ReplayResult& r, qint64 shownStep)
+{
     const QString lossFrom = r.lossConvention == LossConvention::None ? QString("no loss") : fromStd(r.lossFrom);
     out() << QString("step %1   loss (%2) = %3   %4 ops captured\n")
                  .arg(shownStep).arg(lossFrom).arg(r.loss, 0, 'g', 6).arg(r.ops.size());
@@ -317,6 +324,44 @@ int runReplay(const QStringList& arguments)
     }
     for (const auto& n : r.notes)
         out() << "note: " << fromStd(n) << "\n";
+}
+
+} // namespace
+
+int runReplay(const QStringList& arguments)
+{
+    QCommandLineParser parser;
+    addReplayOptions(parser);
+    int code = 0;
+    if (!parse(parser, arguments, code))
+        return code;
+    if (parser.positionalArguments().size() != 1)
+        return fail("replay takes one RUN_DIR\n" + helpText(parser));
+    QString runDir = parser.positionalArguments().first();
+    const bool explicitFiles = parser.isSet("checkpoint") && parser.isSet("batch");
+    if (!parser.isSet("step") && !explicitFiles)
+        return fail("replay needs --step N (or both --checkpoint and --batch)");
+    bool stepOk = true;
+    const qint64 step = parser.value("step").toLongLong(&stepOk);
+    if (parser.isSet("step") && !stepOk)
+        return fail("--step takes a number, not '" + parser.value("step") + "'");
+    // One rank's run directory holds its checkpoints and batches.
+    if (QString error; !resolveRankFolder(parser, runDir, parser.isSet("step") ? std::optional<int64_t>(step) : std::nullopt,
+                                          error))
+        return fail(error);
+    auto planned = planReplay(parser, runDir, step);
+    if (auto* error = std::get_if<PlanError>(&planned))
+        return fail(error->message);
+    ReplayPlan& plan = std::get<ReplayPlan>(planned);
+    const Result<ReplayResult> replayed = runReplayPlan(plan, parser.isSet("json"));
+    if (!replayed)
+        return fail(fromStd(replayed.error()));
+    const ReplayResult& r = *replayed;
+    const qint64 shownStep = r.step >= 0 ? r.step : step;
+    if (parser.isSet("json"))
+        out() << QJsonDocument(replayResultToJson(r, shownStep, plan.options)).toJson(QJsonDocument::Indented);
+    else
+        printReplay(r, shownStep);
     return kExitOk;
 }
 
