@@ -8,6 +8,17 @@ buffers. The copies are exact (a copy kernel: NaN payloads and all). The recorde
 forward, of the running means and variances alone, to measure the /buffers row from (flat())."""
 import torch
 
+_BUFFER_NAMES = ("running_mean", "running_var", "num_batches_tracked")
+
+
+def norm_buffers(norms):
+    """(name, tensor) of the running statistics of `norms` ([(module name, normalisation module)])."""
+    for name, m in norms:
+        for b in _BUFFER_NAMES:
+            t = getattr(m, b, None)
+            if isinstance(t, torch.Tensor):
+                yield "%s.%s" % (name, b) if name else b, t
+
 
 class BufferSnapshot:
     def __init__(self):

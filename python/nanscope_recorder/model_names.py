@@ -28,3 +28,18 @@ def user_name_of(model):
             return name[len(_PEFT_PREFIX):]
         return "" if name + "." == _PEFT_PREFIX or name == "base_model" else name  # the wrappers: the root
     return user_name
+
+
+def is_transformers_model(model):
+    """A transformers or PEFT model (hf.py rebuilds them from their config), by its classes'
+    modules: nothing is imported to tell."""
+    return any(getattr(cls, "__module__", "").startswith(("transformers.", "peft.")) for cls in type(model).__mro__)
+
+
+def uncompiled(model):
+    """The module a torch.compile wrapper holds, or the model itself: a torch.compile'd model (torch
+    2.x's OptimizedModule) wraps the module the user wrote, whose names and state are the user's."""
+    original = getattr(model, "_orig_mod", None)
+    if original is not None and type(model).__name__ == "OptimizedModule":
+        return original
+    return model

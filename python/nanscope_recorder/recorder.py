@@ -6,67 +6,41 @@ import sys
 import time
 import warnings
 
-import numpy as np
 import torch
 from torch.nn.modules.batchnorm import _NormBase
 
 from . import stats
 from .activations import ActivationHooks
-from .buffer_snapshot import BufferSnapshot
-from .checkpoints import Checkpointer, remove_step_files, save_batch, step_file_name
+from .buffer_snapshot import BufferSnapshot, norm_buffers
+from .checkpoints import Checkpointer, remove_step_files
 from .model_factory import describe as model_factory_spec
-from .model_names import user_name_of, wrapper_prefix_of
-from .capture import DEFAULTS as CAPTURE_DEFAULTS, FIRST_NONFINITE, CapturePolicy, spike_detection_on
-from .defences import (BatchRing, LastGoodState, SpikeDetector, UnsupportedOptimizer, check_optimizer,
-                       model_state, spike_reason)
+from .model_names import is_transformers_model, uncompiled, user_name_of, wrapper_prefix_of
+from .capture import DEFAULTS as CAPTURE_DEFAULTS, CapturePolicy, spike_detection_on
+from .defences import BatchRing, SpikeDetector, model_state, spike_reason
+from .incident_response import IncidentResponse
 from .run_file import RunFile, log_path
 from .run_file_child import ChildRunFile, ChildUnavailable
 from .run_format import RECORDER_DEFAULTS, RECORDER_SCALARS, event_kind, event_text
 from .step_readback import StepReadback, named_inputs, total_norm
 
-_BUFFER_NAMES = ("running_mean", "running_var", "num_batches_tracked")
 # The /scalars columns the recorder computes itself; `wall_time` is seconds since the Unix epoch.
 _COMPUTED_SCALARS = RECORDER_SCALARS  # run_format.json, shared with the C++ Guard
-# The dtypes whose values the writer child measures as they are (numpy has them all); half
-# precision and complex tensors are converted and measured in the training process.
 # Which steps the training loop skips (the Recorder's skipped_steps).
 SKIPPED_STEPS = ("bad", "none", "nonfinite_gradients")
+# The dtypes whose values the writer child measures as they are (numpy has them all); half
+# precision and complex tensors are converted and measured in the training process.
 _STAGED_DTYPES = (torch.float32, torch.float64, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8,
                   torch.bool)
-
-
-def _host_view(tensor):
-    """A CPU tensor's values as numpy, in place: numpy(force=True) where PyTorch has it (1.13 on),
-    one call where detach().numpy() is two (each call counts in a training step)."""
-    return tensor.detach().numpy()
-
-
-try:
-    torch.zeros(1, requires_grad=True).numpy(force=True)
-    _host_view = operator.methodcaller("numpy", force=True)  # noqa: F811
-except TypeError:
-    pass
+# A CPU tensor's values as numpy, in place: one call where detach().numpy() is two (each call counts
+# in a training step); numpy(force=True) is in every torch the recorder supports (1.13 on).
+_host_view = operator.methodcaller("numpy", force=True)
 
 
 def _is_leaf(name, module):
     return name != "" and next(module.children(), None) is None
 
 
-def _is_transformers_model(model):
-    """A transformers or PEFT model (hf.py rebuilds them from their config), by its classes'
-    modules: nothing is imported to tell."""
-    return any(getattr(cls, "__module__", "").startswith(("transformers.", "peft.")) for cls in type(model).__mro__)
-
-
-def _uncompiled(model):
-    """The module a torch.compile wrapper holds, or the model itself."""
-    original = getattr(model, "_orig_mod", None)
-    if original is not None and type(model).__name__ == "OptimizedModule":
-        return original
-    return model
-
-
-class Recorder:
+class Recorder(IncidentResponse):
     """Records one training run into `run_dir` (run.h5, checkpoints/, batches/).
 
     Per step, between ``begin_step(step, inputs=..., targets=...)`` before the forward pass and
@@ -164,7 +138,7 @@ class Recorder:
         # A torch.compile'd model (torch 2.x's OptimizedModule) wraps the module the user wrote: the
         # recorder watches, names and saves that one (no "_orig_mod." in layer names; a checkpoint
         # that scripts), while training runs the compiled forward, which calls its hooks.
-        model = _uncompiled(model)
+        model = uncompiled(model)
         self.model = model
         self._write_in_process = bool(write_in_process)
         self.loss_name = loss_name
@@ -194,13 +168,19 @@ class Recorder:
         # config for eager replay, with no factory written by hand (hf.py); one transformers cannot
         # rebuild (custom code) is scripted or traced as any model, and a note says why.
         transformers_note = None
-        if model_factory is None and checkpoint_form is None and _is_transformers_model(model):
+        if model_factory is None and checkpoint_form is None and is_transformers_model(model):
             from .hf import rebuild_plan
             model_factory, checkpoint_form, transformers_note = rebuild_plan(model)
         factory, folders, self._no_factory = model_factory_spec(model_factory, model)
         if factory:
             self._attributes.update({"model_factory": factory, "model_factory_path": os.pathsep.join(folders),
                                      "python_executable": sys.executable})
+        self._prepare_run_folder(run_dir, overwrite)
+        self._watch(model, activation_filter, checkpoint_form, model_factory)
+        self._reset_state(transformers_note)
+
+    def _prepare_run_folder(self, run_dir, overwrite):
+        """The run folder, with no run.h5 (refused unless overwrite) and no other run's step files."""
         os.makedirs(run_dir, exist_ok=True)
         if os.path.exists(log_path(run_dir)):
             if not overwrite:
@@ -213,6 +193,9 @@ class Recorder:
             remove_step_files(self._checkpoint_dir)  # another run's checkpoints would mislead
             remove_step_files(self._batch_dir)
 
+    def _watch(self, model, activation_filter, checkpoint_form, model_factory):
+        """What is logged of the model: its trained parameters, normalisation layers and module
+        outputs, and how its checkpoints are saved."""
         # Frozen parameters (a LoRA fine-tune's base weights) have no gradient to log: in /layers they
         # would read as vanishing gradients. A model with none trainable yet is logged whole.
         user_name = user_name_of(model)
@@ -230,8 +213,10 @@ class Recorder:
         self._checkpointer = Checkpointer(model, self._checkpoint_dir, checkpoint_form)
         if model_factory == "nanscope_recorder.hf:rebuild":
             from .hf import save_model_description
-            save_model_description(model, run_dir)
+            save_model_description(model, self.run_dir)
 
+    def _reset_state(self, transformers_note):
+        """The state the training loop's calls keep between steps, before the first."""
         self._file = None
         self._stage = None  # the writer child's ChildRunFile.stage, once there is one
         self._pending_events = []  # events seen before run.h5 exists (it is created at the first end_step)
@@ -518,38 +503,6 @@ class Recorder:
 
     # ---------------------------------------------------------------- failures
 
-    def _on_nonfinite(self, step, loss_value, grad_nonfinite, skipped, reason=None):
-        self._skipped_streak += 1
-        if reason is not None:
-            pass  # the caller's reason (another rank's step was bad): this rank's values were finite
-        elif not math.isfinite(loss_value):
-            self._event(step, "nonfinite_loss", event_text("nonfinite_loss", loss=float(loss_value)))
-            reason = event_text("reason_nonfinite_loss", loss=float(loss_value))
-        else:
-            bad = [self._params[i][0] for i in np.flatnonzero(grad_nonfinite)]
-            if bad:
-                reason = event_text("reason_nonfinite_gradients", count=len(bad), first=bad[0])
-            else:
-                reason = event_text("reason_norm_overflow")
-        if skipped:
-            self._event(step, "skipped_step", event_text("skipped_step", reason=reason))
-        elif math.isfinite(loss_value):
-            # The framework applied this update: its gradients went into the weights.
-            self._event(step, "note", event_text("update_applied", reason=reason))
-        capture = self._captures.decide(finite=False, spike=False)
-        if capture is not None:
-            self._capture_incident(step, reason, capture)
-        if self.warn_after_skipped and self._skipped_streak == self.warn_after_skipped:
-            warnings.warn("nanscope: %d consecutive %s (up to step %d, %s); see %s"
-                          % (self._skipped_streak, "steps skipped" if skipped else "non-finite steps", step, reason,
-                             self.run_dir), RuntimeWarning, stacklevel=3)
-        if self._last_good is not None and self._skipped_streak >= self.rollback_after:
-            self._roll_back(step)
-        elif self.restore_buffers_on_skip and self._buffer_snapshot.taken:
-            self._buffer_snapshot.restore()
-            self._event(step, "buffers_restored",
-                        event_text("buffers_restored", layers=[name for name, _ in self._norms], step=step))
-
     def _save_checkpoint(self, step, overrides, inputs=None, event=True):
         path = self._checkpointer.save(step, overrides, self._inputs if inputs is None else inputs)
         checkpointer = self._checkpointer
@@ -580,124 +533,12 @@ class Recorder:
             self._checkpoint_saved = True
         return path
 
-    # ---------------------------------------------------------------- defences
-
-    def _rollback_state(self, optimizer, allow_unguarded):
-        """The in-memory last good state when rollback is on and the optimizer allows it."""
-        if self.rollback_after <= 0:
-            return None
-        if not 0 < self.rollback_lr_factor <= 1:
-            raise ValueError("rollback_lr_factor must be in (0, 1], not %g" % self.rollback_lr_factor)
-        try:
-            if optimizer is None:
-                raise UnsupportedOptimizer("rollback_after=%d needs the optimizer (Recorder(..., optimizer=opt)) "
-                                           "to restore its state" % self.rollback_after)
-            check_optimizer(optimizer)
-        except UnsupportedOptimizer as error:
-            if not allow_unguarded:
-                raise
-            self._unguarded_note = "rollback is off: %s (allow_unguarded=True)" % error
-            warnings.warn("nanscope: " + self._unguarded_note, RuntimeWarning, stacklevel=3)
-            return None
-        return LastGoodState(self.model, optimizer)
-
-    def _keep_good_state(self, step):
-        """The state a step starts from after good steps, every snapshot_every steps: a candidate
-        that end_step keeps only when the step comes out finite (LastGoodState)."""
-        last = self._last_good
-        if last is None:
-            return
-        if last.step is None or step - last.step >= self.snapshot_every:
-            last.take(step)
-
-    def _roll_back(self, step):
-        if self._last_good.step is None:
-            if "rollback" not in self._warned:
-                self._warned.add("rollback")
-                self._event(step, "note", "no good state to roll back to: no step was good before step %d" % step)
-            return
-        streak = self._skipped_streak
-        old, new = self._last_good.restore(self.rollback_lr_factor)
-        self.lr_scale *= self.rollback_lr_factor
-        self._skipped_streak = 0
-        if self._ring is not None:
-            self._ring.clear()  # its saved state is no longer what the next batches run on
-        self._event(step, "rollback", event_text("rollback", good_step=self._last_good.step, streak=streak, step=step,
-                                                 factor=float(self.rollback_lr_factor),
-                                                 lrs=[(float(a), float(b)) for a, b in zip(old, new)]))
-
-    def _capture_incident(self, step, reason, capture):
-        """Writes checkpoint N (as step N's forward found it) and batch N, and, from the ring, the
-        batches before step N and the state before them (the ring at most once every ring size
-        steps, except for the run's first non-finite step, which is always captured whole); then
-        an incident_capture event saying what was written. Which steps come here is the capture
-        policy's call (capture.py)."""
-        if not self._checkpoint_saved:
-            self._save_checkpoint(step, overrides=self._buffer_snapshot.copies())
-        written = []
-        if not os.path.exists(os.path.join(self._batch_dir, step_file_name(step))):
-            path = save_batch(self._batch_dir, step, self._inputs, self._targets, self.loss_name, self.batch_call)
-            self._event(step, "batch_saved", os.path.relpath(path, self.run_dir))
-            written.append(step)
-        ring = self._ring
-        captured = None
-        if ring is not None and (capture == FIRST_NONFINITE or self._last_capture is None
-                                 or step - self._last_capture >= ring.size):
-            captured = ring.capture(step)
-        self._last_capture = step
-        detail = "checkpoint %d and batch %d" % (step, step)
-        if captured is not None:
-            anchor_step, anchor_state, batches = captured
-            for batch_step, inputs, targets in batches:
-                if not os.path.exists(os.path.join(self._batch_dir, step_file_name(batch_step))):
-                    save_batch(self._batch_dir, batch_step, inputs, targets, self.loss_name, self.batch_call)
-                    written.append(batch_step)
-            checkpoint = "checkpoint %d was already saved" % anchor_step
-            if not os.path.exists(os.path.join(self._checkpoint_dir, step_file_name(anchor_step))):
-                anchor_inputs = next((x for s, x, _ in batches if s == anchor_step), None)
-                self._save_checkpoint(anchor_step, anchor_state, inputs=anchor_inputs, event=False)
-                checkpoint = "checkpoint %d (%s) written" % (anchor_step, self._checkpointer.kind)
-            steps = [s for s, _, _ in batches]
-            detail = "batches %d..%d (%d written) and %s" % (steps[0], steps[-1], len(written), checkpoint)
-        healthy = self._save_healthy_neighbour(step, captured)
-        if healthy is not None:
-            detail += "; batch %d, the last healthy step's, for triage" % healthy
-        self._event(step, "incident_capture", "%s at step %d (%s): %s"
-                    % (CapturePolicy.describe(capture), step, reason, detail))
-
-    def _save_healthy_neighbour(self, step, captured):
-        """Triage tells a bad batch from bad weights by replaying healthy batches on the incident's
-        checkpoint; another incident's batch is no evidence. When this capture wrote no healthy
-        batch, the ring's latest healthy one is saved too (it may be older than the window).
-        Returns its step when one was written."""
-        ring = self._ring
-        if ring is None:
-            return None
-        if captured is not None and any(ring.is_healthy(s) for s, _, _ in captured[2]):
-            return None
-        healthy = ring.last_healthy()
-        if healthy is None or healthy[0] == step:
-            return None
-        batch_step, inputs, targets = healthy
-        if os.path.exists(os.path.join(self._batch_dir, step_file_name(batch_step))):
-            return None
-        path = save_batch(self._batch_dir, batch_step, inputs, targets, self.loss_name, self.batch_call)
-        self._event(step, "batch_saved", os.path.relpath(path, self.run_dir))
-        return batch_step
-
     # ---------------------------------------------------------------- normalisation buffers
-
-    def _norm_buffers(self):
-        for name, m in self._norms:
-            for b in _BUFFER_NAMES:
-                t = getattr(m, b, None)
-                if isinstance(t, torch.Tensor):
-                    yield "%s.%s" % (name, b) if name else b, t
 
     def _snapshot_buffers(self):
         """Running statistics before this step's forward changes them (checkpoint N holds those)."""
         if self._norms:
-            self._buffer_snapshot.take(self._norm_buffers())
+            self._buffer_snapshot.take(norm_buffers(self._norms))
         else:
             self._buffer_snapshot.clear()
 
