@@ -285,8 +285,7 @@ void RecordAssembler::add(size_t slot, const textrecord::Pair& pair, int64_t rec
     s.points.push_back(ScalarPoint{record, pair.value, wallTime});
 }
 
-std::vector<int64_t> RecordAssembler::placeRecords(const std::vector<bool>& holdsSeries,
-                                                   const std::vector<Slot*>& kept)
+std::vector<int64_t> RecordAssembler::ownSteps(const std::vector<bool>& holdsSeries)
 {
     const size_t n = m_records.size();
     std::vector<int64_t> own(n, kNoStep);
@@ -353,18 +352,26 @@ std::vector<int64_t> RecordAssembler::placeRecords(const std::vector<bool>& hold
     }
     m_epochRestarts = sequence.epochRestarts();
     m_goesBack = sequence.goesBack();
+    return own;
+}
+
+std::vector<int64_t> RecordAssembler::placeRecords(const std::vector<bool>& holdsSeries,
+                                                   const std::vector<Slot*>& kept)
+{
+    const size_t n = m_records.size();
+    const std::vector<int64_t> own = ownSteps(holdsSeries);
 
     // Records with no step of their own are placed at the step logged before them when that tells
     // them apart: a progress bar redrawn between a Trainer's dicts does; the last frame of a bar
     // that a log kept once before all of them (W&B's output.log) does not.
     std::vector<int64_t> context(n, kNoStep);
-    bool ownSteps = false, placedByContext = false;
+    bool anyOwnStep = false, placedByContext = false;
     int64_t last = kNoStep;
     for (size_t r = 0; r < n; ++r) {
         if (own[r] != kNoStep)
             last = own[r];
         context[r] = last;
-        ownSteps = ownSteps || (holdsSeries[r] && own[r] != kNoStep);
+        anyOwnStep = anyOwnStep || (holdsSeries[r] && own[r] != kNoStep);
         placedByContext = placedByContext || (own[r] == kNoStep && last != kNoStep);
     }
     // Told apart when (nearly) no series gets two values at one such step (nothing to count when
@@ -384,10 +391,10 @@ std::vector<int64_t> RecordAssembler::placeRecords(const std::vector<bool>& hold
             previousValue = p.value;
         }
     }
-    const bool useContext = ownSteps || (withContext > 0 && collisions * 10 <= withContext);
+    const bool useContext = anyOwnStep || (withContext > 0 && collisions * 10 <= withContext);
     std::vector<int64_t> steps(n, kNoStep);
     m_stepLogged = useContext;
-    if (useContext && ownSteps && collisions > 0) {
+    if (useContext && anyOwnStep && collisions > 0) {
         // A log that lost most of its progress bar's redraws (pasted from a terminal) still has a
         // step here and there: a record whose names already have a value at the step it would
         // take is the next step, up to the next step logged.
@@ -429,11 +436,9 @@ std::vector<int64_t> RecordAssembler::placeRecords(const std::vector<bool>& hold
     return steps;
 }
 
-size_t RecordAssembler::finish(ScalarLog& log, const std::string& kind, uint64_t tooLong, uint64_t lines)
+std::vector<RecordAssembler::Slot*> RecordAssembler::keptSlots(std::vector<uint8_t>& valuesIn,
+                                                                uint64_t& constantsLeftOut)
 {
-    flushTable();
-    if (lines > 0)
-        m_pieces = lines;
     const uint64_t recordCount = m_records.size();
     const uint64_t least = std::min<uint64_t>(kLeastRecords, recordCount);
     const bool enough = recordCount >= 2;
@@ -458,7 +463,7 @@ size_t RecordAssembler::finish(ScalarLog& log, const std::string& kind, uint64_t
     auto informative = [&](const Slot* slot) { return !constant[size_t(slot - m_slots.data())]; };
     // How many kept series have a value in each record (up to 2): first the changing ones, so
     // that a constant is kept only beside a changing value, then the constants kept.
-    std::vector<uint8_t> valuesIn(recordCount, 0);
+    valuesIn.assign(recordCount, 0);
     auto count = [&](const Slot* slot) {
         for (const ScalarPoint& p : slot->points)
             valuesIn[size_t(p.step)] = uint8_t(std::min(2, valuesIn[size_t(p.step)] + 1));
@@ -466,7 +471,6 @@ size_t RecordAssembler::finish(ScalarLog& log, const std::string& kind, uint64_t
     for (const Slot* slot : kept)
         if (informative(slot))
             count(slot);
-    uint64_t constantsLeftOut = 0;
     if (anyConstant) {
         kept.erase(std::remove_if(kept.begin(), kept.end(),
                                   [&](const Slot* slot) {
@@ -483,28 +487,13 @@ size_t RecordAssembler::finish(ScalarLog& log, const std::string& kind, uint64_t
             if (!informative(slot))
                 count(slot);
     }
-    std::vector<bool> holdsSeries(recordCount, false);
-    uint64_t manyValued = 0;
-    for (size_t r = 0; r < recordCount; ++r) {
-        holdsSeries[r] = valuesIn[r] > 0;
-        // Several values in one piece: lines that continue a record ("Start 180: ..." under a
-        // test runner's "Passed 0.40 sec") do not make it one.
-        manyValued += valuesIn[r] > 1 && m_records[r].ownValues > 1;
-    }
-    const std::vector<int64_t> steps = placeRecords(holdsSeries, kept);
-    // Training records: a step logged, or records of several values. A text whose numbers come
-    // one a line with no step (a package manager's log, a test runner's "Passed 0.40 sec", a
-    // cache file's "X:INTERNAL=1") is no log of training.
-    m_refusal.clear();
-    if (!m_stepLogged && manyValued < kLeastManyValuedRecords && !kept.empty()) {
-        m_refusal = "numbers, but no step is logged and fewer than " + std::to_string(kLeastManyValuedRecords) +
-                    " records hold two values or more: no training records";
-        kept.clear();
-    }
+    return kept;
+}
 
-    std::string listed;
+size_t RecordAssembler::moveSeries(const std::vector<int64_t>& steps, const std::vector<Slot*>& kept, ScalarLog& log,
+                                   std::string& listed, bool& beforeFirstStep)
+{
     size_t series = 0;
-    bool beforeFirstStep = false;
     // More than three steps? (Counted up to four: a log of millions need not be sorted for it.)
     const size_t distinctSteps = [&] {
         std::vector<int64_t> seen;
@@ -545,6 +534,40 @@ size_t RecordAssembler::finish(ScalarLog& log, const std::string& kind, uint64_t
     }
     if (series > kMostListedNames)
         listed += ", ...";
+    return series;
+}
+
+size_t RecordAssembler::finish(ScalarLog& log, const std::string& kind, uint64_t tooLong, uint64_t lines)
+{
+    flushTable();
+    if (lines > 0)
+        m_pieces = lines;
+    const uint64_t recordCount = m_records.size();
+    std::vector<uint8_t> valuesIn;
+    uint64_t constantsLeftOut = 0;
+    std::vector<Slot*> kept = keptSlots(valuesIn, constantsLeftOut);
+    std::vector<bool> holdsSeries(recordCount, false);
+    uint64_t manyValued = 0;
+    for (size_t r = 0; r < recordCount; ++r) {
+        holdsSeries[r] = valuesIn[r] > 0;
+        // Several values in one piece: lines that continue a record ("Start 180: ..." under a
+        // test runner's "Passed 0.40 sec") do not make it one.
+        manyValued += valuesIn[r] > 1 && m_records[r].ownValues > 1;
+    }
+    const std::vector<int64_t> steps = placeRecords(holdsSeries, kept);
+    // Training records: a step logged, or records of several values. A text whose numbers come
+    // one a line with no step (a package manager's log, a test runner's "Passed 0.40 sec", a
+    // cache file's "X:INTERNAL=1") is no log of training.
+    m_refusal.clear();
+    if (!m_stepLogged && manyValued < kLeastManyValuedRecords && !kept.empty()) {
+        m_refusal = "numbers, but no step is logged and fewer than " + std::to_string(kLeastManyValuedRecords) +
+                    " records hold two values or more: no training records";
+        kept.clear();
+    }
+
+    std::string listed;
+    bool beforeFirstStep = false;
+    const size_t series = moveSeries(steps, kept, log, listed, beforeFirstStep);
     m_stepFrom = !m_stepLogged        ? std::string("the records' order (no step is logged)")
                  : !m_stepKey.empty() ? "\"" + m_stepKey + "\""
                  : m_epochIsStep      ? std::string("the epoch (a record per epoch)")

@@ -97,6 +97,18 @@ private:
     void flushTable();
     // A row of a table printed with spaces under a header of words: taken, and true.
     bool spacedTableRow(std::string_view content);
+    // The slots that are series: in enough records, and not a constant logged apart from any
+    // changing value (counted in `constantsLeftOut`); `valuesIn` gets how many of them have a value
+    // in each record (up to 2).
+    std::vector<Slot*> keptSlots(std::vector<uint8_t>& valuesIn, uint64_t& constantsLeftOut);
+    // Moves the kept slots' points, placed on `steps`, into `log` as series (one value a step);
+    // `listed` names the first few, `beforeFirstStep` says whether records before the first step
+    // were left out. Returns the number of series.
+    size_t moveSeries(const std::vector<int64_t>& steps, const std::vector<Slot*>& kept, ScalarLog& log,
+                      std::string& listed, bool& beforeFirstStep);
+    // The step each record logs itself, by the chosen step name, else the main progress bar's
+    // count, else a whole epoch; kNoStep where it logs none.
+    std::vector<int64_t> ownSteps(const std::vector<bool>& holdsSeries);
     // Which step each record is at, decided on the whole log.
     std::vector<int64_t> placeRecords(const std::vector<bool>& holdsSeries, const std::vector<Slot*>& kept);
 
