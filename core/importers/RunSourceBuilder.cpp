@@ -67,6 +67,113 @@ std::string labelOf(const ScalarLog& log)
     return log.alsoRead.empty() ? fileName(log.path) : log.format;
 }
 
+// With no series named loss, the training loss is chosen among the logged ones (TrainingLoss.h):
+// one stands in under its own name, or several are summed on the steps they share; a note and the
+// loss_source attribute say which.
+void chooseStandInLoss(std::map<std::string, Candidate>& chosen, SourceDescription& source, RunInfo& info)
+{
+    if (chosen.count("loss"))
+        return;
+    std::vector<LoggedSeries> logged;
+    for (const auto& [name, c] : chosen)
+        logged.push_back(LoggedSeries{name, &c.steps, &c.values});
+    const TrainingLossChoice choice = chooseTrainingLoss(logged);
+    if (choice.parts.size() == 1) {
+        // The stand-in becomes the loss under its logged name's file, as if it had been named so.
+        Candidate loss = std::move(chosen[choice.parts.front()]); // erased next: moved, not copied
+        source.notes.push_back("no series named loss: \"" + loss.logged + "\" is taken as the training loss");
+        chosen.erase(choice.parts.front());
+        loss.canonical = "loss";
+        info.attributes.emplace("loss_source", loss.logged);
+        chosen["loss"] = std::move(loss);
+    } else if (choice.parts.size() > 1) {
+        // Their sum, on the steps they share; each part stays a series of its own.
+        Candidate sum = chosen[choice.parts.front()];
+        sum.canonical = "loss";
+        sum.logged = "loss";
+        std::string parts;
+        for (size_t i = 1; i < choice.parts.size(); ++i) {
+            const Candidate& part = chosen[choice.parts[i]];
+            for (size_t k = 0; k < sum.values.size() && k < part.values.size(); ++k)
+                sum.values[k] += part.values[k];
+        }
+        for (const std::string& part : choice.parts)
+            parts += (parts.empty() ? "" : " + ") + chosen[part].logged;
+        source.notes.push_back(choice.why);
+        info.attributes.emplace("loss_source", parts);
+        chosen["loss"] = std::move(sum);
+    }
+}
+
+// When each training step was logged (TensorBoard stamps every event) becomes a wall_time series,
+// so the window can plot against time as TensorBoard does. Any log of the training series may say
+// it: the Trainer's trainer_state.json has no times, its event file has.
+void addWallTime(std::map<std::string, Candidate>& chosen,
+                 std::map<std::string, std::vector<const std::vector<ScalarPoint>*>>& pointsByName)
+{
+const char* training = chosen.count("loss") ? "loss" : chosen.count("grad_norm") ? "grad_norm" : nullptr;
+if (training && !chosen.count(rf::kWallTime)) {
+    const Candidate& t = chosen[training];
+    // By step; a later log (or a later point of one log) at the same step wins.
+    std::map<int64_t, double> stamps;
+    for (const std::vector<ScalarPoint>* points : pointsByName[canonicalScalarName(t.logged)])
+        for (const ScalarPoint& p : *points)
+            if (std::isfinite(p.wallTime))
+                stamps[p.step] = p.wallTime;
+    Candidate wall{rf::kWallTime, rf::kWallTime, t.logIndex, {}, {}};
+    for (int64_t step : t.steps)
+        if (auto it = stamps.find(step); it != stamps.end()) {
+            wall.steps.push_back(step);
+            wall.values.push_back(it->second);
+        }
+    if (wall.steps.size() >= 2)
+        chosen[rf::kWallTime] = std::move(wall);
+}
+}
+
+// One table per logging rate: the series logged on exactly the same steps share it.
+void addSeriesTables(MemoryRunSource& memory, std::map<std::string, Candidate>& chosen)
+{
+    std::map<std::vector<int64_t>, std::vector<std::string>> byRate;
+    for (const auto& [name, c] : chosen)
+        byRate[c.steps].push_back(name);
+    std::set<std::string> tableNames;
+    // A log with no loss, gradient norm or loss scale at all (an RL log of returns, a table of
+    // metrics) is judged on what it has: its most logged series are the run's /scalars.
+    const bool noTrainingSeries = !chosen.count("loss") && !chosen.count("grad_norm") && !chosen.count("loss_scale");
+    const std::vector<int64_t>* mostLogged = nullptr;
+    for (const auto& [steps, names] : byRate)
+        if (!mostLogged || steps.size() > mostLogged->size())
+            mostLogged = &steps;
+    auto tableNameFor = [&](const std::vector<int64_t>& steps, const std::vector<std::string>& names) {
+        const std::string& first = names.front();
+        auto has = [&](const char* n) { return std::find(names.begin(), names.end(), n) != names.end(); };
+        std::string name;
+        if (has("loss"))
+            name = rf::kScalars;
+        else if (!chosen.count("loss") && has("grad_norm"))
+            name = rf::kScalars;
+        else if (!chosen.count("loss") && !chosen.count("grad_norm") && has("loss_scale"))
+            name = rf::kScalars; // a DeepSpeed log without loss lines: the loss scale is its training series
+        else if (has("eval_loss"))
+            name = "eval";
+        else if (noTrainingSeries && &steps == mostLogged)
+            name = rf::kScalars;
+        else
+            name = std::string(rf::kScalars) + "_" + first;
+        while (tableNames.count(name))
+            name += "_";
+        tableNames.insert(name);
+        return name;
+    };
+    for (const auto& [steps, names] : byRate) {
+        std::map<std::string, std::vector<double>> series;
+        for (const std::string& name : names)
+            series[name] = std::move(chosen[name].values); // chosen is not read after this
+        memory.addSeriesTable(tableNameFor(steps, names), steps, std::move(series));
+    }
+}
+
 } // namespace
 
 RunSourceBuilder::RunSourceBuilder(std::string location)
@@ -150,103 +257,15 @@ Result<std::unique_ptr<MemoryRunSource>> RunSourceBuilder::build()
     if (histogramTags > 0)
         source.notes.push_back(std::to_string(histogramTags) +
                                " histogram tags read; their ranges are not plotted yet");
-    if (!chosen.count("loss")) {
-        std::vector<LoggedSeries> logged;
-        for (const auto& [name, c] : chosen)
-            logged.push_back(LoggedSeries{name, &c.steps, &c.values});
-        const TrainingLossChoice choice = chooseTrainingLoss(logged);
-        if (choice.parts.size() == 1) {
-            // The stand-in becomes the loss under its logged name's file, as if it had been named so.
-            Candidate loss = chosen[choice.parts.front()];
-            source.notes.push_back("no series named loss: \"" + loss.logged + "\" is taken as the training loss");
-            chosen.erase(choice.parts.front());
-            loss.canonical = "loss";
-            info.attributes.emplace("loss_source", loss.logged);
-            chosen["loss"] = std::move(loss);
-        } else if (choice.parts.size() > 1) {
-            // Their sum, on the steps they share; each part stays a series of its own.
-            Candidate sum = chosen[choice.parts.front()];
-            sum.canonical = "loss";
-            sum.logged = "loss";
-            std::string parts;
-            for (size_t i = 1; i < choice.parts.size(); ++i) {
-                const Candidate& part = chosen[choice.parts[i]];
-                for (size_t k = 0; k < sum.values.size() && k < part.values.size(); ++k)
-                    sum.values[k] += part.values[k];
-            }
-            for (const std::string& part : choice.parts)
-                parts += (parts.empty() ? "" : " + ") + chosen[part].logged;
-            source.notes.push_back(choice.why);
-            info.attributes.emplace("loss_source", parts);
-            chosen["loss"] = std::move(sum);
-        }
-    }
-    // When each training step was logged (TensorBoard stamps every event) becomes a wall_time
-    // series, so the window can plot against time as TensorBoard does. Any log of the training
-    // series may say it: the Trainer's trainer_state.json has no times, its event file has.
-    const char* training = chosen.count("loss") ? "loss" : chosen.count("grad_norm") ? "grad_norm" : nullptr;
-    if (training && !chosen.count(rf::kWallTime)) {
-        const Candidate& t = chosen[training];
-        // By step; a later log (or a later point of one log) at the same step wins.
-        std::map<int64_t, double> stamps;
-        for (const std::vector<ScalarPoint>* points : pointsByName[canonicalScalarName(t.logged)])
-            for (const ScalarPoint& p : *points)
-                if (std::isfinite(p.wallTime))
-                    stamps[p.step] = p.wallTime;
-        Candidate wall{rf::kWallTime, rf::kWallTime, t.logIndex, {}, {}};
-        for (int64_t step : t.steps)
-            if (auto it = stamps.find(step); it != stamps.end()) {
-                wall.steps.push_back(step);
-                wall.values.push_back(it->second);
-            }
-        if (wall.steps.size() >= 2)
-            chosen[rf::kWallTime] = std::move(wall);
-    }
+    chooseStandInLoss(chosen, source, info);
+    addWallTime(chosen, pointsByName);
     for (const auto& [name, c] : chosen) {
         if (c.logged != name && isKnownScalarName(name))
             source.notes.push_back(name + " is " + labelOf(m_logs[c.logIndex]) + "'s \"" + c.logged + "\"");
     }
 
-    // One table per logging rate: the series logged on exactly the same steps share it.
-    std::map<std::vector<int64_t>, std::vector<std::string>> byRate;
-    for (const auto& [name, c] : chosen)
-        byRate[c.steps].push_back(name);
-    std::set<std::string> tableNames;
-    // A log with no loss, gradient norm or loss scale at all (an RL log of returns, a table of
-    // metrics) is judged on what it has: its most logged series are the run's /scalars.
-    const bool noTrainingSeries = !chosen.count("loss") && !chosen.count("grad_norm") && !chosen.count("loss_scale");
-    const std::vector<int64_t>* mostLogged = nullptr;
-    for (const auto& [steps, names] : byRate)
-        if (!mostLogged || steps.size() > mostLogged->size())
-            mostLogged = &steps;
-    auto tableNameFor = [&](const std::vector<int64_t>& steps, const std::vector<std::string>& names) {
-        const std::string& first = names.front();
-        auto has = [&](const char* n) { return std::find(names.begin(), names.end(), n) != names.end(); };
-        std::string name;
-        if (has("loss"))
-            name = rf::kScalars;
-        else if (!chosen.count("loss") && has("grad_norm"))
-            name = rf::kScalars;
-        else if (!chosen.count("loss") && !chosen.count("grad_norm") && has("loss_scale"))
-            name = rf::kScalars; // a DeepSpeed log without loss lines: the loss scale is its training series
-        else if (has("eval_loss"))
-            name = "eval";
-        else if (noTrainingSeries && &steps == mostLogged)
-            name = rf::kScalars;
-        else
-            name = std::string(rf::kScalars) + "_" + first;
-        while (tableNames.count(name))
-            name += "_";
-        tableNames.insert(name);
-        return name;
-    };
     auto memory = std::make_unique<MemoryRunSource>();
-    for (const auto& [steps, names] : byRate) {
-        std::map<std::string, std::vector<double>> series;
-        for (const std::string& name : names)
-            series[name] = std::move(chosen[name].values); // chosen is not read after this
-        memory->addSeriesTable(tableNameFor(steps, names), steps, std::move(series));
-    }
+    addSeriesTables(*memory, chosen);
     if (!events.empty()) {
         std::stable_sort(events.begin(), events.end(),
                          [](const LoggedEvent& a, const LoggedEvent& b) { return a.step < b.step; });
