@@ -156,11 +156,8 @@ void printOptimizer(const CheckpointOptimizer& optimizer)
         out() << "note: --names-from MODEL names the parameters from a model file or checkpoint folder\n";
 }
 
-} // namespace
-
-int runStats(const QStringList& arguments)
+void addStatsOptions(QCommandLineParser& parser)
 {
-    QCommandLineParser parser;
     parser.setApplicationDescription(
         "Tensor health of a checkpoint: torch.save state_dicts and training checkpoints, TorchScript archives and "
         "safetensors files, read without running anything from the file.\n"
@@ -179,6 +176,52 @@ int runStats(const QStringList& arguments)
                       "Name the optimizer's parameters from this model file or checkpoint folder (default: FILE's own "
                       "state_dict, or the pytorch_model.bin or adapter next to an optimizer.pt).",
                       "MODEL"});
+}
+
+// `nanscope stats`'s table of tensors: one line each, with their health flags.
+void printTensorTable(const std::string& path, const std::string& format, const std::vector<TensorStats>& stats,
+                      const HealthThresholds& thresholds)
+{
+    int nameWidth = 6;
+    for (const auto& s : stats)
+        nameWidth = std::max(nameWidth, int(s.name.size()));
+    nameWidth = std::min(nameWidth, 48);
+    out() << fromStd(path) << "  (" << fromStd(format) << ", " << stats.size()
+          << " tensors)\n\n";
+    out() << headerLine({ { "tensor", -nameWidth }, { "shape", -14 }, { "dtype", -8 }, { "min", 10 }, { "max", 10 },
+                          { "mean", 10 }, { "std", 10 }, { "norm", 10 }, { "nan", 6 }, { "inf", 6 } },
+                        "flags");
+    int flagged = 0;
+    for (const auto& s : stats) {
+        QStringList flags;
+        for (const auto& flag : healthFlags(s, thresholds))
+            flags << fromStd(flag);
+        if (!flags.isEmpty())
+            ++flagged;
+        out() << QString("%1 %2 %3 %4 %5 %6 %7 %8 %9 %10  %11\n")
+                     .arg(fromStd(s.name), -nameWidth)
+                     .arg(fromStd(shapeText(s.shape)), -14)
+                     .arg(dtypeName(s.dtype), -8)
+                     .arg(figure(s.min), 10)
+                     .arg(figure(s.max), 10)
+                     .arg(figure(s.mean), 10)
+                     .arg(figure(s.std), 10)
+                     .arg(QString::fromStdString(numberText(s.norm, 4)), 10)
+                     .arg(s.nan, 6)
+                     .arg(s.inf(), 6)
+                     .arg(flags.join("; "));
+        if (s.spectralNorm)
+            out() << QString("%1 spectral norm %2\n").arg("", nameWidth).arg(*s.spectralNorm, 0, 'g', 4);
+    }
+    out() << "\n" << (flagged ? QString("%1 tensor(s) flagged").arg(flagged) : QString("no flags")) << "\n";
+}
+
+} // namespace
+
+int runStats(const QStringList& arguments)
+{
+    QCommandLineParser parser;
+    addStatsOptions(parser);
     int code = 0;
     if (!parse(parser, arguments, code))
         return code;
@@ -265,38 +308,7 @@ int runStats(const QStringList& arguments)
         return kExitOk;
     }
 
-    int nameWidth = 6;
-    for (const auto& s : stats)
-        nameWidth = std::max(nameWidth, int(s.name.size()));
-    nameWidth = std::min(nameWidth, 48);
-    out() << fromStd(path) << "  (" << checkpointFormatName(checkpoint->format) << ", " << stats.size()
-          << " tensors)\n\n";
-    out() << headerLine({ { "tensor", -nameWidth }, { "shape", -14 }, { "dtype", -8 }, { "min", 10 }, { "max", 10 },
-                          { "mean", 10 }, { "std", 10 }, { "norm", 10 }, { "nan", 6 }, { "inf", 6 } },
-                        "flags");
-    int flagged = 0;
-    for (const auto& s : stats) {
-        QStringList flags;
-        for (const auto& flag : healthFlags(s, thresholds))
-            flags << fromStd(flag);
-        if (!flags.isEmpty())
-            ++flagged;
-        out() << QString("%1 %2 %3 %4 %5 %6 %7 %8 %9 %10  %11\n")
-                     .arg(fromStd(s.name), -nameWidth)
-                     .arg(fromStd(shapeText(s.shape)), -14)
-                     .arg(dtypeName(s.dtype), -8)
-                     .arg(figure(s.min), 10)
-                     .arg(figure(s.max), 10)
-                     .arg(figure(s.mean), 10)
-                     .arg(figure(s.std), 10)
-                     .arg(QString::fromStdString(numberText(s.norm, 4)), 10)
-                     .arg(s.nan, 6)
-                     .arg(s.inf(), 6)
-                     .arg(flags.join("; "));
-        if (s.spectralNorm)
-            out() << QString("%1 spectral norm %2\n").arg("", nameWidth).arg(*s.spectralNorm, 0, 'g', 4);
-    }
-    out() << "\n" << (flagged ? QString("%1 tensor(s) flagged").arg(flagged) : QString("no flags")) << "\n";
+    printTensorTable(path, checkpointFormatName(checkpoint->format), stats, thresholds);
     if (optimizer && *optimizer) {
         out() << "\nOptimizer state (optimizer_states[0]):\n";
         printOptimizer(**optimizer);
