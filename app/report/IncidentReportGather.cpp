@@ -134,6 +134,68 @@ std::optional<EvidenceSeries> evidenceSeries(const RunSource& reader, const Inci
     return series;
 }
 
+// An incident's plot: the series it was measured in (evidenceSeries), else the loss (a divergence,
+// or a run without a gradient norm) or the gradient norm, over the incident's view range.
+Plot incidentPlot(const RunSource& reader, const Incident& incident, const QString& file, const StepRange& range,
+                  const std::vector<int64_t>& steps, const std::vector<double>& loss,
+                  const std::vector<double>& gradNorm)
+{
+    const QString caption = QObject::tr("%1 at step %2").arg(toString(incident.kind)).arg(incident.onsetStep);
+    const auto measured = evidenceSeries(reader, incident);
+    if (measured && !measured->steps.empty())
+        return {file, caption + ": " + measured->title,
+                renderPlot(measured->title, incident.evidence.series, measured->steps, measured->values, {incident},
+                           measured->logScale, range.first, range.last)};
+    const bool onLoss = gradNorm.empty() ||
+                        (incident.evidence.series == rf::scalarSeries(rf::scalar::kLoss) && !loss.empty());
+    return {file, caption + ": " + (onLoss ? QObject::tr("loss") : QObject::tr("gradient norm")),
+            renderPlot(onLoss ? "loss" : "grad norm", onLoss ? rf::scalar::kLoss : rf::scalar::kGradNorm, steps,
+                       onLoss ? loss : gradNorm, {incident}, true, range.first, range.last)};
+}
+
+// Replays the incident's own step when it was saved (the onset, else the first NaN) on `rank`
+// (-1: a single run), in a child bounded in time, or takes the replay the window handed over; the
+// first critical incident is triaged too.
+void replayIncident(IncidentSection& section, const Incident& incident, const IncidentReportOptions& options,
+                    const QString& runDirectory, int rank, const std::vector<int64_t>& replayable, bool triage)
+{
+    std::vector<int64_t> candidates{incident.onsetStep};
+    if (incident.nonfiniteStep)
+        candidates.push_back(*incident.nonfiniteStep);
+    QStringList onRank;
+    if (rank >= 0)
+        onRank << "--rank" << QString::number(rank);
+    const QString program = options.program.isEmpty() ? nanscopeProgram() : options.program;
+    for (int64_t step : candidates) {
+        if (!options.replay || !std::count(replayable.begin(), replayable.end(), step))
+            continue;
+        section.replayed = true;
+        section.replayStep = step;
+        const auto known = std::find_if(options.replayed.begin(), options.replayed.end(),
+                                        [&](const ReplayReport& r) { return r.result.step == step; });
+        if (known != options.replayed.end() && rank < 0) {
+            section.replay = *known; // the user has just replayed it: not again
+        } else {
+            // A user's model runs here: in a child, bounded in time, so a crash or a hang becomes a
+            // line of the report instead of the report's end.
+            const ChildOutcome outcome = ChildProgram::runAndWait(
+                program, QStringList{"replay", runDirectory, "--step", QString::number(step), "--json", "--bisect"} + onRank,
+                600000);
+            section.replay = replayReportFrom(outcome, step);
+        }
+        // Is it the batch, the state or both?
+        if (triage) {
+            section.triaged = true;
+            section.triage = triageReportFrom(
+                ChildProgram::runAndWait(program,
+                                         QStringList{"triage", runDirectory, "--step", QString::number(step), "--json"} + onRank,
+                                         1800000),
+                step);
+        }
+        return;
+    }
+}
+
 } // namespace
 
 Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOptions& options,
@@ -223,59 +285,10 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
         section.incident = incident;
         const StepRange range = incidentViewRange(incident, c.firstStep, c.lastStep);
         section.plotIndex = int(c.plots.size());
-        // An incident measured on the loss (a divergence) is drawn on the loss, with its trend; one
-        // seen in a normalisation layer's buffers on those buffers (issue 51: the BatchNorm section
-        // drew the gradient norm, which looks healthy).
-        const bool onLoss = !haveGrad || (incident.evidence.series == rf::scalarSeries(rf::scalar::kLoss) && !loss.empty());
-        const QString caption = QObject::tr("%1 at step %2").arg(toString(incident.kind)).arg(incident.onsetStep);
-        const auto measured = evidenceSeries(reader, incident);
-        if (measured && !measured->steps.empty()) {
-            c.plots.push_back({QString("incident%1.png").arg(c.critical.size() + 1), caption + ": " + measured->title,
-                               renderPlot(measured->title, incident.evidence.series, measured->steps, measured->values,
-                                          {incident}, measured->logScale, range.first, range.last)});
-        } else {
-            c.plots.push_back({QString("incident%1.png").arg(c.critical.size() + 1),
-                               caption + ": " + (onLoss ? QObject::tr("loss") : QObject::tr("gradient norm")),
-                               renderPlot(onLoss ? "loss" : "grad norm", onLoss ? rf::scalar::kLoss : rf::scalar::kGradNorm, steps,
-                                          onLoss ? loss : gradNorm, {incident}, true, range.first, range.last)});
-        }
-        // Replay the incident's own step when it was saved: the onset, else the first NaN.
-        std::vector<int64_t> candidates{incident.onsetStep};
-        if (incident.nonfiniteStep)
-            candidates.push_back(*incident.nonfiniteStep);
-        const int rank = rankOf(incident);
-        const std::vector<int64_t> replayable = replayableOn(rank);
-        QStringList onRank;
-        if (rank >= 0)
-            onRank << "--rank" << QString::number(rank);
-        for (int64_t step : candidates)
-            if (options.replay && std::count(replayable.begin(), replayable.end(), step)) {
-                section.replayed = true;
-                section.replayStep = step;
-                const auto known = std::find_if(options.replayed.begin(), options.replayed.end(),
-                                                [&](const ReplayReport& r) { return r.result.step == step; });
-                if (known != options.replayed.end() && rank < 0) {
-                    section.replay = *known; // the user has just replayed it: not again
-                } else {
-                    // A user's model runs here: in a child, bounded in time, so a crash or a hang
-                    // becomes a line of the report instead of the report's end.
-                    const ChildOutcome outcome = ChildProgram::runAndWait(
-                        options.program.isEmpty() ? nanscopeProgram() : options.program,
-                        QStringList{"replay", runDirectory, "--step", QString::number(step), "--json", "--bisect"} + onRank,
-                        600000);
-                    section.replay = replayReportFrom(outcome, step);
-                }
-                // Is it the batch, the state or both? For the first critical incident only.
-                if (c.critical.empty()) {
-                    section.triaged = true;
-                    section.triage = triageReportFrom(
-                        ChildProgram::runAndWait(options.program.isEmpty() ? nanscopeProgram() : options.program,
-                                                 QStringList{"triage", runDirectory, "--step", QString::number(step), "--json"} + onRank,
-                                                 1800000),
-                        step);
-                }
-                break;
-            }
+        c.plots.push_back(incidentPlot(reader, incident, QString("incident%1.png").arg(c.critical.size() + 1), range,
+                                       steps, loss, gradNorm));
+        replayIncident(section, incident, options, runDirectory, rankOf(incident), replayableOn(rankOf(incident)),
+                       c.critical.empty());
         c.critical.push_back(section);
     }
     reportProgress(progress, 0.95, "writing");
