@@ -75,6 +75,60 @@ QString lossText(const TriageReplay& r)
     return QString::fromStdString(numberText(r.loss, 6));
 }
 
+// The replays triage runs for step N: batch N on its checkpoint twice, on the one before it, and
+// the nearest saved batches of healthy steps on its checkpoint (core/replay/TriageNeighbours).
+std::vector<PlannedReplay> planTriage(const QString& runDir, qint64 step, const PairedCheckpoint& paired,
+                                      const std::map<int64_t, std::string>& batches)
+{
+    const int64_t checkpointStep = paired.step;
+    std::vector<PlannedReplay> plan{{TriageRole::Incident, checkpointStep, step, {}},
+                                    {TriageRole::IncidentAgain, checkpointStep, step, {}}};
+    if (!paired.earlierStep)
+        plan.push_back({TriageRole::EarlierCheckpoint, -1, step, QString("no checkpoint before %1").arg(checkpointStep)});
+    else
+        plan.push_back({TriageRole::EarlierCheckpoint, *paired.earlierStep, step, {}});
+    // Neighbours: the nearest saved batches of healthy steps on the same checkpoint
+    // (core/replay/TriageNeighbours).
+    std::set<int64_t> incidentSteps;
+    if (auto reader = openRun(runDir.toStdString()))
+        incidentSteps = trainingIncidentSteps(**reader);
+    std::vector<int64_t> savedBatches;
+    for (const auto& entry : batches)
+        savedBatches.push_back(entry.first);
+    const std::vector<NeighbourBatch> neighbours = triageNeighbours(savedBatches, step, incidentSteps);
+    for (const NeighbourBatch& neighbour : neighbours) {
+        PlannedReplay p{TriageRole::NeighbourBatch, checkpointStep, neighbour.step, {}};
+        p.wasIncident = neighbour.wasIncident;
+        plan.push_back(p);
+    }
+    if (neighbours.empty())
+        plan.push_back({TriageRole::NeighbourBatch, checkpointStep, -1, QString("no other saved batch")});
+
+    return plan;
+}
+
+// `nanscope triage`'s text: each replay's result, the label and why.
+void printTriage(const TriageReport& triage, qint64 step, int64_t checkpointStep)
+{
+    out() << QString("Triage of step %1: batch %1 with checkpoint %2").arg(step).arg(checkpointStep);
+    if (triage.evidence.typicalLoss)
+        out() << QString(" (typical loss before it: %1)").arg(*triage.evidence.typicalLoss, 0, 'g', 4);
+    out() << "\n\n";
+    out() << QString("%1 %2 %3  %4 %5\n").arg("replay", -20).arg("checkpoint", 10).arg("batch", 6).arg("result", -40).arg("loss");
+    for (const TriageReplay& r : triage.evidence.replays)
+        out() << QString("%1 %2 %3  %4 %5\n")
+                     .arg(fromStd(triageRoleName(r.role)), -20)
+                     .arg(stepText(r.checkpointStep), 10)
+                     .arg(stepText(r.batchStep), 6)
+                     .arg(fromStd(triageResultText(r, triage.evidence.typicalLoss)) +
+                              (r.wasIncident ? QString(" (an incident step: not counted)") : QString()), -40)
+                     .arg(lossText(r));
+    out() << "\nLabel: " << fromStd(triageLabelName(triage.verdict.label)) << "\n"
+          << fromStd(triage.verdict.why) << "\n";
+    for (const std::string& detail : triage.verdict.details)
+        out() << "note: " << fromStd(detail) << "\n";
+}
+
 } // namespace
 
 int runTriage(const QStringList& arguments)
@@ -128,28 +182,7 @@ int runTriage(const QStringList& arguments)
                         .arg(runDir).arg(step).arg(savedSteps(checkpoints)));
     const int64_t checkpointStep = paired->step;
 
-    std::vector<PlannedReplay> plan{{TriageRole::Incident, checkpointStep, step, {}},
-                                    {TriageRole::IncidentAgain, checkpointStep, step, {}}};
-    if (!paired->earlierStep)
-        plan.push_back({TriageRole::EarlierCheckpoint, -1, step, QString("no checkpoint before %1").arg(checkpointStep)});
-    else
-        plan.push_back({TriageRole::EarlierCheckpoint, *paired->earlierStep, step, {}});
-    // Neighbours: the nearest saved batches of healthy steps on the same checkpoint
-    // (core/replay/TriageNeighbours).
-    std::set<int64_t> incidentSteps;
-    if (auto reader = openRun(runDir.toStdString()))
-        incidentSteps = trainingIncidentSteps(**reader);
-    std::vector<int64_t> savedBatches;
-    for (const auto& entry : batches)
-        savedBatches.push_back(entry.first);
-    const std::vector<NeighbourBatch> neighbours = triageNeighbours(savedBatches, step, incidentSteps);
-    for (const NeighbourBatch& neighbour : neighbours) {
-        PlannedReplay p{TriageRole::NeighbourBatch, checkpointStep, neighbour.step, {}};
-        p.wasIncident = neighbour.wasIncident;
-        plan.push_back(p);
-    }
-    if (neighbours.empty())
-        plan.push_back({TriageRole::NeighbourBatch, checkpointStep, -1, QString("no other saved batch")});
+    const std::vector<PlannedReplay> plan = planTriage(runDir, step, *paired, batches);
 
     TriageReport triage;
     triage.evidence.step = step;
@@ -184,23 +217,7 @@ int runTriage(const QStringList& arguments)
         out() << QJsonDocument(triageToJson(triage, incidentReplay)).toJson(QJsonDocument::Indented);
         return kExitOk;
     }
-    out() << QString("Triage of step %1: batch %1 with checkpoint %2").arg(step).arg(checkpointStep);
-    if (triage.evidence.typicalLoss)
-        out() << QString(" (typical loss before it: %1)").arg(*triage.evidence.typicalLoss, 0, 'g', 4);
-    out() << "\n\n";
-    out() << QString("%1 %2 %3  %4 %5\n").arg("replay", -20).arg("checkpoint", 10).arg("batch", 6).arg("result", -40).arg("loss");
-    for (const TriageReplay& r : triage.evidence.replays)
-        out() << QString("%1 %2 %3  %4 %5\n")
-                     .arg(fromStd(triageRoleName(r.role)), -20)
-                     .arg(stepText(r.checkpointStep), 10)
-                     .arg(stepText(r.batchStep), 6)
-                     .arg(fromStd(triageResultText(r, triage.evidence.typicalLoss)) +
-                              (r.wasIncident ? QString(" (an incident step: not counted)") : QString()), -40)
-                     .arg(lossText(r));
-    out() << "\nLabel: " << fromStd(triageLabelName(triage.verdict.label)) << "\n"
-          << fromStd(triage.verdict.why) << "\n";
-    for (const std::string& detail : triage.verdict.details)
-        out() << "note: " << fromStd(detail) << "\n";
+    printTriage(triage, step, checkpointStep);
     return kExitOk;
 }
 
