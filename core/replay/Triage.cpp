@@ -132,78 +132,57 @@ std::string triageResultText(const TriageReplay& replay, const std::optional<dou
     return "finite";
 }
 
-TriageVerdict judgeTriage(const TriageEvidence& evidence)
+namespace {
+
+// The replays of a triage by what they asked.
+struct SortedReplays
 {
-    TriageVerdict verdict;
     const TriageReplay* incident = nullptr;
     const TriageReplay* again = nullptr;
     const TriageReplay* earlier = nullptr;
-    std::vector<const TriageReplay*> neighbours; // those that ran, of healthy steps
+    std::vector<const TriageReplay*> neighbours;         // those that ran, of healthy steps
     std::vector<const TriageReplay*> incidentNeighbours; // those that ran, of steps that were incidents
     bool neighboursMissing = true;
+};
+
+SortedReplays sortReplays(const TriageEvidence& evidence)
+{
+    SortedReplays sorted;
     for (const TriageReplay& r : evidence.replays) {
         switch (r.role) {
         case TriageRole::Incident:
-            incident = &r;
+            sorted.incident = &r;
             break;
         case TriageRole::IncidentAgain:
-            again = &r;
+            sorted.again = &r;
             break;
         case TriageRole::EarlierCheckpoint:
-            earlier = &r;
+            sorted.earlier = &r;
             break;
         case TriageRole::NeighbourBatch:
             if (r.ran && r.wasIncident)
-                incidentNeighbours.push_back(&r);
+                sorted.incidentNeighbours.push_back(&r);
             else if (r.ran) {
-                neighbours.push_back(&r);
-                neighboursMissing = false;
+                sorted.neighbours.push_back(&r);
+                sorted.neighboursMissing = false;
             }
             break;
         }
     }
+    return sorted;
+}
+
+// The label of an incident that reproduces: the batch on the earlier checkpoint says whether the
+// batch alone does it, the other batches on this checkpoint whether the state alone does.
+TriageVerdict labelReproducedIncident(TriageVerdict verdict, const SortedReplays& sorted, const TriageEvidence& evidence)
+{
+    const TriageReplay* earlier = sorted.earlier;
+    const auto& neighbours = sorted.neighbours;
+    const auto& incidentNeighbours = sorted.incidentNeighbours;
+    const bool neighboursMissing = sorted.neighboursMissing;
     auto blewUp = [&](const TriageReplay* r) { return r && triageReplayBlewUp(*r, evidence.typicalLoss); };
     const std::string step = std::to_string(evidence.step);
-
-    if (!incident || !incident->ran) {
-        verdict.label = TriageLabel::Undetermined;
-        verdict.why = "The replay of batch " + step + " could not run" +
-                      (incident && !incident->error.empty() ? ": " + incident->error : std::string("."));
-        return verdict;
-    }
-    const std::string checkpoint = std::to_string(incident->checkpointStep);
-    const std::string pair = "batch " + step + " on checkpoint " + checkpoint;
-    if (incident->checkpointStep >= 0 && incident->checkpointStep < evidence.step)
-        verdict.details.push_back("No checkpoint of step " + step + " was saved: checkpoint " + checkpoint + " is " +
-                                  std::to_string(evidence.step - incident->checkpointStep) +
-                                  " steps older, so the state the step ran on is only approximated.");
-
-    // Determinism first: a replay that does not repeat itself says nothing reliable about the rest.
-    const bool twice = again && again->ran;
-    if (!twice)
-        verdict.details.push_back("The second replay of " + pair + " did not run" +
-                                  (again && !again->error.empty() ? ": " + again->error : std::string()) +
-                                  "; determinism is not checked.");
-    if (twice && blewUp(incident) != blewUp(again)) {
-        verdict.label = TriageLabel::NotReproducible;
-        verdict.why = "Replaying " + pair + " twice gave different results (" +
-                      triageResultText(*incident, evidence.typicalLoss) + ", then " +
-                      triageResultText(*again, evidence.typicalLoss) +
-                      "): the computation is not deterministic, so the incident cannot be pinned on the batch or the state.";
-        return verdict;
-    }
-    if (twice && !sameOutcome(*incident, *again))
-        verdict.details.push_back("The two replays of " + pair + " both blow up but differ (loss " +
-                                  number(incident->loss) + " vs " + number(again->loss) +
-                                  "): some op is not deterministic.");
-    if (!blewUp(incident)) {
-        verdict.label = TriageLabel::NotReproducible;
-        verdict.why = "Replaying " + pair + (twice ? " twice" : "") +
-                      " stays finite: the saved step does not reproduce the incident, which points at "
-                      "nondeterminism in training (GPU kernels, data loading) or at the hardware.";
-        return verdict;
-    }
-
+    const std::string checkpoint = std::to_string(sorted.incident->checkpointStep);
     const bool earlierRan = earlier && earlier->ran;
     const bool batchAlone = earlierRan && blewUp(earlier);
     std::vector<const TriageReplay*> badNeighbours;
@@ -271,6 +250,59 @@ TriageVerdict judgeTriage(const TriageEvidence& evidence)
     verdict.why = "Batch " + step + " blows up on checkpoint " + checkpoint +
                   ", but there is no earlier checkpoint and no other saved batch to tell the batch from the state.";
     return verdict;
+}
+
+} // namespace
+
+TriageVerdict judgeTriage(const TriageEvidence& evidence)
+{
+    TriageVerdict verdict;
+    const SortedReplays sorted = sortReplays(evidence);
+    const TriageReplay* incident = sorted.incident;
+    const TriageReplay* again = sorted.again;
+    auto blewUp = [&](const TriageReplay* r) { return r && triageReplayBlewUp(*r, evidence.typicalLoss); };
+    const std::string step = std::to_string(evidence.step);
+
+    if (!incident || !incident->ran) {
+        verdict.label = TriageLabel::Undetermined;
+        verdict.why = "The replay of batch " + step + " could not run" +
+                      (incident && !incident->error.empty() ? ": " + incident->error : std::string("."));
+        return verdict;
+    }
+    const std::string checkpoint = std::to_string(incident->checkpointStep);
+    const std::string pair = "batch " + step + " on checkpoint " + checkpoint;
+    if (incident->checkpointStep >= 0 && incident->checkpointStep < evidence.step)
+        verdict.details.push_back("No checkpoint of step " + step + " was saved: checkpoint " + checkpoint + " is " +
+                                  std::to_string(evidence.step - incident->checkpointStep) +
+                                  " steps older, so the state the step ran on is only approximated.");
+
+    // Determinism first: a replay that does not repeat itself says nothing reliable about the rest.
+    const bool twice = again && again->ran;
+    if (!twice)
+        verdict.details.push_back("The second replay of " + pair + " did not run" +
+                                  (again && !again->error.empty() ? ": " + again->error : std::string()) +
+                                  "; determinism is not checked.");
+    if (twice && blewUp(incident) != blewUp(again)) {
+        verdict.label = TriageLabel::NotReproducible;
+        verdict.why = "Replaying " + pair + " twice gave different results (" +
+                      triageResultText(*incident, evidence.typicalLoss) + ", then " +
+                      triageResultText(*again, evidence.typicalLoss) +
+                      "): the computation is not deterministic, so the incident cannot be pinned on the batch or the state.";
+        return verdict;
+    }
+    if (twice && !sameOutcome(*incident, *again))
+        verdict.details.push_back("The two replays of " + pair + " both blow up but differ (loss " +
+                                  number(incident->loss) + " vs " + number(again->loss) +
+                                  "): some op is not deterministic.");
+    if (!blewUp(incident)) {
+        verdict.label = TriageLabel::NotReproducible;
+        verdict.why = "Replaying " + pair + (twice ? " twice" : "") +
+                      " stays finite: the saved step does not reproduce the incident, which points at "
+                      "nondeterminism in training (GPU kernels, data loading) or at the hardware.";
+        return verdict;
+    }
+
+    return labelReproducedIncident(std::move(verdict), sorted, evidence);
 }
 
 } // namespace nanscope
