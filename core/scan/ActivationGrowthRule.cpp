@@ -31,26 +31,29 @@ bool namedLikeAttention(const std::string& text)
     return layernames::mentionsAny(text, {"attn", "attention", "score", "logit", "qk"});
 }
 
-} // namespace
+// Each module's largest finite output magnitude per bucket of rows (NaN until one is seen), and
+// the first step its output held Inf, from one pass over /activations.
+struct BucketPeaks
+{
+    size_t bucketRows = 0, buckets = 0;
+    std::vector<float> top; // [bucket * width + module]
+    std::vector<int64_t> overflowStep;
+};
 
-Status detectActivationGrowth(ScanContext& context)
+Result<BucketPeaks> bucketPeaks(const ScanContext& context, int64_t rows, size_t width)
 {
     const ScanInputs& inputs = context.inputs;
-    if (!inputs.hasDataset(rf::kActivations, rf::column::kMax))
-        return Status::success();
-    const TableInfo* table = inputs.table(rf::kActivations);
     const auto& steps = inputs.steps(rf::kActivations);
-    const int64_t rows = std::min<int64_t>(table->rows, int64_t(steps.size()));
-    const size_t width = table->names.size();
-    if (rows < 16 || width == 0)
-        return Status::success();
-    const size_t bucketRows = size_t((rows + int64_t(kBuckets) - 1) / int64_t(kBuckets));
-    const size_t buckets = size_t((rows + int64_t(bucketRows) - 1) / int64_t(bucketRows));
+    BucketPeaks peaks;
+    const size_t bucketRows = peaks.bucketRows = size_t((rows + int64_t(kBuckets) - 1) / int64_t(kBuckets));
+    peaks.buckets = size_t((rows + int64_t(bucketRows) - 1) / int64_t(bucketRows));
     // Largest finite magnitude per bucket and module; NaN until one is seen. Overflow: the first
     // row where the module's output held Inf/NaN.
     // float: the largest |max| or |min| is one of the logged float values, so nothing is lost.
-    std::vector<float> top(buckets * width, std::numeric_limits<float>::quiet_NaN());
-    std::vector<int64_t> overflowStep(width, -1);
+    std::vector<float>& top = peaks.top;
+    top.assign(peaks.buckets * width, std::numeric_limits<float>::quiet_NaN());
+    std::vector<int64_t>& overflowStep = peaks.overflowStep;
+    overflowStep.assign(width, -1);
     const bool hasMin = inputs.hasDataset(rf::kActivations, rf::column::kMin);
     const bool hasInf = inputs.hasDataset(rf::kActivations, rf::column::kInf);
     std::vector<float>& highs = inputs.blockBuffer(0);
@@ -59,13 +62,13 @@ Status detectActivationGrowth(ScanContext& context)
     for (int64_t begin = 0; begin < rows; begin += context.config.blockRows) {
         const int64_t count = std::min<int64_t>(context.config.blockRows, rows - begin);
         if (Status st = inputs.readBlockInto(rf::kActivations, rf::column::kMax, begin, count, highs); !st)
-            return st;
+            return Error{st.error()};
         if (hasMin)
             if (Status st = inputs.readBlockInto(rf::kActivations, rf::column::kMin, begin, count, lows); !st)
-                return st;
+                return Error{st.error()};
         if (hasInf)
             if (Status st = inputs.readBlockInto(rf::kActivations, rf::column::kInf, begin, count, infs); !st)
-                return st;
+                return Error{st.error()};
         for (int64_t r = 0; r < count; ++r) {
             const size_t row = size_t(begin + r);
             const float* high = highs.data() + size_t(r) * width;
@@ -86,6 +89,51 @@ Status detectActivationGrowth(ScanContext& context)
             }
         }
     }
+    return peaks;
+}
+
+// The warning of the module whose output grew closest to the float16 limit.
+Incident activationGrowthIncident(const ActivationGrowthFacts& facts)
+{
+    Incident incident;
+    incident.kind = IncidentKind::ActivationGrowth;
+    incident.severity = Severity::Warning;
+    incident.onsetStep = facts.onsetStep;
+    incident.layers = {facts.module};
+    auto& e = incident.evidence;
+    e.series = "activations/" + facts.module;
+    e.windowBeginStep = facts.onsetStep;
+    e.windowEndStep = facts.peakStep;
+    e.baseline = facts.baseline;
+    e.peak = facts.peak;
+    e.jumpRatio = facts.peak / facts.baseline;
+    e.growthDecadesPerStep = facts.decadesPerStep;
+    e.headroomOf = facts.module;
+    e.float16HeadroomDecades = facts.float16HeadroomDecades;
+    e.bfloat16HeadroomDecades = headroomDecades(facts.peak, kBFloat16Max);
+    applyDiagnosis(incident, diagnoseActivationGrowth(facts));
+    return incident;
+}
+
+} // namespace
+
+Status detectActivationGrowth(ScanContext& context)
+{
+    const ScanInputs& inputs = context.inputs;
+    if (!inputs.hasDataset(rf::kActivations, rf::column::kMax))
+        return Status::success();
+    const TableInfo* table = inputs.table(rf::kActivations);
+    const auto& steps = inputs.steps(rf::kActivations);
+    const int64_t rows = std::min<int64_t>(table->rows, int64_t(steps.size()));
+    const size_t width = table->names.size();
+    if (rows < 16 || width == 0)
+        return Status::success();
+    auto peaks = bucketPeaks(context, rows, width);
+    if (!peaks)
+        return Error{peaks.error()};
+    const size_t bucketRows = peaks->bucketRows, buckets = peaks->buckets;
+    const std::vector<float>& top = peaks->top;
+    const std::vector<int64_t>& overflowStep = peaks->overflowStep;
     struct Finding
     {
         ActivationGrowthFacts facts;
@@ -154,25 +202,7 @@ Status detectActivationGrowth(ScanContext& context)
     }
     if (!worst)
         return Status::success();
-    const ActivationGrowthFacts& facts = worst->facts;
-    Incident incident;
-    incident.kind = IncidentKind::ActivationGrowth;
-    incident.severity = Severity::Warning;
-    incident.onsetStep = facts.onsetStep;
-    incident.layers = {facts.module};
-    auto& e = incident.evidence;
-    e.series = "activations/" + facts.module;
-    e.windowBeginStep = facts.onsetStep;
-    e.windowEndStep = facts.peakStep;
-    e.baseline = facts.baseline;
-    e.peak = facts.peak;
-    e.jumpRatio = facts.peak / facts.baseline;
-    e.growthDecadesPerStep = facts.decadesPerStep;
-    e.headroomOf = facts.module;
-    e.float16HeadroomDecades = facts.float16HeadroomDecades;
-    e.bfloat16HeadroomDecades = headroomDecades(facts.peak, kBFloat16Max);
-    applyDiagnosis(incident, diagnoseActivationGrowth(facts));
-    context.report.incidents.push_back(std::move(incident));
+    context.report.incidents.push_back(activationGrowthIncident(worst->facts));
     return Status::success();
 }
 
