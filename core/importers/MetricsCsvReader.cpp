@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -211,6 +212,58 @@ void readHparamsBeside(const std::string& csvPath, ScalarLog& log)
 
 } // namespace
 
+namespace {
+
+// The header's columns: their names, which hold metrics, and which are the step and the epoch. A
+// nameless or repeated column cannot be given a series name (`warn` says so).
+struct MetricsColumns
+{
+    std::vector<std::string> names;
+    std::vector<bool> isMetric;
+    std::optional<size_t> stepColumn, epochColumn;
+};
+
+MetricsColumns readHeader(const CsvTable& table, const std::function<void(const std::string&)>& warn)
+{
+    MetricsColumns columns;
+    const size_t columnCount = table.header.size();
+    columns.isMetric.assign(columnCount, false);
+    columns.names.resize(columnCount);
+    std::map<std::string_view, size_t> columnByName;
+    for (size_t column = 0; column < columnCount; ++column) {
+        columns.names[column] = std::string(trimmed(table.header[column]));
+        const std::string_view name = columns.names[column];
+        const std::string label = "column " + std::to_string(column + 1);
+        if (name.empty()) {
+            warn(label + " has no name in the header; its cells are not read");
+        } else if (const auto earlier = columnByName.find(name); earlier != columnByName.end()) {
+            warn(label + " repeats the name \"" + std::string(name) + "\" of column "
+                + std::to_string(earlier->second + 1) + "; its cells are not read");
+        } else {
+            columnByName.emplace(name, column);
+            if (name == "step")
+                columns.stepColumn = column;
+            else
+                columns.isMetric[column] = true;
+            if (name == "epoch")
+                columns.epochColumn = column;
+        }
+    }
+    return columns;
+}
+
+// The CSV reader's problems with quotes (ragged rows are said per row, where they are read).
+void warnQuoteProblems(const CsvTable& table, const std::function<void(const std::string&)>& warn)
+{
+    for (const CsvProblem& problem : table.problems)
+        if (problem.kind != CsvProblem::Kind::RaggedRecord)
+            warn(problem.message);
+    if (table.problemsNotListed > 0)
+        warn(std::to_string(table.problemsNotListed) + " more problems with quotes are not listed");
+}
+
+} // namespace
+
 Result<ScalarLog> readMetricsCsv(const std::string& path)
 {
     const Result<std::string> text = readFileText(path, kMaxMetricsCsvBytes);
@@ -228,39 +281,15 @@ Result<ScalarLog> readMetricsCsv(const std::string& path)
     log.format = kMetricsCsvFormat;
     const auto warn = [&log](const std::string& what) { log.warnings.push_back(log.path + ": " + what); };
 
-    // Which columns hold metrics; a nameless or repeated column cannot be given a series name.
     const size_t columnCount = table.header.size();
-    std::vector<bool> isMetric(columnCount, false);
-    std::vector<std::string> names(columnCount);
-    std::optional<size_t> stepColumn, epochColumn;
-    std::map<std::string_view, size_t> columnByName;
-    for (size_t column = 0; column < columnCount; ++column) {
-        names[column] = std::string(trimmed(table.header[column]));
-        const std::string_view name = names[column];
-        const std::string label = "column " + std::to_string(column + 1);
-        if (name.empty()) {
-            warn(label + " has no name in the header; its cells are not read");
-        } else if (const auto earlier = columnByName.find(name); earlier != columnByName.end()) {
-            warn(label + " repeats the name \"" + std::string(name) + "\" of column "
-                + std::to_string(earlier->second + 1) + "; its cells are not read");
-        } else {
-            columnByName.emplace(name, column);
-            if (name == "step")
-                stepColumn = column;
-            else
-                isMetric[column] = true;
-            if (name == "epoch")
-                epochColumn = column;
-        }
-    }
+    const MetricsColumns header = readHeader(table, warn);
+    const std::vector<std::string>& names = header.names;
+    const std::vector<bool>& isMetric = header.isMetric;
+    const std::optional<size_t> stepColumn = header.stepColumn, epochColumn = header.epochColumn;
     if (!stepColumn)
         warn("no \"step\" column; each row's place among the rows (from 0) is used as its step");
 
-    for (const CsvProblem& problem : table.problems)
-        if (problem.kind != CsvProblem::Kind::RaggedRecord)
-            warn(problem.message);
-    if (table.problemsNotListed > 0)
-        warn(std::to_string(table.problemsNotListed) + " more problems with quotes are not listed");
+    warnQuoteProblems(table, warn);
 
     StepContinuity continuity;
     SkippedCells rowsWithoutStep;
