@@ -386,6 +386,35 @@ Status addCheckpointSeries(RunSourceBuilder& builder, const std::map<int64_t, st
 
 } // namespace
 
+namespace {
+
+// Why nothing at `path` opens as a run: for a file the user named, what it is; for a folder, what
+// nanscope reads and what it passed over there.
+std::string nothingFoundText(const std::string& path, const FoundLogs& found)
+{
+    std::error_code ec;
+    if (fs::is_regular_file(path, ec) && found.passedOver.size() == 1) {
+        // A file the user named: what it is, by its name where that says, and what its content is.
+        std::string why = found.passedOver.front().substr(std::min(found.passedOver.front().size(), path.size() + 2));
+        if (const std::string byName = notALogByName(path); !byName.empty())
+            why = byName + "; " + why;
+        return path + ": not a training log nanscope reads: " + why;
+    }
+    std::string why = path + ": no training run found: no file here is a log nanscope reads (a run.h5, a "
+                             "Trainer's trainer_state.json, a Lightning metrics.csv, TensorBoard event files, "
+                             "a W&B run file, a text, JSON-lines or CSV log, checkpoints)";
+    for (const std::string& note : found.notes)
+        why += "; " + note;
+    constexpr size_t kMostListed = 12;
+    for (size_t i = 0; i < found.passedOver.size() && i < kMostListed; ++i)
+        why += "\n  " + found.passedOver[i];
+    if (found.passedOver.size() > kMostListed)
+        why += "\n  and " + std::to_string(found.passedOver.size() - kMostListed) + " more files";
+    return why;
+}
+
+} // namespace
+
 Result<std::unique_ptr<RunSource>> openRun(const std::string& path, const ProgressCallback& progress)
 {
     std::error_code ec;
@@ -404,26 +433,8 @@ Result<std::unique_ptr<RunSource>> openRun(const std::string& path, const Progre
             return Error{reader.error()};
         return std::unique_ptr<RunSource>(std::move(*reader));
     }
-    if (found.empty() && fs::is_regular_file(path, ec) && found.passedOver.size() == 1) {
-        // A file the user named: what it is, by its name where that says, and what its content is.
-        std::string why = found.passedOver.front().substr(std::min(found.passedOver.front().size(), path.size() + 2));
-        if (const std::string byName = notALogByName(path); !byName.empty())
-            why = byName + "; " + why;
-        return Error{path + ": not a training log nanscope reads: " + why};
-    }
-    if (found.empty()) {
-        std::string why = path + ": no training run found: no file here is a log nanscope reads (a run.h5, a "
-                                 "Trainer's trainer_state.json, a Lightning metrics.csv, TensorBoard event files, "
-                                 "a W&B run file, a text, JSON-lines or CSV log, checkpoints)";
-        for (const std::string& note : found.notes)
-            why += "; " + note;
-        constexpr size_t kMostListed = 12;
-        for (size_t i = 0; i < found.passedOver.size() && i < kMostListed; ++i)
-            why += "\n  " + found.passedOver[i];
-        if (found.passedOver.size() > kMostListed)
-            why += "\n  and " + std::to_string(found.passedOver.size() - kMostListed) + " more files";
-        return Error{why};
-    }
+    if (found.empty())
+        return Error{nothingFoundText(path, found)};
 
     RunSourceBuilder builder(path);
     std::vector<std::string> errors;
