@@ -308,6 +308,32 @@ Status RunReader::scanSteppedFiles()
     return Status::success();
 }
 
+namespace {
+
+// A table's `rows` steps (the dataset `stepsId`), refused unless they increase strictly (/events
+// may repeat a step: several events of one step).
+Result<std::vector<int64_t>> readIncreasingSteps(hid_t stepsId, const std::string& name, int64_t rows)
+{
+    std::vector<int64_t> steps(static_cast<size_t>(rows));
+    if (rows > 0) {
+        hsize_t start = 0, count = hsize_t(rows);
+        hdf5::Handle fileSpace = hdf5::space(H5Dget_space(stepsId));
+        H5Sselect_hyperslab(fileSpace.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr);
+        hdf5::Handle memSpace = hdf5::space(H5Screate_simple(1, &count, nullptr));
+        if (H5Dread(stepsId, H5T_NATIVE_INT64, memSpace.get(), fileSpace.get(), H5P_DEFAULT, steps.data()) < 0)
+            return Error{"cannot read /" + name + "/steps: " + hdf5::lastErrorMessage()};
+    }
+    // /events may hold several events of one step; every other table has one row per step.
+    const bool allowRepeats = name == rf::kEvents;
+    for (size_t i = 1; i < steps.size(); ++i)
+        if (steps[i] < steps[i - 1] || (steps[i] == steps[i - 1] && !allowRepeats))
+            return Error{"/" + name + "/steps does not increase strictly: row " + std::to_string(i) + " has step " +
+                         std::to_string(steps[i]) + " after " + std::to_string(steps[i - 1])};
+    return steps;
+}
+
+} // namespace
+
 Status RunReader::loadTable(const std::string& name)
 {
     const hid_t fileId = m_handles->file.get();
@@ -404,23 +430,10 @@ Status RunReader::loadTable(const std::string& name)
     table.rows = std::max<int64_t>(rows, 0);
 
     // Steps must increase strictly: every lookup by step relies on it.
-    hid_t stepsId = m_handles->datasets[name + "/" + rf::kSteps].get();
-    std::vector<int64_t> steps(static_cast<size_t>(table.rows));
-    if (table.rows > 0) {
-        hsize_t start = 0, count = hsize_t(table.rows);
-        hdf5::Handle fileSpace = hdf5::space(H5Dget_space(stepsId));
-        H5Sselect_hyperslab(fileSpace.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr);
-        hdf5::Handle memSpace = hdf5::space(H5Screate_simple(1, &count, nullptr));
-        if (H5Dread(stepsId, H5T_NATIVE_INT64, memSpace.get(), fileSpace.get(), H5P_DEFAULT, steps.data()) < 0)
-            return Error{"cannot read /" + name + "/steps: " + hdf5::lastErrorMessage()};
-    }
-    // /events may hold several events of one step; every other table has one row per step.
-    const bool allowRepeats = name == rf::kEvents;
-    for (size_t i = 1; i < steps.size(); ++i)
-        if (steps[i] < steps[i - 1] || (steps[i] == steps[i - 1] && !allowRepeats))
-            return Error{"/" + name + "/steps does not increase strictly: row " + std::to_string(i) + " has step " +
-                         std::to_string(steps[i]) + " after " + std::to_string(steps[i - 1])};
-    m_steps[name] = std::move(steps);
+    auto steps = readIncreasingSteps(m_handles->datasets[name + "/" + rf::kSteps].get(), name, table.rows);
+    if (!steps)
+        return Error{steps.error()};
+    m_steps[name] = std::move(*steps);
 
     auto existing = std::find_if(m_info.tables.begin(), m_info.tables.end(),
                                  [&](const TableInfo& t) { return t.name == name; });
