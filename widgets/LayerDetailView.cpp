@@ -1,4 +1,5 @@
 #include "LayerDetailView.h"
+#include "core/run/MeasuredCell.h"
 
 #include "RunContext.h"
 #include "SeriesPlot.h"
@@ -98,9 +99,9 @@ void LayerDetailView::setDetail(const LayerDetail& detail)
     std::vector<int64_t> measuredSteps;
     std::vector<double> measuredMean;
     for (size_t i = 0; i < detail.activationSteps.size() && i < detail.activationMean.size(); ++i) {
-        const bool counted = (i < detail.activationNan.size() && detail.activationNan[i] > 0) ||
-                             (i < detail.activationInf.size() && detail.activationInf[i] > 0);
-        if (std::isnan(detail.activationMean[i]) && !counted)
+        const double nan = i < detail.activationNan.size() ? detail.activationNan[i] : 0.0;
+        const double inf = i < detail.activationInf.size() ? detail.activationInf[i] : 0.0;
+        if (noElementMeasured(detail.activationMean[i], nan, inf))
             continue;
         measuredSteps.push_back(detail.activationSteps[i]);
         measuredMean.push_back(detail.activationMean[i]);

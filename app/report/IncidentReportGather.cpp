@@ -1,6 +1,7 @@
 // The incident report's content, gathered once: the run and its scan, the plots, and each
 // critical incident's replay and triage (in child processes).
 #include "app/report/IncidentReportContent.h"
+#include "core/run/MeasuredCell.h"
 
 #include "app/report/ComparisonReport.h"
 #include "app/children/ReplayProcess.h"
@@ -109,13 +110,15 @@ std::optional<EvidenceSeries> evidenceSeries(const RunSource& reader, const Inci
         auto lows = reader.readColumn(table, rf::column::kMin, index);
         auto highs = reader.readColumn(table, rf::column::kMax, index);
         auto nans = reader.readColumn(table, rf::column::kNan, index);
+        auto infs = reader.readColumn(table, rf::column::kInf, index);
         if (!lows || !highs)
             return std::nullopt;
         std::vector<int64_t> steps;
         for (size_t r = 0; r < series.steps.size() && r < lows->size() && r < highs->size(); ++r) {
             const double magnitude = std::max(std::fabs(double((*lows)[r])), std::fabs(double((*highs)[r])));
-            const bool counted = nans && r < nans->size() && (*nans)[r] > 0;
-            if (std::isnan(magnitude) && !counted)
+            const double nan = nans && r < nans->size() ? (*nans)[r] : 0.0;
+            const double inf = infs && r < infs->size() ? (*infs)[r] : 0.0;
+            if (noElementMeasured(magnitude, nan, inf))
                 continue;
             steps.push_back(series.steps[r]);
             series.values.push_back(magnitude);

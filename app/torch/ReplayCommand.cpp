@@ -127,19 +127,9 @@ struct ReplayPlan
     bool eagerly = false;
 };
 
-// A plan's failure: what the user reads (fail() prints it).
-struct PlanError
-{
-    QString message;
-};
-PlanError planError(const QString& message)
-{
-    return PlanError{message};
-}
-
 // Finds the checkpoint and batch of `step` (or the ones given), the run's loss name, autocast and
-// typical figures, and whether the checkpoint replays in LibTorch or eagerly.
-std::variant<ReplayPlan, PlanError> planReplay(const QCommandLineParser& parser, const QString& runDir, qint64 step)
+// typical figures, and whether the checkpoint replays in LibTorch or eagerly; or says why it cannot.
+std::variant<ReplayPlan, QString> planReplay(const QCommandLineParser& parser, const QString& runDir, qint64 step)
 {
     ReplayPlan plan;
     ReplayOptions& options = plan.options;
@@ -175,7 +165,7 @@ std::variant<ReplayPlan, PlanError> planReplay(const QCommandLineParser& parser,
                                                   "RUN_DIR --step %2` replays batch %2 on it)")
                                               .arg(paired->step).arg(step)
                                         : QString();
-            return planError(QString("%1 has no checkpoint for step %2%3%4. Steps with both a checkpoint and a batch: %5")
+            return QString(QString("%1 has no checkpoint for step %2%3%4. Steps with both a checkpoint and a batch: %5")
                             .arg(runDir).arg(step).arg(notAFileNote(QDir(runDir).filePath("checkpoints"), step))
                             .arg(earlier).arg(replayable));
         }
@@ -184,14 +174,14 @@ std::variant<ReplayPlan, PlanError> planReplay(const QCommandLineParser& parser,
     if (options.batch.empty()) {
         auto it = batches.find(step);
         if (it == batches.end())
-            return planError(QString("%1 has no saved batch for step %2%3. Steps with both a checkpoint and a batch: %4")
+            return QString(QString("%1 has no saved batch for step %2%3. Steps with both a checkpoint and a batch: %4")
                             .arg(runDir).arg(step).arg(notAFileNote(QDir(runDir).filePath("batches"), step))
                             .arg(replayable));
         options.batch = it->second;
     }
     for (const auto& file : {options.checkpoint, options.batch})
         if (!QFileInfo::exists(fromStd(file)))
-            return planError(fromStd(file) + ": no such file");
+            return QString(fromStd(file) + ": no such file");
     // The recorder says beside a checkpoint when it is no program (checkpoints/step_N.form): it
     // replays eagerly when the run names a model factory; else say why and what would make it
     // replayable, rather than LibTorch's failure to load it.
@@ -201,13 +191,13 @@ std::variant<ReplayPlan, PlanError> planReplay(const QCommandLineParser& parser,
     if (const auto form = readFormBeside(options.checkpoint))
         if (const std::string why = whyFormCannotReplay(*form); !why.empty()) {
             if (plan.eager.factory.isEmpty())
-                return planError(fromStd(options.checkpoint) + " cannot be replayed: it " + fromStd(why) +
+                return QString(fromStd(options.checkpoint) + " cannot be replayed: it " + fromStd(why) +
                             "; or name a model factory for eager replay (--model-factory module:function, or the "
                             "recorder's model_factory)");
             plan.eagerly = true;
         }
     if (plan.eagerly && plan.eager.factory.isEmpty())
-        return planError("--eager needs a model factory: the run names none; give --model-factory module:function (a "
+        return QString("--eager needs a model factory: the run names none; give --model-factory module:function (a "
                     "function that builds the model with no arguments)");
     options.layerPrefix = parser.value("layer").toStdString();
     options.bisect = parser.isSet("bisect");
@@ -350,8 +340,8 @@ int runReplay(const QStringList& arguments)
                                           error))
         return fail(error);
     auto planned = planReplay(parser, runDir, step);
-    if (auto* error = std::get_if<PlanError>(&planned))
-        return fail(error->message);
+    if (auto* error = std::get_if<QString>(&planned))
+        return fail(*error); // what the user reads: the plan's failure
     ReplayPlan& plan = std::get<ReplayPlan>(planned);
     const Result<ReplayResult> replayed = runReplayPlan(plan, parser.isSet("json"));
     if (!replayed)

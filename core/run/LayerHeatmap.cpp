@@ -1,4 +1,5 @@
 #include "core/run/LayerHeatmap.h"
+#include "core/run/MeasuredCell.h"
 
 #include "core/run/RunFormat.h"
 #include "core/run/RunSource.h"
@@ -76,7 +77,7 @@ void foldMagnitudesCounted(const float* low, const float* high, const float* nan
     for (size_t c = 0; c < columns; ++c) {
         const bool finite = std::isfinite(low[c]) && std::isfinite(high[c]);
         const float value = std::max(std::fabs(low[c]), std::fabs(high[c]));
-        const bool measured = finite || nan[c] > 0 || inf[c] > 0 || !std::isnan(low[c]) || !std::isnan(high[c]);
+        const bool measured = !(noElementMeasured(low[c], nan[c], inf[c]) && std::isnan(high[c]));
         nonfiniteSeen[c] |= uint8_t(!finite && measured);
         finiteSeen[c] |= uint8_t(finite);
         binMax[c] = finite && value > binMax[c] ? value : binMax[c];

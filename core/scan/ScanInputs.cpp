@@ -1,4 +1,5 @@
 #include "core/scan/ScanInputs.h"
+#include "core/run/MeasuredCell.h"
 
 #include "core/run/EvalLoss.h"
 #include "core/run/RunFormat.h"
@@ -316,7 +317,7 @@ Status ScanInputs::visitWindow(const char* table, const char* value, const char*
                     continue;
                 // No element measured (no finite figure, no non-finite count: a module that did not
                 // run that step, an expert no token went to) is no value, not a NaN.
-                if (std::isnan(v) && !counted && countsLogged && (*a)[k] == 0 && (b->empty() || (*b)[k] == 0))
+                if (countsLogged && noElementMeasured(v, (*a)[k], b->empty() ? 0.0 : (*b)[k]))
                     continue;
                 LogSeries& series = tile[c - first].series;
                 series.raw.push_back(counted ? kNaN : v);

@@ -1,0 +1,19 @@
+#pragma once
+
+// A cell of a range table (/activations, /inputs: min, max, mean, std over the finite elements,
+// nan and inf counting the others) that measured no element: a module that did not run at that
+// logged step (an expert no token was routed to). Its figures are NaN and both counts 0; an output
+// whose every element was non-finite has NaN figures too, but a count above 0. Readers show such a
+// cell as no value, never as a NaN (docs/run-format.md). The one test the scan, the heatmap, the
+// Layer view and the report use.
+
+#include <cmath>
+
+namespace nanscope {
+
+inline bool noElementMeasured(double figure, double nanCount, double infCount)
+{
+    return std::isnan(figure) && !(nanCount > 0) && !(infCount > 0);
+}
+
+} // namespace nanscope
