@@ -34,6 +34,7 @@ void addBandGraphs(QCustomPlot* plot, const std::vector<int64_t>& steps, const s
         hi << high[i];
     }
     QCPGraph* bottom = plot->addGraph();
+    bottom->setName(QString()); // only the band's edge: QCustomPlot would name it "Graph N" in the legend
     bottom->setPen(Qt::NoPen);
     bottom->removeFromLegend();
     bottom->setData(x, lo, true);

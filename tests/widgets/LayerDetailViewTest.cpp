@@ -64,4 +64,8 @@ TEST(LayerDetailView, StepsWhereTheModuleDidNotRunAreNoPointAndNoNanMark)
     ASSERT_NE(activation, nullptr);
     EXPECT_EQ(activation->nanCount(), 1) << "only step 2's all-NaN output is a NaN mark";
     EXPECT_EQ(activation->plot()->graph(0)->dataCount(), 3) << "steps 0, 2 (a gap) and 4";
+    // The bands' lower edges are no entries of the legend (they read "Graph 11", "Graph 13").
+    activation->plot()->replot();
+    for (const QString& name : activation->legendNames())
+        EXPECT_FALSE(name.startsWith("Graph")) << name.toStdString();
 }
