@@ -177,6 +177,67 @@ void printRow(const char* what, double ms, double baseMs)
     std::printf("%-44s %10.1f ms %8.1fx\n", what, ms, ms / baseMs);
 }
 
+// The window's timings: opening the multi-rank run to a drawn overview, and switching to another
+// rank, `repeats` times each. An empty `failure` when every wait came.
+struct WindowTimings
+{
+    std::vector<double> windowOpen, switches;
+    std::string failure;
+};
+
+WindowTimings timeWindow(const fs::path& work, const Scale& scale, int repeats)
+{
+    WindowTimings timings;
+    std::vector<double>& windowOpen = timings.windowOpen;
+    std::vector<double>& switches = timings.switches;
+    std::string& windowFailure = timings.failure;
+    MainWindow window;
+    window.resize(1400, 900);
+    window.show();
+    auto* ranks = window.findChild<RankControls*>();
+    if (!ranks)
+        windowFailure = "the window has no rank controls";
+    // Every wait is bounded: a signal that never comes is a finding to print, not a hang.
+    const int waitMs = 300000;
+    for (int i = 0; i < repeats && windowFailure.empty(); ++i) {
+        QSignalSpy loaded(&window, &MainWindow::runLoaded);
+        QSignalSpy judged(&window, &MainWindow::layersJudged);
+        QElapsedTimer timer;
+        timer.start();
+        window.openRun(QString::fromStdString(work.string()));
+        if (!loaded.wait(waitMs) || !loaded.front().front().toBool()) {
+            windowFailure = "the run did not load";
+            break;
+        }
+        drawOverview(window);
+        windowOpen.push_back(double(timer.nsecsElapsed()) / 1e6);
+        // The scan of every rank, so the switch does not queue behind it.
+        if (judged.isEmpty() && !judged.wait(waitMs)) {
+            windowFailure = "the scan of every rank did not finish";
+            break;
+        }
+        // The window opens on the first rank to look at; a switch goes to another one (a request
+        // for the rank shown is, rightly, nothing to do).
+        const int target = (ranks->shownRank() + 1) % scale.ranks;
+        QSignalSpy switched(&window, &MainWindow::runLoaded);
+        QSignalSpy rejudged(&window, &MainWindow::layersJudged);
+        timer.restart();
+        emit ranks->rankRequested(target);
+        if (!switched.wait(waitMs)) {
+            windowFailure = "switching to rank " + std::to_string(target) + " loaded nothing";
+            break;
+        }
+        drawOverview(window);
+        switches.push_back(double(timer.nsecsElapsed()) / 1e6);
+        if (rejudged.isEmpty() && !rejudged.wait(waitMs)) {
+            windowFailure = "the incidents did not follow the switch to rank " + std::to_string(target);
+            break;
+        }
+    }
+
+    return timings;
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -234,51 +295,10 @@ int main(int argc, char** argv)
         return true;
     });
 
-    MainWindow window;
-    window.resize(1400, 900);
-    window.show();
-    std::vector<double> windowOpen, switches;
-    std::string windowFailure;
-    auto* ranks = window.findChild<RankControls*>();
-    if (!ranks)
-        windowFailure = "the window has no rank controls";
-    // Every wait is bounded: a signal that never comes is a finding to print, not a hang.
-    const int waitMs = 300000;
-    for (int i = 0; i < repeats && windowFailure.empty(); ++i) {
-        QSignalSpy loaded(&window, &MainWindow::runLoaded);
-        QSignalSpy judged(&window, &MainWindow::layersJudged);
-        QElapsedTimer timer;
-        timer.start();
-        window.openRun(QString::fromStdString(work.string()));
-        if (!loaded.wait(waitMs) || !loaded.front().front().toBool()) {
-            windowFailure = "the run did not load";
-            break;
-        }
-        drawOverview(window);
-        windowOpen.push_back(double(timer.nsecsElapsed()) / 1e6);
-        // The scan of every rank, so the switch does not queue behind it.
-        if (judged.isEmpty() && !judged.wait(waitMs)) {
-            windowFailure = "the scan of every rank did not finish";
-            break;
-        }
-        // The window opens on the first rank to look at; a switch goes to another one (a request
-        // for the rank shown is, rightly, nothing to do).
-        const int target = (ranks->shownRank() + 1) % scale.ranks;
-        QSignalSpy switched(&window, &MainWindow::runLoaded);
-        QSignalSpy rejudged(&window, &MainWindow::layersJudged);
-        timer.restart();
-        emit ranks->rankRequested(target);
-        if (!switched.wait(waitMs)) {
-            windowFailure = "switching to rank " + std::to_string(target) + " loaded nothing";
-            break;
-        }
-        drawOverview(window);
-        switches.push_back(double(timer.nsecsElapsed()) / 1e6);
-        if (rejudged.isEmpty() && !rejudged.wait(waitMs)) {
-            windowFailure = "the incidents did not follow the switch to rank " + std::to_string(target);
-            break;
-        }
-    }
+    const WindowTimings timings = timeWindow(work, scale, repeats);
+    const std::vector<double>& windowOpen = timings.windowOpen;
+    const std::vector<double>& switches = timings.switches;
+    const std::string& windowFailure = timings.failure;
 
     std::printf("%-44s %10.1f ms    (base)\n", "baseline: read the same data, every rank", baseMs);
     printRow("openRun (every rank's run.h5)", openMs, baseMs);

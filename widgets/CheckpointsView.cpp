@@ -68,7 +68,7 @@ CheckpointsView::CheckpointsView(QWidget* parent)
     splitter->addWidget(m_table);
     splitter->addWidget(m_histogram);
     // A histogram under 45 px shows nothing: it keeps a readable height however long the table,
-    // and the table most of the pane (issue 51: at 1024x700 it showed five rows).
+    // and the table most of the pane (on a 1024x700 screen, more than five rows).
     m_histogram->setMinimumHeight(120);
     splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 1);

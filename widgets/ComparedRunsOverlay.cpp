@@ -183,7 +183,6 @@ void ComparedRunsOverlay::setRunVisible(size_t run, bool visible)
         return;
     m_visible[run] = visible;
     applyVisibility();
-    emit runVisibilityChanged(run, visible);
 }
 
 QCPGraph* ComparedRunsOverlay::graph(const SeriesPlot* plot, size_t run) const

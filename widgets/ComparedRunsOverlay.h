@@ -45,9 +45,6 @@ public:
     // The graph of run `run` on `plot` (run 0: the plot's own series); null when it has none there.
     QCPGraph* graph(const SeriesPlot* plot, size_t run) const;
 
-signals:
-    void runVisibilityChanged(size_t run, bool visible);
-
 private:
     struct Drawn
     {

@@ -2,7 +2,7 @@
 
 // How the heatmap's values map to colours. Over the whole range, a final spike takes the scale
 // and the build-up before it reads as one flat colour: a gradual and a sudden blow-up look alike
-// (issue 51). Clipped at the 99th percentile, or with each layer over its own range, the growth
+// Clipped at the 99th percentile, or with each layer over its own range, the growth
 // that comes first shows.
 
 #include <cstddef>

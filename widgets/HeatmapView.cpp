@@ -171,7 +171,7 @@ QString HeatmapView::scaleLabel(HeatmapQuantity quantity)
 void HeatmapView::setHeatmap(const LayerHeatmap& heatmap)
 {
     m_heatmap = heatmap;
-    m_readout->clear(); // it named a value of the quantity shown before (issue 51: it went stale)
+    m_readout->clear(); // it names a value of the quantity shown before
     m_quantity->setCurrentIndex(m_quantity->findData(int(heatmap.quantity)));
     const int bins = int(heatmap.bins());
     const int rows = int(heatmap.rows.size());

@@ -25,14 +25,10 @@
 
 namespace nanscope {
 
-namespace {
-// A plot's key ("grad_norm") as an incident's evidence names the series it shows.
-QString evidenceSeriesOf(const QString& key)
+QString OverviewView::evidenceSeriesOf(const QString& key)
 {
     return QString::fromStdString(runformat::scalarSeries(key.toStdString()));
 }
-} // namespace
-
 
 namespace {
 // The key of the plot that shows a blow-up's precursor (not a scalar: no run logs it by this name).
@@ -53,28 +49,6 @@ constexpr PlotSpec kPlots[] = {
 constexpr char kEvalLoss[] = "eval_loss";
 constexpr int kSmoothingSteps = 100; // slider positions per unit of weight
 
-// "eval/eval_accuracy" -> {"eval", "eval_accuracy"}; a /scalars key has no table part.
-std::pair<std::string, std::string> splitKey(const QString& key)
-{
-    const int slash = key.indexOf('/');
-    if (slash < 0)
-        return {runformat::kScalars, key.toStdString()};
-    return {key.left(slash).toStdString(), key.mid(slash + 1).toStdString()};
-}
-
-QString seriesKey(const std::string& table, const std::string& name)
-{
-    return table == runformat::kScalars ? QString::fromStdString(name)
-                                        : QString::fromStdString(table + "/" + name);
-}
-
-// The title of an added plot: the series' name, and its table's when it is not /scalars.
-QString seriesTitle(const QString& key)
-{
-    const auto [table, name] = splitKey(key);
-    return table == runformat::kScalars ? QString::fromStdString(name)
-                                        : QString("%1 (%2)").arg(QString::fromStdString(name), QString::fromStdString(table));
-}
 } // namespace
 
 OverviewView::OverviewView(QWidget* parent)
@@ -155,7 +129,7 @@ OverviewView::OverviewView(QWidget* parent)
     SeriesPlot* precursor = createPlot(kPrecursorKey, tr("Precursor"));
     precursor->setLogScale(true);
     precursor->setVisible(false);
-    m_splitter->insertWidget(m_splitter->indexOf(plot("loss")) + 1, precursor);
+    m_splitter->insertWidget(m_splitter->indexOf(plot(runformat::scalar::kLoss)) + 1, precursor);
     m_fixedPlotCount = m_plots.size();
     updateAxisChoice();
 }
@@ -220,7 +194,7 @@ void OverviewView::showFixedSeriesOfOwnRate()
     // steps: /scalars_lr) is plotted by default all the same, on its own steps.
     for (int i = 0; i < m_fixedPlotCount; ++i) {
         const std::string key = m_keys[i].toStdString();
-        if (m_scalars.count(key) || key == "loss")
+        if (m_scalars.count(key) || key == runformat::scalar::kLoss)
             continue;
         for (const SeriesTable& table : m_seriesTables) {
             const auto series = table.series.find(key);
@@ -237,7 +211,7 @@ void OverviewView::showFixedSeriesOfOwnRate()
 
 void OverviewView::showEvaluationLoss()
 {
-    SeriesPlot* loss = plot("loss");
+    SeriesPlot* loss = plot(runformat::scalar::kLoss);
     // Evaluation loss belongs with the training loss: the BatchNorm failure shows as their split.
     if (auto eval = m_scalars.find(kEvalLoss); eval != m_scalars.end()) {
         loss->setOverlay(tr("eval loss"), m_steps, eval->second);
@@ -254,7 +228,7 @@ void OverviewView::showEvaluationLoss()
         return;
     }
     const std::vector<double>& evalLoss = evalTable->series.at(kEvalLoss);
-    if (m_scalars.count("loss")) {
+    if (m_scalars.count(runformat::scalar::kLoss)) {
         loss->setOverlay(tr("eval loss"), evalTable->steps, evalLoss);
         return;
     }
@@ -263,110 +237,6 @@ void OverviewView::showEvaluationLoss()
     loss->setSeries(evalTable->steps, evalLoss);
     loss->setSeriesName(tr("eval loss"));
     loss->setOverlay(QString(), {}, {});
-}
-
-void OverviewView::showAddedSeries(SeriesPlot* plot, const QString& key)
-{
-    const auto [tableName, name] = splitKey(key);
-    const std::vector<int64_t>* steps = nullptr;
-    const std::vector<double>* values = nullptr;
-    if (tableName == runformat::kScalars) {
-        if (auto it = m_scalars.find(name); it != m_scalars.end()) {
-            steps = &m_steps;
-            values = &it->second;
-        }
-    } else {
-        for (const SeriesTable& table : m_seriesTables)
-            if (table.name == tableName)
-                if (auto it = table.series.find(name); it != table.series.end()) {
-                    steps = &table.steps;
-                    values = &it->second;
-                }
-    }
-    plot->setVisible(values != nullptr);
-    if (!values) {
-        plot->clear();
-        return;
-    }
-    plot->setSeries(*steps, *values);
-    // Skipped steps belong to the training steps, not to an evaluation's.
-    plot->setMarkedSteps(steps == &m_steps ? m_skippedSteps : std::vector<int64_t>{}, tr("skipped step"));
-}
-
-QStringList OverviewView::addableSeries() const
-{
-    QStringList keys;
-    for (const auto& [name, values] : m_scalars)
-        if (!m_keys.mid(0, m_fixedPlotCount).contains(QString::fromStdString(name)))
-            keys << seriesKey(runformat::kScalars, name);
-    for (const SeriesTable& table : m_seriesTables)
-        for (const auto& [name, values] : table.series)
-            keys << seriesKey(table.name, name);
-    return keys;
-}
-
-SeriesPlot* OverviewView::addSeriesPlot(const QString& key)
-{
-    if (SeriesPlot* shown = plot(key))
-        return shown;
-    if (!addableSeries().contains(key))
-        return nullptr;
-    SeriesPlot* added = createPlot(key, seriesTitle(key));
-    showAddedSeries(added, key);
-    // It joins the others as they are: their steps in view, the selected step, the incidents.
-    markIncidents(*added, m_incidents, false, evidenceSeriesOf(key));
-    added->setCheckpointSteps(m_checkpointSteps);
-    if (m_selectedStep)
-        added->setSelectedStep(*m_selectedStep);
-    for (int i = 0; i < m_plots.size() - 1; ++i)
-        if (!m_plots[i]->isHidden()) {
-            const QCPRange range = m_plots[i]->plot()->xAxis->range();
-            added->setStepRange(range.lower, range.upper);
-            break;
-        }
-    emit plotAdded(added);
-    return added;
-}
-
-void OverviewView::removeSeriesPlot(const QString& key)
-{
-    const int i = m_keys.indexOf(key);
-    if (i < m_fixedPlotCount)
-        return; // the fixed plots are not the menu's to remove
-    SeriesPlot* removed = m_plots.takeAt(i);
-    m_keys.removeAt(i);
-    removed->deleteLater();
-    removed->hide();
-}
-
-void OverviewView::populateSeriesMenu()
-{
-    QMenu* menu = m_seriesButton->menu();
-    menu->clear();
-    const QStringList keys = addableSeries();
-    if (keys.isEmpty()) {
-        menu->addAction(tr("No other series logged"))->setEnabled(false);
-        return;
-    }
-    // One section per table: series logged at each step, then each other logging rate.
-    QString section;
-    for (const QString& key : keys) {
-        const auto [table, name] = splitKey(key);
-        const QString tableName = QString::fromStdString(table);
-        if (tableName != section) {
-            section = tableName;
-            menu->addSection(table == runformat::kScalars ? tr("Every step") : tr("Table %1").arg(tableName));
-        }
-        QAction* action = menu->addAction(QString::fromStdString(name));
-        action->setCheckable(true);
-        action->setChecked(plot(key) != nullptr);
-        connect(action, &QAction::toggled, this, [this, key](bool show) {
-            if (show)
-                addSeriesPlot(key);
-            else
-                removeSeriesPlot(key);
-        });
-    }
 }
 
 void OverviewView::setStepAxes(const StepAxes& axes)
@@ -630,7 +500,7 @@ void OverviewView::setTimelineEvents(const std::vector<TimelineEvent>& events)
     if (!m_lossEvents && events.empty())
         return;
     if (!m_lossEvents)
-        m_lossEvents = new EventMarkers(plot("loss"));
+        m_lossEvents = new EventMarkers(plot(runformat::scalar::kLoss));
     m_lossEvents->setEvents(events);
 }
 

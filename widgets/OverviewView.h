@@ -66,7 +66,7 @@ public:
     // Marks incidents on every plot: a sudden blow-up as a sharp band at its onset, a gradual one
     // as a shaded growth region from onset to failure with its fitted trend on the grad-norm plot.
     void setIncidents(const std::vector<Incident>& incidents);
-    // The quantity a blow-up began in (issue 50: its precursor, a module's output or a parameter's
+    // The quantity a blow-up began in (its precursor: a module's output or a parameter's
     // norm, the incident's evidence series `evidenceSeries`), drawn under the loss on the same step
     // axis with the growth fitted on it, named `title`; an empty title or no values hides it. Not
     // a Series-menu plot: the incident shown decides it.
@@ -113,6 +113,8 @@ signals:
     void plotAdded(SeriesPlot* plot);
 
 private:
+    // A plot's key ("grad_norm") as an incident's evidence names the series it shows.
+    static QString evidenceSeriesOf(const QString& key);
     SeriesPlot* createPlot(const QString& key, const QString& title);
     // Feeds an added plot its series from the run's series; hides it when the run lacks it.
     void showAddedSeries(SeriesPlot* plot, const QString& key);

@@ -1,9 +1,9 @@
 #pragma once
 
 // A lane per rank of a multi-rank run, steps across: where each rank's log runs, the step it first
-// went non-finite (a red tick, the first rank's named "first"), and where a rank stopped. The ranks
-// heatmap showed a rank that went first by one step as a one-pixel sliver (issue 51): the lanes
-// say which rank went first and when, at a glance.
+// went non-finite (a red tick, the first rank's named "first"), and where a rank stopped. A ranks
+// heatmap shows a rank that went first by one step as a one-pixel sliver; the lanes say which rank
+// went first and when, at a glance.
 
 #include "core/scan/RankScan.h"
 

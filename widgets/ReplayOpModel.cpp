@@ -17,7 +17,7 @@ namespace nanscope {
 QString shortSource(const QString& source)
 {
     // ".../site-packages/transformers/models/gpt2/modeling_gpt2.py:312" -> "gpt2/modeling_gpt2.py:312":
-    // the file and line say where; a long path pushed the NaN and Inf columns off the pane (issue 51).
+    // the file and line say where; a long path would push the NaN and Inf columns off the pane.
     const QStringList parts = source.split('/');
     return parts.size() <= 2 ? source : QString::fromUtf8("\u2026/") + parts.mid(parts.size() - 2).join('/');
 }

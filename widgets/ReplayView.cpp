@@ -270,7 +270,7 @@ void ReplayView::setReport(const ReplayReport& report)
 void ReplayView::scrollToCulprit()
 {
     // A pane replayed while another tab was shown has no geometry to scroll in yet: it scrolls
-    // when it is shown (issue 51: the table stayed at its top, far from the highlighted op).
+    // when it is shown, so the highlighted op is in view and not far below the table's top.
     if (!m_scrollToCulprit)
         return;
     m_scrollToCulprit = false;

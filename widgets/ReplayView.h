@@ -48,7 +48,7 @@ public:
     void setRunning(bool running);
     void setReport(const ReplayReport& report);
     // The triage's replay of its step (unfiltered): shown as the report, keeping the bad samples
-    // a replay of the same step found before (triage does not bisect; issue 51: the line went).
+    // a replay of the same step found before (triage does not bisect).
     void showTriagedReplay(ReplayReport report);
     // The triage of a step (`nanscope triage`): its evidence table and label, above the ops.
     void setTriage(const TriageReport& triage);

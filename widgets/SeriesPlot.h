@@ -131,6 +131,10 @@ private:
         bool ofTheValue; // NaN or Inf: the value the readout shows says it already
     };
     std::vector<Mark> marksAt(double step, double tolerance) const;
+    void buildHeader(const QString& title);
+    void styleAxes();
+    void addGraphs(const QString& title);
+    void connectMouse();
     // `fitSteps`: zoom the step axis out to the data (new data); false keeps the user's zoom
     // (a log toggle changes values, not steps).
     void applyData(bool fitSteps = true);

@@ -151,7 +151,7 @@ int runImport(const QStringList& arguments)
     if (info.source.format == rf::kNativeSourceFormat)
         return fail(fromStd(sourcePath + " is already a nanscope run; nothing to import"));
     const TableInfo* scalars = info.table(rf::kScalars);
-    if (!scalars || std::find(scalars->datasets.begin(), scalars->datasets.end(), "loss") == scalars->datasets.end())
+    if (!scalars || std::find(scalars->datasets.begin(), scalars->datasets.end(), runformat::scalar::kLoss) == scalars->datasets.end())
         return fail(fromStd(sourcePath + ": no training loss is logged, and a run.h5 requires /scalars/loss; "
                                          "open the source directly instead (nanscope " + sourcePath + ")"));
     std::error_code ec;

@@ -4,7 +4,7 @@
 #include <QStringList>
 
 // `nanscope` never loads LibTorch: starting it costs 16 ms and tens of MB where LibTorch costs a
-// second and hundreds of MB (issue 54). The commands that run a model are done by nanscope-torch,
+// second and hundreds of MB. The commands that run a model are done by nanscope-torch,
 // the same program with LibTorch linked in, installed beside it. `nanscope replay ...` replaces
 // itself with `nanscope-torch replay ...` (exec: same process, same arguments, output and exit
 // code), so the window's child programs, scripts and users call `nanscope` alone.

@@ -9,7 +9,7 @@
 #include "core/run/CheckpointPairing.h"
 #include "core/run/RunFormat.h"
 #include "core/open/OpenRun.h"
-#include "core/run/RunReader.h" // listSteppedFiles
+#include "core/run/RunFolderFiles.h"
 
 #include <QDir>
 #include <QFileInfo>

@@ -130,8 +130,8 @@ QString replaySummary(const IncidentSection& s)
 
 QString batchNormText(const BatchNormState& s);
 
-// The BatchNorm state of the run, said once (issue 51: a 20-layer list was repeated in every
-// incident): each damaged layer, then how many stayed finite. Empty when no buffers were logged.
+// The BatchNorm state of the run, said once rather than in every incident (a list of 20 layers
+// each time buries the incidents): each damaged layer, then how many stayed finite. Empty when no buffers were logged.
 QStringList batchNormLines(const std::vector<BatchNormState>& layers)
 {
     QStringList lines;

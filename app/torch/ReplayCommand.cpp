@@ -11,7 +11,7 @@
 #include "core/run/RunFormat.h"
 #include "core/run/RunWriter.h"
 #include "core/open/OpenRun.h"
-#include "core/run/RunReader.h" // listSteppedFiles
+#include "core/run/RunFolderFiles.h"
 
 #include <QDir>
 #include <QFileInfo>

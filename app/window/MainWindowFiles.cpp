@@ -84,8 +84,8 @@ void MainWindow::closeEvent(QCloseEvent* event)
 
 QString MainWindow::dialogFolder() const
 {
-    // Beside the run shown (issue 51: the dialogs always started in the home folder), else where
-    // the last run opened was, else home.
+    // Beside the run shown, where the user is working, else where the last run opened is, else
+    // home.
     if (m_context->hasRun())
         return QFileInfo(QFileInfo(snapshot().directory).absoluteFilePath()).absolutePath();
     const QString last = QSettings().value("lastOpenDir").toString();
@@ -144,7 +144,7 @@ void MainWindow::exportReportTo(const QString& path)
     QStringList arguments{"report", snapshot().directory, "-o", path, "--progress-lines"};
     if (!m_scanSettingsFile.isEmpty())
         arguments << "--config" << m_scanSettingsFile;
-    // The step the user has just replayed is not replayed again (issue 51): the child gets it.
+    // The step the user has just replayed is not replayed again: the child gets its replay.
     m_replayForReport.reset();
     if (const auto replayed = m_replay->replayAsTrained(); replayed && m_rankControls->shownRank() < 0) {
         auto file = std::make_unique<QTemporaryFile>(QDir::temp().filePath("nanscope-replay-XXXXXX.json"));

@@ -4,6 +4,7 @@
 #include "core/scan/RankScan.h"
 #include "core/open/OpenRun.h"
 #include "core/run/LayerNames.h"
+#include "core/run/RunFolderFiles.h"
 #include "core/run/RunFormat.h"
 #include "core/run/RunReader.h"
 #include "core/run/SkippedSteps.h"
@@ -213,7 +214,7 @@ void RunSession::addWholeRunSeries(RunSnapshot& snapshot) const
     updateTimelineEvents(snapshot);
     // Skipped steps that only the events record (DeepSpeed's overflow lines).
     const TableInfo* events = snapshot.info.table(rf::kEvents);
-    if (!snapshot.scalars.count("skipped") && events && events->rows > 0) {
+    if (!snapshot.scalars.count(runformat::scalar::kSkipped) && events && events->rows > 0) {
         auto kinds = m_reader->readStrings(rf::kEvents, rf::column::kKind);
         const auto& steps = m_reader->steps(rf::kEvents);
         if (kinds)
@@ -301,7 +302,7 @@ RunSnapshot RunSession::grownSnapshot(const RunSnapshot& previous)
         it->second.insert(it->second.end(), rows->begin(), rows->end());
     }
     snapshot.steps = steps;
-    if (auto it = snapshot.scalars.find("skipped"); it != snapshot.scalars.end())
+    if (auto it = snapshot.scalars.find(runformat::scalar::kSkipped); it != snapshot.scalars.end())
         for (int64_t i = oldRows; i < newRows; ++i)
             if (runformat::isSkippedValue(it->second[size_t(i)]))
                 snapshot.skippedSteps.push_back(snapshot.steps[size_t(i)]);

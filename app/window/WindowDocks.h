@@ -23,8 +23,8 @@ LayerDock addLayerDock(QMainWindow* window, QAbstractItemModel* layers, QSortFil
 // What the scan found, docked under the views.
 QTableView* addIncidentDock(QMainWindow* window, QAbstractItemModel* incidents);
 
-// The least a dock is squeezed to (issue 51: at 1024x700 the Layers dock shrank to 60 px, and the
-// saved state kept it so after the window grew back and after a restart).
+// The least a dock is squeezed to: on a 1024x700 screen the Layers dock would shrink to 60 px, and
+// the saved state would keep it so after the window grew back and after a restart.
 inline constexpr int kLayersDockMinimumWidth = 170;
 inline constexpr int kIncidentsDockMinimumHeight = 90;
 

@@ -105,6 +105,11 @@ public:
     Result<PickledValue> run();
 
 private:
+    // Each carries out `op` when it is one of its group; false when it is not.
+    bool stackOp(uint8_t op);
+    bool valueOp(uint8_t op);
+    bool objectOp(uint8_t op);
+    [[noreturn]] void unsupported(uint8_t op);
     struct Failure
     {
         std::string message;

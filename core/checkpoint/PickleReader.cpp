@@ -33,133 +33,165 @@ Result<PickledValue> Machine::run()
                 PickledValue value = convert(m_stack.back(), 0);
                 return value;
             }
-            case 'c': { // GLOBAL
-                std::string module = line();
-                std::string name = line();
-                global(module, name);
-                break;
-            }
-            case 0x93: { // STACK_GLOBAL
-                Node* name = pop();
-                Node* module = pop();
-                if (name->kind != Node::Kind::String || module->kind != Node::Kind::String)
-                    failAt("STACK_GLOBAL without strings");
-                global(module->text, name->text);
-                break;
-            }
-            case 'q': memoPut(u8()); break;   // BINPUT
-            case 'r': memoPut(u32()); break;  // LONG_BINPUT
-            case 0x94: memoPut(m_memo.size()); break; // MEMOIZE
-            case 'h': push(memoGet(u8())); break;  // BINGET
-            case 'j': push(memoGet(u32())); break; // LONG_BINGET
-            case '(': m_marks.push_back(m_stack.size()); break; // MARK
-            case ')': push(tuple({})); break;                      // EMPTY_TUPLE
-            case 't': push(tuple(popToMark())); break;             // TUPLE
-            case 0x85: { Node* a = pop(); push(tuple({a})); break; } // TUPLE1
-            case 0x86: { Node* b = pop(); Node* a = pop(); push(tuple({a, b})); break; } // TUPLE2
-            case 0x87: { Node* c = pop(); Node* b = pop(); Node* a = pop(); push(tuple({a, b, c})); break; } // TUPLE3
-            case ']': push(make(Node::Kind::List)); break; // EMPTY_LIST
-            case 'l': { Node* list = make(Node::Kind::List); list->items = popToMark(); push(list); break; } // LIST
-            case 'a': { // APPEND
-                Node* value = pop();
-                Node* list = top();
-                if (list->kind != Node::Kind::List)
-                    failAt("APPEND to a " + std::string(kindName(list->kind)));
-                list->items.push_back(value);
-                break;
-            }
-            case 'e': { // APPENDS
-                std::vector<Node*> values = popToMark();
-                Node* list = top();
-                if (list->kind != Node::Kind::List)
-                    failAt("APPENDS to a " + std::string(kindName(list->kind)));
-                list->items.insert(list->items.end(), values.begin(), values.end());
-                break;
-            }
-            case '}': push(make(Node::Kind::Dict)); break; // EMPTY_DICT
-            case 'd': { Node* dict = make(Node::Kind::Dict); setItems(dict, popToMark()); push(dict); break; } // DICT
-            case 's': { // SETITEM
-                Node* value = pop();
-                Node* key = pop();
-                setItems(top(), {key, value});
-                break;
-            }
-            case 'u': { // SETITEMS
-                std::vector<Node*> items = popToMark();
-                setItems(top(), items);
-                break;
-            }
-            case 'N': push(make(Node::Kind::None)); break;
-            case 0x88: { Node* b = make(Node::Kind::Bool); b->boolean = true; push(b); break; }  // NEWTRUE
-            case 0x89: push(make(Node::Kind::Bool)); break;                                        // NEWFALSE
-            case 'J': { Node* i = make(Node::Kind::Int); i->integer = int32_t(u32()); push(i); break; } // BININT
-            case 'K': { Node* i = make(Node::Kind::Int); i->integer = u8(); push(i); break; }           // BININT1
-            case 'M': { Node* i = make(Node::Kind::Int); i->integer = u16(); push(i); break; }          // BININT2
-            case 0x8a:   // LONG1
-            case 0x8b: { // LONG4
-                const uint64_t n = op == 0x8a ? u8() : u32();
-                if (n > 8)
-                    failAt("integer wider than 64 bits");
-                const uint8_t* p = take(n);
-                uint64_t value = 0;
-                for (uint64_t k = 0; k < n; ++k)
-                    value |= uint64_t(p[k]) << (8 * k);
-                if (n > 0 && n < 8 && (p[n - 1] & 0x80))
-                    value |= ~uint64_t(0) << (8 * n); // sign-extend
-                Node* i = make(Node::Kind::Int);
-                i->integer = int64_t(value);
-                push(i);
-                break;
-            }
-            case 'G': { // BINFLOAT, big-endian
-                const uint8_t* p = take(8);
-                uint64_t bits = 0;
-                for (int k = 0; k < 8; ++k)
-                    bits = (bits << 8) | p[k];
-                Node* d = make(Node::Kind::Double);
-                std::memcpy(&d->real, &bits, 8);
-                push(d);
-                break;
-            }
-            case 'X': { const uint32_t n = u32(); push(string(std::string(reinterpret_cast<const char*>(take(n)), n))); break; } // BINUNICODE
-            case 0x8c: { const uint32_t n = u8(); push(string(std::string(reinterpret_cast<const char*>(take(n)), n))); break; } // SHORT_BINUNICODE
-            case 'T': { const uint32_t n = u32(); push(string(std::string(reinterpret_cast<const char*>(take(n)), n))); break; } // BINSTRING
-            case 'U': { const uint32_t n = u8(); push(string(std::string(reinterpret_cast<const char*>(take(n)), n))); break; }  // SHORT_BINSTRING
-            case 'B': { const uint32_t n = u32(); push(string(std::string(reinterpret_cast<const char*>(take(n)), n), Node::Kind::Bytes)); break; } // BINBYTES
-            case 'C': { const uint32_t n = u8(); push(string(std::string(reinterpret_cast<const char*>(take(n)), n), Node::Kind::Bytes)); break; } // SHORT_BINBYTES
-            case 'R': { // REDUCE
-                Node* args = pop();
-                Node* callable = pop();
-                push(call(callable, args));
-                break;
-            }
-            case 0x81: { // NEWOBJ
-                Node* args = pop();
-                Node* cls = pop();
-                push(newObject(cls, args));
-                break;
-            }
-            case 'b': { // BUILD
-                Node* state = pop();
-                build(top(), state);
-                break;
-            }
-            case 'Q': push(persistentLoad(pop())); break; // BINPERSID
-            case '0': pop(); break;                        // POP
-            case '1': popToMark(); break;                  // POP_MARK
-            case '2': push(top()); break;                  // DUP
-            default: {
-                char hex[8];
-                std::snprintf(hex, sizeof hex, "0x%02x", op);
-                failAt(std::string("unsupported pickle opcode ") + hex
-                       + (op >= 0x20 && op < 0x7f ? std::string(" ('") + char(op) + "')" : std::string())
-                       + ": not one torch.save writes for tensors and containers");
-            }
+            default:
+                if (!stackOp(op) && !valueOp(op) && !objectOp(op))
+                    unsupported(op);
             }
         }
     } catch (const Failure& failure) {
         return Error{failure.message};
     }
+}
+
+// The opcodes that move values between the stack, the marks and the memo, and build containers.
+bool Machine::stackOp(uint8_t op)
+{
+    switch (op) {
+    case 'q': memoPut(u8()); return true;   // BINPUT
+    case 'r': memoPut(u32()); return true;  // LONG_BINPUT
+    case 0x94: memoPut(m_memo.size()); return true; // MEMOIZE
+    case 'h': push(memoGet(u8())); return true;  // BINGET
+    case 'j': push(memoGet(u32())); return true; // LONG_BINGET
+    case '(': m_marks.push_back(m_stack.size()); return true; // MARK
+    case ')': push(tuple({})); return true;                      // EMPTY_TUPLE
+    case 't': push(tuple(popToMark())); return true;             // TUPLE
+    case 0x85: { Node* a = pop(); push(tuple({a})); return true; } // TUPLE1
+    case 0x86: { Node* b = pop(); Node* a = pop(); push(tuple({a, b})); return true; } // TUPLE2
+    case 0x87: { Node* c = pop(); Node* b = pop(); Node* a = pop(); push(tuple({a, b, c})); return true; } // TUPLE3
+    case ']': push(make(Node::Kind::List)); return true; // EMPTY_LIST
+    case 'l': { Node* list = make(Node::Kind::List); list->items = popToMark(); push(list); return true; } // LIST
+    case 'a': { // APPEND
+        Node* value = pop();
+        Node* list = top();
+        if (list->kind != Node::Kind::List)
+            failAt("APPEND to a " + std::string(kindName(list->kind)));
+        list->items.push_back(value);
+        return true;
+    }
+    case 'e': { // APPENDS
+        std::vector<Node*> values = popToMark();
+        Node* list = top();
+        if (list->kind != Node::Kind::List)
+            failAt("APPENDS to a " + std::string(kindName(list->kind)));
+        list->items.insert(list->items.end(), values.begin(), values.end());
+        return true;
+    }
+    case '}': push(make(Node::Kind::Dict)); return true; // EMPTY_DICT
+    case 'd': { Node* dict = make(Node::Kind::Dict); setItems(dict, popToMark()); push(dict); return true; } // DICT
+    case 's': { // SETITEM
+        Node* value = pop();
+        Node* key = pop();
+        setItems(top(), {key, value});
+        return true;
+    }
+    case 'u': { // SETITEMS
+        std::vector<Node*> items = popToMark();
+        setItems(top(), items);
+        return true;
+    }
+    case '0': pop(); return true;                        // POP
+    case '1': popToMark(); return true;                  // POP_MARK
+    case '2': push(top()); return true;                  // DUP
+    default:
+        return false;
+    }
+}
+
+// The opcodes that push a scalar: None, booleans, integers, floats, strings and bytes.
+bool Machine::valueOp(uint8_t op)
+{
+    switch (op) {
+    case 'N': push(make(Node::Kind::None)); return true;
+    case 0x88: { Node* b = make(Node::Kind::Bool); b->boolean = true; push(b); return true; }  // NEWTRUE
+    case 0x89: push(make(Node::Kind::Bool)); return true;                                        // NEWFALSE
+    case 'J': { Node* i = make(Node::Kind::Int); i->integer = int32_t(u32()); push(i); return true; } // BININT
+    case 'K': { Node* i = make(Node::Kind::Int); i->integer = u8(); push(i); return true; }           // BININT1
+    case 'M': { Node* i = make(Node::Kind::Int); i->integer = u16(); push(i); return true; }          // BININT2
+    case 0x8a:   // LONG1
+    case 0x8b: { // LONG4
+        const uint64_t n = op == 0x8a ? u8() : u32();
+        if (n > 8)
+            failAt("integer wider than 64 bits");
+        const uint8_t* p = take(n);
+        uint64_t value = 0;
+        for (uint64_t k = 0; k < n; ++k)
+            value |= uint64_t(p[k]) << (8 * k);
+        if (n > 0 && n < 8 && (p[n - 1] & 0x80))
+            value |= ~uint64_t(0) << (8 * n); // sign-extend
+        Node* i = make(Node::Kind::Int);
+        i->integer = int64_t(value);
+        push(i);
+        return true;
+    }
+    case 'G': { // BINFLOAT, big-endian
+        const uint8_t* p = take(8);
+        uint64_t bits = 0;
+        for (int k = 0; k < 8; ++k)
+            bits = (bits << 8) | p[k];
+        Node* d = make(Node::Kind::Double);
+        std::memcpy(&d->real, &bits, 8);
+        push(d);
+        return true;
+    }
+    case 'X': { const uint32_t n = u32(); push(string(std::string(reinterpret_cast<const char*>(take(n)), n))); return true; } // BINUNICODE
+    case 0x8c: { const uint32_t n = u8(); push(string(std::string(reinterpret_cast<const char*>(take(n)), n))); return true; } // SHORT_BINUNICODE
+    case 'T': { const uint32_t n = u32(); push(string(std::string(reinterpret_cast<const char*>(take(n)), n))); return true; } // BINSTRING
+    case 'U': { const uint32_t n = u8(); push(string(std::string(reinterpret_cast<const char*>(take(n)), n))); return true; }  // SHORT_BINSTRING
+    case 'B': { const uint32_t n = u32(); push(string(std::string(reinterpret_cast<const char*>(take(n)), n), Node::Kind::Bytes)); return true; } // BINBYTES
+    case 'C': { const uint32_t n = u8(); push(string(std::string(reinterpret_cast<const char*>(take(n)), n), Node::Kind::Bytes)); return true; } // SHORT_BINBYTES
+    default:
+        return false;
+    }
+}
+
+// The opcodes that name a global or call one (checked by `global` and `call`), and torch's persistent loads.
+bool Machine::objectOp(uint8_t op)
+{
+    switch (op) {
+    case 'c': { // GLOBAL
+        std::string module = line();
+        std::string name = line();
+        global(module, name);
+        return true;
+    }
+    case 0x93: { // STACK_GLOBAL
+        Node* name = pop();
+        Node* module = pop();
+        if (name->kind != Node::Kind::String || module->kind != Node::Kind::String)
+            failAt("STACK_GLOBAL without strings");
+        global(module->text, name->text);
+        return true;
+    }
+    case 'R': { // REDUCE
+        Node* args = pop();
+        Node* callable = pop();
+        push(call(callable, args));
+        return true;
+    }
+    case 0x81: { // NEWOBJ
+        Node* args = pop();
+        Node* cls = pop();
+        push(newObject(cls, args));
+        return true;
+    }
+    case 'b': { // BUILD
+        Node* state = pop();
+        build(top(), state);
+        return true;
+    }
+    case 'Q': push(persistentLoad(pop())); return true; // BINPERSID
+    default:
+        return false;
+    }
+}
+
+[[noreturn]] void Machine::unsupported(uint8_t op)
+{
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02x", op);
+    failAt(std::string("unsupported pickle opcode ") + hex
+           + (op >= 0x20 && op < 0x7f ? std::string(" ('") + char(op) + "')" : std::string())
+           + ": not one torch.save writes for tensors and containers");
 }
 
 PickledValue Machine::convert(const Node* node, int depth)

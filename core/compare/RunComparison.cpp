@@ -1,7 +1,6 @@
 #include "core/compare/RunComparison.h"
 #include "core/NumberText.h"
 
-#include "core/run/Hdf5Handle.h"
 #include "core/run/RunFormat.h"
 #include "core/run/RunSource.h"
 
@@ -18,7 +17,7 @@ namespace {
 // batch size, another dataset) and a "divergence" of them says nothing about health.
 bool isProgressCounter(const std::string& name)
 {
-    static const std::set<std::string> counters{runformat::kEpoch, runformat::kWallTime, "skipped", "step", "global_step", "total_flos",
+    static const std::set<std::string> counters{runformat::kEpoch, runformat::kWallTime, runformat::scalar::kSkipped, "step", "global_step", "total_flos",
                                                 "num_input_tokens_seen", "train_runtime", "eval_runtime",
                                                 "eval_samples_per_second", "eval_steps_per_second",
                                                 "train_samples_per_second", "train_steps_per_second"};

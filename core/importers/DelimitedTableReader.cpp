@@ -3,6 +3,7 @@
 #include "core/importers/RecordAssembler.h"
 #include "core/importers/SkippedStepEvents.h"
 #include "core/importers/TextPieces.h"
+#include "core/importers/DecimalText.h"
 #include "core/importers/TextRecords.h"
 
 #include <charconv>

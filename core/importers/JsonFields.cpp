@@ -1,7 +1,7 @@
 #include "core/importers/JsonFields.h"
 
 #include "core/RapidJsonErrors.h"
-#include "core/importers/TextRecords.h"
+#include "core/importers/DecimalText.h"
 
 #include <rapidjson/memorystream.h>
 #include <rapidjson/reader.h>
@@ -17,7 +17,7 @@ namespace {
 
 // Numbers come as their text (converted by std::from_chars, correctly rounded: RapidJSON's own
 // full-precision path is slower and has been wrong on rare inputs), NaN and Infinity among them.
-// Iterative: an entry nested 200,000 lists deep overflowed the recursive parser's stack.
+// Iterative: an entry nested 200,000 lists deep would overflow a recursive parser's stack.
 constexpr unsigned kParseFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseNanAndInfFlag
     | rapidjson::kParseNumbersAsStringsFlag | rapidjson::kParseStopWhenDoneFlag;
 

@@ -47,7 +47,7 @@ struct JsonFieldView {
 // numbers, NaN/Infinity, null, true/false and strings without escapes as values. False for
 // anything else (an escape, a nested object or list, damage), which readObjectFields and
 // readFlattenedObjectFields then read and judge. Numbers are read as textrecord::readNumber reads
-// them, correctly rounded (the speed of a 2 GB log: issue 49).
+// them, correctly rounded, and fast enough for a 2 GB log.
 bool readPlainObjectFields(std::string_view text, std::vector<JsonFieldView>& fields);
 
 // The fields of the JSON object that begins `text` (whitespace before it allowed), as

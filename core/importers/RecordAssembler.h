@@ -43,10 +43,8 @@ public:
     // under the group row above it ("rollout/").
     void piece(std::string_view text);
 
-    // The size of the whole input, when known: long series then grow once to what it will likely
-    // hold instead of doubling (pieces' bytes are counted as they come).
-    void expectBytes(uint64_t total) { m_expectedBytes = total; }
-    // The same, from the size of the file at `path` (nothing when it has none).
+    // The size of the file at `path`, when it has one: long series then grow once to what they will
+    // likely hold instead of doubling (pieces' bytes are counted as they come).
     void expectBytesOf(const std::string& path);
     // Bytes of input read by a reader that takes its records itself (JSON lines, tables).
     void consumed(uint64_t bytes) { m_bytes += bytes; }
@@ -67,6 +65,8 @@ public:
     size_t finish(ScalarLog& log, const std::string& kind, uint64_t tooLong = 0, uint64_t lines = 0);
 
     static constexpr uint64_t kLeastRecords = 3;
+    // Distinct names kept; a file with more is not a log.
+    static constexpr size_t kMostNames = 100000;
 
 private:
     struct Slot

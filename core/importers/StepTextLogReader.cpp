@@ -2,6 +2,7 @@
 
 #include "core/run/RunFormat.h"
 
+#include "core/importers/AsciiText.h"
 #include "core/importers/ScalarNames.h"
 #include "core/importers/SkippedStepEvents.h"
 
@@ -86,20 +87,9 @@ struct StepLine
     bool evaluation = false;
 };
 
-char lower(char c)
-{
-    return char(std::tolower(static_cast<unsigned char>(c)));
-}
-
-bool isDigit(char c)
-{
-    return c >= '0' && c <= '9';
-}
-
-bool isLetter(char c)
-{
-    return std::isalpha(static_cast<unsigned char>(c)) != 0;
-}
+using ascii::isDigit;
+using ascii::isLetter;
+using ascii::lower;
 
 bool startsWithWord(std::string_view s, size_t at, std::string_view word)
 {

@@ -52,17 +52,6 @@ SniffVerdict sniffTextRecordLog(const FilePrefix& file)
     return {records.stepLogged() ? 60 : 45, log.notes.front()};
 }
 
-Result<ScalarLog> readTextRecordText(const std::string& path, std::string_view text)
-{
-    if (const size_t nul = firstNulByte(text.substr(0, kSniffBytes)); nul != std::string_view::npos)
-        return Error{path + ": binary data (a NUL byte at byte " + std::to_string(nul) + "), not a text log"};
-    RecordAssembler records;
-    TextPieces pieces([&](std::string_view piece) { records.piece(piece); });
-    pieces.feed(text);
-    pieces.finish();
-    return finishRead(path, records, pieces.tooLong());
-}
-
 Result<ScalarLog> readTextRecordLog(const std::string& path)
 {
     RecordAssembler records;

@@ -26,7 +26,5 @@ namespace nanscope {
 
 SniffVerdict sniffTextRecordLog(const FilePrefix& file);
 Result<ScalarLog> readTextRecordLog(const std::string& path);
-// The same on text in memory (tests, the fuzz harness); `path` names it in messages.
-Result<ScalarLog> readTextRecordText(const std::string& path, std::string_view text);
 
 } // namespace nanscope

@@ -1,5 +1,6 @@
 #include "core/importers/TextRecords.h"
 
+#include "core/importers/DecimalText.h"
 #include "core/importers/RecordSteps.h"
 
 #include <algorithm>
@@ -10,6 +11,11 @@
 namespace nanscope::textrecord {
 
 namespace {
+
+using ascii::equalsIgnoringCase;
+using ascii::isDigit;
+using ascii::isLetter;
+using ascii::lower;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -55,37 +61,12 @@ inline bool isSeparator(char c)
     return byteClass(c) == kSeparatorByte;
 }
 
-constexpr bool isDigit(char c)
-{
-    return c >= '0' && c <= '9';
-}
-
-constexpr bool isLetter(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
-
 bool allDigits(std::string_view text)
 {
     for (char c : text)
         if (!isDigit(c))
             return false;
     return !text.empty();
-}
-
-constexpr char lower(char c)
-{
-    return (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c;
-}
-
-bool equalsIgnoringCase(std::string_view a, std::string_view b)
-{
-    if (a.size() != b.size())
-        return false;
-    for (size_t i = 0; i < a.size(); ++i)
-        if (lower(a[i]) != b[i])
-            return false;
-    return true;
 }
 
 std::string_view unquoted(std::string_view token)
@@ -97,98 +78,6 @@ std::string_view unquoted(std::string_view token)
     if (!token.empty() && (token.back() == '\'' || token.back() == '"'))
         token.remove_suffix(1);
     return token;
-}
-
-// A decimal with at most 15 significant digits and a small exponent ("0.6914", "2e-05", "-3.25"),
-// read exactly: its digits are an integer below 2^53 and the power of ten is exact in a double, so
-// one multiplication or division rounds correctly (Clinger's fast path), as from_chars would.
-// Null for anything else, which from_chars then reads.
-// Eight ASCII digits at `p` as their value, when all eight are digits (two's-complement tricks on
-// one little-endian word: a byte-wise check, then pairs, quads and octets combined by multiplies).
-inline bool eightDigits(const char* p, uint64_t& value)
-{
-    uint64_t word = 0;
-    std::memcpy(&word, p, 8);
-    if (((word & 0xF0F0F0F0F0F0F0F0ull) | (((word + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) >> 4)) !=
-        0x3333333333333333ull)
-        return false;
-    word = (word & 0x0F0F0F0F0F0F0F0Full) * 2561 >> 8;
-    word = (word & 0x00FF00FF00FF00FFull) * 6553601 >> 16;
-    value = (word & 0x0000FFFF0000FFFFull) * 42949672960001ull >> 32;
-    return true;
-}
-
-// Digits from `p` into `digits`, eight at a time where they come in eights.
-inline const char* readDigits(const char* p, const char* end, uint64_t& digits)
-{
-    uint64_t eight = 0;
-    while (end - p >= 8 && digits < 100000000000ull && eightDigits(p, eight)) {
-        digits = digits * 100000000ull + eight;
-        p += 8;
-    }
-    while (p < end && isDigit(*p))
-        digits = digits * 10 + uint64_t(*p++ - '0');
-    return p;
-}
-
-const char* fastDecimal(const char* p, const char* end, double& value)
-{
-    static constexpr double kPowers[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
-                                         1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-    const bool negative = p < end && *p == '-';
-    if (negative)
-        ++p;
-    // Leading zeros are no significant digits (0.000123 has three); the digits are counted by
-    // where they start and end, not one by one.
-    uint64_t digits = 0;
-    int exponent = 0;
-    const char* start = p;
-    while (p < end && *p == '0')
-        ++p;
-    const char* integerDigits = p;
-    p = readDigits(p, end, digits);
-    int significant = int(p - integerDigits);
-    const bool integerPart = p > start;
-    if (p < end && *p == '.') {
-        ++p;
-        const char* fraction = p;
-        if (significant == 0)
-            while (p < end && *p == '0') {
-                ++p;
-                --exponent;
-            }
-        const char* fractionDigits = p;
-        p = readDigits(p, end, digits);
-        significant += int(p - fractionDigits);
-        exponent -= int(p - fractionDigits);
-        if (!integerPart && p == fraction)
-            return nullptr;
-    } else if (!integerPart) {
-        return nullptr;
-    }
-    if (significant > 15)
-        return nullptr;
-    if (p < end && (*p == 'e' || *p == 'E')) {
-        const char* mark = p++;
-        bool negativeExponent = false;
-        if (p < end && (*p == '+' || *p == '-'))
-            negativeExponent = *p++ == '-';
-        int e = 0;
-        const char* exponentStart = p;
-        while (p < end && isDigit(*p) && e < 1000)
-            e = e * 10 + (*p++ - '0');
-        if (p == exponentStart) {
-            p = mark; // "3e" is 3 and a unit, as from_chars reads it
-        } else {
-            exponent += negativeExponent ? -e : e;
-        }
-    }
-    if (exponent < -22 || exponent > 22)
-        return nullptr;
-    double result = double(digits);
-    result = exponent < 0 ? result / kPowers[-exponent] : result * kPowers[exponent];
-    value = negative ? -result : result;
-    return p;
 }
 
 enum class Kind { Word, Number, Absent, Counter, Other };
@@ -301,39 +190,6 @@ size_t skipEscape(std::string_view s, size_t at)
         return std::min(at + 1, s.size());
     }
     return std::min(at + 1, s.size());
-}
-
-// Whether the last word of a name says it is no measured value:
-// - a source file and line ("utils.py:460", "logging.py:157");
-// - a process's or a place's number ("(TaskRunner pid=2021996)", "File ..., line 12", "port 8265");
-// - prose: a metric's name does not end in a function word ("remaining items are 11",
-//   "... and 7 more").
-bool lastWordSaysNoValue(std::string_view word)
-{
-    using namespace std::string_view_literals;
-    // Most names are longer than any word below and hold no '.': decided without a look-up.
-    if (word.size() > 6 && word.find('.') == std::string_view::npos)
-        return word.size() >= 3 && word.substr(word.size() - 3) == "..."sv;
-    static constexpr std::string_view kExtensions[] = {".py"sv, ".cc"sv, ".cpp"sv, ".c"sv, ".h"sv,
-                                                       ".rs"sv, ".go"sv, ".js"sv, ".java"sv};
-    for (std::string_view extension : kExtensions)
-        if (word.size() > extension.size() && word.substr(word.size() - extension.size()) == extension)
-            return true;
-    if (word.size() >= 3 && word.substr(word.size() - 3) == "..."sv)
-        return true;
-    static constexpr std::string_view kWords[] = {
-        "pid"sv, "tid"sv, "port"sv, "line"sv, "lineno"sv, "thread"sv, "id"sv, "is"sv, "are"sv, "was"sv, "were"sv,
-        "be"sv, "of"sv, "to"sv, "in"sv, "at"sv, "for"sv, "with"sv, "and"sv, "or"sv, "by"sv, "from"sv, "on"sv,
-        "the"sv, "a"sv, "an"sv, "as"sv, "than"sv, "that"sv, "this"sv,
-        // a unit is no name: a profiler's "1.10 Gb   0 b" columns
-        "b"sv, "kb"sv, "mb"sv, "gb"sv, "tb"sv, "kib"sv, "mib"sv, "gib"sv, "ns"sv, "us"sv, "ms"sv, "sec"sv};
-    if (word.size() > 6 || word.empty())
-        return false;
-    const char first = lower(word.front());
-    for (std::string_view other : kWords)
-        if (other.size() == word.size() && other.front() == first && equalsIgnoringCase(word, other))
-            return true;
-    return false;
 }
 
 // The wrappers numbers are printed in: np.float64(0.1), torch.tensor(0.5), tensor(0.5,
@@ -699,23 +555,6 @@ private:
 };
 
 } // namespace
-
-const char* readNumber(const char* begin, const char* end, double& value)
-{
-    if (const char* next = fastDecimal(begin, end, value))
-        return next;
-    const auto parsed = std::from_chars(begin, end, value);
-    return parsed.ec == std::errc() ? parsed.ptr : nullptr;
-}
-
-bool isNotAValueName(std::string_view name)
-{
-    // One letter is a variable in prose or code ("x:0:0" in /etc/passwd), not a metric's name.
-    if (name.size() < 2)
-        return true;
-    const size_t space = name.find_last_of(" \t");
-    return lastWordSaysNoValue(space == std::string_view::npos ? name : name.substr(space + 1));
-}
 
 void parseSegment(std::string_view text, Segment& out)
 {

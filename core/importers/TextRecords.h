@@ -43,16 +43,6 @@ struct Segment
 // Pairs past this in one segment are not read (a JSON object with 100,000 keys on one line).
 constexpr size_t kMostPairs = 20000;
 
-// A number from `begin` ("0.6914", "-2e-05", "1234"), correctly rounded: up to 15 significant
-// digits without from_chars, the rest through it. Where it ends, or null when no number starts there.
-const char* readNumber(const char* begin, const char* end, double& value);
-
-// Whether a name says it is no measured value, by its last word: a source file and line
-// ("utils.py:460"), a process's or a place's number ("TaskRunner pid", "line"), prose ("remaining
-// items are 11", "... and 7 more"), a unit ("Gb"), a name cut short ("R..."), one letter. Decided once a name
-// (RecordAssembler), not per value.
-bool isNotAValueName(std::string_view name);
-
 // Reads `text` (one line, or one `\r` update of a progress bar, without its end) into `out`, which
 // is cleared first; a caller reading many segments passes the same one to reuse its memory.
 void parseSegment(std::string_view text, Segment& out);

@@ -507,8 +507,8 @@ Result<std::unique_ptr<RunSource>> openRun(const std::string& path, const Progre
             return Error{s.error()};
     for (std::string& note : found.notes)
         builder.addNote(std::move(note));
-    // Nothing readable: the first reader's error (before the errors become warnings below, which
-    // moved them away and left an empty message: "nanscope: " and nothing else).
+    // Nothing readable: the first reader's error, taken before the errors become warnings below
+    // (which move them away: the message would otherwise be empty).
     if (builder.empty())
         return Error{errors.empty() ? path + ": nothing readable" : errors.front()};
     // A log that could not be read is a warning when others could: the run is shown from them.

@@ -49,7 +49,6 @@ public:
     Capture decide(bool finite, bool spike);
 
     int spikesCaptured() const { return m_spikes; }
-    int nonfiniteCaptured() const { return m_nonfinite; }
 
     // The event text's opening words for a capture ("first non-finite step", ...).
     static std::string describe(Capture capture);

@@ -45,14 +45,15 @@ std::string libtorchVersion();
 // For a process that only replays (`nanscope replay`), called once before replayStep: the memory
 // a forward and backward free stays in the process for the next tensor, instead of glibc handing
 // every block over 128 KiB back to the kernel and faulting it in again, zeroed, page by page. On
-// bench_replay's CNN that was two thirds of a plain forward and backward (60-80 ms against 20 ms)
+// bench_replay's CNN that costs two thirds of a plain forward and backward (60-80 ms against 20 ms)
 // and more of the instrumented one, which holds more tensors at once. Never call it in a process
 // that trains: its allocator is the user's.
 void keepFreedMemoryForReuse();
 
 // The same settings as environment variables glibc reads at start-up, for a child process that
 // only replays and is not ours to call mallopt in (the eager replay's Python): name and value.
-// A ResNet-18 forward and backward in Debian's Python torch, one thread: 343-363 ms -> 127-128 ms.
+// A ResNet-18 forward and backward in Debian's Python torch, one thread: 343-363 ms without them,
+// 127-128 ms with them.
 std::vector<std::pair<std::string, std::string>> keepFreedMemoryEnvironment();
 
 } // namespace nanscope

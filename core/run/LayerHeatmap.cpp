@@ -143,8 +143,8 @@ Result<LayerHeatmap> buildLayerHeatmap(const RunSource& reader, HeatmapQuantity 
     // (contiguous, so the loop vectorises); the bin's cells, one per layer and bins apart, are
     // written once per bin and block, and the logarithm taken once per cell (log10 is increasing:
     // the log of the largest value is the largest log). Each block is read into the buffer of
-    // the last. Taking the log of every value and writing each to its cell made the heatmap of
-    // bench_gui's 100,000 x 1,000 run take 0.8 s, 0.47-0.6 s now, most of it HDF5's read.
+    // the last. Taking the log of every value and writing each to its cell costs the heatmap of
+    // bench_gui's 100,000 x 1,000 run about half as much again, beside HDF5's read.
     const bool counts = quantity == HeatmapQuantity::NonfiniteCount;
     const bool logScale = !counts;
     std::vector<std::vector<float>> blocks(source.datasets.size());

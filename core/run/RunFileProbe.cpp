@@ -139,9 +139,4 @@ std::vector<Status> probeEachInChildProcess(const std::vector<std::string>& file
     return statuses;
 }
 
-Status probeInChildProcess(const std::string& file, const std::function<bool()>& readEverything, int timeoutMs)
-{
-    return probeEachInChildProcess({file}, [&](size_t) { return readEverything(); }, timeoutMs).front();
-}
-
 } // namespace nanscope

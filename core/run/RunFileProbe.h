@@ -25,14 +25,11 @@ namespace nanscope {
 // machine reaches first.
 constexpr uint64_t kProbeMemoryHeadroom = uint64_t(1) << 30;
 
-Status probeInChildProcess(const std::string& file, const std::function<bool()>& readEverything, int timeoutMs);
-
-// The same probe for several files (the ranks of a multi-rank run), in one child that reads them
-// in turn: a fork of a process with LibTorch mapped costs tens of milliseconds of page-table
-// copying and copy-on-write faults, which was most of opening a run of 64 ranks. The child tells
-// the parent, through a pipe, each file it has read; a file that crashes, hangs or exhausts the
-// child gets the error `probeInChildProcess` would give it, and a fresh child goes on with the
-// next file, so one damaged file is named and the others are still read. Each file has its own
+// Several files (the ranks of a multi-rank run; a single run is one) are probed in one child that
+// reads them in turn: a fork of a process with LibTorch mapped costs tens of milliseconds of
+// page-table copying and copy-on-write faults, most of the time of opening a run of 64 ranks. The
+// child tells the parent, through a pipe, each file it has read; a file that crashes, hangs or
+// exhausts the child gets its error, and a fresh child goes on with the next file, so one damaged file is named and the others are still read. Each file has its own
 // `timeoutMs`, counted from the end of the one before. Returns one status per file, in order.
 std::vector<Status> probeEachInChildProcess(const std::vector<std::string>& files,
                                             const std::function<bool(size_t)>& readEverything, int timeoutMs);

@@ -198,8 +198,8 @@ Result<std::unique_ptr<RunWriter>> RunWriter::create(const std::string& runDirec
     };
 
     std::vector<std::string> scalars = schema.scalars;
-    if (std::find(scalars.begin(), scalars.end(), "loss") == scalars.end())
-        scalars.insert(scalars.begin(), "loss");
+    if (std::find(scalars.begin(), scalars.end(), runformat::scalar::kLoss) == scalars.end())
+        scalars.insert(scalars.begin(), runformat::scalar::kLoss);
     status = addTable(rf::kScalars, {}, {}, scalars, false, false);
     for (const auto& [name, datasets] : schema.seriesTables) {
         if (!status)

@@ -163,7 +163,7 @@ Status detectActivationGrowth(ScanContext& context)
             continue;
         // No growth either: most of the rise in one step up to the peak, where a spike was
         // reported (one huge update). That incident is the jump; measured from the early level,
-        // it would read as a growth that began at the start of training (issue 50).
+        // it would read as a growth that began at the start of training.
         if (s.log[peakRow] - s.log[peakRow - 1] >= 0.5 * (s.log[peakRow] - earlyLevel) &&
             std::any_of(context.report.incidents.begin(), context.report.incidents.end(), [&](const Incident& i) {
                 return i.kind == IncidentKind::Spike && i.onsetStep - context.config.jumpSteps <= s.steps[peakRow] &&

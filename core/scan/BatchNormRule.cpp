@@ -64,7 +64,7 @@ Status tallyBuffers(const ScanContext& context, int64_t rows, size_t width, Buff
             clean &= !(v <= floor);
         if (clean) {
             std::fill(tally.nonfiniteAtEnd.begin(), tally.nonfiniteAtEnd.end(), 0);
-            // Row by row: a division per value (k % width) had made this loop most of the rule.
+            // Row by row: a division per value (k % width) would make this loop most of the rule.
             double* lowest = tally.lowestVar.data();
             const size_t rowsRead = width ? var.size() / width : 0;
             for (size_t row = 0; row < rowsRead; ++row) {

@@ -12,7 +12,7 @@
 
 namespace nanscope::scan {
 
-// The cause by what was seen first; the two signatures of issue 14 (a NaN written by one update,
+// The cause by what was seen first; the two instability signatures (a NaN written by one update,
 // a module growing long before the failure) each have their own text.
 Diagnosis diagnoseBlowupCause(const BlowupFacts& facts);
 Diagnosis diagnoseNanFromUpdate(const BlowupFacts& facts);

@@ -280,10 +280,10 @@ Status reportNonfiniteBurst(ScanContext& context, const Burst& burst)
     incident.kind = IncidentKind::NonfiniteLoss;
     incident.severity = Severity::Warning;
     incident.onsetStep = first;
-    // The burst starts at its first non-finite step: the incident's "non-finite at" (issue 51: the
-    // window's and the report's cell was empty for this kind).
+    // The burst starts at its first non-finite step: the incident's "non-finite at", which the
+    // window's and the report's tables show for every kind.
     incident.nonfiniteStep = first;
-    incident.evidence.series = scalars.loss.finite[burst.firstRow] ? scalars.primaryName : rf::scalarSeries("loss");
+    incident.evidence.series = scalars.loss.finite[burst.firstRow] ? scalars.primaryName : rf::scalarSeries(rf::scalar::kLoss);
     incident.evidence.windowBeginStep = first;
     incident.evidence.windowEndStep = last;
     incident.evidence.count = burst.count;

@@ -3,8 +3,8 @@
 // damaged bytes that read as such numbers; they are reported as damage to the file, never taken
 // for training behaviour. A dataset whose chunks carry checksums (both recorders write them) is
 // not read here: damage to it fails its checksum on any read, an error naming the dataset and its
-// steps, so it cannot read as numbers. Reading it whole again was 40% of the scan's time on
-// bench_scan's run, and found nothing a checksum had not already.
+// steps, so it cannot read as numbers. Reading it whole again would cost 40% of the scan's time on
+// bench_scan's run, and find nothing a checksum does not.
 #include "core/run/RunFormat.h"
 #include "core/scan/ScanRules.h"
 

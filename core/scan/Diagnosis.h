@@ -329,7 +329,7 @@ struct RankStoppedFacts
 };
 Diagnosis diagnoseRankStopped(const RankStoppedFacts& facts);
 
-// ---- instability signatures (issue 14) --------------------------------------------------------
+// ---- instability signatures ----------------------------------------------------------------------
 
 struct ActivationGrowthFacts
 {

@@ -117,7 +117,7 @@ Status detectDivergence(ScanContext& context)
     incident.severity = rise >= config.jumpDecades ? Severity::Critical : Severity::Warning;
     incident.onsetStep = onsetStep;
     auto& e = incident.evidence;
-    e.series = runformat::scalarSeries("loss");
+    e.series = runformat::scalarSeries(runformat::scalar::kLoss);
     e.windowBeginStep = onsetStep;
     e.windowEndStep = endStep;
     e.baseline = std::pow(10.0, best);

@@ -1,8 +1,8 @@
 #pragma once
 
 // When Adam's update is dominated by epsilon: one judgement for the scan's adam_epsilon rule and
-// for the optimizer flags of `nanscope stats` and the Checkpoints view (core/importers/OptimizerState).
-// They used to draw the line on either side of one half (`>= 0.5` and `> 0.5`).
+// for the optimizer flags of `nanscope stats` and the Checkpoints view (core/importers/OptimizerState),
+// so that the two never draw the line on either side of one half (`>= 0.5` and `> 0.5`).
 
 namespace nanscope {
 

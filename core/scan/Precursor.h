@@ -1,6 +1,6 @@
 #pragma once
 
-// The earliest precursor of a blow-up (issue 50): among the logged quantities inside the model (each
+// The earliest precursor of a blow-up: among the logged quantities inside the model (each
 // module's output range, each parameter's norm, any other logged scalar such as a temperature or a
 // router statistic; per-layer gradient norms are the primary series' and the layer blame's), the one whose sustained departure from its own baseline
 // began first and went on right up to the failure. A drift inside the model that the loss does not

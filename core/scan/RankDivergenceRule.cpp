@@ -96,7 +96,7 @@ void findDepartures(RankScanContext& context, const char* seriesName,
         incident.severity = Severity::Warning;
         incident.rank = all[i].rank;
         incident.onsetStep = d.firstStep;
-        incident.evidence.series = values == &RankSeries::loss ? rf::scalarSeries("loss") : rf::scalarSeries(rf::kLocalGradNorm);
+        incident.evidence.series = values == &RankSeries::loss ? rf::scalarSeries(rf::scalar::kLoss) : rf::scalarSeries(rf::kLocalGradNorm);
         incident.evidence.windowBeginStep = d.firstStep;
         incident.evidence.windowEndStep = d.worstStep;
         incident.evidence.count = d.steps;

@@ -160,7 +160,7 @@ Status detectFirstNonfiniteRank(RankScanContext& context)
     incident.onsetStep = facts.step;
     incident.nonfiniteStep = facts.step;
     incident.layers = facts.badLayers;
-    incident.evidence.series = facts.lossNonfinite ? rf::scalarSeries("loss") : rf::scalarSeries(rf::kLocalGradNorm);
+    incident.evidence.series = facts.lossNonfinite ? rf::scalarSeries(rf::scalar::kLoss) : rf::scalarSeries(rf::kLocalGradNorm);
     incident.evidence.windowBeginStep = facts.step;
     incident.evidence.windowEndStep = othersStep.value_or(facts.step);
     incident.evidence.count = int64_t(leaders.size());

@@ -87,7 +87,7 @@ std::vector<RankSeries> loadRankSeries(const RankSet& ranks)
             continue;
         }
         const RunSource& run = *member.run;
-        auto loss = run.readSeries(rf::kScalars, "loss");
+        auto loss = run.readSeries(rf::kScalars, rf::scalar::kLoss);
         if (!loss) {
             series.error = member.directory + ": " + loss.error();
             all.push_back(std::move(series));
@@ -130,13 +130,13 @@ std::vector<RankSeries> loadRankFirstNonfinite(const RankSet& ranks)
         const bool local = logsLocalGradNorm(run);
         bool failed = false;
         if (rows == 0)
-            if (auto loss = run.readSeriesRows(rf::kScalars, "loss", 0, 0); !loss) {
+            if (auto loss = run.readSeriesRows(rf::kScalars, rf::scalar::kLoss, 0, 0); !loss) {
                 series.error = member.directory + ": " + loss.error();
                 failed = true;
             }
         for (size_t begin = 0; begin < rows && !series.firstNonfiniteRow && !failed; begin += kBlockRows) {
             const size_t count = std::min(kBlockRows, rows - begin);
-            auto loss = run.readSeriesRows(rf::kScalars, "loss", int64_t(begin), int64_t(count));
+            auto loss = run.readSeriesRows(rf::kScalars, rf::scalar::kLoss, int64_t(begin), int64_t(count));
             if (!loss) {
                 series.error = member.directory + ": " + loss.error();
                 failed = true;

@@ -1,8 +1,9 @@
 #pragma once
 
 // Instability signatures the blow-up rule and the orchestrator add to incidents' evidence: the
-// spike score of a series, where a blow-up's first NaN was born (the forward pass or the weights),
-// and the precision headroom of a value. A blow-up's precursor is core/scan/Precursor.h.
+// spike score of a series, the parameters non-finite at a step, and the precision headroom of a
+// value. Where a blow-up's first NaN was born is core/scan/BlowupOrigin.h, how it began
+// BlowupOnset.h, and its precursor Precursor.h.
 
 #include "core/Result.h"
 #include "core/scan/Incident.h"

@@ -61,7 +61,7 @@ Status detectSkippedSteps(ScanContext& context)
         incident.onsetStep = first;
         const bool toEnd = r == n;
         incident.severity = toEnd ? Severity::Critical : Severity::Warning;
-        incident.evidence.series = rf::scalarSeries("skipped");
+        incident.evidence.series = rf::scalarSeries(rf::scalar::kSkipped);
         incident.evidence.windowBeginStep = first;
         incident.evidence.windowEndStep = last;
         incident.evidence.count = length;

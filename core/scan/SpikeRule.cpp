@@ -155,8 +155,8 @@ Status detectSpikes(ScanContext& context)
     // A loss spike must rise by spikeLossFloor of the starting loss: bumps below it are large only
     // in ratio, on a loss near zero. A gradient-norm spike must reach the gradient norm's starting
     // level: a converged model's gradient is orders of magnitude below it, and one sample that no
-    // longer fits moves it x100 while the loss stays at its floor (issue 50; a mixture of experts
-    // with noisy routing does this every few hundred steps).
+    // longer fits moves it x100 while the loss stays at its floor (a mixture of experts with noisy
+    // routing does this every few hundred steps).
     const double lossFloor = context.config.spikeLossFloor * startingLevel(scalars.loss);
     findSpikes(context, scalars.primary(), scalars.primaryName, scalars.gradNorm.empty() ? lossFloor : 0.0,
                scalars.gradNorm.empty() ? 0.0 : startingLevel(scalars.gradNorm), spikes);
@@ -165,7 +165,7 @@ Status detectSpikes(ScanContext& context)
         for (size_t r = 0; r < scalars.loss.size() && positive; ++r)
             positive = !scalars.loss.finite[r] || scalars.loss.raw[r] > 0;
         if (positive)
-            findSpikes(context, scalars.loss, rf::scalarSeries("loss"), lossFloor, 0.0, spikes);
+            findSpikes(context, scalars.loss, rf::scalarSeries(rf::scalar::kLoss), lossFloor, 0.0, spikes);
     }
     std::sort(spikes.begin(), spikes.end(), [](const SpikeRow& x, const SpikeRow& y) { return x.row < y.row; });
     // Layer blame reads a window per spike: only for the first few of a spiky run.

@@ -26,8 +26,8 @@ inline constexpr double kFloat32ExpLimit = 88.72283905206835;  // ln(3.4028235e3
 // float16 cause) and the replay (an op's headroom, the pane's red mark): a largest |x| within a
 // factor of 16 of kFloat16Max (under 4 bits, 1.2 decades, of headroom), or past it. Within that
 // factor a square, a sum over a few thousand values or an exp of the value overflows float16.
-// (The scan used to say one decade, x10, the replay 4 bits, x16: a value between 4,094 and 6,550
-// was near the limit in a replay and not in the scan.)
+// (With two thresholds, one decade for the scan and 4 bits for the replay, a value between 4,094
+// and 6,550 would be near the limit in a replay and not in the scan.)
 inline constexpr double kNearFloat16Bits = 4.0;
 inline constexpr double kNearFloat16Decades = kNearFloat16Bits * 0.30102999566398120; // log10(2)
 // `headroomBits`: log2(kFloat16Max / max|x|), negative once past it.

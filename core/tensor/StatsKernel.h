@@ -1,12 +1,10 @@
 #pragma once
 
 // Internal to core/tensor: the statistics kernel of TensorStats.cpp, included by that file alone
-// (its lanes, blocks and sources stay in one translation unit, built with -O3 and cloned for AVX2,
-// so that the compiler inlines them into each clone as before the split).
+// (with StatsLanes.h, its lanes and centre): its blocks and sources stay in one translation unit,
+// built with -O3 and cloned for AVX2, so that the compiler inlines them into each clone.
 
-#include "core/tensor/ElementConversion.h"
-#include "core/tensor/Moments.h"
-#include "core/tensor/TensorStats.h"
+#include "core/tensor/StatsLanes.h"
 
 #include <algorithm>
 #include <cfloat>
@@ -29,191 +27,9 @@
 // TensorStats.cpp is built with -O3; on x86-64 the kernel is also compiled for AVX2 + FMA and for
 // AVX-512, and picked at run time by CPU feature (not by CPU model).
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#define NANSCOPE_HAVE_AVX2_CLONE 1
-#endif
-#define NANSCOPE_ALWAYS_INLINE __attribute__((always_inline)) inline
-
 namespace nanscope {
 
 namespace {
-
-constexpr int kBlock = 4096; // 16 KB of float32: stays in L1 between the two reads
-// The pieces a block that failed the fast path is swept again in (see blockKernel): a multiple of
-// every fast sweep's step, small enough that the careful path's share is small.
-constexpr int kCarefulPiece = 512;
-// How far ahead of the read the kernel asks for memory, a cache line at a time. The hardware
-// prefetcher alone left a single thread at about 60% of a plain sum's bandwidth: the kernel's
-// arithmetic per cache line keeps too few loads in flight. 1 KB to 8 KB ahead all measured 85-100%
-// on the 2-core EPYC machine of the bench; 4 KB is in the middle.
-constexpr int kPrefetchBytes = 4096;
-constexpr int kCacheLine = 64;
-// A block whose largest magnitude, times the scale it was summed at, lies below 2^-this is
-// summed again at its own scale (see blockKernel).
-constexpr int kRescaleExponent = 30;
-
-NANSCOPE_ALWAYS_INLINE void prefetchAhead(const void* p)
-{
-    __builtin_prefetch(static_cast<const char*>(p) + kPrefetchBytes);
-}
-constexpr int64_t kElementsPerThread = kStatsElementsPerThread;
-
-typedef float __attribute__((may_alias)) AliasFloat;
-typedef double __attribute__((may_alias)) AliasDouble;
-typedef uint16_t __attribute__((may_alias)) AliasU16;
-
-struct Moments
-{
-    int64_t count = 0; // finite elements
-    double mean = 0, m2 = 0;
-    double min = std::numeric_limits<double>::infinity();
-    double max = -std::numeric_limits<double>::infinity();
-    int64_t nan = 0, posinf = 0, neginf = 0, zero = 0, subnormal = 0;
-    double smallestNonzero = std::numeric_limits<double>::infinity(); // over the finite elements
-
-    void addMoments(int64_t n, double blockMean, double blockM2)
-    {
-        const MomentSums sum = combineMoments({count, mean, m2}, {n, blockMean, blockM2});
-        count = sum.count;
-        mean = sum.mean;
-        m2 = sum.m2;
-    }
-    void merge(const Moments& o)
-    {
-        addMoments(o.count, o.mean, o.m2);
-        min = std::min(min, o.min);
-        max = std::max(max, o.max);
-        nan += o.nan;
-        posinf += o.posinf;
-        neginf += o.neginf;
-        zero += o.zero;
-        subnormal += o.subnormal;
-        smallestNonzero = std::min(smallestNonzero, o.smallestNonzero);
-    }
-};
-
-// 32-byte vectors in GCC's vector extension: one AVX register, or two SSE registers in the
-// baseline build. The hot sweeps also come in 64 bytes, one AVX-512 register, for that build. Explicit vectors because the compiler may not reorder a floating-point sum on
-// its own, and its automatic vectorisation of this kernel spills and shuffles.
-template<typename F, int kBytes = 32>
-struct Lanes;
-// Spelled out per width: GCC 12 does not take a vector_size that depends on a template parameter.
-#define NANSCOPE_LANES(F, I, BYTES)                                                                \
-    template<>                                                                                     \
-    struct Lanes<F, BYTES>                                                                         \
-    {                                                                                              \
-        typedef F V __attribute__((vector_size(BYTES)));                                           \
-        typedef I Mask __attribute__((vector_size(BYTES)));                                        \
-        static constexpr int kWidth = BYTES / int(sizeof(F));                                      \
-    };
-NANSCOPE_LANES(float, int32_t, 32)
-NANSCOPE_LANES(float, int32_t, 64)
-NANSCOPE_LANES(double, int64_t, 32)
-NANSCOPE_LANES(double, int64_t, 64)
-#undef NANSCOPE_LANES
-
-// |v| lane by lane: the sign bits cleared.
-template<typename F, int kBytes = 32>
-NANSCOPE_ALWAYS_INLINE typename Lanes<F, kBytes>::V magnitudeOf(const typename Lanes<F, kBytes>::V& v)
-{
-    using Mask = typename Lanes<F, kBytes>::Mask;
-    using Lane = typename std::remove_reference<decltype(Mask{}[0])>::type;
-    return reinterpret_cast<typename Lanes<F, kBytes>::V>(reinterpret_cast<Mask>(v) & (Mask{} + std::numeric_limits<Lane>::max()));
-}
-
-template<typename V>
-NANSCOPE_ALWAYS_INLINE V loadVector(const void* p)
-{
-    V v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
-
-template<typename V>
-NANSCOPE_ALWAYS_INLINE V splat(typename std::remove_reference<decltype(V{}[0])>::type x)
-{
-    return V{} + x;
-}
-
-// Pass two of a block: sums of the deviations from a rough mean and of their squares, on values
-// scaled by a power of two (exact) so that the block's largest magnitude is about 1. So squares of
-// float32 values near 1e-30 or 1e30 neither underflow nor overflow, and the shift keeps the sum
-// of squares free of cancellation. `kSkipNonFinite` only on the rare blocks that hold NaN or Inf.
-template<typename F, bool kSkipNonFinite>
-NANSCOPE_ALWAYS_INLINE void blockDeviations(const F* p, int n, int64_t count, double roughMean, double low, double high,
-                                            Moments& acc)
-{
-    using V = typename Lanes<F>::V;
-    constexpr int W = Lanes<F>::kWidth;
-    constexpr F big = std::numeric_limits<F>::max();
-    const double largest = std::max(std::fabs(low), std::fabs(high));
-    const int exponent = largest > 0 ? std::clamp(-std::ilogb(largest), std::numeric_limits<F>::min_exponent - 1,
-                                                  std::numeric_limits<F>::max_exponent - 1)
-                                     : 0;
-    const F scale = F(std::ldexp(1.0, exponent)); // a normal number of type F
-    if (!std::isfinite(roughMean)) // the block's sum overflowed: any value inside the range will do
-        roughMean = low / 2 + high / 2;
-    const F shift = F(roughMean) * scale;
-
-    const V vScale = splat<V>(scale), vShift = splat<V>(shift), vBig = splat<V>(big), vZero = {};
-    V d0 = {}, d1 = {}, q0 = {}, q1 = {};
-    int i = 0;
-    for (; i + 2 * W <= n; i += 2 * W) {
-        const V a = loadVector<V>(p + i);
-        const V b = loadVector<V>(p + i + W);
-        V t0 = a * vScale - vShift;
-        V t1 = b * vScale - vShift;
-        if constexpr (kSkipNonFinite) {
-            t0 = magnitudeOf<F>(a) <= vBig ? t0 : vZero;
-            t1 = magnitudeOf<F>(b) <= vBig ? t1 : vZero;
-        }
-        d0 += t0;
-        d1 += t1;
-        q0 += t0 * t0;
-        q1 += t1 * t1;
-    }
-    double d = 0, q = 0;
-    const V dv = d0 + d1, qv = q0 + q1;
-    for (int j = 0; j < W; ++j) {
-        d += double(dv[j]);
-        q += double(qv[j]);
-    }
-    for (; i < n; ++i) {
-        const F v = p[i];
-        if (kSkipNonFinite && !(std::fabs(v) <= big))
-            continue;
-        const double t = double(v * scale - shift);
-        d += t;
-        q += t * t;
-    }
-    const double unscale = 1.0 / double(scale);
-    const double m2 = std::max(0.0, q - d * d / double(count)) * unscale * unscale;
-    acc.addMoments(count, double(shift) * unscale + d * unscale / double(count), m2);
-}
-
-// Where the one-pass sums of a range of blocks are centred and scaled: the mean and the largest
-// magnitude seen so far, so that the sums of squares neither cancel nor overflow.
-struct Centre
-{
-    bool valid = false;
-    double shift = 0;    // in the data's units
-    int exponent = 0;    // the scale is 2^exponent
-};
-
-template<typename F>
-NANSCOPE_ALWAYS_INLINE void updateCentre(const Moments& acc, Centre& centre)
-{
-    if (acc.count == 0)
-        return;
-    const double largest = std::max(std::fabs(acc.min), std::fabs(acc.max));
-    centre.valid = true;
-    // A mean below the data's resolution cancels nothing, and its rounding would only leak into
-    // the figures (1, 2, -3 came out with a mean of 8e-17): centre on zero instead.
-    centre.shift = std::fabs(acc.mean) < largest * double(std::numeric_limits<F>::epsilon()) ? 0.0 : acc.mean;
-    centre.exponent = largest > 0 ? std::clamp(-std::ilogb(largest), std::numeric_limits<F>::min_exponent - 1,
-                                               std::numeric_limits<F>::max_exponent - 1)
-                                  : 0;
-}
 
 // Where a block's values come from. The kernel's fast path reads through `load` and `at`; the
 // rare careful paths want plain floats and ask `values` for them.
@@ -301,8 +117,8 @@ struct PairMoments
 
 // The hot loop of a block: PairMoments and the smallest magnitude, two vectors (one cache line of
 // 32-byte vectors, two of 64-byte ones) a step. Few enough live vectors for AVX2's 16 registers:
-// an earlier version with several running sums of each kind spilled them to the stack, and ran at
-// a quarter of the speed of the memory it reads.
+// several running sums of each kind spill to the stack and run at a quarter of the speed of the
+// memory they read.
 template<typename F, bool kScaled, int kBytes, typename Source>
 NANSCOPE_ALWAYS_INLINE BlockSweep sweepBlock(const Source& source, int n, F scale, F shift)
 {
@@ -491,101 +307,27 @@ NANSCOPE_ALWAYS_INLINE double finiteMean(const F* p, int n, int64_t count)
 // `kBytes`: the vector width of the fast sweep, 32 or 64. The careful paths stay on 32-byte
 // vectors: GCC 12 made the 64-byte build of their masked selects ten times slower.
 // `kWholeBlock`: false for the pieces of a block that failed the fast path.
-template<int kBytes, bool kWholeBlock = true, typename F, typename Source>
-NANSCOPE_ALWAYS_INLINE void blockKernel(const Source& source, int n, F minNormal, F* scratch, Moments& acc, Centre& centre)
+// The careful path: NaN, +-Inf, or a sum that overflowed. One vector read of the L1-resident
+// block counts what the fast path could not and sums the finite values' deviations from the
+// running centre, as the fast path does (scalar counting and two more reads here would make a
+// block with one NaN cost ten clean ones). Only a block whose centred sums overflow again,
+// or a range's first block with no centre yet, takes the two-read route of blockDeviations.
+template<typename F>
+NANSCOPE_ALWAYS_INLINE void carefulBlock(const F* p, int n, F minNormal, Moments& acc, Centre& centre)
 {
     using V = typename Lanes<F>::V;
     using Mask = typename Lanes<F>::Mask;
     constexpr int W = Lanes<F>::kWidth;
     constexpr F big = std::numeric_limits<F>::max();
     constexpr F inf = std::numeric_limits<F>::infinity();
-
     const V vZero = {};
 
-    if (!centre.valid) { // the range's first block: centre on its first finite values
-        Moments probe;
-        for (int k = 0; k < std::min(n, 64); ++k) {
-            const F v = source.at(k);
-            if (std::fabs(v) <= big) {
-                probe.addMoments(1, double(v), 0.0);
-                probe.min = std::min(probe.min, double(v));
-                probe.max = std::max(probe.max, double(v));
-            }
-        }
-        updateCentre<F>(probe, centre);
-    }
-    int i = 0;
-    if (centre.valid) {
-        const F scale = F(std::ldexp(1.0, centre.exponent));
-        const F shift = F(centre.shift) * scale;
-        // Scaling by a power of two only matters near the ends of the exponent range. With the
-        // largest magnitude within 2^±20, the smallest deviation float32 resolves (2^-24 of it)
-        // squares to far above the smallest normal, and a block's sum of squares stays far below
-        // the largest float: the common case skips the multiply.
-        constexpr int kSafeExponent = 20;
-        const bool scaled = std::abs(centre.exponent) > kSafeExponent;
-        const F usedScale = scaled ? scale : F(1), usedShift = scaled ? shift : F(centre.shift);
-        const BlockSweep sweep = scaled ? sweepAny<F, true, kBytes>(source, n, usedScale, usedShift)
-                                        : sweepAny<F, false, kBytes>(source, n, usedScale, usedShift);
-        i = sweep.done;
-        double d = sweep.d, q = sweep.q, low = sweep.low, high = sweep.high, least = sweep.least;
-        for (int k = i; k < n; ++k) {
-            const F v = source.at(k);
-            const double t = double(v * usedScale - usedShift);
-            d += t;
-            q += t * t;
-            low = v < low ? double(v) : low;
-            high = v > high ? double(v) : high;
-            least = std::fabs(v) < least ? double(std::fabs(v)) : least;
-        }
-        if (std::isfinite(d) && std::isfinite(q) && std::isfinite(low) && std::isfinite(high)) {
-            // A block without a zero has its smallest nonzero magnitude already: `least`. One
-            // with zeros finds it in the second read it takes for them anyway.
-            if (least > 0)
-                acc.smallestNonzero = std::min(acc.smallestNonzero, least);
-            if (least < double(minNormal)) { // rare outside integer tensors: count in a second, L1-resident read
-                countZerosAndSubnormals(source.values(scratch, n), n, minNormal, acc);
-            }
-            const double unscale = 1.0 / double(usedScale);
-            const double blockMean = double(usedShift) * unscale + d * unscale / double(n);
-            acc.min = std::min(acc.min, low);
-            acc.max = std::max(acc.max, high);
-            // A block far smaller than the centre's scale (the first block of a tensor that
-            // starts with zeros, say) may have had its squares flush to zero: sum them again,
-            // scaled for this block. Rare, and the block is still in L1.
-            const double largest = std::max(std::fabs(low), std::fabs(high));
-            if (largest > 0 && std::ilogb(largest) + std::ilogb(double(usedScale)) < -kRescaleExponent)
-                // Centred inside the block: at the old scale its mean may have cancelled away.
-                blockDeviations<F, false>(source.values(scratch, n), n, n, std::clamp(blockMean, low, high), low, high, acc);
-            else
-                acc.addMoments(n, blockMean, std::max(0.0, q - d * d / double(n)) * unscale * unscale);
-            updateCentre<F>(acc, centre);
-            return;
-        }
-    }
-
-    // A whole block failed the fast path, most often for a single NaN or Inf. Its values are in
-    // L1 now: sweep it again in small pieces, so that only the piece that holds the value takes
-    // the careful path (about eight times a fast piece's cost). Careful whole blocks made one
-    // NaN in 100,000 values cost a bfloat16 tensor a quarter of its speed.
-    if (kWholeBlock && n > kCarefulPiece) {
-        for (int start = 0; start < n; start += kCarefulPiece)
-            blockKernel<kBytes, false>(source.advanced(start), std::min(kCarefulPiece, n - start), minNormal, scratch, acc, centre);
-        return;
-    }
-
-    // The careful path: NaN, +-Inf, or a sum that overflowed. One vector read of the L1-resident
-    // block counts what the fast path could not and sums the finite values' deviations from the
-    // running centre, as the fast path does. (Scalar counting and two more reads here had made
-    // a block with one NaN cost ten clean ones.) Only a block whose centred sums overflow again,
-    // or a range's first block with no centre yet, takes the two-read route of blockDeviations.
-    const F* p = source.values(scratch, n);
     const F scale = centre.valid ? F(std::ldexp(1.0, centre.exponent)) : F(1);
     const F shift = centre.valid ? F(centre.shift) * scale : F(0);
     const V vBig = splat<V>(big), vInf = splat<V>(inf), vScale = splat<V>(scale), vShift = splat<V>(shift);
     V low2 = splat<V>(inf), high2 = splat<V>(-inf), smallest = splat<V>(inf), sums = {}, squares = {};
     Mask finiteCount = {}, nanCount = {}, posinfCount = {};
-    i = 0;
+    int i = 0;
     for (; i + W <= n; i += W) {
         const V a = loadVector<V>(p + i);
         const V magnitude = magnitudeOf<F>(a);
@@ -650,6 +392,106 @@ NANSCOPE_ALWAYS_INLINE void blockKernel(const Source& source, int n, F minNormal
     else // no centre yet, an overflow of the centred sums, or squares that may have flushed to zero
         blockDeviations<F, true>(p, n, count, finiteMean(p, n, count), low, high, acc);
     updateCentre<F>(acc, centre);
+}
+
+// The range's first block: the centre from its first finite values.
+template<typename F, typename Source>
+NANSCOPE_ALWAYS_INLINE void centreOnFirstValues(const Source& source, int n, Centre& centre)
+{
+    constexpr F big = std::numeric_limits<F>::max();
+    Moments probe;
+    for (int k = 0; k < std::min(n, 64); ++k) {
+        const F v = source.at(k);
+        if (std::fabs(v) <= big) {
+            probe.addMoments(1, double(v), 0.0);
+            probe.min = std::min(probe.min, double(v));
+            probe.max = std::max(probe.max, double(v));
+        }
+    }
+    updateCentre<F>(probe, centre);
+}
+
+// The fast path of a block with a centre: one sweep, the moments added to `acc`. False when the
+// sums went non-finite (a NaN, an Inf, an overflow), and nothing was added.
+template<int kBytes, typename F, typename Source>
+NANSCOPE_ALWAYS_INLINE bool fastBlock(const Source& source, int n, F minNormal, F* scratch, Moments& acc, Centre& centre)
+{
+    const F scale = F(std::ldexp(1.0, centre.exponent));
+    const F shift = F(centre.shift) * scale;
+    // Scaling by a power of two only matters near the ends of the exponent range. With the
+    // largest magnitude within 2^±20, the smallest deviation float32 resolves (2^-24 of it)
+    // squares to far above the smallest normal, and a block's sum of squares stays far below
+    // the largest float: the common case skips the multiply.
+    constexpr int kSafeExponent = 20;
+    const bool scaled = std::abs(centre.exponent) > kSafeExponent;
+    const F usedScale = scaled ? scale : F(1), usedShift = scaled ? shift : F(centre.shift);
+    const BlockSweep sweep = scaled ? sweepAny<F, true, kBytes>(source, n, usedScale, usedShift)
+                                    : sweepAny<F, false, kBytes>(source, n, usedScale, usedShift);
+    const int i = sweep.done;
+    double d = sweep.d, q = sweep.q, low = sweep.low, high = sweep.high, least = sweep.least;
+    for (int k = i; k < n; ++k) {
+        const F v = source.at(k);
+        const double t = double(v * usedScale - usedShift);
+        d += t;
+        q += t * t;
+        low = v < low ? double(v) : low;
+        high = v > high ? double(v) : high;
+        least = std::fabs(v) < least ? double(std::fabs(v)) : least;
+    }
+    if (std::isfinite(d) && std::isfinite(q) && std::isfinite(low) && std::isfinite(high)) {
+        // A block without a zero has its smallest nonzero magnitude already: `least`. One
+        // with zeros finds it in the second read it takes for them anyway.
+        if (least > 0)
+            acc.smallestNonzero = std::min(acc.smallestNonzero, least);
+        if (least < double(minNormal)) { // rare outside integer tensors: count in a second, L1-resident read
+            countZerosAndSubnormals(source.values(scratch, n), n, minNormal, acc);
+        }
+        const double unscale = 1.0 / double(usedScale);
+        const double blockMean = double(usedShift) * unscale + d * unscale / double(n);
+        acc.min = std::min(acc.min, low);
+        acc.max = std::max(acc.max, high);
+        // A block far smaller than the centre's scale (the first block of a tensor that
+        // starts with zeros, say) may have had its squares flush to zero: sum them again,
+        // scaled for this block. Rare, and the block is still in L1.
+        const double largest = std::max(std::fabs(low), std::fabs(high));
+        if (largest > 0 && std::ilogb(largest) + std::ilogb(double(usedScale)) < -kRescaleExponent)
+            // Centred inside the block: at the old scale its mean may have cancelled away.
+            blockDeviations<F, false>(source.values(scratch, n), n, n, std::clamp(blockMean, low, high), low, high, acc);
+        else
+            acc.addMoments(n, blockMean, std::max(0.0, q - d * d / double(n)) * unscale * unscale);
+        updateCentre<F>(acc, centre);
+        return true;
+    }
+    return false;
+}
+
+// One block in one read. Deviations from the running centre and their squares are summed on
+// values scaled by a power of two (exact): squares of float32 values near 1e-30 or 1e30 neither
+// underflow nor overflow, and the shift keeps the sum of squares free of cancellation. No
+// per-element select: a NaN never wins a `<` comparison, and any NaN or Inf (or an overflow)
+// makes the sums non-finite, which sends the rare block that holds one down the careful path.
+// Zeros and subnormals are counted only in blocks whose smallest magnitude is below normal.
+// `scratch`: room for a block of F, for sources that must be converted for the careful paths.
+// `kBytes`: the vector width of the fast sweep, 32 or 64. The careful paths stay on 32-byte
+// vectors: GCC 12 made the 64-byte build of their masked selects ten times slower.
+// `kWholeBlock`: false for the pieces of a block that failed the fast path.
+template<int kBytes, bool kWholeBlock = true, typename F, typename Source>
+NANSCOPE_ALWAYS_INLINE void blockKernel(const Source& source, int n, F minNormal, F* scratch, Moments& acc, Centre& centre)
+{
+    if (!centre.valid)
+        centreOnFirstValues<F>(source, n, centre);
+    if (centre.valid && fastBlock<kBytes>(source, n, minNormal, scratch, acc, centre))
+        return;
+    // A whole block failed the fast path, most often for a single NaN or Inf. Its values are in
+    // L1 now: sweep it again in small pieces, so that only the piece that holds the value takes
+    // the careful path (about eight times a fast piece's cost). Careful whole blocks made one
+    // NaN in 100,000 values cost a bfloat16 tensor a quarter of its speed.
+    if (kWholeBlock && n > kCarefulPiece) {
+        for (int start = 0; start < n; start += kCarefulPiece)
+            blockKernel<kBytes, false>(source.advanced(start), std::min(kCarefulPiece, n - start), minNormal, scratch, acc, centre);
+        return;
+    }
+    carefulBlock(source.values(scratch, n), n, minNormal, acc, centre);
 }
 
 // Widens a block of float16 into an L1 buffer, a cache line at a time, asking for memory ahead

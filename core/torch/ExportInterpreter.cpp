@@ -1,5 +1,7 @@
 #include "core/torch/ExportInterpreter.h"
 
+#include "core/torch/ExportNodeValues.h"
+
 #include "core/replay/ReplayOptions.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -11,6 +13,12 @@
 #include <stdexcept>
 
 namespace nanscope::replaytorch {
+
+using exportnode::asDouble;
+using exportnode::asInt;
+using exportnode::fail;
+using exportnode::namesRead;
+using exportnode::namesWritten;
 
 namespace {
 
@@ -44,10 +52,6 @@ const std::map<std::string, SymbolicOp>& symbolicOps()
 const std::set<std::string> kHigherOrderOps = {"torch.ops.higher_order.cond", "torch.ops.higher_order.map_impl",
                                                "torch.ops.higher_order.wrap_with_set_grad_enabled"};
 
-[[noreturn]] void fail(const ExportNode& node, const std::string& why)
-{
-    throw std::runtime_error("node " + node.name + " (" + node.target + "): " + why);
-}
 
 // The schema's ScalarType number (torch/_export/serde/schema.py) as LibTorch's.
 c10::ScalarType scalarTypeOf(int64_t serialized)
@@ -179,6 +183,15 @@ void collectTensorsOf(const c10::IValue& value, std::vector<torch::Tensor>& out)
                 out.push_back(item.toTensor());
 }
 
+} // namespace
+
+namespace exportnode {
+
+[[noreturn]] void fail(const ExportNode& node, const std::string& why)
+{
+    throw std::runtime_error("node " + node.name + " (" + node.target + "): " + why);
+}
+
 double asDouble(const c10::IValue& v)
 {
     if (v.isDouble())
@@ -205,7 +218,23 @@ int64_t asInt(const c10::IValue& v)
     throw std::runtime_error("a symbolic value is not an integer");
 }
 
-} // namespace
+// Which names an argument reads.
+void namesRead(const ExportArgument& arg, std::vector<std::string>& out)
+{
+    for (const auto& name : arg.names)
+        if (!name.empty())
+            out.push_back(name);
+    for (const auto& s : arg.symInts)
+        if (!s.name.empty())
+            out.push_back(s.name);
+}
+
+void namesWritten(const ExportArgument& arg, std::vector<std::string>& out)
+{
+    namesRead(arg, out);
+}
+
+} // namespace exportnode
 
 struct ExportInterpreter::Resolved
 {
@@ -388,22 +417,6 @@ void ExportInterpreter::run(const ExportGraph& graph, ExportValues& values, std:
         runNode(node, values, dataNames, observe, iteration);
 }
 
-// Which names an argument reads.
-static void namesRead(const ExportArgument& arg, std::vector<std::string>& out)
-{
-    for (const auto& name : arg.names)
-        if (!name.empty())
-            out.push_back(name);
-    for (const auto& s : arg.symInts)
-        if (!s.name.empty())
-            out.push_back(s.name);
-}
-
-static void namesWritten(const ExportArgument& arg, std::vector<std::string>& out)
-{
-    namesRead(arg, out);
-}
-
 void ExportInterpreter::runNode(const ExportNode& node, ExportValues& values, std::set<std::string>& dataNames,
                                 const OpObserver& observe, int iteration) const
 {
@@ -560,149 +573,6 @@ void ExportInterpreter::runOperatorCall(const ExportNode& node, ExportValues& va
         }
         default: break;
         }
-    }
-}
-
-void ExportInterpreter::runHigherOrder(const ExportNode& node, ExportValues& values, std::set<std::string>& dataNames,
-                                       const OpObserver& observe, int iteration) const
-{
-    // The subgraph's outputs, bound to the node's outputs in order.
-    auto bindOutputs = [&](const ExportGraph& body, const ExportValues& inner, const std::vector<c10::IValue>* stacked) {
-        std::vector<std::string> names;
-        for (const auto& output : node.outputs)
-            namesWritten(output, names);
-        for (size_t i = 0; i < names.size(); ++i) {
-            if (stacked) {
-                values.set(names[i], (*stacked)[i]);
-                continue;
-            }
-            if (i >= body.outputs.size() || body.outputs[i].names.empty())
-                fail(node, "its subgraph returns fewer values than the node lists");
-            const c10::IValue* v = inner.find(body.outputs[i].names.front());
-            if (!v)
-                fail(node, "its subgraph does not compute " + body.outputs[i].names.front());
-            values.set(names[i], *v);
-        }
-    };
-    auto runBody = [&](const ExportGraph& body, const std::vector<c10::IValue>& operands, ExportValues& inner,
-                       const std::vector<bool>& operandFromData, int bodyIteration) {
-        std::vector<std::string> placeholders;
-        for (const auto& input : body.inputs)
-            namesWritten(input, placeholders);
-        if (placeholders.size() != operands.size())
-            fail(node, "its subgraph takes " + std::to_string(placeholders.size()) + " inputs, the node passes " +
-                           std::to_string(operands.size()));
-        std::set<std::string> innerData = dataNames;
-        for (size_t i = 0; i < operands.size(); ++i) {
-            inner.set(placeholders[i], operands[i]);
-            if (operandFromData[i])
-                innerData.insert(placeholders[i]);
-            else
-                innerData.erase(placeholders[i]);
-        }
-        run(body, inner, innerData, observe, bodyIteration);
-        bool anyData = false;
-        for (const auto& output : body.outputs)
-            for (const auto& name : output.names)
-                anyData = anyData || innerData.count(name) > 0;
-        return anyData;
-    };
-    auto operandsOf = [&](size_t from, std::vector<c10::IValue>& operands, std::vector<bool>& fromData) {
-        for (size_t i = from; i < node.inputs.size(); ++i) {
-            const ExportArgument& arg = node.inputs[i].arg;
-            if (arg.kind == ExportArgument::Kind::Tensors) {
-                for (const auto& name : arg.names) {
-                    operands.push_back(valueOf(ExportArgument{ExportArgument::Kind::Tensor, {name}}, values, nullptr));
-                    fromData.push_back(dataNames.count(name) > 0);
-                }
-            } else {
-                operands.push_back(valueOf(arg, values, nullptr));
-                std::vector<std::string> read;
-                namesRead(arg, read);
-                fromData.push_back(!read.empty() && dataNames.count(read.front()) > 0);
-            }
-        }
-    };
-    auto graphAt = [&](size_t index) -> const ExportGraph& {
-        if (index >= node.inputs.size() || node.inputs[index].arg.kind != ExportArgument::Kind::Graph || !node.inputs[index].arg.graph)
-            fail(node, "has no subgraph as its argument " + std::to_string(index));
-        return *node.inputs[index].arg.graph;
-    };
-    std::vector<std::string> written;
-    for (const auto& output : node.outputs)
-        namesWritten(output, written);
-    auto markData = [&](bool anyData) {
-        if (anyData)
-            dataNames.insert(written.begin(), written.end());
-    };
-
-    if (node.target == "torch.ops.higher_order.cond") {
-        // cond(pred, true_graph, false_graph, operands)
-        if (node.inputs.size() < 4)
-            fail(node, "takes a predicate, two branches and their operands");
-        const c10::IValue predicate = valueOf(node.inputs[0].arg, values, nullptr);
-        const bool taken = predicate.isTensor() ? predicate.toTensor().item<bool>() : asInt(predicate) != 0;
-        std::vector<c10::IValue> operands;
-        std::vector<bool> fromData;
-        operandsOf(3, operands, fromData);
-        const ExportGraph& body = graphAt(taken ? 1 : 2);
-        ExportValues inner(&values);
-        markData(runBody(body, operands, inner, fromData, iteration));
-        bindOutputs(body, inner, nullptr);
-    } else if (node.target == "torch.ops.higher_order.wrap_with_set_grad_enabled") {
-        // wrap_with_set_grad_enabled(enabled, graph, *args)
-        const bool enabled = asInt(valueOf(node.inputs.at(0).arg, values, nullptr)) != 0;
-        std::vector<c10::IValue> operands;
-        std::vector<bool> fromData;
-        operandsOf(2, operands, fromData);
-        const ExportGraph& body = graphAt(1);
-        ExportValues inner(&values);
-        torch::AutoGradMode mode(enabled);
-        markData(runBody(body, operands, inner, fromData, iteration));
-        bindOutputs(body, inner, nullptr);
-    } else if (node.target == "torch.ops.higher_order.map_impl") {
-        // map_impl(f, xs, pos_args): f over the first dim of every xs, results stacked.
-        const ExportGraph& body = graphAt(0);
-        if (node.inputs.size() < 2 || node.inputs[1].arg.kind != ExportArgument::Kind::Tensors)
-            fail(node, "maps over no tensors");
-        std::vector<torch::Tensor> xs;
-        for (const auto& name : node.inputs[1].arg.names)
-            xs.push_back(valueOf(ExportArgument{ExportArgument::Kind::Tensor, {name}}, values, nullptr).toTensor());
-        std::vector<c10::IValue> rest;
-        std::vector<bool> restData;
-        operandsOf(2, rest, restData);
-        const int64_t n = xs.empty() ? 0 : xs.front().size(0);
-        std::vector<std::vector<torch::Tensor>> results;
-        bool anyData = false;
-        for (int64_t i = 0; i < n; ++i) {
-            std::vector<c10::IValue> operands;
-            std::vector<bool> fromData;
-            for (size_t x = 0; x < xs.size(); ++x) {
-                operands.emplace_back(xs[x].select(0, i));
-                fromData.push_back(dataNames.count(node.inputs[1].arg.names[x]) > 0);
-            }
-            operands.insert(operands.end(), rest.begin(), rest.end());
-            fromData.insert(fromData.end(), restData.begin(), restData.end());
-            ExportValues inner(&values);
-            anyData = runBody(body, operands, inner, fromData, int(i)) || anyData;
-            std::vector<torch::Tensor> outs;
-            for (const auto& output : body.outputs)
-                for (const auto& name : output.names)
-                    if (const c10::IValue* v = inner.find(name); v && v->isTensor())
-                        outs.push_back(v->toTensor());
-            results.push_back(std::move(outs));
-        }
-        std::vector<c10::IValue> stacked;
-        for (size_t k = 0; !results.empty() && k < results.front().size(); ++k) {
-            std::vector<torch::Tensor> column;
-            for (const auto& r : results)
-                column.push_back(r.at(k));
-            stacked.emplace_back(torch::stack(column));
-        }
-        if (stacked.size() < written.size())
-            fail(node, "its function returned fewer tensors than the node lists");
-        markData(anyData);
-        bindOutputs(body, values, &stacked);
     }
 }
 

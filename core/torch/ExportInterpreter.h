@@ -66,6 +66,7 @@ public:
 
 private:
     struct Resolved;
+    struct HigherOrderCall; // ExportHigherOrder.cpp
     void runNode(const ExportNode& node, ExportValues& values, std::set<std::string>& dataNames, const OpObserver& observe,
                  int iteration) const;
     void runOperatorCall(const ExportNode& node, ExportValues& values) const;

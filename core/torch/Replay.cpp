@@ -241,6 +241,113 @@ private:
                      std::to_string(expectedInputs)};
     }
 
+    // Which loss to back-propagate from. A loss forward returned wins: the model computed it as it
+    // trained. Else the named loss of forward's output (left in `output`) and the batch's targets.
+    // Sets the result's loss convention and says in its notes why backward will be skipped.
+    Status chooseLoss(const c10::IValue& returned, const ReturnedLoss& inForward, torch::Tensor& output,
+                      ReplayResult& result)
+    {
+        if (inForward.loss.defined() || m_targetsInForward) {
+            result.lossConvention = LossConvention::InForward;
+            result.lossName.clear();
+            result.lossFrom = forwardCall() + inForward.access;
+            if (!inForward.loss.defined())
+                result.notes.push_back("the model's " + forwardCall() + " takes the targets but returned " +
+                                       describeReturn(returned) +
+                                       ", not a loss (a scalar tensor, or a dict or tuple with a 'loss' entry): backward skipped");
+            else if (inForward.loss.dim() != 0)
+                result.notes.push_back("the loss " + result.lossFrom + " is " + torchdtype::describe(inForward.loss) +
+                                       ", not a scalar: backward needs one number (reduce it in forward, with .mean()); backward skipped");
+        } else {
+            output = firstTensor(returned);
+            if (!output.defined())
+                return Error{m_options.checkpoint + ": forward returned " + describeReturn(returned) +
+                             ": no tensor to compute a loss of, and no 'loss' entry"};
+            if (m_batch.targets.defined() && !result.lossName.empty()) {
+                result.lossConvention = LossConvention::NamedLoss;
+                result.lossFrom = result.lossName + "(output, targets)";
+            } else if (!m_batch.targets.defined() && m_forwardInputs.size() >= 2) {
+                result.notes.push_back("the batch has no targets, and the model's " + forwardCall() + " returned " +
+                                       describeReturn(returned) +
+                                       ", not a loss: a model that computes its loss in forward must return a scalar "
+                                       "tensor, or a dict or tuple with a 'loss' entry; backward skipped");
+            } else {
+                result.notes.push_back(m_batch.targets.defined() ? "no loss name in the batch or the run: backward skipped"
+                                                                 : "the batch has no targets: backward skipped");
+            }
+        }
+
+        return Status::success();
+    }
+
+    // Output-logit divergence, on the logits the loss reads.
+    void measureLogits(const ProbedOps& probed, const std::vector<ReplayOp>& allOps, const ReturnedLoss& inForward,
+                       const torch::Tensor& output, ReplayResult& result)
+    {
+        auto opIndexOf = [&](const torch::Tensor& tensor) { return probed.indexOf(tensor); };
+        if (result.lossConvention == LossConvention::NamedLoss && (result.lossName == "cross_entropy" || result.lossName == "nll") &&
+            output.is_floating_point())
+            result.logits = logZOf(output, output.dim() >= 2 ? 1 : 0, "forward's output", opIndexOf(output));
+        else if (result.lossConvention == LossConvention::InForward) {
+            if (inForward.logits.defined() && inForward.logits.is_floating_point())
+                result.logits = logZOf(inForward.logits, inForward.logits.dim() - 1, "forward's output" + inForward.logitsAccess,
+                                       opIndexOf(inForward.logits));
+            else if (probed.lastLogits.defined())
+                result.logits = logZOf(probed.lastLogits, probed.lastLogitsDim,
+                                       "the input of " + allOps[probed.lastLogitsOp].op + " (op #" +
+                                           std::to_string(probed.lastLogitsOp) + ")",
+                                       opIndexOf(probed.lastLogits));
+        }
+
+    }
+
+    // The loss, and backward from it: every op's gradient statistics, the first non-finite
+    // gradient, the op whose backward made one, and the parameters' figures.
+    Status lossAndBackward(ProbedOps& probed, std::vector<ReplayOp>& allOps, const ReturnedLoss& inForward,
+                           const torch::Tensor& output, ReplayResult& result)
+    {
+        auto opIndexOf = [&](const torch::Tensor& tensor) { return probed.indexOf(tensor); };
+        torch::Tensor loss;
+        if (result.lossConvention == LossConvention::InForward && inForward.loss.defined() && inForward.loss.dim() == 0) {
+            loss = inForward.loss;
+            if (const int index = opIndexOf(loss); index >= 0)
+                result.lossOp = allOps[size_t(index)];
+        } else if (result.lossConvention == LossConvention::NamedLoss && m_options.backward) {
+            try {
+                loss = computeLoss(result.lossName, output, m_batch.targets);
+            } catch (const std::exception& e) {
+                std::ostringstream shapes;
+                shapes << "the model's output " << output.sizes() << " does not fit the batch's targets "
+                       << m_batch.targets.sizes() << " for the " << result.lossName << " loss";
+                return Error{m_options.batch + ": " + shapes.str()};
+            }
+        }
+        if (loss.defined()) {
+            result.loss = loss.item<double>();
+            result.lossFinite = std::isfinite(result.loss);
+        }
+        if (loss.defined() && m_options.backward) {
+            if (!reportProgress(m_progress, 0.4, "backward"))
+                return Error{"cancelled"};
+            try {
+                if (loss.requires_grad())
+                    loss.backward();
+            } catch (const c10::Error& e) {
+                return Error{std::string("backward failed: ") + e.what_without_backtrace()};
+            }
+            for (size_t i = 0; i < allOps.size(); ++i)
+                allOps[i].grad = probed.gradients.of(probed.values[i]);
+            result.firstNonfiniteGrad = firstNonfiniteGradient(allOps);
+            // A finite forward whose backward is not: the op whose backward made the first
+            // non-finite gradient out of a finite one (log of a zero that a torch.where masked out).
+            if (!result.firstNonfinite)
+                result.gradCulprit = probed.gradientCulprit();
+            for (const auto& p : m_module.named_parameters(true))
+                result.params.push_back({p.name, probed.statsOnce(p.value), statsOf(p.value.grad())});
+        }
+        return Status::success();
+    }
+
     Status instrumentedForward(ReplayResult& result)
     {
         auto graph = m_module.get_method("forward").graph()->copy();
@@ -294,98 +401,14 @@ private:
             return Error{"internal: the instrumented forward returned " + std::to_string(stack.size()) + " values"};
         const c10::IValue returned = stack[0];
 
-        // Which loss to back-propagate from. A loss forward returned wins: the model computed it
-        // as it trained. Else the named loss of forward's output and the batch's targets.
         const ReturnedLoss inForward = lossInOutput(returned, m_returnType);
         torch::Tensor output; // forward's output under a named loss
-        if (inForward.loss.defined() || m_targetsInForward) {
-            result.lossConvention = LossConvention::InForward;
-            result.lossName.clear();
-            result.lossFrom = forwardCall() + inForward.access;
-            if (!inForward.loss.defined())
-                result.notes.push_back("the model's " + forwardCall() + " takes the targets but returned " +
-                                       describeReturn(returned) +
-                                       ", not a loss (a scalar tensor, or a dict or tuple with a 'loss' entry): backward skipped");
-            else if (inForward.loss.dim() != 0)
-                result.notes.push_back("the loss " + result.lossFrom + " is " + torchdtype::describe(inForward.loss) +
-                                       ", not a scalar: backward needs one number (reduce it in forward, with .mean()); backward skipped");
-        } else {
-            output = firstTensor(returned);
-            if (!output.defined())
-                return Error{m_options.checkpoint + ": forward returned " + describeReturn(returned) +
-                             ": no tensor to compute a loss of, and no 'loss' entry"};
-            if (m_batch.targets.defined() && !result.lossName.empty()) {
-                result.lossConvention = LossConvention::NamedLoss;
-                result.lossFrom = result.lossName + "(output, targets)";
-            } else if (!m_batch.targets.defined() && m_forwardInputs.size() >= 2) {
-                result.notes.push_back("the batch has no targets, and the model's " + forwardCall() + " returned " +
-                                       describeReturn(returned) +
-                                       ", not a loss: a model that computes its loss in forward must return a scalar "
-                                       "tensor, or a dict or tuple with a 'loss' entry; backward skipped");
-            } else {
-                result.notes.push_back(m_batch.targets.defined() ? "no loss name in the batch or the run: backward skipped"
-                                                                 : "the batch has no targets: backward skipped");
-            }
-        }
-
-        auto opIndexOf = [&](const torch::Tensor& tensor) { return probed.indexOf(tensor); };
-
+        if (Status chosen = chooseLoss(returned, inForward, output, result); !chosen)
+            return chosen;
         result.firstNonfinite = forwardCulprit(allOps, result.notes);
-
-        // Output-logit divergence, on the logits the loss reads.
-        if (result.lossConvention == LossConvention::NamedLoss && (result.lossName == "cross_entropy" || result.lossName == "nll") &&
-            output.is_floating_point())
-            result.logits = logZOf(output, output.dim() >= 2 ? 1 : 0, "forward's output", opIndexOf(output));
-        else if (result.lossConvention == LossConvention::InForward) {
-            if (inForward.logits.defined() && inForward.logits.is_floating_point())
-                result.logits = logZOf(inForward.logits, inForward.logits.dim() - 1, "forward's output" + inForward.logitsAccess,
-                                       opIndexOf(inForward.logits));
-            else if (probed.lastLogits.defined())
-                result.logits = logZOf(probed.lastLogits, probed.lastLogitsDim,
-                                       "the input of " + allOps[probed.lastLogitsOp].op + " (op #" +
-                                           std::to_string(probed.lastLogitsOp) + ")",
-                                       opIndexOf(probed.lastLogits));
-        }
-
-        // Loss and backward.
-        torch::Tensor loss;
-        if (result.lossConvention == LossConvention::InForward && inForward.loss.defined() && inForward.loss.dim() == 0) {
-            loss = inForward.loss;
-            if (const int index = opIndexOf(loss); index >= 0)
-                result.lossOp = allOps[size_t(index)];
-        } else if (result.lossConvention == LossConvention::NamedLoss && m_options.backward) {
-            try {
-                loss = computeLoss(result.lossName, output, m_batch.targets);
-            } catch (const std::exception& e) {
-                std::ostringstream shapes;
-                shapes << "the model's output " << output.sizes() << " does not fit the batch's targets "
-                       << m_batch.targets.sizes() << " for the " << result.lossName << " loss";
-                return Error{m_options.batch + ": " + shapes.str()};
-            }
-        }
-        if (loss.defined()) {
-            result.loss = loss.item<double>();
-            result.lossFinite = std::isfinite(result.loss);
-        }
-        if (loss.defined() && m_options.backward) {
-            if (!reportProgress(m_progress, 0.4, "backward"))
-                return Error{"cancelled"};
-            try {
-                if (loss.requires_grad())
-                    loss.backward();
-            } catch (const c10::Error& e) {
-                return Error{std::string("backward failed: ") + e.what_without_backtrace()};
-            }
-            for (size_t i = 0; i < allOps.size(); ++i)
-                allOps[i].grad = probed.gradients.of(probed.values[i]);
-            result.firstNonfiniteGrad = firstNonfiniteGradient(allOps);
-            // A finite forward whose backward is not: the op whose backward made the first
-            // non-finite gradient out of a finite one (log of a zero that a torch.where masked out).
-            if (!result.firstNonfinite)
-                result.gradCulprit = probed.gradientCulprit();
-            for (const auto& p : m_module.named_parameters(true))
-                result.params.push_back({p.name, probed.statsOnce(p.value), statsOf(p.value.grad())});
-        }
+        measureLogits(probed, allOps, inForward, output, result);
+        if (Status backward = lossAndBackward(probed, allOps, inForward, output, result); !backward)
+            return backward;
         if (result.firstNonfinite)
             result.firstNonfinite->grad = allOps[size_t(result.firstNonfinite->index)].grad;
         if (result.lossOp)

@@ -2,8 +2,8 @@
 
 // Internal to core/torch (includes LibTorch): one part of the TorchScript replay (Replay.cpp).
 // What the replay keeps of the tensors its probes see. Not the tensors: holding every op's
-// output until the forward ends kept alive what autograd had already let go (a BatchNorm's output
-// before its ReLU), and each such block cost its pages again on the next step. A probe takes the
+// output until the forward ends would keep alive what autograd lets go (a BatchNorm's output
+// before its ReLU), and each such block would cost its pages again on the next step. A probe takes the
 // statistics as the op runs; later steps need only to know a tensor again (a weak reference, which
 // keeps its TensorImpl's address from being reused but not its memory) and to find its gradient
 // (a hook on the autograd node that made it).

@@ -2,6 +2,7 @@
 // row readable. The writer is tests/core/helpers/TestWriterMain.cpp.
 #include "TestRuns.h"
 
+#include "core/run/RunFolderFiles.h"
 #include "core/run/RunReader.h"
 
 #include <chrono>

@@ -125,6 +125,7 @@ class ArchitectureDoc(unittest.TestCase):
         names = set(table["event_kinds"]) | set(table["recorder_scalars"])
         for columns in table["columns"].values():
             names |= set(columns)
+        every_name = set(names)
         names = {n for n in names if "_" in n}  # "loss", "min": too common a word to tell apart
         spelt_alike = {
             "core/run/RunFormat.h": "the table's C++ face",
@@ -142,7 +143,107 @@ class ArchitectureDoc(unittest.TestCase):
                     for number, line in enumerate(f, 1):
                         code = line.split("//")[0]
                         offending += ["%s:%d %s" % (rel, number, n) for n in names if '"%s"' % n in code]
+                        # The short names ("loss", "skipped") where a /scalars series is meant.
+                        offending += ["%s:%d %s" % (rel, number, m.group(0)) for m in
+                                      re.finditer(r'(?:scalarSeries\(|kScalars,\s*)"(\w+)"', code)
+                                      if m.group(1) in every_name]
         self.assertEqual(offending, [], "run-format names typed outside run_format.json")
+
+    # Outside tests/ and generated code (RunFormatTable.h, protobuf): every source of the product.
+    SIZED_FOLDERS = ("core", "app", "widgets", "python", "bench", "fuzz")
+    MOST_FILE_LINES = 600
+    MOST_FUNCTION_LINES = 120
+
+    def sources(self, suffixes):
+        for folder in self.SIZED_FOLDERS:
+            for path in sorted(glob.glob(os.path.join(ROOT, folder, "**", "*.*"), recursive=True)):
+                if path.endswith(suffixes) and "generated" not in os.path.basename(path).lower() and \
+                        not os.path.basename(path).startswith("RunFormatTable"):
+                    yield path
+
+    def test_no_source_file_is_over_600_lines(self):
+        offending = []
+        for path in self.sources((".h", ".cpp", ".cu", ".py")):
+            with open(path, encoding="utf-8", errors="replace") as f:
+                count = sum(1 for _ in f)
+            if count > self.MOST_FILE_LINES:
+                offending.append("%s:1 has %d lines" % (os.path.relpath(path, ROOT), count))
+        self.assertEqual(offending, [], "files over %d lines (docs/architecture.md)" % self.MOST_FILE_LINES)
+
+    def test_no_function_is_over_120_lines(self):
+        offending = []
+        for path in self.sources((".h", ".cpp", ".cu")):
+            with open(path, encoding="utf-8", errors="replace") as f:
+                code = code_without_comments_and_strings(f.read())
+            for line, length, signature in function_bodies(code):
+                if length > self.MOST_FUNCTION_LINES:
+                    offending.append("%s:%d %d lines: %s" % (os.path.relpath(path, ROOT), line, length, signature))
+        import ast
+        for path in self.sources((".py",)):
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read())
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    length = node.end_lineno - node.lineno + 1
+                    if length > self.MOST_FUNCTION_LINES:
+                        offending.append("%s:%d %d lines: %s" % (os.path.relpath(path, ROOT), node.lineno, length,
+                                                                 node.name))
+        self.assertEqual(offending, [], "functions over %d lines (docs/architecture.md)" % self.MOST_FUNCTION_LINES)
+
+
+def code_without_comments_and_strings(text):
+    """C++ source with its comments, string and character literals blanked (line breaks kept), so
+    that braces count only where they are code."""
+    out = []
+    i, n = 0, len(text)
+    while i < n:
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        elif text.startswith('R"', i) and re.match(r'R"([^(\s]*)\(', text[i:]):
+            delimiter = re.match(r'R"([^(\s]*)\(', text[i:]).group(1)
+            j = text.find(")" + delimiter + '"', i)
+            j = n if j < 0 else j + len(delimiter) + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        elif text[i] in "\"'" and not (text[i] == "'" and i > 0 and text[i - 1].isalnum()):  # 1'000'000
+            quote, j = text[i], i + 1
+            while j < n and text[j] != quote and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            out.append(re.sub(r"[^\n]", " ", text[i:j + 1]))
+            i = j + 1
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+CONTROL = re.compile(r"\b(if|for|while|switch|catch|do|else|try|namespace|struct|class|enum|union)\b[^;{}]*$")
+FUNCTION_HEAD = re.compile(r"\)\s*(const|override|noexcept|final|mutable|->\s*[\w:<>,\s*&]+|\s)*$")
+
+
+def function_bodies(code):
+    """(line, lines, signature) of every function body in `code`: a brace that follows a
+    parameter list (a function, a method inside a class, a lambda), not a control statement."""
+    stack = []
+    for i, c in enumerate(code):
+        if c == "{":
+            head = re.split(r"[;{}]", code[max(0, i - 400):i])[-1].strip()
+            is_function = bool(FUNCTION_HEAD.search(head)) and not CONTROL.search(head) and \
+                not head.endswith("=")
+            stack.append((i, is_function, head))
+        elif c == "}" and stack:
+            start, is_function, head = stack.pop()
+            if is_function:
+                yield (code.count("\n", 0, start) + 1, code.count("\n", start, i),
+                       " ".join(head.split())[-80:])
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@
 #include "core/importers/JsonLinesLogReader.h"
 #include "core/importers/LogReaderRegistry.h"
 #include "core/importers/TextRecordLogReader.h"
+#include "core/importers/ValueNameWords.h"
 #include "core/importers/TextRecords.h"
 #include "core/importers/WandbRecordReader.h"
 #include "core/open/OpenRun.h"
