@@ -126,7 +126,7 @@ ChildProgram::~ChildProgram()
 QString ChildOutcome::failureText(const QString& work) const
 {
     if (kind == Kind::Crashed)
-        return QObject::tr("%1 crashed; the window is unaffected. %2").arg(work, standardError.right(400)).trimmed();
+        return QObject::tr("%1 crashed, in a process of its own: nanscope goes on. %2").arg(work, standardError.right(400)).trimmed();
     return succeeded() ? QString() : message;
 }
 

@@ -31,8 +31,9 @@ struct ChildOutcome
 
     bool succeeded() const { return kind == Kind::Succeeded; }
     // What a user reads when `work` ("The replay of step 180", "Reading ckpt.pt") did not succeed:
-    // a crash says the window is unaffected and quotes the end of the child's error output; any
-    // other failure is `message`. Empty on success. One wording for every child the window runs.
+    // a crash says it was the child's alone (the window or the command goes on) and quotes the end
+    // of the child's error output; any other failure is `message`. Empty on success. One wording
+    // for every child the window and the commands run.
     QString failureText(const QString& work) const;
 
     // A child's JSON answer as the report the window and the commands show: `decode` of its output

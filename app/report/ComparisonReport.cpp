@@ -54,7 +54,7 @@ std::string plottedSeries(const RunComparison& comparison)
 } // namespace
 
 Result<RunComparison> compareForReport(const RunSource& reportRun, const QString& label, const ScanReport& scan,
-                                       const QStringList& others)
+                                       const QStringList& others, const ScanConfig& scanConfig)
 {
     std::vector<ComparedRun> runs(1);
     runs[0].label = label.toStdString();
@@ -68,7 +68,7 @@ Result<RunComparison> compareForReport(const RunSource& reportRun, const QString
         auto source = openRun(path.toStdString());
         if (!source)
             return Error{"cannot open run " + path.toStdString() + " to compare with: " + source.error()};
-        auto run = loadComparedRun(**source, path.toStdString());
+        auto run = loadComparedRun(**source, path.toStdString(), scanConfig);
         if (!run)
             return Error{run.error()};
         runs.push_back(std::move(*run));

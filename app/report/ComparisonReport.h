@@ -5,6 +5,7 @@
 // plot with every run's series overlaid. Kept apart from IncidentReport.cpp, which only places it.
 
 #include "core/compare/RunComparison.h"
+#include "core/scan/ScanConfig.h"
 
 #include <QImage>
 #include <QString>
@@ -14,10 +15,10 @@ namespace nanscope {
 
 class RunSource;
 
-// The report's run (already open and scanned) against `others`, each opened here. An error names
-// the run that cannot be opened.
+// The report's run (already open and scanned with `scanConfig`) against `others`, each opened here
+// and scanned with the same settings. An error names the run that cannot be opened.
 Result<RunComparison> compareForReport(const RunSource& reportRun, const QString& label, const ScanReport& scan,
-                                       const QStringList& others);
+                                       const QStringList& others, const ScanConfig& scanConfig);
 
 // Every run's series that diverged first (else the gradient norm, else the loss) on one plot, one
 // colour per run, each divergence step marked. A null image when no series is shared.

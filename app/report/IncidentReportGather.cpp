@@ -53,8 +53,8 @@ QImage renderPlot(const QString& title, const std::string& dataset, const std::v
 // The series an incident was measured in, when it is not the run's loss or gradient norm, with the
 // plot's title: a normalisation layer's /buffers column (a BatchNorm incident: its gradient norm
 // looks healthy), the output range of the module a blow-up began in (its largest |x|), a
-// parameter's /layers column, another logged scalar (a precursor: issue 50, the report drew the
-// gradient norm under a band labelled with the precursor's name). Empty when not logged.
+// parameter's /layers column, another logged scalar (a precursor): the quantity the incident was
+// measured in, never the gradient norm under another name. Empty when not logged.
 struct EvidenceSeries
 {
     QString title;
@@ -251,7 +251,7 @@ Result<ReportContent> gather(const QString& runDirectory, const IncidentReportOp
                                   haveGrad ? gradNorm : loss, c.scan.incidents, true, 0, 0)});
 
     if (!options.compareWith.isEmpty()) {
-        auto comparison = compareForReport(reader, c.directory, c.scan, options.compareWith);
+        auto comparison = compareForReport(reader, c.directory, c.scan, options.compareWith, options.scanConfig);
         if (!comparison)
             return Error{comparison.error()};
         c.comparison = std::move(*comparison);

@@ -46,7 +46,8 @@ ComparedRun primaryRun(const RunSnapshot& snapshot, const ScanReport& scan)
 
 } // namespace
 
-void ComparisonWorker::compare(quint64 request, const ComparedRun& primary, const QStringList& paths)
+void ComparisonWorker::compare(quint64 request, const ComparedRun& primary, const QStringList& paths,
+                               const ScanConfig& scanConfig)
 {
     std::vector<ComparedRun> runs{primary};
     for (const QString& path : paths) {
@@ -57,7 +58,7 @@ void ComparisonWorker::compare(quint64 request, const ComparedRun& primary, cons
             emit failed(request, path, tr("Cannot compare with %1: %2").arg(path, QString::fromStdString(source.error())));
             return;
         }
-        auto run = loadComparedRun(**source, path.toStdString());
+        auto run = loadComparedRun(**source, path.toStdString(), scanConfig);
         if (!run) {
             emit failed(request, path, tr("Cannot compare with %1: %2").arg(path, QString::fromStdString(run.error())));
             return;
@@ -84,6 +85,7 @@ ComparedRuns::ComparedRuns(QMainWindow* window, RunContext* context, OverviewVie
     static const bool registered = [] {
         qRegisterMetaType<ComparedRun>();
         qRegisterMetaType<RunComparison>();
+        qRegisterMetaType<ScanConfig>();
         return true;
     }();
     (void)registered;
@@ -178,7 +180,7 @@ void ComparedRuns::requestComparison()
         return;
     const quint64 request = ++m_request;
     m_worker->latestRequest = request;
-    emit compareRequested(request, primaryRun(m_context->snapshot(), m_context->scan()), m_paths);
+    emit compareRequested(request, primaryRun(m_context->snapshot(), m_context->scan()), m_paths, m_context->scanConfig());
 }
 
 void ComparedRuns::onCompared(quint64 request, const RunComparison& comparison)

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/compare/RunComparison.h"
+#include "core/scan/ScanConfig.h"
 
 #include <QObject>
 #include <QPointer>
@@ -33,7 +34,10 @@ public:
     std::atomic<quint64> latestRequest{0};
 
 public slots:
-    void compare(quint64 request, const nanscope::ComparedRun& primary, const QStringList& paths);
+    // Each run of `paths` opened and scanned with `scanConfig`, the settings the shown run was
+    // scanned with, so that their incidents differ by the runs and not by the settings.
+    void compare(quint64 request, const nanscope::ComparedRun& primary, const QStringList& paths,
+                 const nanscope::ScanConfig& scanConfig);
 
 signals:
     void compared(quint64 request, const nanscope::RunComparison& comparison);
@@ -70,7 +74,8 @@ signals:
     void stepActivated(qint64 step);
     void message(const QString& text);
     // To the worker.
-    void compareRequested(quint64 request, const nanscope::ComparedRun& primary, const QStringList& paths);
+    void compareRequested(quint64 request, const nanscope::ComparedRun& primary, const QStringList& paths,
+                          const nanscope::ScanConfig& scanConfig);
 
 private:
     void chooseRun();
@@ -97,3 +102,4 @@ private:
 
 Q_DECLARE_METATYPE(nanscope::ComparedRun)
 Q_DECLARE_METATYPE(nanscope::RunComparison)
+Q_DECLARE_METATYPE(nanscope::ScanConfig)

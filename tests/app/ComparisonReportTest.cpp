@@ -61,3 +61,39 @@ TEST(ComparisonReport, JsonHoldsTheComparisonAndARunThatCannotBeOpenedIsNamed)
     EXPECT_TRUE(result.err.contains(missing)) << result.err.toStdString();
     EXPECT_FALSE(QFile::exists(other));
 }
+
+// A compared run is scanned with the settings the report's run is scanned with (`--config`):
+// otherwise the incidents the two runs differ by would come from the settings, not the runs.
+TEST(ComparisonReport, TheComparedRunIsScannedWithTheReportsSettings)
+{
+    QTemporaryDir dir;
+    const QString settings = dir.filePath("scan.ini");
+    QFile file(settings);
+    ASSERT_TRUE(file.open(QIODevice::WriteOnly));
+    // A gradual blow-up's onset moves when a jump must rise 50 decades to count.
+    file.write("[scan]\njump_decades = 50\n");
+    file.close();
+    auto incidentsOf = [](const QJsonArray& incidents) {
+        QStringList listed;
+        for (const QJsonValue& incident : incidents)
+            listed << incident["kind"].toString() + " " + incident["severity"].toString() + " @" +
+                          QString::number(incident["onset_step"].toInteger());
+        return listed;
+    };
+    auto scanned = [&](const QStringList& extra) {
+        const auto result = runNanscope(QStringList{"scan", demoRun("gradual-blowup"), "--json"} + extra);
+        return incidentsOf(QJsonDocument::fromJson(result.out.toUtf8()).object()["incidents"].toArray());
+    };
+    const QStringList byDefault = scanned({});
+    const QStringList withSettings = scanned({"--config", settings});
+    ASSERT_NE(byDefault, withSettings) << "the setting changes nothing: the test shows nothing";
+
+    const QString path = dir.filePath("report.json");
+    const auto result = runNanscope({"report", demoRun("healthy"), "-o", path, "--no-replay", "--compare",
+                                     demoRun("gradual-blowup"), "--config", settings});
+    ASSERT_EQ(result.exitCode, 0) << result.err.toStdString();
+    const QJsonArray runs =
+        QJsonDocument::fromJson(readAll(path).toUtf8()).object()["comparison"].toObject()["runs"].toArray();
+    ASSERT_EQ(runs.size(), 2);
+    EXPECT_EQ(incidentsOf(runs[1].toObject()["incidents"].toArray()), withSettings);
+}
