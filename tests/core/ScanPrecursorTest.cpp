@@ -5,6 +5,8 @@
 #include "core/scan/Precursor.h"
 #include "core/scan/ScanRules.h"
 
+#include "NoisyScanRun.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,29 +20,12 @@ namespace {
 
 // A run of `count` steps: a loss falling as `lossAt` says and a gradient norm with log-normal noise
 // around 1, each with noise from `seed`.
-struct SeriesRun
+struct SeriesRun : test::NoisyScanRun
 {
     SeriesRun(int64_t count, const std::function<double(int64_t)>& lossAt, uint32_t seed = 5)
+        : NoisyScanRun(count, lossAt, 0.03, 0.08, seed)
     {
-        std::mt19937 rng(seed);
-        std::normal_distribution<double> noise(0.0, 1.0);
-        for (int64_t step = 0; step < count; ++step) {
-            steps.push_back(step);
-            loss.push_back(lossAt(step) * std::pow(10.0, 0.03 * noise(rng)));
-            gradNorm.push_back(std::pow(10.0, 0.08 * noise(rng)));
-        }
     }
-    ScanInputs inputs() const { return ScanInputs::fromMemory(steps, {{"loss", loss}, {"grad_norm", gradNorm}}); }
-    std::vector<float> table(size_t columns, const std::function<float(int64_t, size_t)>& value) const
-    {
-        std::vector<float> out;
-        for (int64_t step : steps)
-            for (size_t c = 0; c < columns; ++c)
-                out.push_back(value(step, c));
-        return out;
-    }
-    std::vector<int64_t> steps;
-    std::vector<double> loss, gradNorm;
 };
 
 const Incident* blowupOf(const ScanContext& context)

@@ -7,6 +7,8 @@
 #include "core/scan/ScanRules.h"
 #include "core/scan/Signatures.h"
 
+#include "NoisyScanRun.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,29 +20,14 @@ using namespace nanscope::scan;
 
 namespace {
 
-struct TrainingRun
+// An ordinary run: the loss decays from 1.7 to 0.2 over a few hundred steps.
+struct TrainingRun : test::NoisyScanRun
 {
     explicit TrainingRun(int64_t count, uint32_t seed = 3)
+        : NoisyScanRun(
+              count, [](int64_t step) { return 1.5 * std::exp(-double(step) / 100.0) + 0.2; }, 0.05, 0.1, seed)
     {
-        std::mt19937 rng(seed);
-        std::normal_distribution<double> noise(0.0, 1.0);
-        for (int64_t step = 0; step < count; ++step) {
-            steps.push_back(step);
-            loss.push_back((1.5 * std::exp(-double(step) / 100.0) + 0.2) * std::pow(10.0, 0.05 * noise(rng)));
-            gradNorm.push_back(std::pow(10.0, 0.1 * noise(rng)));
-        }
     }
-    ScanInputs inputs() const { return ScanInputs::fromMemory(steps, {{"loss", loss}, {"grad_norm", gradNorm}}); }
-    std::vector<float> table(size_t columns, const std::function<float(int64_t, size_t)>& value) const
-    {
-        std::vector<float> out;
-        for (int64_t step : steps)
-            for (size_t c = 0; c < columns; ++c)
-                out.push_back(value(step, c));
-        return out;
-    }
-    std::vector<int64_t> steps;
-    std::vector<double> loss, gradNorm;
 };
 
 // One huge learning-rate step at row `at` under an Adam-family optimizer: the gradient norm jumps
