@@ -48,6 +48,9 @@ public:
     void expectBytesOf(const std::string& path);
     // Bytes of input read by a reader that takes its records itself (JSON lines, tables).
     void consumed(uint64_t bytes) { m_bytes += bytes; }
+    // The input is free text, where numbers also stand in prose and in a document's tables: with
+    // no step logged, finish keeps its series only when one is long or names a training quantity.
+    void readsFreeText() { m_freeText = true; }
 
     uint64_t pieces() const { return m_pieces; }
     uint64_t records() const { return m_records.size(); }
@@ -65,6 +68,9 @@ public:
     size_t finish(ScalarLog& log, const std::string& kind, uint64_t tooLong = 0, uint64_t lines = 0);
 
     static constexpr uint64_t kLeastRecords = 3;
+    // Values the longest series of free text with no step holds at least, unless a series names a
+    // training quantity (readsFreeText).
+    static constexpr size_t kLeastFreeTextSeriesValues = 8;
     // Distinct names kept; a file with more is not a log.
     static constexpr size_t kMostNames = 100000;
 
@@ -121,6 +127,7 @@ private:
     std::vector<size_t> m_pairSlots; // the slot of each pair of the record being taken
     std::string m_stepKey, m_stepFrom, m_refusal;
     bool m_epochIsStep = false, m_stepLogged = false, m_lastWasBareBar = false;
+    bool m_freeText = false;
     uint64_t m_epochRestarts = 0, m_goesBack = 0;
     std::optional<int64_t> m_continues; // the record an indented piece continues
     double m_epochContext = std::numeric_limits<double>::quiet_NaN(); // the last epoch logged

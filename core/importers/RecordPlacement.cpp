@@ -3,6 +3,8 @@
 // values into the ScalarLog. The collecting half is RecordAssembler.cpp.
 #include "core/importers/RecordAssembler.h"
 
+#include "core/importers/ScalarNames.h"
+
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -300,6 +302,19 @@ size_t RecordAssembler::finish(ScalarLog& log, const std::string& kind, uint64_t
     if (!m_stepLogged && manyValued < kLeastManyValuedRecords && !kept.empty()) {
         m_refusal = "numbers, but no step is logged and fewer than " + std::to_string(kLeastManyValuedRecords) +
                     " records hold two values or more: no training records";
+        kept.clear();
+    }
+    // Numbers in prose and in a document's tables (a README's "2 GB opens at 300 MB/s", its table
+    // of benchmarks) make short series under words that are no training quantity; a training log
+    // pasted into the same document has a series that runs on, or one named as training names it.
+    if (m_freeText && !m_stepLogged && !kept.empty() &&
+        std::none_of(kept.begin(), kept.end(), [](const Slot* slot) {
+            return slot->points.size() >= kLeastFreeTextSeriesValues ||
+                   isKnownScalarName(canonicalScalarName(slot->name));
+        })) {
+        m_refusal = "numbers in prose or tables, but no step is logged, no series holds " +
+                    std::to_string(kLeastFreeTextSeriesValues) +
+                    " values and none is a training quantity (loss, grad_norm, lr, ...): no training records";
         kept.clear();
     }
 

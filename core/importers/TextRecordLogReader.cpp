@@ -36,6 +36,7 @@ SniffVerdict sniffTextRecordLog(const FilePrefix& file)
     if (const size_t nul = firstNulByte(head); nul != std::string_view::npos)
         return {0, "binary data (a NUL byte at byte " + std::to_string(nul) + ")"};
     RecordAssembler records;
+    records.readsFreeText();
     TextPieces pieces([&](std::string_view piece) { records.piece(piece); });
     // The last piece of a cut prefix may be cut too: left out.
     const size_t lastBreak = head.find_last_of("\r\n");
@@ -55,6 +56,7 @@ SniffVerdict sniffTextRecordLog(const FilePrefix& file)
 Result<ScalarLog> readTextRecordLog(const std::string& path)
 {
     RecordAssembler records;
+    records.readsFreeText();
     records.expectBytesOf(path);
     TextPieces pieces([&](std::string_view piece) { records.piece(piece); });
     if (Status read = feedFile(path, pieces); !read)

@@ -638,6 +638,24 @@ TEST(LogReaderRegistry, RefusesWhatIsNotALogAndSaysWhy)
     EXPECT_NE(notALogByName(folder.path() + "/train.py").find("source code"), std::string::npos);
 }
 
+// Documentation whose numbers stand in prose and tables (a README's results, its benchmark table)
+// is no training log, however many lines hold a name and a number: a real README of another
+// project, and nanscope's own docs. The real logs pasted into Markdown files (the .md fixtures
+// of RealLogStructure) still open.
+TEST(LogReaderRegistry, ADocumentsNumbersInProseAndTablesAreNoTrainingLog)
+{
+    for (const std::string& path :
+         {fixture("sophgo__tpu_compiler__alphapose-readme-results-not-a-log/README.md"),
+          fixture("../../../docs/scan.md"), fixture("../../../README.md")}) {
+        const SniffedFile sniffed = sniffLogFile(path);
+        EXPECT_EQ(sniffed.reader, nullptr) << path << " read as " << sniffed.reader->id;
+        EXPECT_NE(sniffed.refusal.find("numbers in prose or tables"), std::string::npos) << sniffed.refusal;
+        auto run = openRun(path);
+        ASSERT_FALSE(run) << path << " opened as a run";
+        EXPECT_NE(run.error().find("no training records"), std::string::npos) << run.error();
+    }
+}
+
 // Hostile input: bounded, never a crash, a hang or an unbounded allocation.
 TEST(TextRecordLogReader, HostileInputIsReadInBoundedMemory)
 {
