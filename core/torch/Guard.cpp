@@ -1,46 +1,25 @@
 #include "core/torch/Guard.h"
 
-#include "core/torch/GuardState.h"
-
-#include "core/record/DefencePolicy.h"
-#include "core/record/EventText.h"
 #include "core/run/RunFormat.h"
-#include "core/run/RunWriterThread.h"
-#include "core/scan/OnlineSpikeDetector.h"
-#include "core/torch/GuardFiles.h"
 #include "core/torch/GuardModel.h"
 #include "core/torch/GuardReadback.h"
-#include "core/torch/GuardRunLog.h"
-#include "core/torch/OptimizerSnapshot.h"
-#include "core/torch/TensorRange.h"
-#include "core/torch/TorchReductions.h"
+#include "core/torch/GuardState.h"
 
 #include <torch/script.h>
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <filesystem>
-#include <functional>
 #include <iostream>
 #include <limits>
-#include <optional>
-#include <set>
-#include <sstream>
-
-namespace fs = std::filesystem;
 
 namespace nanscope {
 
 namespace rf = runformat;
-namespace ts = torchstats;
-using guardfiles::saveBatchFile;
-using guardfiles::saveCheckpointFiles;
-
-using namespace guardmodel;
-using namespace guardreadback;
-using namespace optimizersnapshot;
+using guardmodel::CppModelAccess;
+using guardmodel::ScriptModelAccess;
+using guardmodel::readableKind;
+using guardmodel::shapeText;
+using guardreadback::rangeSlots;
 
 Guard::Guard(const std::string& runDirectory, torch::nn::Module& model, GuardOptions options)
     : m_state(std::make_unique<State>())
