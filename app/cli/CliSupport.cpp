@@ -3,6 +3,7 @@
 #include "core/run/RankSet.h"
 #include "core/scan/RankScan.h"
 #include "core/open/MultiRankRun.h"
+#include "core/open/OpenRun.h"
 
 #include <QCoreApplication>
 
@@ -88,6 +89,22 @@ bool selectRank(const QCommandLineParser& parser, RunSource& run, QString& error
         return false;
     }
     return true;
+}
+
+std::unique_ptr<RunSource> openRunArgument(const QCommandLineParser& parser, const QString& command, QString& error)
+{
+    if (parser.positionalArguments().size() != 1) {
+        error = command + " takes one RUN\n" + helpText(parser);
+        return nullptr;
+    }
+    auto reader = openRun(parser.positionalArguments().first().toStdString());
+    if (!reader) {
+        error = QString::fromStdString(reader.error());
+        return nullptr;
+    }
+    if (!selectRank(parser, **reader, error))
+        return nullptr;
+    return std::move(*reader);
 }
 
 bool resolveRankFolder(const QCommandLineParser& parser, QString& runDir, std::optional<int64_t> step,

@@ -8,6 +8,7 @@
 #include <QTextStream>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -47,6 +48,9 @@ QCommandLineOption rankOption();
 // Shows the parser's --rank of `run` when given. False, with `error` set, when --rank is not a
 // number, the run has no ranks, or it has no readable run of that rank.
 bool selectRank(const QCommandLineParser& parser, RunSource& run, QString& error);
+// The command's one RUN argument opened (openRun), and the rank --rank asks for shown. Null, with
+// `error` set (the usage with the help, or what opening said), when it cannot be.
+std::unique_ptr<RunSource> openRunArgument(const QCommandLineParser& parser, const QString& command, QString& error);
 
 // The folder that holds one rank's checkpoints and batches, for the commands that read them
 // (replay, triage): `runDir` itself for a single-process run; for a multi-rank run's top folder,

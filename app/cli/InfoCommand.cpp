@@ -212,22 +212,18 @@ int runInfo(const QStringList& arguments)
     int code = 0;
     if (!parse(parser, arguments, code))
         return code;
-    if (parser.positionalArguments().size() != 1)
-        return fail("info takes one RUN\n" + helpText(parser));
-
-    auto reader = openRun(parser.positionalArguments().first().toStdString());
+    QString error;
+    const std::unique_ptr<RunSource> reader = openRunArgument(parser, "info", error);
     if (!reader)
-        return fail(fromStd(reader.error()));
-    if (QString error; !selectRank(parser, **reader, error))
         return fail(error);
     // Wall time and epoch, where logged: the window's other x axes.
-    auto axes = readStepAxes(**reader);
+    auto axes = readStepAxes(*reader);
     if (!axes)
         return fail(fromStd(axes.error()));
     if (parser.isSet("json"))
-        out() << QJsonDocument(runInfoJson(**reader, *axes)).toJson(QJsonDocument::Indented);
+        out() << QJsonDocument(runInfoJson(*reader, *axes)).toJson(QJsonDocument::Indented);
     else
-        printRunInfo(**reader, *axes);
+        printRunInfo(*reader, *axes);
     return kExitOk;
 }
 

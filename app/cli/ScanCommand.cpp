@@ -156,17 +156,13 @@ int runScan(const QStringList& arguments)
                   << "  # " << setting.description << "\n";
         return kExitOk;
     }
-    if (parser.positionalArguments().size() != 1)
-        return fail("scan takes one RUN\n" + helpText(parser));
-
-    auto reader = openRun(parser.positionalArguments().first().toStdString());
+    QString error;
+    const std::unique_ptr<RunSource> reader = openRunArgument(parser, "scan", error);
     if (!reader)
-        return fail(fromStd(reader.error()));
-    if (QString error; !selectRank(parser, **reader, error))
         return fail(error);
     // A multi-rank run is scanned whole unless --rank picks one rank; either way as the window and
     // the report scan it (with the optimizer states read beside the run).
-    auto whole = scanRun(**reader, config, {}, parser.isSet("rank") ? RankScope::ShownRank : RankScope::EveryRank);
+    auto whole = scanRun(*reader, config, {}, parser.isSet("rank") ? RankScope::ShownRank : RankScope::EveryRank);
     if (!whole)
         return fail(fromStd(whole.error()));
     const std::optional<RankScanReport>& ranks = whole->ranks;
