@@ -1,11 +1,11 @@
 """The scan against the online spike rules other training tools ship (issue 50), on the families
-corpora with their truth (tests/scan_runs/family_runs.py and drift_runs.py): per run, each system's
+corpora with their truth (tests/scan_runs/family_runs.py, drift_runs.py and loop_runs.py): per run, each system's
 first alarm against the truth's window: hit, early, late, false alarm (a healthy run), missed.
 
 Usage:
-  bench/detection_vs_peers.py NANSCOPE_BINARY [--families DIR] [--drifts DIR] [--markdown]
+  bench/detection_vs_peers.py NANSCOPE_BINARY [--families DIR] [--drifts DIR] [--loops DIR] [--markdown]
 DIR holds runs with their truth (<name>.truth.json, as the tests' NANSCOPE_KEEP_*_RUNS folders
-keep them); a missing run is trained into it first (about 4 minutes for both corpora, one thread).
+keep them); a missing run is trained into it first (about 5 minutes for the three corpora, one thread).
 
 The five rules, re-implemented from their public source (read 2026-12-06; the commit is the one read):
   lightning  Lightning's SpikeDetection (lightning 2.6.6, lightning/fabric/utilities/spike.py):
@@ -160,6 +160,8 @@ def truth_window(truth):
         return None
     if cls in ("sudden", "lr_spike"):
         return event - every, event + every + 1
+    if cls == "gradual" and truth.get("loss_best_step") is not None:  # loop_runs' clipped LSTM: not before its best
+        return truth["loss_best_step"] - 10, end - 15
     if cls == "gradual" and "precursor" not in truth:
         return event - 20, end - 15
     if cls == "gradual":  # a drift inside the model (drift_runs): from where it began
@@ -217,9 +219,11 @@ def main(argv):
     binary = argv[1]
     families_dir = argv[argv.index("--families") + 1] if "--families" in argv else "/tmp/nanscope-peers/families"
     drifts_dir = argv[argv.index("--drifts") + 1] if "--drifts" in argv else "/tmp/nanscope-peers/drifts"
+    loops_dir = argv[argv.index("--loops") + 1] if "--loops" in argv else "/tmp/nanscope-peers/loops"
     import drift_runs
     import family_runs
-    runs = corpus(families_dir, family_runs) + corpus(drifts_dir, drift_runs)
+    import loop_runs
+    runs = corpus(families_dir, family_runs) + corpus(drifts_dir, drift_runs) + corpus(loops_dir, loop_runs)
     systems = ["nanscope"] + list(RULES)
     rows, tally = [], {s: {"all": [0, 0], "held": [0, 0]} for s in systems}
     misses_where_a_rule_was_right, gradual_not_first, gradual_runs = [], [], []

@@ -192,12 +192,30 @@ Diagnosis diagnoseGrowthPrecursor(const BlowupFacts& facts)
     const double slope = facts.growthDecadesPerStep.value_or(std::nan(""));
     const std::string rate = slope > 0 ? ", x10 every " + numberText(1.0 / slope, 2) + " steps" : "";
     const int64_t end = facts.nonfiniteStep.value_or(facts.windowEndStep);
-    d.cause = "Gradual blow-up that began in " + precursorWhat(facts) + ": it grew from " +
-              numberText(facts.precursorBaseline, 3) + " to " + numberText(facts.precursorPeak, 3) + " (x" +
-              numberText(std::pow(10.0, facts.precursorRiseDecades), 2) + ") over " +
+    // A log-scale parameter's norm grows by units, and exp() of it by that many e-folds.
+    const std::string growth =
+        facts.precursorExpScaleDecades
+            ? ", a log-scale parameter (exp() of it is what the model uses): its norm grew from " +
+                  numberText(facts.precursorBaseline, 3) + " to " + numberText(facts.precursorPeak, 3) +
+                  ", so the scale it stands for moved by e^" +
+                  numberText(facts.precursorPeak - facts.precursorBaseline, 3) + " (x" +
+                  numberText(std::pow(10.0, *facts.precursorExpScaleDecades), 2) + ")"
+            : ": it grew from " + numberText(facts.precursorBaseline, 3) + " to " +
+                  numberText(facts.precursorPeak, 3) + " (x" +
+                  numberText(std::pow(10.0, facts.precursorRiseDecades), 2) + ")";
+    // The primary series may have followed it (a policy's shrinking spread multiplies its gradients)
+    // or shown nothing (a temperature climbing under a flat loss).
+    const double followed = facts.primaryRiseSincePrecursor.value_or(1.0);
+    const std::string primary = followed >= 10.0 ? ", and the " + facts.series + " followed it (x" +
+                                                       numberText(followed, 2) + ")"
+                                                 : ", while the " + facts.series + " showed little of it";
+    d.cause = "Gradual blow-up that began in " + precursorWhat(facts) + growth + " over " +
               std::to_string(end - facts.onsetStep) + " steps from step " + std::to_string(facts.onsetStep) + rate +
               (facts.nonfiniteStep ? ", until NaN at step " + std::to_string(*facts.nonfiniteStep) : std::string()) +
-              ", while the " + facts.series + " showed little of it";
+              primary +
+              (facts.learningRateRise && *facts.learningRateRise >= 3.0
+                   ? "; the learning rate rose x" + numberText(*facts.learningRateRise, 2) + " meanwhile"
+                   : std::string());
     if (facts.precursorLimit)
         d.cause += "; " + facts.precursorLimitText + ", and it reached " + numberText(facts.precursorPeak, 3);
     else if (facts.float16Overflow)
@@ -211,6 +229,11 @@ Diagnosis diagnoseGrowthPrecursor(const BlowupFacts& facts)
         d.suggestion = "A router whose logits keep growing: add a router z-loss (1e-3 * logsumexp^2, ST-MoE) and a "
                        "load-balancing loss, compute the router's softmax in float32, lower the router's learning "
                        "rate. ";
+    else if (facts.precursorExpScaleDecades && !named({"logit_scale"}))
+        d.suggestion = "A log-scale parameter with nothing to bound it (a policy's log standard deviation, a "
+                       "log-variance, SAC's log alpha): clamp it (a log standard deviation to [-5, 2], say), check "
+                       "the sign and weight of any entropy or KL term that moves it, lower its learning rate, and "
+                       "compute exp() of it, and whatever divides by it, in float32. ";
     else if (named({"lora", "adapter"}))
         d.suggestion = "An adapter whose output keeps growing while the loss sits at its floor: lower its learning "
                        "rate or its scaling (lora_alpha / r), add weight decay or dropout on it, and keep the "

@@ -1,6 +1,7 @@
 // Where a run's primary series failed (BlowupFailure.h).
 #include "core/scan/BlowupFailure.h"
 
+#include "core/scan/BlowupOnset.h"
 #include "core/scan/Onset.h"
 #include "core/scan/Recovery.h"
 #include "core/scan/Signatures.h"
@@ -83,7 +84,18 @@ bool explodedBefore(const ScanContext& context, const Burst& burst)
     for (size_t r = from; r < burst.firstRow; ++r)
         if (s.finite[r])
             peak = std::max(peak, s.log[r]);
-    return std::isfinite(before) && std::isfinite(peak) && peak - before >= context.config.blowupDecades;
+    if (std::isfinite(before) && std::isfinite(peak) && peak - before >= context.config.blowupDecades)
+        return true;
+    // The loss sat orders of magnitude above its best level for the rows before it, under a
+    // clipped (or flat) gradient norm that showed nothing: the finite numbers after it are the
+    // same divergence, not a recovery.
+    const RunScalars& scalars = context.scalars;
+    if (&s == &scalars.loss)
+        return false;
+    const size_t begin = rowAtOrAfter(scalars.steps, scalars.steps[burst.firstRow] - context.config.lookbackSteps);
+    return lossDivergence(scalars.loss, begin, burst.firstRow, context.config.blowupDecades,
+                          context.config.minOnsetDecades)
+        .has_value();
 }
 
 // A finite explosion of blow-up size after which the gradient norm looks normal again but

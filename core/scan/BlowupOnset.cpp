@@ -130,6 +130,39 @@ std::optional<Climb> steadyClimb(const std::vector<double>& values, size_t windo
     return Climb{lowRow, end - low};
 }
 
+std::optional<LossDivergence> lossDivergence(const LogSeries& loss, size_t windowBegin, size_t failureRow,
+                                             double minDecades, double nearBest)
+{
+    if (failureRow > loss.size() || failureRow < windowBegin + 20)
+        return std::nullopt;
+    // The median of up to nine finite rows from `from` to `to` (exclusive); NaN with fewer than five.
+    const auto levelOf = [&](size_t from, size_t to) {
+        std::vector<double> values;
+        for (size_t r = from; r < to; ++r)
+            if (loss.finite[r] && loss.raw[r] > 0)
+                values.push_back(loss.log[r]);
+        return values.size() >= 5 ? medianOf(values) : kNaN;
+    };
+    const auto around = [&](size_t row) {
+        return levelOf(row > windowBegin + 4 ? row - 4 : windowBegin, std::min(row + 5, failureRow));
+    };
+    size_t bestRow = failureRow;
+    double best = kInf;
+    for (size_t r = windowBegin + 4; r + 10 < failureRow; ++r)
+        if (const double level = around(r); level < best) {
+            best = level;
+            bestRow = r;
+        }
+    const double last = levelOf(failureRow > windowBegin + 9 ? failureRow - 9 : windowBegin, failureRow);
+    if (bestRow == failureRow || !std::isfinite(last) || last - best < minDecades)
+        return std::nullopt;
+    size_t onset = bestRow;
+    for (size_t r = bestRow; r + 5 < failureRow; ++r)
+        if (around(r) <= best + nearBest)
+            onset = r;
+    return LossDivergence{bestRow, Climb{onset, last - best}};
+}
+
 // A learning-rate climb: at least kLrClimbRows logged rows up to the jump, most of them
 // (kLrRisingShare) higher than the row before and none lower, rising kLrClimbDecades (x3.2) or more.
 constexpr size_t kLrClimbRows = 5;

@@ -42,6 +42,19 @@ struct Climb
 // A steady climb of `values` (raw, not log) from the window's lowest level up to the failure.
 std::optional<Climb> steadyClimb(const std::vector<double>& values, size_t windowBegin, size_t failureRow);
 
+// The loss (`loss`, the scalars' own) left its best level and sat `minDecades` or more above it
+// right before `failureRow` (a median of nine rows, so not one spike), however the climb went
+// (it accelerates when the learning rate keeps growing): its best row, where it left the best
+// level (the last row within `nearBest` decades of it, on a median of nine rows around each) and
+// how far it rose.
+struct LossDivergence
+{
+    size_t bestRow = 0;
+    Climb climb;
+};
+std::optional<LossDivergence> lossDivergence(const LogSeries& loss, size_t windowBegin, size_t failureRow,
+                                             double minDecades, double nearBest);
+
 // The logged learning rate climbed, row after row, up to `jumpRow` (a schedule that keeps
 // growing, a warm-up to too high a peak): where the climb began and how far it rose. A jump of
 // the gradient norm at its top is the end of a gradual climb in the step size, not one bad batch.

@@ -23,6 +23,22 @@ namespace nanscope::scan {
 namespace {
 
 // The log reader found that the framework logged 0.0 for this step's non-finite loss.
+// How many times `s` rose from the level around `fromRow` (median of five rows) to the level just
+// before `toRow` (median of the last five finite rows); absent when either has no finite row.
+std::optional<double> riseBetween(const LogSeries& s, size_t fromRow, size_t toRow)
+{
+    std::vector<double> around, last;
+    for (size_t r = fromRow > 2 ? fromRow - 2 : 0; r <= fromRow + 2 && r < toRow; ++r)
+        if (s.finite[r])
+            around.push_back(s.log[r]);
+    for (size_t r = toRow; r-- > fromRow && last.size() < 5;)
+        if (s.finite[r])
+            last.push_back(s.log[r]);
+    if (around.empty() || last.empty())
+        return std::nullopt;
+    return std::pow(10.0, medianOf(last) - medianOf(around));
+}
+
 bool loggedAsZero(const RunInfo& info, int64_t step)
 {
     const auto found = info.attributes.find(runformat::kLossLoggedAsZeroAttribute);
@@ -210,6 +226,9 @@ BlowupFacts blowupFacts(const ScanContext& context, const BlowupStart& b, const 
             facts.precursorLimitText = precursor->nearLimit->what;
         }
         facts.float16Overflow = precursor->source == "activations" && nearFloat16Limit(precursor->peak);
+        facts.precursorExpScaleDecades = precursor->expScaleDecades;
+        facts.primaryRiseSincePrecursor =
+            riseBetween(scalars.primary(), rowAtOrAfter(steps, precursor->onsetStep), failure.row);
     }
     if (const Incident* input = context.badInputNear(b.onsetStep, 1, 0); input && !b.bornInWeights)
         facts.input = BlamedInput{input->onsetStep, input->severity == Severity::Critical, input->evidence.note,

@@ -23,7 +23,7 @@ constexpr double kPrecursorDecades = 2.0;
 // Looked for further back than the primary's baseline: a temperature or a router's logits can
 // climb for thousands of steps.
 Result<std::optional<Precursor>> leadingPrecursor(const ScanContext& context, size_t failureRow, size_t onsetRow,
-                                                  const Rise& rise)
+                                                  const Rise& rise, const std::optional<LossDivergence>& lossDiverged)
 {
     const ScanConfig& config = context.config;
     const std::vector<int64_t>& steps = context.scalars.steps;
@@ -36,6 +36,10 @@ Result<std::optional<Precursor>> leadingPrecursor(const ScanContext& context, si
                                    : steps[std::min(steps.size() - 1, context.burstRows.back().second + 1)];
     search.windowBeginStep =
         std::max(failureStep - std::max(config.precursorLookbackSteps, config.lookbackSteps), afterBurst);
+    // A loss that visibly diverged: what grew while it was still improving is learning, and a
+    // precursor must lead the loss's own climb.
+    if (lossDiverged)
+        search.windowBeginStep = std::max(search.windowBeginStep, steps[lossDiverged->bestRow]);
     search.failureStep = failureStep;
     search.minDecades = config.precursorDecades;
     search.strongDecades = kPrecursorDecades;
@@ -45,7 +49,15 @@ Result<std::optional<Precursor>> leadingPrecursor(const ScanContext& context, si
         return found;
     const Precursor& p = **found;
     const int64_t margin = std::max<int64_t>(2 * config.jumpSteps, 5);
+    if (lossDiverged)
+        return p.onsetStep < steps[lossDiverged->climb.fromRow] - margin ? found : std::optional<Precursor>{};
     if (p.onsetStep < steps[onsetRow] - margin)
+        return found;
+    // A log-scale parameter that moved exp() of it by orders of magnitude explains a gradient norm
+    // that climbed with it (gradients through exp(-log_std) scale with it): it is where the blow-up
+    // lives, though it began a little after the gradient norm's own onset.
+    if (p.expScaleDecades && *p.expScaleDecades >= kPrecursorDecades &&
+        p.onsetStep <= steps[onsetRow] + std::max<int64_t>(margin, (failureStep - steps[onsetRow]) / 10))
         return found;
     const size_t growthRow = rowAtOrAfter(steps, p.onsetStep);
     std::vector<double> around, last;
@@ -58,7 +70,7 @@ Result<std::optional<Precursor>> leadingPrecursor(const ScanContext& context, si
     const bool primaryFlat = growthRow < failureRow && std::isfinite(rise.baseline) && !around.empty() &&
                              !last.empty() && medianOf(around) - rise.baseline < config.jumpDecades &&
                              medianOf(last) - rise.baseline < config.jumpDecades;
-    if (p.riseDecades >= kPrecursorDecades && primaryFlat)
+    if (std::max(p.riseDecades, p.expScaleDecades.value_or(0.0)) >= kPrecursorDecades && primaryFlat)
         return found;
     return std::optional<Precursor>{};
 }
@@ -102,8 +114,14 @@ Result<BlowupStart> judgeBlowupStart(const ScanContext& context, const Failure& 
     b.born = std::move(*judgedOrigin);
     b.origin = b.born.origin;
     b.bornInWeights = b.born.bornInWeights;
+    // A loss that visibly diverged from its best level, under a gradient norm that need not show
+    // it (clipped): a precursor must lead that climb too, or it is the learning before it.
+    const std::optional<LossDivergence> lossDiverged =
+        &s == &scalars.loss ? std::nullopt
+                            : lossDivergence(scalars.loss, windowBegin, failureRow, config.blowupDecades,
+                                             config.minOnsetDecades);
     if ((!b.bornInWeights || b.born.spreadBetweenRows) && !b.blamedInput) {
-        auto found = leadingPrecursor(context, failureRow, b.onsetRow, rise);
+        auto found = leadingPrecursor(context, failureRow, b.onsetRow, rise, lossDiverged);
         if (!found)
             return Error{found.error()};
         if (*found) {
@@ -137,8 +155,12 @@ Result<BlowupStart> judgeBlowupStart(const ScanContext& context, const Failure& 
     // hundreds of steps is gradual: the logged norm was clipped, or flat. The growth is then
     // measured on the loss: its baseline and slope are the loss's, and so is the series the
     // evidence names, so that the fitted trend is drawn on the loss plot, through the loss.
-    if (b.sudden && !b.bornInWeights && !b.precursor && !b.blamedInput && !scalars.gradNorm.empty()) {
+    // So is one where the primary showed neither a jump nor a rise (no onset before the failure).
+    const bool primaryShowsNoClimb = b.sudden || b.onsetRow >= failureRow;
+    if (primaryShowsNoClimb && !b.bornInWeights && !b.precursor && !b.blamedInput && !scalars.gradNorm.empty()) {
         b.lossClimb = steadyClimb(scalars.loss.raw, windowBegin, failureRow);
+        if (!b.lossClimb)
+            b.lossClimb = lossDiverged ? std::optional<Climb>(lossDiverged->climb) : std::nullopt; // accelerating
         if (b.lossClimb && context.inputs.hasDataset(rf::kScalars, rf::scalar::kParamNorm))
             if (auto norms = context.inputs.readSeries(rf::kScalars, rf::scalar::kParamNorm))
                 b.paramClimb = steadyClimb(*norms, windowBegin, failureRow);
@@ -161,7 +183,7 @@ Result<BlowupStart> judgeBlowupStart(const ScanContext& context, const Failure& 
     // A jump at the top of a learning rate that climbed row after row is the end of a gradual
     // climb in the step size (the updates grew with it), not one bad batch: gradual from where the
     // learning rate began to climb.
-    if (b.sudden && !b.bornInWeights && !b.precursor && !b.blamedInput) {
+    if ((b.sudden || b.onsetRow >= failureRow) && !b.bornInWeights && !b.precursor && !b.blamedInput) {
         b.lrClimb = learningRateClimb(scalars, windowBegin, b.onsetRow);
         if (b.lrClimb) {
             b.sudden = false;

@@ -112,6 +112,10 @@ struct BlowupFacts
     std::optional<double> precursorLimit;
     std::string precursorLimitText;
     bool float16Overflow = false; // the precursor came near the float16 maximum (nearFloat16Limit)
+    // A log-scale parameter (log_std, logvar, ...): how far exp() of it moved, in decades.
+    std::optional<double> precursorExpScaleDecades;
+    // How far the primary series rose from the precursor's onset to the failure (x).
+    std::optional<double> primaryRiseSincePrecursor;
     // Born in the weights: the logged step whose optimizer update wrote the NaN (exact: the step
     // right before the failing one), and the non-finite parameters whose gradient there was exactly 0.
     std::optional<int64_t> updateStep;

@@ -160,6 +160,12 @@ bool takenExpOf(const std::string& name)
                                           "energy", "head", "classifier"});
 }
 
+bool logScaleParameter(const std::string& name)
+{
+    return layernames::mentionsAny(name, {"log_std", "logstd", "log_sigma", "logsigma", "log_var", "logvar",
+                                          "log_alpha", "log_scale", "log_temp", "logit_scale"});
+}
+
 std::optional<NumericLimit> numericLimitNear(double peak)
 {
     const double value = std::fabs(peak);
@@ -180,6 +186,43 @@ std::optional<NumericLimit> numericLimitNear(double peak)
 }
 
 namespace {
+
+// What a climb amounts to: the numeric limit it came near (if that limit explains a failure of
+// this quantity), and for a log-scale parameter how far exp() of it moved; `strength` is the larger
+// of its own rise and that.
+struct ClimbMeasure
+{
+    std::optional<NumericLimit> limit;
+    std::optional<double> expScaleDecades;
+    double strength = 0;
+};
+
+ClimbMeasure measureClimb(const LayerColumn& column, double peakRaw, double baseline, double riseDecades, bool logScale)
+{
+    std::optional<NumericLimit> limit;
+    // A module output, or a logged temperature, logit scale or logit, can be what exp() is
+    // taken of; a parameter's norm sums a whole tensor and is not, and another logged scalar (an
+    // accuracy, a throughput) is not either.
+    if (column.source == "activations" || (column.source == rf::kScalars && takenExpOf(column.name)))
+        limit = numericLimitNear(peakRaw);
+    // Near exp()'s limit, that limit explains the failure only for a quantity whose name says
+    // exp() is taken of it. Any other module output (an expert's, a policy's hidden layer) may
+    // only feed one, and sits at 9 in ordinary training as well: no limit, and the rise it needs is
+    // a precursor's own (a mixture of experts with every expert logged found a false precursor in
+    // one expert's growth of x2.7; a PPO policy's hidden layer, in a growth of x3.2 that learning
+    // made while the log standard deviation drifted).
+    if (limit && limit->value < kFloat16Max && !takenExpOf(column.name))
+        limit.reset();
+    // A log-scale parameter is measured by what exp() makes of it: its norm's growth from the
+    // baseline to the peak, in e-folds, read as decades.
+    std::optional<double> expScaleDecades;
+    if (logScale) {
+        const double grown = peakRaw - std::pow(10.0, baseline);
+        if (grown > 0)
+            expScaleDecades = grown / std::log(10.0);
+    }
+    return {limit, expScaleDecades, std::max(riseDecades, expScaleDecades.value_or(0.0))};
+}
 
 // The precursor of one column, when it has one.
 std::optional<Precursor> columnPrecursor(const LayerColumn& column, const ScanConfig& config,
@@ -203,7 +246,10 @@ std::optional<Precursor> columnPrecursor(const LayerColumn& column, const ScanCo
     const size_t n = finite.size();
     // The rise below is the last rows' peak over a median of earlier rows: never more than the
     // column's spread. Most columns of a thousand-layer run are flat; they stop here.
-    if (n < 8 || !(highest - lowest >= std::min(search.minDecades, kLimitDecades)))
+    const bool logScale = column.source == "layers/param_norm" && logScaleParameter(column.name);
+    const double spread = logScale ? std::max(highest - lowest, (std::pow(10.0, highest) - std::pow(10.0, lowest)) / std::log(10.0))
+                                   : highest - lowest;
+    if (n < 8 || !(spread >= std::min(search.minDecades, kLimitDecades)))
         return std::nullopt;
     double peak = -INFINITY;
     size_t peakRow = n - 1;
@@ -245,22 +291,13 @@ std::optional<Precursor> columnPrecursor(const LayerColumn& column, const ScanCo
         medianOf(std::vector<double>(finite.log.begin() + std::ptrdiff_t(baselineBegin),
                                      finite.log.begin() + std::ptrdiff_t(knee)));
     const double riseDecades = peak - baseline;
-    std::optional<NumericLimit> limit;
-    // A module's output, or a logged temperature, logit scale or logit, can be what exp() is
-    // taken of; a parameter's norm sums a whole tensor and is not, and another logged scalar (an
-    // entropy, a KL) of 10 says nothing about an overflow.
-    if (column.source == "activations" || (column.source == rf::kScalars && takenExpOf(column.name)))
-        limit = numericLimitNear(finite.raw[peakRow]);
-    // A climb into a numeric limit needs less of a rise to explain the failure: x2.2. Near exp()'s
-    // limit that holds for a quantity whose name says exp() is taken of it; any other module output
-    // (an expert's, a feed-forward layer's) may only feed one, and sits at 9 in ordinary training
-    // as well: it needs the full minDecades (a mixture of experts with every expert logged found a
-    // false precursor in one expert's growth of x2.7, from before the router began to drift).
-    const bool expLimit = limit && limit->value < kFloat16Max;
-    const double needed = !limit                                      ? search.minDecades
-                          : expLimit && !takenExpOf(column.name) ? search.minDecades
-                                                                      : std::min(search.minDecades, kLimitDecades);
-    if (!(riseDecades >= needed))
+    const ClimbMeasure measure = measureClimb(column, finite.raw[peakRow], baseline, riseDecades, logScale);
+    const std::optional<NumericLimit>& limit = measure.limit;
+    const std::optional<double>& expScaleDecades = measure.expScaleDecades;
+    const double strength = measure.strength;
+    // A climb into a numeric limit needs less of a rise to explain the failure: x2.2.
+    const double needed = limit ? std::min(search.minDecades, kLimitDecades) : search.minDecades;
+    if (!(strength >= needed))
         return std::nullopt;
     // Steady, not one last jump: already a quarter of the way up halfway to the failure.
     const size_t middle = (knee + n) / 2;
@@ -285,7 +322,7 @@ std::optional<Precursor> columnPrecursor(const LayerColumn& column, const ScanCo
         return std::nullopt;
     // A moderate rise must be a drift (monotone from the knee to the failure) into a numeric limit
     // that explains the failure.
-    if (riseDecades < search.strongDecades && !(limit && spearman(x, y) >= kMonotoneRank))
+    if (strength < search.strongDecades && !(limit && spearman(x, y) >= kMonotoneRank))
         return std::nullopt;
     Precursor p;
     p.name = column.name;
@@ -296,6 +333,7 @@ std::optional<Precursor> columnPrecursor(const LayerColumn& column, const ScanCo
     p.riseDecades = riseDecades;
     p.decadesPerStep = slope;
     p.nearLimit = limit;
+    p.expScaleDecades = expScaleDecades;
     return p;
 }
 

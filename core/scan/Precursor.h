@@ -36,10 +36,14 @@ struct Precursor
     double riseDecades = 0;     // log10(peak / baseline)
     double decadesPerStep = 0;  // Theil-Sen slope of log10 from onset to failure
     std::optional<NumericLimit> nearLimit; // the limit its peak came within reach of, if any
+    // A log-scale parameter (logScaleParameter): how far exp() of it moved, in decades, from the
+    // growth of its norm (e^(peak - baseline)); absent for any other quantity.
+    std::optional<double> expScaleDecades;
 };
 
 // Which departures count: a climb from a flat level that lasted `minLeadSteps` or more and was
-// still climbing at the failure, of `strongDecades` or more; or of `minDecades` or more (less for
+// still climbing at the failure, of `strongDecades` or more (for a log-scale parameter, of exp()
+// of it); or of `minDecades` or more (less for
 // one right under an exp() limit) when it is monotone and ended within reach of a numeric limit,
 // which is what explains the failure. Ordinary learning moves quantities by a factor of a few.
 struct PrecursorSearch
@@ -67,5 +71,10 @@ std::optional<NumericLimit> numericLimitNear(double peak);
 // what it is part of: logits, a model's head or classifier (and the adapters inside it), attention
 // scores, a router's or gate's outputs, a temperature or logit scale.
 bool takenExpOf(const std::string& name);
+
+// Whether a parameter's name says it is the logarithm of what the model uses (a policy's log
+// standard deviation, a VAE's log-variance, SAC's log alpha, CLIP's logit scale): exp() of it is
+// the quantity, so a rise of its norm from 1.5 to 13 is a change of e^11.5 (x1e5), not x8.7.
+bool logScaleParameter(const std::string& name);
 
 } // namespace nanscope::scan

@@ -322,3 +322,110 @@ TEST(Precursor, AModerateClimbNearExpsLimitIsAPrecursorOnlyInWhatExpIsTakenOf)
         }
     }
 }
+
+// PPO with an entropy term of the wrong sign: the policy's log standard deviation falls from step
+// 300 on, its norm from 1.5 to 13 (x8.7, under a decade, but exp() of it moved by e^11.5), and the
+// gradient norm climbs with it (gradients through exp(-log_std) scale with it) until the float16
+// log-probabilities overflow at 1400. The blow-up lives in the log-scale parameter, said as one. A
+// hidden layer's weights that grew by the same factor are no precursor.
+TEST(Precursor, ALogScaleParameterIsMeasuredByWhatExpMakesOfIt)
+{
+    for (const std::string parameter : {"policy.log_std", "policy.body.weight"}) {
+        SeriesRun run(1450, [](int64_t) { return 0.3; });
+        for (size_t r = 0; r < run.steps.size(); ++r) {
+            if (r >= 1400)
+                run.loss[r] = run.gradNorm[r] = NAN;
+            else if (r >= 320)
+                run.gradNorm[r] *= std::pow(10.0, 3.0 * double(r - 320) / 1080.0);
+        }
+        ScanInputs inputs = run.inputs();
+        std::mt19937 rng(3);
+        std::normal_distribution<double> noise(0.0, 1.0);
+        inputs.addTable("layers", {"policy.mean.weight", parameter}, run.steps,
+                        {{"param_norm", run.table(2, [&](int64_t step, size_t c) {
+                              if (step > 1400) // the update of the NaN step wrote NaN
+                                  return NAN;
+                              const double wobble = std::pow(10.0, 0.003 * noise(rng));
+                              if (c == 0)
+                                  return float(2.5 * wobble);
+                              return float((step < 300 ? 1.5 : 1.5 + 11.5 * double(step - 300) / 1099.0) * wobble);
+                          })}});
+        ScanContext context(inputs, ScanConfig{});
+        ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+        const Incident* blowup = blowupOf(context);
+        ASSERT_TRUE(blowup);
+        EXPECT_EQ(blowup->pattern, BlowupPattern::Gradual) << blowup->cause;
+        if (parameter == "policy.log_std") {
+            EXPECT_GE(blowup->onsetStep, 290);
+            EXPECT_LE(blowup->onsetStep, 420);
+            ASSERT_FALSE(blowup->layers.empty());
+            EXPECT_EQ(blowup->layers.front(), parameter);
+            EXPECT_NE(blowup->cause.find("began in the weights of policy.log_std, a log-scale parameter"),
+                      std::string::npos)
+                << blowup->cause;
+            EXPECT_NE(blowup->suggestion.find("entropy"), std::string::npos) << blowup->suggestion;
+        } else {
+            EXPECT_EQ(blowup->cause.find("began in the weights of"), std::string::npos) << blowup->cause;
+        }
+    }
+}
+
+// A policy's hidden layer whose output grew x3.2 to 8.9 while it learned: near exp()'s float16
+// limit by value, but nothing takes exp() of a hidden layer, so it is no precursor and the text
+// claims no limit.
+TEST(Precursor, AHiddenLayerNearElevenIsNoExpLimit)
+{
+    SeriesRun run(1100, [](int64_t) { return 0.3; });
+    for (size_t r = 1000; r < run.steps.size(); ++r)
+        run.loss[r] = run.gradNorm[r] = NAN;
+    ScanInputs inputs = run.inputs();
+    std::mt19937 rng(12);
+    std::normal_distribution<double> noise(0.0, 1.0);
+    inputs.addTable("activations", {"policy.body"}, run.steps,
+                    {{"max", run.table(1, [&](int64_t step, size_t) {
+                          if (step >= 1000)
+                              return NAN;
+                          const double wobble = std::pow(10.0, 0.004 * noise(rng));
+                          const double level = step < 100 ? 2.8 : 2.8 * std::pow(8.9 / 2.8, double(step - 100) / 899.0);
+                          return float(level * wobble);
+                      })}});
+    ScanContext context(inputs, ScanConfig{});
+    ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+    const Incident* blowup = blowupOf(context);
+    ASSERT_TRUE(blowup);
+    EXPECT_EQ(blowup->cause.find("began in the output of policy.body"), std::string::npos) << blowup->cause;
+    EXPECT_EQ(blowup->cause.find("exp() overflows"), std::string::npos) << blowup->cause;
+}
+
+// A clipped LSTM whose warm-up never ends: the logged gradient norm sits at the clip (1.0) while the
+// loss falls to its best around step 150 and then climbs, faster and faster, four orders of
+// magnitude. One NaN loss at 365 is followed by finite (diverged) rows and NaN for good at 380. It is
+// all one blow-up, gradual from where the loss left its best level, never a NaN the training
+// "recovered" from or a growth of "0 steps", nor an onset while the loss still improved.
+TEST(Precursor, ANanAfterTheLossDivergedUnderAClippedGradientNormIsThatDivergence)
+{
+    SeriesRun run(400, [](int64_t step) {
+        if (step < 150)
+            return 3.0 * std::pow(0.3 / 3.0, double(step) / 150.0);
+        const double t = double(step - 150) / 215.0;
+        return 0.3 * std::pow(10.0, 4.5 * t * t);
+    });
+    for (size_t r = 0; r < run.steps.size(); ++r) {
+        run.gradNorm[r] = 1.0 - 1e-7 * double(r % 3); // clipped
+        if (r == 365 || r >= 380)
+            run.loss[r] = run.gradNorm[r] = NAN;
+    }
+    ScanInputs inputs = run.inputs();
+    ScanContext context(inputs, ScanConfig{});
+    ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+    const Incident* blowup = blowupOf(context);
+    ASSERT_TRUE(blowup);
+    EXPECT_EQ(blowup->severity, Severity::Critical);
+    EXPECT_EQ(blowup->pattern, BlowupPattern::Gradual) << blowup->cause;
+    EXPECT_GE(blowup->onsetStep, 140) << blowup->cause;
+    EXPECT_LT(blowup->onsetStep, 300) << blowup->cause;
+    EXPECT_EQ(blowup->nonfiniteStep, std::optional<int64_t>(365)) << blowup->cause;
+    EXPECT_NE(blowup->cause.find("Gradual divergence: the loss rose"), std::string::npos) << blowup->cause;
+    for (const auto& incident : context.report.incidents)
+        EXPECT_EQ(incident.cause.find("recovered"), std::string::npos) << incident.cause;
+}
