@@ -23,20 +23,25 @@ namespace nanscope::scan {
 namespace {
 
 // The log reader found that the framework logged 0.0 for this step's non-finite loss.
-// How many times `s` rose from the level around `fromRow` (median of five rows) to the level just
-// before `toRow` (median of the last five finite rows); absent when either has no finite row.
+// How many times `s` rose from the level around `fromRow` (median of five rows) to the top of the
+// last nine finite rows before `toRow` (their largest: a gradient norm that swings between its clip
+// and x1e4 from step to step has climbed, whatever its median says); absent without finite rows.
 std::optional<double> riseBetween(const LogSeries& s, size_t fromRow, size_t toRow)
 {
-    std::vector<double> around, last;
+    std::vector<double> around;
+    double top = -std::numeric_limits<double>::infinity();
     for (size_t r = fromRow > 2 ? fromRow - 2 : 0; r <= fromRow + 2 && r < toRow; ++r)
         if (s.finite[r])
             around.push_back(s.log[r]);
-    for (size_t r = toRow; r-- > fromRow && last.size() < 5;)
-        if (s.finite[r])
-            last.push_back(s.log[r]);
-    if (around.empty() || last.empty())
+    size_t seen = 0;
+    for (size_t r = toRow; r-- > fromRow && seen < 9;)
+        if (s.finite[r]) {
+            top = std::max(top, s.log[r]);
+            ++seen;
+        }
+    if (around.empty() || seen == 0)
         return std::nullopt;
-    return std::pow(10.0, medianOf(last) - medianOf(around));
+    return std::pow(10.0, top - medianOf(around));
 }
 
 bool loggedAsZero(const RunInfo& info, int64_t step)

@@ -214,7 +214,9 @@ ClimbMeasure measureClimb(const LayerColumn& column, double peakRaw, double base
     if (limit && limit->value < kFloat16Max && !takenExpOf(column.name))
         limit.reset();
     // A log-scale parameter is measured by what exp() makes of it: its norm's growth from the
-    // baseline to the peak, in e-folds, read as decades.
+    // baseline to the peak, in e-folds, read as decades. Not a module output exp() is taken of:
+    // logits, heads and attention scores grow by e-folds while a model learns, and counted so they
+    // made precursors of ordinary learning before sudden failures (the families corpus).
     std::optional<double> expScaleDecades;
     if (logScale) {
         const double grown = peakRaw - std::pow(10.0, baseline);
