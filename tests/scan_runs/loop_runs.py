@@ -15,11 +15,16 @@ Families:
          healthy: the warm-up stops at its peak. (`event` is drawn for every family, and not used
          by this one: its learning rate rises from the first step.)
   ppo    PPO's clipped surrogate on a contextual bandit with a Gaussian policy (mean from module
-         `policy.mean`, a learned log standard deviation `policy.log_std`). The ratio
-         exp(log p_new - log p_old) is taken before it is clipped, as every PPO implementation does.
+         `policy.mean`, a learned log standard deviation `policy.log_std`), four updates a rollout.
+         As in CleanRL's PPO (vwxyzjn/cleanrl, cleanrl/ppo_continuous_action.py at 016ca33:
+         `actor_logstd`, `ratio = logratio.exp()`, `loss = pg_loss - ent_coef * entropy_loss + ...`)
+         the log standard deviation is one parameter for every state, the ratio
+         exp(log p_new - log p_old) is taken before it is clipped, and the entropy bonus is
+         subtracted from the loss. The log-probabilities are computed in float16, as under AMP.
          drift: from step `event` the entropy bonus has the wrong sign (a config that flipped it),
-         so log_std falls step after step; the log-probabilities grow as 1/std^2, until the ratio
-         overflows float32 and the loss is NaN. The drift lives in `policy.log_std`.
+         so log_std falls step after step; the log-probabilities grow as 1/std^2 until their
+         float16 squares (above 65504) or 1/std itself (above exp(11.09)) overflow, and the
+         gradients are NaN. The drift lives in `policy.log_std`.
          healthy: the entropy bonus keeps its sign.
 """
 import math
