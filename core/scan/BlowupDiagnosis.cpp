@@ -124,11 +124,20 @@ Diagnosis diagnoseBlowupCause(const BlowupFacts& facts)
         d.cause = "Gradient explosion: the " + facts.series + " grew for " +
                   std::to_string(facts.windowEndStep - facts.onsetStep) + " steps from step " + onset + rate + lrNote +
                   (facts.nonfiniteStep ? ", until NaN at step " + std::to_string(*facts.nonfiniteStep) : "") +
-                  ". Learning rate too high for this point of training.";
-        d.suggestion = "Lower the learning rate (or its schedule's peak), clip gradients (clip_grad_norm_ at a few "
-                       "times the baseline norm" +
-                       (facts.baseline ? " of " + numberText(*facts.baseline, 2) : std::string()) +
-                       "), and consider warm-up. Resume from a checkpoint before step " + onset + ".";
+                  (facts.constantLearningRate
+                       ? ". The learning rate was constant (" + numberText(*facts.constantLearningRate, 3) +
+                             ") through it: no schedule grew too high; something in the model or the data grew."
+                       : ". Learning rate too high for this point of training.");
+        const std::string clip = "clip gradients (clip_grad_norm_ at a few times the baseline norm" +
+                                 (facts.baseline ? " of " + numberText(*facts.baseline, 2) : std::string()) + ")";
+        d.suggestion = facts.constantLearningRate
+                           ? "Look for what grew inside the model before it (the Layer view's parameter norms and "
+                             "activation ranges: a logit, a temperature, a log standard deviation) and bound it; " +
+                                 clip + "; if nothing inside grew, lower the learning rate: a constant rate can "
+                                        "still be too high once the loss surface sharpens. Resume from a checkpoint "
+                                        "before step " + onset + "."
+                           : "Lower the learning rate (or its schedule's peak), " + clip +
+                                 ", and consider warm-up. Resume from a checkpoint before step " + onset + ".";
         if (facts.fp16)
             d.suggestion += " Under float16 AMP, keep the loss in fp32 and check the GradScaler.";
     }

@@ -243,6 +243,7 @@ BlowupFacts blowupFacts(const ScanContext& context, const BlowupStart& b, const 
     facts.firstLoggedStep = context.report.firstStep;
     facts.learningRateRise = scalars.learningRateRise(
         std::max(b.windowBegin, b.onsetRow > 50 ? b.onsetRow - 50 : size_t(0)), b.lastRow);
+    facts.constantLearningRate = scalars.constantLearningRate(b.onsetRow, b.lastRow);
     if (b.lrClimb) {
         facts.learningRateClimb = std::pow(10.0, b.lrClimb->rise);
         facts.learningRateRise.reset(); // the climb says it, from where it began

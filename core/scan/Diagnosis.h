@@ -86,6 +86,8 @@ struct BlowupFacts
     bool nanInFirstSteps = false;
     int64_t firstLoggedStep = 0;
     std::optional<double> learningRateRise; // lr at the end / lr at the onset, when it rose
+    // The logged learning rate, when it held that one value from the onset to the failure.
+    std::optional<double> constantLearningRate;
     // The learning rate climbed row after row from the onset up to the jump (learningRateClimb):
     // how far. The blow-up is gradual, driven by the step size.
     std::optional<double> learningRateClimb;

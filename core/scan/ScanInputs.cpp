@@ -334,6 +334,21 @@ Status ScanInputs::visitWindow(const char* table, const char* value, const char*
     return Status::success();
 }
 
+std::optional<double> RunScalars::constantLearningRate(size_t fromRow, size_t toRow) const
+{
+    double low = INFINITY, high = -INFINITY;
+    size_t rows = 0;
+    for (size_t r = fromRow; r <= toRow && r < lr.size(); ++r)
+        if (std::isfinite(lr[r])) {
+            low = std::min(low, lr[r]);
+            high = std::max(high, lr[r]);
+            ++rows;
+        }
+    if (rows < 5 || !(low > 0) || high > 1.01 * low)
+        return std::nullopt;
+    return low;
+}
+
 std::optional<double> RunScalars::learningRateRise(size_t fromRow, size_t toRow) const
 {
     if (lr.empty())

@@ -46,6 +46,9 @@ struct RunScalars
     // lr at `toRow` over lr at `fromRow` when the logged learning rate rose more than x1.5 between
     // them (a ramp or schedule the cause text names); nothing when it did not, or is not logged.
     std::optional<double> learningRateRise(size_t fromRow, size_t toRow) const;
+    // The logged learning rate when it held one value (within 1%) on every finite row from
+    // `fromRow` to `toRow`, five rows or more; nothing when it moved or is not logged.
+    std::optional<double> constantLearningRate(size_t fromRow, size_t toRow) const;
 };
 
 // One layer's column of an [n, L] table over a window of steps.

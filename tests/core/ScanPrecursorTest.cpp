@@ -429,3 +429,37 @@ TEST(Precursor, ANanAfterTheLossDivergedUnderAClippedGradientNormIsThatDivergenc
     for (const auto& incident : context.report.incidents)
         EXPECT_EQ(incident.cause.find("recovered"), std::string::npos) << incident.cause;
 }
+
+// A gradient norm that climbs x1000 over 300 steps to NaN under a logged learning rate that never
+// moved: the text may not blame a schedule that grew too high. Without the learning rate logged it
+// still says the rate was too high for this point of training, the likeliest cause.
+TEST(Precursor, AGradientExplosionUnderAConstantLearningRateDoesNotBlameTheSchedule)
+{
+    for (const bool logged : {true, false}) {
+        SeriesRun run(700, [](int64_t) { return 0.5; });
+        std::vector<double> lr;
+        for (size_t r = 0; r < run.steps.size(); ++r) {
+            if (r >= 650)
+                run.loss[r] = run.gradNorm[r] = NAN;
+            else if (r >= 350)
+                run.gradNorm[r] *= std::pow(10.0, 3.0 * double(r - 350) / 300.0);
+            lr.push_back(3e-4);
+        }
+        std::map<std::string, std::vector<double>> series = {{"loss", run.loss}, {"grad_norm", run.gradNorm}};
+        if (logged)
+            series["lr"] = lr;
+        ScanInputs inputs = ScanInputs::fromMemory(run.steps, series);
+        ScanContext context(inputs, ScanConfig{});
+        ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+        const Incident* blowup = blowupOf(context);
+        ASSERT_TRUE(blowup);
+        EXPECT_EQ(blowup->pattern, BlowupPattern::Gradual) << blowup->cause;
+        if (logged) {
+            EXPECT_NE(blowup->cause.find("The learning rate was constant (0.0003)"), std::string::npos) << blowup->cause;
+            EXPECT_EQ(blowup->cause.find("Learning rate too high"), std::string::npos) << blowup->cause;
+            EXPECT_NE(blowup->suggestion.find("what grew inside the model"), std::string::npos) << blowup->suggestion;
+        } else {
+            EXPECT_NE(blowup->cause.find("Learning rate too high"), std::string::npos) << blowup->cause;
+        }
+    }
+}
