@@ -66,8 +66,10 @@ Diagnosis diagnoseBlowupCause(const BlowupFacts& facts)
         }
         d.suggestion = "Inspect that batch and fix or filter the records it came from; clip gradients "
                        "(clip_grad_norm_) so one batch cannot destroy the weights." +
-                       std::string(facts.sudden ? "" : " The climb before it says the learning rate was too high "
-                                                       "for this point of training as well.") +
+                       std::string(facts.sudden || facts.constantLearningRate
+                                       ? ""
+                                       : " The climb before it says the learning rate was too high "
+                                         "for this point of training as well.") +
                        input->batchNote;
     } else if (facts.nanInFirstSteps) {
         d.cause = "Non-finite from the first logged step (" + std::to_string(facts.firstLoggedStep) +
