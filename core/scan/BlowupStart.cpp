@@ -183,6 +183,7 @@ Result<BlowupStart> judgeBlowupStart(const ScanContext& context, const Failure& 
     // A jump at the top of a learning rate that climbed row after row is the end of a gradual
     // climb in the step size (the updates grew with it), not one bad batch: gradual from where the
     // learning rate began to climb.
+    // Read again, not primaryShowsNoClimb: a loss climb found above has set an onset by now.
     if ((b.sudden || b.onsetRow >= failureRow) && !b.bornInWeights && !b.precursor && !b.blamedInput) {
         b.lrClimb = learningRateClimb(scalars, windowBegin, b.onsetRow);
         if (b.lrClimb) {

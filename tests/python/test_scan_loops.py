@@ -7,9 +7,7 @@ changed; seed 2 is held out. No incident's text may contradict its own fields.
 NANSCOPE_KEEP_LOOP_RUNS=DIR keeps the runs (and reuses them on the next run)."""
 import os
 import sys
-import tempfile
 import unittest
-from concurrent.futures import ProcessPoolExecutor
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scan_runs"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -20,28 +18,12 @@ from incident_story import contradictions  # noqa: E402
 BINARY = os.environ.get("NANSCOPE_BINARY")
 
 
-def _generate(args):
-    directory, spec, keep = args
-    return kept_runs.generate_or_reuse(loop_runs, directory, spec, keep)
-
-
 class ScanOnTrainingLoopFailures(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         if not BINARY:
             raise unittest.SkipTest("NANSCOPE_BINARY not set")
-        keep = os.environ.get("NANSCOPE_KEEP_LOOP_RUNS")
-        cls._temp = None if keep else tempfile.TemporaryDirectory(prefix="nanscope-loops-")
-        directory = keep or cls._temp.name
-        with ProcessPoolExecutor(max_workers=2) as pool:
-            truths = list(pool.map(_generate, [(directory, spec, bool(keep)) for spec in loop_runs.all_specs()]))
-        cls.results = [(truth, kept_runs.scan_incidents(BINARY, os.path.join(directory, loop_runs.run_name(truth))))
-                       for truth in truths]
-        for truth, incidents in cls.results:
-            print("%s (event %s, NaN %s): %s" % (
-                loop_runs.run_name(truth), truth["event"], truth["first_nonfinite_step"],
-                "; ".join("%s %s@%s %s %s" % (i["kind"], i["severity"], i["onset_step"], i.get("pattern") or "",
-                                              (i["layers"] or [""])[0]) for i in incidents[:3])), file=sys.stderr)
+        cls.results, cls._temp = kept_runs.trained_and_scanned(loop_runs, BINARY, "NANSCOPE_KEEP_LOOP_RUNS", "nanscope-loops-")
 
     @classmethod
     def tearDownClass(cls):

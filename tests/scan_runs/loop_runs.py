@@ -37,6 +37,8 @@ import torch.nn as nn
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 from nanscope_recorder import Recorder  # noqa: E402
 
+import kept_runs  # noqa: E402  (beside this file)
+
 FAMILIES = ("lstm", "ppo")
 VARIANTS = ("drift", "healthy")
 # Decided before any tuning of the scan: seeds 0 and 1 are the tuning set, seed 2 is held out.
@@ -199,13 +201,11 @@ def generate(run_dir, spec):
 
 
 def all_specs(seeds=TUNING_SEEDS + HELD_OUT_SEEDS):
-    return [plan(f, v, s) for f in FAMILIES for v in VARIANTS for s in seeds]
+    return kept_runs.twin_specs(sys.modules[__name__], seeds)
 
 
-def run_name(spec):
-    return "%s-%s-s%d" % (spec["family"], spec["variant"], spec["seed"])
+run_name = kept_runs.twin_name
 
 
 if __name__ == "__main__":
-    import kept_runs
     kept_runs.main(sys.modules[__name__], sys.argv)
