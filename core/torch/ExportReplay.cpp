@@ -228,9 +228,13 @@ private:
         return torchdtype::nameOf(most->first);
     }
 
-    // "forward(input_ids, labels)": the exported forward's inputs, for saying where the loss came from.
+    // "forward(input_ids, labels)": the exported forward's inputs, for saying where the loss came
+    // from; "training_step(batch, 0)" when the program is a framework's step method (the batch's
+    // "call"), as eager replay says it.
     std::string forwardCall() const
     {
+        if (!m_batch.call.empty())
+            return m_batch.call + "(batch, 0)";
         std::string names;
         for (const auto& name : m_userInputs)
             names += (names.empty() ? "" : ", ") + name;
@@ -385,7 +389,8 @@ private:
             result.lossName.clear();
             if (lossIndex >= 0) {
                 loss = outputs[size_t(lossIndex)].toTensor();
-                result.lossFrom = forwardCall() + "[" + std::to_string(lossIndex) + "]";
+                // A step method's program returns its loss alone.
+                result.lossFrom = forwardCall() + (m_batch.call.empty() ? "[" + std::to_string(lossIndex) + "]" : "");
                 if (const int op = opIndexOf(loss); op >= 0)
                     result.lossOp = allOps[size_t(op)];
             } else {

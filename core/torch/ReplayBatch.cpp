@@ -49,6 +49,8 @@ Result<Batch> readBatch(const std::string& path)
         batch.targets = toTorch(*targets->tensor);
     if (const PickledValue* loss = tree->find("loss"); loss && loss->kind == PickledValue::Kind::String)
         batch.lossName = loss->text;
+    if (const PickledValue* call = tree->find("call"); call && call->kind == PickledValue::Kind::String)
+        batch.call = call->text;
     if (const PickledValue* step = tree->find("step"); step && step->kind == PickledValue::Kind::Int)
         batch.step = step->integer;
     return batch;

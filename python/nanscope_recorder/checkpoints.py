@@ -174,6 +174,69 @@ def _batch_dims(args, kwargs):
     return tuple(dims(t) for t in args)
 
 
+def _loss_returned(returned, call):
+    """The loss a training step returned (a scalar tensor, or a dict's "loss" as Lightning accepts)."""
+    loss = returned.get("loss") if isinstance(returned, dict) else returned
+    if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+        raise ValueError("%s returned %s, not a loss tensor to export" % (call, type(returned).__name__))
+    return loss if loss.dim() == 0 else loss.reshape(())
+
+
+# What a framework's step method logs through, silenced on the exported view: its logger must not
+# receive the fake tensors the export runs on (Lightning's self.log would keep them as metrics).
+_LOGGING_METHODS = ("log", "log_dict")
+
+
+def _step_view(model, call, inputs):
+    """(view, args, kwargs): a view of `model` that shares its parameters, buffers and submodules
+    (a shallow copy, as _with_flat_output) whose forward is `call` (Lightning's training_step) on
+    the batch rebuilt from forward's arguments, with batch index 0, returning its loss; and the
+    arguments to export it with. The step method calls the model itself (self(x)): that inner call
+    goes to the model's own forward. A batch that is a tensor is forward's one argument, a list or
+    tuple of tensors its positional arguments (batch_0, batch_1, ...), a dict of tensors its keyword
+    arguments by the dict's keys; nanscope's replay feeds the saved batch the same way."""
+    if getattr(model, "automatic_optimization", True) is False:
+        raise ValueError("%s uses manual optimization: its %s steps the optimizer itself, which an export "
+                         "must not run" % (type(model).__name__, call))
+    if isinstance(inputs, torch.Tensor):
+        names, args, kwargs = ["batch"], (inputs,), {}
+        rebuild = lambda values: values[0]  # noqa: E731
+    elif isinstance(inputs, (list, tuple)) and inputs and all(isinstance(t, torch.Tensor) for t in inputs):
+        names, args, kwargs = ["batch_%d" % i for i in range(len(inputs))], tuple(inputs), {}
+        kind = type(inputs) if type(inputs) in (list, tuple) else list
+        rebuild = lambda values: kind(values)  # noqa: E731
+    elif isinstance(inputs, dict) and inputs and all(isinstance(k, str) and k.isidentifier() and
+                                                     isinstance(t, torch.Tensor) for k, t in inputs.items()):
+        names, args, kwargs = list(inputs), (), dict(inputs)
+        rebuild = lambda values: dict(zip(names, values))  # noqa: E731
+    else:
+        raise ValueError("the batch is a %s; an exported %s takes a tensor, a list or tuple of tensors, or a dict "
+                         "of tensors by name" % (type(inputs).__name__, call))
+    view = copy.copy(model)
+    own_forward = type(model).forward
+    step = getattr(type(model), call)
+    inside = []
+
+    def step_forward(*values, **named):
+        if inside:  # the step method calling the model: its own forward
+            return own_forward(view, *values, **named)
+        inside.append(True)
+        try:
+            values = list(values) + [named[name] for name in names[len(values):]]
+            return _loss_returned(step(view, rebuild(values), 0), call)
+        finally:
+            inside.pop()
+
+    # torch.export names the graph's inputs after forward's signature.
+    step_forward.__signature__ = inspect.Signature(
+        [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names])
+    object.__setattr__(view, "forward", step_forward)
+    for method in _LOGGING_METHODS:
+        if callable(getattr(model, method, None)):
+            object.__setattr__(view, method, lambda *a, **k: None)
+    return view, args, kwargs
+
+
 class Checkpointer:
     """Saves the model as a torch.export archive (step_N.pt2) when it exports, else as TorchScript
     when it scripts, else traced on the step's own batch, else its state_dict; each checkpoint's form
@@ -197,13 +260,15 @@ class Checkpointer:
     checkpoints are saved outside that window.
     """
 
-    def __init__(self, model, directory, form=None):
+    def __init__(self, model, directory, form=None, call=None):
         """form: None (export, else script, else trace, else state_dict); "torchscript" (script,
         else trace, else state_dict: no export); ("state_dict", why): state_dicts only, `why` saying
         how they replay; or ("exported", why): an exported program when the model exports, else a
         state_dict saying `why` (a framework's model that its factory rebuilds; the Recorder's
-        checkpoint_form)."""
+        checkpoint_form). call: the model's method that computes the loss from the batch when it is
+        not forward (Lightning's training_step): what is exported is that method (_step_view)."""
         self.model = model
+        self.call = call
         self.directory = directory
         self.state_dict_only = None
         self.try_export = True
@@ -263,7 +328,10 @@ class Checkpointer:
     def _export(self, inputs):
         """Exports the model on `inputs` unless its program for the same shapes and mode is at hand."""
         try:
-            args, kwargs = _export_arguments(inputs)
+            if self.call:
+                exported, args, kwargs = _step_view(self.model, self.call, inputs)
+            else:
+                exported, (args, kwargs) = self.model, _export_arguments(inputs)
         except ValueError as error:
             self.exported, self.export_error = None, str(error)
             return
@@ -272,7 +340,7 @@ class Checkpointer:
         # A forward that can return a key-value cache (a transformers model) is exported without one:
         # the cache is no tensor torch.export can return, and a replay of one step has no use for it.
         try:
-            takes_cache = "use_cache" in inspect.signature(self.model.forward).parameters
+            takes_cache = "use_cache" in inspect.signature(exported.forward).parameters
         except (TypeError, ValueError):
             takes_cache = False
         if takes_cache and "use_cache" not in kwargs:
@@ -283,7 +351,7 @@ class Checkpointer:
         try:
             with _training_state_kept(self.model), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                program = torch.export.export(self.model, args, kwargs=kwargs or None,
+                program = torch.export.export(exported, args, kwargs=kwargs or None,
                                               dynamic_shapes=_batch_dims(args, kwargs), strict=False)
             if set(self.model.state_dict()) - set(program.state_dict) - set(program.constants):
                 raise RuntimeError("the exported program's state names differ from the model's")

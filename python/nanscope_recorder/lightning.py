@@ -11,10 +11,13 @@ and not yet clipped. Lightning has no "skipped" flag: a 16-mixed scaler skipped 
 scale fell, which on_train_batch_end checks against what the recorder logged.
 
 Step N is trainer.global_step when the step's first micro-batch starts (the step Lightning's
-loggers write for metrics logged in that training_step). Checkpoints are state_dicts; the run
-records the LightningModule's class and hyperparameters (save_hyperparameters()), and eager replay
-rebuilds it with them (rebuild() below) and calls its training_step with the saved batch. Nothing is
-changed: the hooks only read, and a step with a NaN is recorded, not skipped.
+loggers write for metrics logged in that training_step). A checkpoint is the module's
+training_step exported with torch.export (step_N.pt2: the loss and every op that made it, which
+nanscope replays natively) when it exports; else a state_dict. The run also records the
+LightningModule's class and hyperparameters (save_hyperparameters()): eager replay rebuilds it with
+them (rebuild() below) and calls its training_step with the saved batch. Nothing is changed: the
+hooks only read, the export runs on fake tensors with the module's self.log silenced, and a step
+with a NaN is recorded, not skipped.
 """
 import importlib
 import json
@@ -129,11 +132,14 @@ class _Recording:
         options.setdefault("run_name", os.path.basename(os.path.normpath(os.path.abspath(self.run_dir))))
         os.makedirs(self.run_dir, exist_ok=True)
         why_not = _describe_module(pl_module, self.run_dir)
+        # training_step exported (what the form file says when it did not export is why, then this).
         if why_not is None:
-            options["checkpoint_form"] = ("state_dict", "a LightningModule: nanscope's replay rebuilds %s from %s "
+            options["checkpoint_form"] = ("exported", "a LightningModule: nanscope's replay rebuilds %s from %s "
                                           "(nanscope_recorder.lightning:rebuild)"
                                           % (type(pl_module).__name__, MODULE_FILE))
             options["model_factory"] = "nanscope_recorder.lightning:rebuild"
+        else:
+            options["checkpoint_form"] = ("exported", "a LightningModule that nanscope cannot rebuild: " + why_not)
         self.recorder = Recorder(self.run_dir, pl_module, amp_dtype=_amp_dtype(trainer),
                                  skipped_steps="nonfinite_gradients" if self._scaler is not None else "none",
                                  batch_call="training_step", **options)

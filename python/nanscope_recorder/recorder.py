@@ -126,7 +126,7 @@ class Recorder(IncidentResponse):
         trace; or ("exported", why): exported when it exports, else a state_dict the factory rebuilds
         (a transformers model from its config). batch_call: the name of the
         model's method that computed the loss from the batch when it is not forward (Lightning's
-        "training_step"); saved in batch files for eager replay."""
+        "training_step"); saved in batch files for eager replay, and what an exported checkpoint holds."""
         if skipped_steps not in SKIPPED_STEPS:
             raise ValueError("skipped_steps must be one of %s, not %r" % (", ".join(SKIPPED_STEPS), skipped_steps))
         if skipped_steps != "bad" and (rollback_after or restore_buffers_on_skip):
@@ -210,7 +210,7 @@ class Recorder(IncidentResponse):
                                              if choose(name, m)],
                                             self._activation_hook_failed, self._measure)
         self._readback = StepReadback(self._params, self._norms)
-        self._checkpointer = Checkpointer(model, self._checkpoint_dir, checkpoint_form)
+        self._checkpointer = Checkpointer(model, self._checkpoint_dir, checkpoint_form, call=self.batch_call)
         if model_factory == "nanscope_recorder.hf:rebuild":
             from .hf import save_model_description
             save_model_description(model, self.run_dir)

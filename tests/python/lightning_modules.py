@@ -37,6 +37,38 @@ def classifier_class(package):
     return Classifier
 
 
+def named_batch_classifier_class(package):
+    """A module whose batches are dicts ({"features", "label"}) and whose training_step returns a
+    dict holding its loss, as Lightning allows; it logs through log_dict."""
+    class NamedBatchClassifier(classifier_class(package)):
+        def training_step(self, batch, batch_idx):
+            logits = self(batch["features"])
+            loss = F.cross_entropy(logits, batch["label"])
+            self.log_dict({"train_loss": loss, "logit_max": logits.abs().max()})
+            return {"loss": loss}
+
+    return NamedBatchClassifier
+
+
+def manual_classifier_class(package):
+    """A module with manual optimization: its training_step steps the optimizer itself."""
+    class ManualClassifier(classifier_class(package)):
+        def __init__(self, **hparams):
+            super().__init__(**hparams)
+            self.automatic_optimization = False
+
+        def training_step(self, batch, batch_idx):
+            optimizer = self.optimizers()
+            x, y = batch
+            loss = F.cross_entropy(self(x), y)
+            optimizer.zero_grad()
+            self.manual_backward(loss)
+            optimizer.step()
+            return loss
+
+    return ManualClassifier
+
+
 # Importable by name, as eager replay needs: one class per Lightning package.
 PlClassifier = classifier_class(lightning_package("pytorch_lightning"))
 PlClassifier.__qualname__ = PlClassifier.__name__ = "PlClassifier"
@@ -60,3 +92,16 @@ class Features(torch.utils.data.Dataset):
         if index == self.nan_sample:
             x[3] = float("nan")
         return x, y
+
+NamedBatchClassifier = named_batch_classifier_class(lightning_package("lightning.pytorch"))
+NamedBatchClassifier.__qualname__ = NamedBatchClassifier.__name__ = "NamedBatchClassifier"
+ManualClassifier = manual_classifier_class(lightning_package("lightning.pytorch"))
+ManualClassifier.__qualname__ = ManualClassifier.__name__ = "ManualClassifier"
+
+
+class NamedFeatures(Features):
+    """Features' samples as dicts, the batch a dict of tensors by name."""
+
+    def __getitem__(self, index):
+        x, y = super().__getitem__(index)
+        return {"features": x, "label": y}

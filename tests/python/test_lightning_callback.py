@@ -1,7 +1,9 @@
 """Recording a Lightning run with one line (issue 56), with the real pytorch_lightning and lightning
 packages of python/requirements.txt: a NaN feature in one sample of step 20 goes through BatchNorm
-into every weight. The scan, replay through the module's own training_step (rebuilt from its class
-and hyperparameters), Lightning's own CSV and TensorBoard logs, gradient accumulation, and the
+into every weight. The scan; replay of the module's training_step, exported with torch.export
+(issue 57) and replayed natively, agreeing with the eager replay that rebuilds the module from its
+class and hyperparameters; Lightning's own CSV and TensorBoard logs; gradient accumulation; batches
+that are dicts; the state_dict fallback of a module that steps its optimizer itself; and the
 training bit-identical with and without the callback."""
 import os
 import tempfile
@@ -11,13 +13,14 @@ import warnings
 import torch
 
 from framework_fixtures import frozen_state, incidents_of, layer_names, nanscope_json, scalars, states_equal
-from lightning_modules import BATCH, Features, LightningClassifier, PlClassifier, lightning_package
+from lightning_modules import (BATCH, Features, LightningClassifier, ManualClassifier, NamedBatchClassifier,
+                               NamedFeatures, PlClassifier, lightning_package)
 from nanscope_recorder.lightning import NanscopeCallback
 
 NAN_STEP = 20
 
 
-def fit(package_name, module_class, folder, run=None, steps=30, accumulate=1):
+def fit(package_name, module_class, folder, run=None, steps=30, accumulate=1, dataset=Features):
     package = lightning_package(package_name)
     package.seed_everything(0)
     model = module_class()
@@ -27,7 +30,7 @@ def fit(package_name, module_class, folder, run=None, steps=30, accumulate=1):
                               accumulate_grad_batches=accumulate,
                               callbacks=[NanscopeCallback(run, checkpoint_every=10)] if run else [])
     # Sample 5 of the step's last micro-batch.
-    data = Features(BATCH * steps * accumulate, nan_sample=BATCH * (accumulate * NAN_STEP + accumulate - 1) + 5)
+    data = dataset(BATCH * steps * accumulate, nan_sample=BATCH * (accumulate * NAN_STEP + accumulate - 1) + 5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         trainer.fit(model, torch.utils.data.DataLoader(data, batch_size=BATCH))
@@ -60,14 +63,24 @@ class NanFeatureThroughBatchNorm(unittest.TestCase):
         self.assertEqual(scalars(self.run_dir)["steps"].tolist(), list(range(30)))  # step N: trainer.global_step
         self.assertIn("net.0.weight", layer_names(self.run_dir))
 
+    def test_checkpoints_are_the_exported_training_step(self):
+        folder = os.path.join(self.run_dir, "checkpoints")
+        self.assertIn("step_%08d.pt2" % NAN_STEP, os.listdir(folder))
+        self.assertFalse([name for name in os.listdir(folder) if name.endswith(".pt")])
+
     def test_replay_runs_the_modules_training_step_to_the_first_op_and_the_sample(self):
-        replay = nanscope_json("replay", self.run_dir, "--step", NAN_STEP, "--bisect")
-        first = replay["forward"]["first_nonfinite"]
-        op = replay["forward"]["ops"][first["index"]]
-        self.assertEqual((op["op"], op["module"]), ("aten::linear", "net.0"))
-        self.assertTrue(op["source"].startswith("lightning_modules.py:"), op["source"])
-        self.assertEqual(replay["loss_from"], "training_step(batch, 0)")
-        self.assertEqual(replay["bad_samples"], [5])
+        native = nanscope_json("replay", self.run_dir, "--step", NAN_STEP, "--bisect")
+        eager = nanscope_json("replay", self.run_dir, "--step", NAN_STEP, "--bisect", "--eager")
+        self.assertTrue(native["checkpoint"].endswith(".pt2"))
+        for replay in (native, eager):
+            first = replay["forward"]["first_nonfinite"]
+            op = replay["forward"]["ops"][first["index"]]
+            self.assertEqual((op["op"], op["module"]), ("aten::linear", "net.0"))
+            self.assertTrue(os.path.basename(op["source"]).startswith("lightning_modules.py:"), op["source"])
+            self.assertEqual(os.path.basename(op["source"]), "lightning_modules.py:26")
+            self.assertEqual(replay["loss_from"], "training_step(batch, 0)")
+            self.assertEqual(replay["bad_samples"], [5])
+        self.assertEqual(native["loss_op"]["op"], "aten::cross_entropy_loss")
 
     def test_lightnings_own_logs_agree_on_the_step(self):
         for logger in ("csv", "tb"):
@@ -99,6 +112,40 @@ class TheOtherPackageAndAccumulation(unittest.TestCase):
         batch = torch.load(os.path.join(self.run_dir, "batches", "step_%08d.pt" % NAN_STEP))
         self.assertTrue(bool(torch.isnan(batch["inputs"][0]).any()))
         self.assertEqual(batch["call"], "training_step")
+
+
+class BatchesByNameAndManualOptimization(unittest.TestCase):
+    """A module whose batches are dicts and whose training_step returns {"loss": ...} exports with
+    the batch's names as the program's inputs; a module that steps its optimizer itself does not
+    export (its training_step would run the optimizer) and keeps state_dicts, its form saying why."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.named_run = os.path.join(cls.tmp.name, "named")
+        cls.manual_run = os.path.join(cls.tmp.name, "manual")
+        fit("lightning.pytorch", NamedBatchClassifier, os.path.join(cls.tmp.name, "logs"), run=cls.named_run,
+            steps=24, dataset=NamedFeatures)
+        fit("lightning.pytorch", ManualClassifier, os.path.join(cls.tmp.name, "logs"), run=cls.manual_run, steps=12)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_a_dict_batch_replays_natively_by_name(self):
+        replay = nanscope_json("replay", self.named_run, "--step", NAN_STEP, "--bisect")
+        self.assertTrue(replay["checkpoint"].endswith(".pt2"))
+        op = replay["forward"]["ops"][replay["forward"]["first_nonfinite"]["index"]]
+        self.assertEqual((op["op"], op["module"]), ("aten::linear", "net.0"))
+        self.assertEqual(replay["loss_from"], "training_step(batch, 0)")
+        self.assertEqual(replay["bad_samples"], [5])
+
+    def test_manual_optimization_keeps_state_dicts_and_says_why(self):
+        with open(os.path.join(self.manual_run, "checkpoints", "step_%08d.form" % 10), encoding="utf-8") as f:
+            kind, why = f.read().splitlines()[:2]
+        self.assertEqual(kind, "state_dict")
+        self.assertIn("manual optimization", why)
+        self.assertIn("nanscope_recorder.lightning:rebuild", why)
 
 
 if __name__ == "__main__":
