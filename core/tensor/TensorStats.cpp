@@ -125,8 +125,9 @@ TensorStats computeTensorStats(const std::string& name, const TensorView& tensor
     return computeContiguousStats(name, data, tensor.dtype, tensor.shape, histogramBins, threads);
 }
 
-TensorStats computeContiguousStats(const std::string& name, const uint8_t* data, DType dtype,
-                                   const std::vector<int64_t>& shape, int histogramBins, int threads)
+namespace {
+
+TensorStats emptyStats(const std::string& name, DType dtype, const std::vector<int64_t>& shape)
 {
     TensorStats s;
     s.name = name;
@@ -135,9 +136,12 @@ TensorStats computeContiguousStats(const std::string& name, const uint8_t* data,
     s.numel = 1;
     for (int64_t extent : shape)
         s.numel *= extent;
-    if (s.numel == 0 || !data)
-        return s;
-    const Moments m = contiguousMoments(data, dtype, s.numel, threads);
+    return s;
+}
+
+// The figures of a tensor from the moments of all its elements.
+void fillFromMoments(TensorStats& s, const Moments& m)
+{
     s.nan = m.nan;
     s.posinf = m.posinf;
     s.neginf = m.neginf;
@@ -153,6 +157,18 @@ TensorStats computeContiguousStats(const std::string& name, const uint8_t* data,
         if (std::isfinite(m.smallestNonzero))
             s.nonzeroAbsmin = m.smallestNonzero;
     }
+}
+
+} // namespace
+
+TensorStats computeContiguousStats(const std::string& name, const uint8_t* data, DType dtype,
+                                   const std::vector<int64_t>& shape, int histogramBins, int threads)
+{
+    TensorStats s = emptyStats(name, dtype, shape);
+    if (s.numel == 0 || !data)
+        return s;
+    const Moments m = contiguousMoments(data, dtype, s.numel, threads);
+    fillFromMoments(s, m);
     if (histogramBins > 0 && m.count > 0) {
         s.histogram.assign(size_t(histogramBins), 0);
         const double width = (m.max - m.min) / histogramBins;
@@ -164,6 +180,30 @@ TensorStats computeContiguousStats(const std::string& name, const uint8_t* data,
             s.histogram[size_t(std::clamp<int64_t>(bin, 0, histogramBins - 1))] += 1;
         }
     }
+    return s;
+}
+
+TensorStats computeRunStats(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
+                            int64_t runElements, int64_t runCount,
+                            const std::function<const uint8_t*(int64_t run)>& runStart)
+{
+    TensorStats s = emptyStats(name, dtype, shape);
+    if (s.numel == 0 || runElements <= 0 || runCount <= 0)
+        return s;
+    // The runs are gathered into a buffer that stays in cache and summed a buffer at a time, into
+    // one accumulator: the kernel's setup per call would cost more than a short run's elements.
+    const int64_t itemSize = int64_t(dtypeSize(dtype));
+    const int64_t runBytes = runElements * itemSize;
+    const int64_t runsPerBuffer = std::max<int64_t>(1, (int64_t(16) * kBlock) / runElements);
+    std::vector<uint8_t> buffer(size_t(std::min(runsPerBuffer, runCount) * runBytes));
+    Moments m;
+    for (int64_t first = 0; first < runCount; first += runsPerBuffer) {
+        const int64_t runs = std::min(runsPerBuffer, runCount - first);
+        for (int64_t k = 0; k < runs; ++k)
+            std::memcpy(buffer.data() + k * runBytes, runStart(first + k), size_t(runBytes));
+        rangeMoments(buffer.data(), dtype, 0, runs * runElements, m);
+    }
+    fillFromMoments(s, m);
     return s;
 }
 

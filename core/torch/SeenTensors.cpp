@@ -23,24 +23,49 @@ SeenTensor see(const torch::Tensor& tensor)
 
 namespace {
 
+// True when `a` and `b` hold the same elements in the same memory, each filling its block
+// densely: the same set of values, whatever their shapes and strides.
+bool sameDenseElements(const torch::Tensor& a, const torch::Tensor& b)
+{
+    return a.data_ptr() == b.data_ptr() && a.numel() == b.numel() && a.scalar_type() == b.scalar_type() &&
+           a.device() == b.device() && a.is_non_overlapping_and_dense() && b.is_non_overlapping_and_dense();
+}
+
 // Reads the gradient that reaches one output of a node, and passes every gradient on unchanged.
 // It names its slot by address only: the node owns the hook, and a hook that held its node would
 // keep both alive for ever.
 class TakeGradientStatistics final : public torch::autograd::FunctionPreHook
 {
 public:
-    using Taken = std::map<GradientSlot::Key, TensorStats>;
-    TakeGradientStatistics(std::shared_ptr<Taken> taken, GradientSlot::Key slot) : m_taken(std::move(taken)), m_slot(slot) {}
+    TakeGradientStatistics(std::shared_ptr<GradientStatistics::Taken> taken, GradientSlot::Key slot)
+        : m_taken(std::move(taken)), m_slot(slot)
+    {
+    }
 
     torch::autograd::variable_list operator()(const torch::autograd::variable_list& gradients) override
     {
-        if (m_slot.second < gradients.size() && gradients[m_slot.second].defined())
-            (*m_taken)[m_slot] = torchutil::tensorStats(gradients[m_slot.second]);
+        if (m_slot.second >= gradients.size() || !gradients[m_slot.second].defined())
+            return gradients;
+        const torch::Tensor& gradient = gradients[m_slot.second];
+        // The gradient a view, a transpose or a reshape passes back is the one it received,
+        // rearranged: its statistics are those just taken. The last gradient measured is held, so
+        // its memory is not reused by another tensor while it is compared with the next (and
+        // autograd does not accumulate into it in place).
+        TensorStats stats;
+        if (m_taken->lastGradient.defined() && sameDenseElements(gradient, m_taken->lastGradient)) {
+            stats = m_taken->lastStats;
+            stats.shape = gradient.sizes().vec();
+        } else {
+            stats = torchutil::tensorStats(gradient);
+            m_taken->lastGradient = gradient;
+            m_taken->lastStats = stats;
+        }
+        m_taken->bySlot[m_slot] = std::move(stats);
         return gradients;
     }
 
 private:
-    std::shared_ptr<Taken> m_taken;
+    std::shared_ptr<GradientStatistics::Taken> m_taken;
     GradientSlot::Key m_slot;
 };
 
@@ -62,8 +87,8 @@ std::optional<TensorStats> GradientStatistics::of(const SeenTensor& value) const
     }
     if (!value.slot)
         return std::nullopt;
-    const auto it = m_taken->find(value.slot->key());
-    return it == m_taken->end() ? std::nullopt : std::optional<TensorStats>(it->second);
+    const auto it = m_taken->bySlot.find(value.slot->key());
+    return it == m_taken->bySlot.end() ? std::nullopt : std::optional<TensorStats>(it->second);
 }
 
 } // namespace nanscope::replaytorch

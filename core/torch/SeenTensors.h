@@ -61,8 +61,15 @@ public:
     // the leaf lives. Empty when backward did not reach it.
     std::optional<TensorStats> of(const SeenTensor& value) const;
 
+    // What the hooks share: the statistics by slot, and the last gradient they measured.
+    struct Taken
+    {
+        std::map<GradientSlot::Key, TensorStats> bySlot;
+        torch::Tensor lastGradient;
+        TensorStats lastStats;
+    };
+
 private:
-    using Taken = std::map<GradientSlot::Key, TensorStats>;
     std::shared_ptr<Taken> m_taken = std::make_shared<Taken>();
     std::set<GradientSlot> m_watched; // holds the nodes, so no other node takes a key's address
 

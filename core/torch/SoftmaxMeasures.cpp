@@ -41,7 +41,10 @@ LogitsSignature logZOf(const torch::Tensor& logits, int64_t dim, std::string fro
     LogitsSignature signature;
     signature.from = std::move(from);
     signature.opIndex = opIndex;
-    torch::Tensor x = logits.detach().to(torch::kDouble);
+    // logsumexp subtracts each row's maximum first, so float32 holds log Z of any finite logits;
+    // float64 only for float64 logits (a pass in double cost a replay more than its op statistics).
+    torch::Tensor x = logits.detach();
+    x = x.to(x.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat);
     if (x.dim() == 0)
         x = x.reshape({1, 1});
     else
