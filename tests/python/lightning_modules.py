@@ -69,6 +69,26 @@ def manual_classifier_class(package):
     return ManualClassifier
 
 
+def metric_classifier_class(package):
+    """A module that updates a torchmetrics metric in training_step and logs it, as Lightning's own
+    examples do (torchmetrics comes with lightning)."""
+    import torchmetrics
+
+    class MetricClassifier(classifier_class(package)):
+        def __init__(self, **hparams):
+            super().__init__(**hparams)
+            self.accuracy = torchmetrics.classification.MulticlassAccuracy(num_classes=CLASSES)
+
+        def training_step(self, batch, batch_idx):
+            x, y = batch
+            logits = self(x)
+            self.accuracy(logits, y)
+            self.log("train_accuracy", self.accuracy, on_step=True)
+            return F.cross_entropy(logits, y)
+
+    return MetricClassifier
+
+
 # Importable by name, as eager replay needs: one class per Lightning package.
 PlClassifier = classifier_class(lightning_package("pytorch_lightning"))
 PlClassifier.__qualname__ = PlClassifier.__name__ = "PlClassifier"
@@ -97,6 +117,8 @@ NamedBatchClassifier = named_batch_classifier_class(lightning_package("lightning
 NamedBatchClassifier.__qualname__ = NamedBatchClassifier.__name__ = "NamedBatchClassifier"
 ManualClassifier = manual_classifier_class(lightning_package("lightning.pytorch"))
 ManualClassifier.__qualname__ = ManualClassifier.__name__ = "ManualClassifier"
+MetricClassifier = metric_classifier_class(lightning_package("lightning.pytorch"))
+MetricClassifier.__qualname__ = MetricClassifier.__name__ = "MetricClassifier"
 
 
 class NamedFeatures(Features):

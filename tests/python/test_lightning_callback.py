@@ -13,14 +13,15 @@ import warnings
 import torch
 
 from framework_fixtures import frozen_state, incidents_of, layer_names, nanscope_json, scalars, states_equal
-from lightning_modules import (BATCH, Features, LightningClassifier, ManualClassifier, NamedBatchClassifier,
-                               NamedFeatures, PlClassifier, lightning_package)
+from lightning_modules import (BATCH, Features, LightningClassifier, ManualClassifier, MetricClassifier,
+                               NamedBatchClassifier, NamedFeatures, PlClassifier, lightning_package)
 from nanscope_recorder.lightning import NanscopeCallback
 
 NAN_STEP = 20
 
 
-def fit(package_name, module_class, folder, run=None, steps=30, accumulate=1, dataset=Features):
+def fit(package_name, module_class, folder, run=None, steps=30, accumulate=1, dataset=Features, logged=None):
+    """Trains the module; `logged`, a dict, receives the metrics Lightning logged last."""
     package = lightning_package(package_name)
     package.seed_everything(0)
     model = module_class()
@@ -34,6 +35,8 @@ def fit(package_name, module_class, folder, run=None, steps=30, accumulate=1, da
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         trainer.fit(model, torch.utils.data.DataLoader(data, batch_size=BATCH))
+    if logged is not None:
+        logged.update({name: float(value) for name, value in trainer.callback_metrics.items()})
     return model
 
 
@@ -146,6 +149,25 @@ class BatchesByNameAndManualOptimization(unittest.TestCase):
         self.assertEqual(kind, "state_dict")
         self.assertIn("manual optimization", why)
         self.assertIn("nanscope_recorder.lightning:rebuild", why)
+
+
+class AMetricUpdatedInTrainingStep(unittest.TestCase):
+    """Exporting training_step runs it on fake tensors: a torchmetrics metric it updates must keep
+    its own state, and what Lightning logs and trains must be what it is without the callback."""
+
+    def test_the_metric_the_weights_and_the_export_are_as_without_the_callback(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            run_dir = os.path.join(tmp, "run")
+            recorded_metrics, plain_metrics = {}, {}
+            recorded = fit("lightning.pytorch", MetricClassifier, os.path.join(tmp, "logs"), run=run_dir, steps=24,
+                           logged=recorded_metrics)
+            plain = fit("lightning.pytorch", MetricClassifier, os.path.join(tmp, "plain"), steps=24,
+                        logged=plain_metrics)
+            self.assertIn("train_accuracy", plain_metrics)
+            self.assertEqual(recorded_metrics, plain_metrics)
+            self.assertTrue(states_equal(frozen_state(recorded), frozen_state(plain)))
+            with open(os.path.join(run_dir, "checkpoints", "step_%08d.form" % 10), encoding="utf-8") as f:
+                self.assertEqual(f.read().splitlines()[0], "exported")
 
 
 if __name__ == "__main__":
