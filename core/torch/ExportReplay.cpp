@@ -448,7 +448,7 @@ private:
             if (!result.firstNonfinite)
                 result.gradCulprit = probed.gradientCulprit();
             for (const auto& [name, parameter] : m_parameters)
-                result.params.push_back({userPath(name), probed.statsOnce(parameter), statsOf(parameter.grad())});
+                result.params.push_back({userPath(name), probed.statsOnce(parameter), probed.gradients.ofLeaf(parameter)});
         }
         if (result.firstNonfinite)
             result.firstNonfinite->grad = allOps[size_t(result.firstNonfinite->index)].grad;

@@ -343,7 +343,7 @@ private:
             if (!result.firstNonfinite)
                 result.gradCulprit = probed.gradientCulprit();
             for (const auto& p : m_module.named_parameters(true))
-                result.params.push_back({p.name, probed.statsOnce(p.value), statsOf(p.value.grad())});
+                result.params.push_back({p.name, probed.statsOnce(p.value), probed.gradients.ofLeaf(p.value)});
         }
         return Status::success();
     }

@@ -79,16 +79,23 @@ void GradientStatistics::watch(const SeenTensor& value)
 
 std::optional<TensorStats> GradientStatistics::of(const SeenTensor& value) const
 {
-    if (value.accumulatesGradient) {
-        const torch::Tensor leaf(value.value.lock());
-        if (!leaf.defined() || !leaf.grad().defined())
-            return std::nullopt;
-        return torchutil::tensorStats(leaf.grad());
-    }
+    if (value.accumulatesGradient)
+        return ofLeaf(torch::Tensor(value.value.lock()));
     if (!value.slot)
         return std::nullopt;
     const auto it = m_taken->bySlot.find(value.slot->key());
     return it == m_taken->bySlot.end() ? std::nullopt : std::optional<TensorStats>(it->second);
+}
+
+std::optional<TensorStats> GradientStatistics::ofLeaf(const torch::Tensor& leaf) const
+{
+    if (!leaf.defined() || !leaf.grad().defined())
+        return std::nullopt;
+    // Keyed by the leaf, which the caller holds: its address is not reused meanwhile.
+    auto it = m_taken->byLeaf.find(leaf.unsafeGetTensorImpl());
+    if (it == m_taken->byLeaf.end())
+        it = m_taken->byLeaf.emplace(leaf.unsafeGetTensorImpl(), torchutil::tensorStats(leaf.grad())).first;
+    return it->second;
 }
 
 } // namespace nanscope::replaytorch

@@ -60,6 +60,10 @@ public:
     // After backward: the value's gradient, from its hook, or a leaf's accumulated .grad while
     // the leaf lives. Empty when backward did not reach it.
     std::optional<TensorStats> of(const SeenTensor& value) const;
+    // After backward: a leaf's (a parameter's) accumulated gradient, measured once however often it
+    // is asked for (the backward culprit's search reads every op input's, the parameter rows
+    // each parameter's): a weight's gradient is read from memory once, not once per question.
+    std::optional<TensorStats> ofLeaf(const torch::Tensor& leaf) const;
 
     // What the hooks share: the statistics by slot, and the last gradient they measured.
     struct Taken
@@ -67,6 +71,7 @@ public:
         std::map<GradientSlot::Key, TensorStats> bySlot;
         torch::Tensor lastGradient;
         TensorStats lastStats;
+        std::map<const c10::TensorImpl*, TensorStats> byLeaf;
     };
 
 private:
