@@ -58,7 +58,7 @@ inline std::optional<ElementRuns> elementRunsOf(const torch::Tensor& values)
     runs.count = 1;
     for (; d >= 0; --d) {
         if (values.stride(d) == 0 && values.size(d) > 1)
-            return std::nullopt; // an expanded dim repeats elements: the copy counts each repeat
+            return std::nullopt; // an expanded dim: left to the copy (rare among a replay's values)
         runs.outerSizes.insert(runs.outerSizes.begin(), values.size(d));
         runs.outerStrides.insert(runs.outerStrides.begin(), values.stride(d));
         runs.count *= values.size(d);
