@@ -100,6 +100,23 @@ function(nanscope_generate_run_format_table table header)
   list(JOIN items ", " items)
   string(APPEND text "inline constexpr const char* kAll[] = {${items}};\n} // namespace event\n\n")
 
+  # What the native replay of an exported program runs; the Python recorder exports only graphs
+  # that call nothing else.
+  string(APPEND text "// What the native replay of a torch.export archive runs: ops of these namespaces and these\n")
+  string(APPEND text "// higher-order ops (torch.ops.higher_order.<name>); the Python recorder checks the same.\n")
+  string(APPEND text "namespace exportreplay {\n")
+  foreach(list_name op_namespaces higher_order_ops)
+    nanscope_json_strings("${json}" names exported_program_replay ${list_name})
+    set(items "")
+    foreach(name IN LISTS names)
+      list(APPEND items "\"${name}\"")
+    endforeach()
+    list(JOIN items ", " items)
+    nanscope_camel_case(${list_name} camel)
+    string(APPEND text "inline constexpr const char* k${camel}[] = {${items}};\n")
+  endforeach()
+  string(APPEND text "} // namespace exportreplay\n\n")
+
   string(APPEND text "// The defences' defaults, the same in the C++ Guard and the Python recorder.\n")
   string(APPEND text "namespace recorderdefaults {\n")
   string(APPEND text "inline constexpr long long kSnapshotEvery = ${snapshot_every};\n")

@@ -3,6 +3,7 @@
 #include "core/torch/ExportNodeValues.h"
 
 #include "core/replay/ReplayOptions.h"
+#include "core/run/RunFormat.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/jit_type.h>
@@ -23,9 +24,11 @@ using exportnode::namesWritten;
 namespace {
 
 constexpr const char* kOpsPrefix = "torch.ops.";
-// The namespaces whose ops are LibTorch's own. An op of any other (a user's torch.library op, a
-// kernel library's) would need that library's code: refused by name.
-const std::set<std::string> kLibTorchNamespaces = {"aten", "prims"};
+// The namespaces whose ops are LibTorch's own (run_format.json, which the recorder checks too). An
+// op of any other (a user's torch.library op, a kernel library's) would need that library's code:
+// refused by name.
+const std::set<std::string> kLibTorchNamespaces(std::begin(runformat::exportreplay::kOpNamespaces),
+                                                std::end(runformat::exportreplay::kOpNamespaces));
 
 // The integer and boolean arithmetic export records on sizes and shapes, by target.
 enum class SymbolicOp { Add, Sub, Mul, FloorDiv, TrueDiv, Mod, Neg, Pow, Eq, Ne, Lt, Le, Gt, Ge, And, Or, Not, Max, Min,
@@ -49,8 +52,13 @@ const std::map<std::string, SymbolicOp>& symbolicOps()
     return ops;
 }
 
-const std::set<std::string> kHigherOrderOps = {"torch.ops.higher_order.cond", "torch.ops.higher_order.map_impl",
-                                               "torch.ops.higher_order.wrap_with_set_grad_enabled"};
+// The higher-order ops replayed (run_format.json), by target: torch.ops.higher_order.cond and so on.
+const std::set<std::string> kHigherOrderOps = [] {
+    std::set<std::string> targets;
+    for (const char* name : runformat::exportreplay::kHigherOrderOps)
+        targets.insert(std::string("torch.ops.higher_order.") + name);
+    return targets;
+}();
 
 
 // The schema's ScalarType number (torch/_export/serde/schema.py) as LibTorch's.

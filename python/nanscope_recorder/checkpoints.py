@@ -10,7 +10,8 @@ import zipfile
 
 import torch
 
-from .run_format import CHECKPOINT_FORMS, STEP_FILE, checkpoint_form_text, step_file_stem
+from .run_format import (CHECKPOINT_FORMS, EXPORT_REPLAY_HIGHER_ORDER_OPS, EXPORT_REPLAY_OP_NAMESPACES, STEP_FILE,
+                         checkpoint_form_text, step_file_stem)
 
 
 def step_file_name(step):
@@ -174,6 +175,33 @@ def _batch_dims(args, kwargs):
     return tuple(dims(t) for t in args)
 
 
+class _NotReplayableExport(Exception):
+    """An exported program nanscope's replay cannot run: it calls an op outside LibTorch."""
+
+
+def _ops_the_replay_lacks(program):
+    """The ops of `program` (its subgraphs included) that the native replay does not run: an
+    extension library's op (transformers::grouped_mm_fallback, a user's torch.library op) needs that
+    library's code, which the replay never runs; run_format.json says what it does run."""
+    lacking = []
+    for graph_module in program.graph_module.modules():
+        if not isinstance(graph_module, torch.fx.GraphModule):
+            continue
+        for node in graph_module.graph.nodes:
+            if node.op != "call_function":
+                continue
+            target = node.target
+            if isinstance(target, torch._ops.HigherOrderOperator):
+                if target.name() not in EXPORT_REPLAY_HIGHER_ORDER_OPS:
+                    lacking.append("the higher-order op %s" % target.name())
+            elif isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+                namespace = target.namespace
+                if namespace not in EXPORT_REPLAY_OP_NAMESPACES:
+                    name = target.name() if isinstance(target, torch._ops.OpOverload) else target._qualified_op_name
+                    lacking.append("%s, an op of the extension library '%s'" % (name.split(".")[0], namespace))
+    return list(dict.fromkeys(lacking))
+
+
 def _loss_returned(returned, call):
     """The loss a training step returned (a scalar tensor, or a dict's "loss" as Lightning accepts)."""
     loss = returned.get("loss") if isinstance(returned, dict) else returned
@@ -297,6 +325,7 @@ class Checkpointer:
         # ExportedProgram (tens of thousands of Python objects) cost a Trainer step 2-3% (bench_hf_callback).
         self._archive_template = None
         self.export_error = None  # why the latest export failed
+        self.export_refused = False  # it exported, to a program the replay cannot run (export_error says why)
         self._exported_signature = None
         self.kind = None  # the form of the latest checkpoint saved: EXPORTED, SCRIPTED, TRACED or STATE_DICT
 
@@ -355,9 +384,18 @@ class Checkpointer:
                                               dynamic_shapes=_batch_dims(args, kwargs), strict=False)
             if set(self.model.state_dict()) - set(program.state_dict) - set(program.constants):
                 raise RuntimeError("the exported program's state names differ from the model's")
+            lacking = _ops_the_replay_lacks(program)
+            if lacking:
+                raise _NotReplayableExport(
+                    "its program calls %s, which nanscope's replay does not run (it runs LibTorch's own ops, never "
+                    "a library's code)" % "; ".join(lacking[:3]))
             self.exported, self._exported_signature, self.export_error = program, signature, None
+        except _NotReplayableExport as refused:
+            self.exported, self._exported_signature, self.export_error = None, signature, str(refused)
+            self.export_refused = True
         except Exception as error:  # noqa: BLE001 - any export failure means "try TorchScript"
             self.exported, self._exported_signature, self.export_error = None, signature, _error_line(error)
+            self.export_refused = False
 
     def _trace(self, inputs):
         """Traces the model on `inputs` unless the trace of the same shapes is at hand."""
@@ -406,7 +444,11 @@ class Checkpointer:
         return self.why_not_replayable()
 
     def why_not_exported(self):
-        return "not exported: torch.export failed (%s)" % self.export_error if self.export_error else None
+        if not self.export_error:
+            return None
+        if self.export_refused:
+            return "not exported: %s" % self.export_error
+        return "not exported: torch.export failed (%s)" % self.export_error
 
     def save(self, step, overrides=None, inputs=None):
         """Writes checkpoints/step_N.pt (and step_N.form) from the model's current state, with

@@ -502,6 +502,16 @@ def _main_dtype_name(model):
     return next((name for name, value in REPLAY_DTYPES.items() if value == main), "float32")
 
 
+def _is_torchscript(path):
+    """A TorchScript archive: a zip holding <root>/constants.pkl (a state_dict's zip has none)."""
+    import zipfile
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return any(name.endswith("/constants.pkl") for name in archive.namelist())
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
 def run(options):
     torch.manual_seed(0)
     device = torch.device(options.device)
@@ -529,9 +539,12 @@ def run(options):
             dtype not in (None, torch.float32):
         batch["targets"] = batch["targets"].to(dtype)
     found = replay(model, batch, options.batch, options.loss_name, backward=not options.no_backward)
+    # Why eager: a state_dict is no program; a program (exported or TorchScript) replays natively
+    # unless --eager asked for Python.
+    why = ("--eager asked for it; the checkpoint's program replays without it" if options.checkpoint.endswith(".pt2")
+           or _is_torchscript(options.checkpoint) else "a state_dict checkpoint has no program to replay")
     found["notes"].insert(0, "eager replay: %s rebuilt the model in Python; every module's forward was hooked and "
-                             "every torch call recorded (a state_dict checkpoint has no program to replay)"
-                          % options.factory)
+                             "every torch call recorded (%s)" % (options.factory, why))
     step = batch.get("step", options.step)
     out = {"step": int(step) if step is not None else -1, "replay": "eager", "loss": found["loss"],
            "loss_name": found["loss_name"], "loss_convention": found["loss_convention"],

@@ -24,6 +24,10 @@ RECORDER_SCALARS = tuple(TABLE["recorder_scalars"])
 RECORDER_DEFAULTS = dict(TABLE["recorder_defaults"])
 # The first word of a checkpoint's form file (step_N.form): scripted, traced, state_dict.
 CHECKPOINT_FORMS = tuple(TABLE["checkpoint_forms"])
+# What the native replay of an exported program runs: ops of these namespaces, and these
+# higher-order ops (torch.ops.higher_order.<name>); the recorder exports nothing else.
+EXPORT_REPLAY_OP_NAMESPACES = frozenset(TABLE["exported_program_replay"]["op_namespaces"])
+EXPORT_REPLAY_HIGHER_ORDER_OPS = frozenset(TABLE["exported_program_replay"]["higher_order_ops"])
 # The /events messages both recorders write, with {field}s to fill (event_text).
 EVENT_TEXTS = dict(TABLE["event_texts"])
 _FIELD = re.compile(r"\{(\w+)\}")

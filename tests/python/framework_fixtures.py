@@ -112,6 +112,17 @@ def llama():
     return LlamaForCausalLM(config)
 
 
+def mixtral():
+    """A mixture of experts: transformers runs its experts through its own torch.library op
+    (transformers::grouped_mm_fallback) on a CPU, which no LibTorch has."""
+    from transformers import MixtralConfig, MixtralForCausalLM
+    torch.manual_seed(0)
+    config = MixtralConfig(vocab_size=VOCAB, hidden_size=WIDTH, intermediate_size=2 * WIDTH, num_hidden_layers=2,
+                           num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=2 * LENGTH,
+                           num_local_experts=4, num_experts_per_tok=2, bos_token_id=1, eos_token_id=1, pad_token_id=0)
+    return MixtralForCausalLM(config)
+
+
 def training_arguments(output_dir, steps, batch=4, **options):
     """A CPU run that logs every step, in data order, saving nothing of its own but its state."""
     from transformers import TrainingArguments

@@ -12,7 +12,7 @@ import torch
 from transformers import Trainer
 
 from framework_fixtures import (EmbeddingData, TokenData, events, frozen_state, gpt2, incidents_of, layer_names,
-                                llama, nanscope, nanscope_json, scalars, states_equal, training_arguments, value_at,
+                                llama, mixtral, nanscope, nanscope_json, scalars, states_equal, training_arguments, value_at,
                                 word_tokenizer)
 from nanscope_recorder.hf import NanscopeCallback
 
@@ -118,6 +118,49 @@ class AllIgnoredLabels(unittest.TestCase):
         with self.assertRaises(FileExistsError) as refused:
             NanscopeCallback(self.run_dir)
         self.assertIn("does not write over", str(refused.exception))
+
+
+class ExpertsThroughALibrarysOwnOp(unittest.TestCase):
+    """Mixtral, whose experts run through transformers' own torch.library op: the program exports,
+    but the native replay would refuse it (it runs LibTorch's ops only, never a library's code). The
+    checkpoints are state_dicts that say so, and `nanscope replay` rebuilds the model in Python."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.run_dir = os.path.join(cls.tmp.name, "run")
+        data = TokenData(56, ignored=range(4 * (IGNORED_STEP - 1), 4 * IGNORED_STEP))
+        recorded = mixtral()
+        cls.trainer = train(os.path.join(cls.tmp.name, "trainer"), recorded, data, 12, run=cls.run_dir)
+        plain = mixtral()
+        cls.plain = train(os.path.join(cls.tmp.name, "plain"), plain, data, 12)
+        cls.identical = states_equal(frozen_state(recorded), frozen_state(plain))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_the_training_is_bit_identical_with_and_without_the_callback(self):
+        self.assertTrue(self.identical)
+        self.assertEqual([h.get("loss") for h in self.trainer.state.log_history],
+                         [h.get("loss") for h in self.plain.state.log_history])
+
+    def test_the_form_names_the_librarys_op(self):
+        with open(os.path.join(self.run_dir, "checkpoints", "step_%08d.form" % IGNORED_STEP)) as f:
+            kind, why = f.read().splitlines()
+        self.assertEqual(kind, "state_dict")
+        self.assertIn("transformers::grouped_mm_fallback", why)
+        self.assertIn("nanscope_recorder.hf:rebuild", why)
+        self.assertFalse(os.path.exists(os.path.join(self.run_dir, "checkpoints", "step_%08d.pt2" % IGNORED_STEP)))
+
+    def test_replay_needs_no_flag_and_reaches_the_division_in_transformers(self):
+        replay = nanscope_json("replay", self.run_dir, "--step", IGNORED_STEP)
+        first = replay["forward"]["first_nonfinite"]
+        op = replay["forward"]["ops"][first["index"]]
+        self.assertEqual(op["op"], "aten::div")
+        self.assertTrue(os.path.basename(op["source"]).startswith("loss_utils.py:"), op["source"])
+        self.assertTrue(any(note.startswith("eager replay:") and "no program to replay" in note
+                            for note in replay["notes"]), replay["notes"])
 
 
 class DivergingLearningRate(unittest.TestCase):
