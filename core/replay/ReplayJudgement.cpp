@@ -12,23 +12,76 @@ bool anyNonfinite(const std::vector<std::optional<TensorStats>>& values)
 {
     return std::any_of(values.begin(), values.end(), [](const std::optional<TensorStats>& s) { return hasNonfinite(s); });
 }
+
+// The same tensor, as far as its statistics tell: an op's output read again as another op's input.
+bool sameValue(const TensorStats& a, const TensorStats& b)
+{
+    return a.shape == b.shape && a.nan == b.nan && a.posinf == b.posinf && a.neginf == b.neginf && a.min == b.min &&
+           a.max == b.max && a.norm == b.norm;
+}
+
+// Where `op`'s non-finite input came from: the earlier op whose output it is (followed back while
+// that op's own inputs are not finite either: CLIP's exp of its learned temperature, scaled, then
+// multiplying the logits), else `op` itself (the NaN was in a parameter, a buffer or the batch).
+const ReplayOp* originOfNonfiniteInputs(const std::vector<ReplayOp>& ops, const ReplayOp& op)
+{
+    const ReplayOp* origin = &op;
+    for (;;) {
+        const ReplayOp* producer = nullptr;
+        for (const auto& input : origin->inputs) {
+            if (!hasNonfinite(input))
+                continue;
+            for (const auto& earlier : ops) // the earliest: a view of a value repeats its statistics
+                if (earlier.index < origin->index && hasNonfinite(earlier.output) && sameValue(*earlier.output, *input)) {
+                    producer = &earlier;
+                    break;
+                }
+            if (producer)
+                break;
+        }
+        if (!producer)
+            return origin;
+        origin = producer;
+        if (!anyNonfinite(origin->inputs))
+            return origin;
+    }
+}
 } // namespace
 
 std::optional<ReplayOp> forwardCulprit(const std::vector<ReplayOp>& ops, std::vector<std::string>& notes)
 {
-    std::optional<ReplayOp> culprit;
+    const ReplayOp* firstData = nullptr;  // the first op computed from the batch whose output is not finite
+    const ReplayOp* structural = nullptr; // the first computed from constants and weights alone
     for (const auto& op : ops) {
         if (!hasNonfinite(op.output))
             continue;
-        if (!anyNonfinite(op.inputs))
-            return op;
-        if (!culprit)
-            culprit = op;
+        if (op.fromData) {
+            if (!anyNonfinite(op.inputs))
+                return op;
+            if (!firstData)
+                firstData = &op;
+        } else if (!structural) {
+            structural = &op;
+        }
     }
-    if (culprit)
-        notes.push_back("every non-finite output has a non-finite input: the NaN/Inf was already in the model's state "
-                        "(a parameter or buffer) or in the batch");
-    return culprit;
+    if (!firstData && !structural)
+        return std::nullopt;
+    if (!firstData) {
+        // T5's relative-position buckets take log(0) = -inf on purpose and cast it to an index; a
+        // mask fills -inf. Such a value is the model's design, the same at every step: the fault
+        // only when something computed from the batch went non-finite with it.
+        notes.push_back("op #" + std::to_string(structural->index) + " " + structural->op +
+                        (structural->module.empty() ? "" : " in '" + structural->module + "'") + " at " +
+                        structural->source + " made " + nonfiniteCountsText(structural->output) +
+                        " from constants and weights alone (a mask or a position table, by design), and no value "
+                        "computed from the batch went non-finite: not a fault");
+        return std::nullopt;
+    }
+    const ReplayOp* origin = originOfNonfiniteInputs(ops, *firstData);
+    if (anyNonfinite(origin->inputs))
+        notes.push_back("every non-finite output has a non-finite input: the NaN/Inf was already in the model's "
+                        "state (a parameter or buffer) or in the batch");
+    return *origin;
 }
 
 std::optional<ReplayOp> firstNonfiniteGradient(const std::vector<ReplayOp>& ops)

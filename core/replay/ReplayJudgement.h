@@ -14,9 +14,13 @@
 
 namespace nanscope {
 
-// The forward culprit: the first op whose output holds NaN or Inf while all its tensor inputs are
-// finite; failing that (every non-finite output has a non-finite input: a poisoned parameter,
-// buffer or batch), the first op with a non-finite output, and a note saying so.
+// The forward culprit: the first op computed from the batch whose output holds NaN or Inf while all
+// its tensor inputs are finite. Failing that, the first such op with a non-finite input, followed
+// back through the earlier ops whose output that input is (by its statistics) to where it began:
+// an op that made it from finite inputs (exp of a learned temperature), else the first op that read
+// a poisoned parameter, buffer or batch, with a note saying so. A NaN or Inf made from constants
+// and weights alone that nothing computed from the batch carries on (T5's log(0) position buckets,
+// a mask of -inf) is no culprit: a note says it was seen.
 std::optional<ReplayOp> forwardCulprit(const std::vector<ReplayOp>& ops, std::vector<std::string>& notes);
 
 // The first op, in backward order (the reverse of execution), whose output's gradient is not finite.

@@ -9,6 +9,10 @@ import sys
 
 import torch
 
+# The precisions --dtype casts a replay to (what-ifs); "recorded" keeps the checkpoint's own.
+REPLAY_DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
+                 "bfloat16": torch.bfloat16}
+
 
 class EagerReplayError(Exception):
     """A clear, one-line reason the replay could not run."""
@@ -122,3 +126,23 @@ def load_checkpoint(model, path, spec):
 def first_line(error):
     """The first line of an exception's message (its type when it has none)."""
     return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
+def main_dtype_name(model):
+    """The dtype most of the model's floating parameters hold, by element count ("float16")."""
+    counts = {}
+    for p in model.parameters():
+        if p.is_floating_point():
+            counts[p.dtype] = counts.get(p.dtype, 0) + p.numel()
+    main = max(counts, key=counts.get) if counts else torch.float32
+    return next((name for name, value in REPLAY_DTYPES.items() if value == main), "float32")
+
+
+def is_torchscript_archive(path):
+    """A TorchScript archive: a zip holding <root>/constants.pkl (a state_dict's zip has none)."""
+    import zipfile
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return any(name.endswith("/constants.pkl") for name in archive.namelist())
+    except (OSError, zipfile.BadZipFile):
+        return False

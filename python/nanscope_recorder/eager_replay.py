@@ -28,7 +28,8 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 from .model_names import user_name_of
-from .eager_model import EagerReplayError, build_model, first_line, load_checkpoint
+from .eager_model import (REPLAY_DTYPES, EagerReplayError, build_model, first_line, is_torchscript_archive, load_checkpoint,
+                          main_dtype_name)
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 _THIS_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -39,8 +40,6 @@ DTYPE_NAMES = {torch.float32: "Float", torch.float64: "Double", torch.float16: "
 # --dtype recorded: every parameter keeps the dtype its checkpoint holds, as the training ran (a
 # float16 model with float32 LoRA adapters has no single dtype to cast to).
 RECORDED_DTYPE = "recorded"
-REPLAY_DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
-                 "bfloat16": torch.bfloat16}
 # The named losses of nanscope's replay (core/torch/Replay.cpp computeLoss), computed in float32.
 NAMED_LOSSES = {
     "cross_entropy": lambda out, y: F.cross_entropy(out.float(), y.long()),
@@ -492,26 +491,6 @@ def bisect(model, batch, batch_path, loss_name, limit=512, blowup=None):
     return [i for i in everything if i not in clean and _is_bad(model, batch, batch_path, clean + [i], loss_name, blowup)]
 
 
-def _main_dtype_name(model):
-    """The dtype most of the model's floating parameters hold, by element count ("float16")."""
-    counts = {}
-    for p in model.parameters():
-        if p.is_floating_point():
-            counts[p.dtype] = counts.get(p.dtype, 0) + p.numel()
-    main = max(counts, key=counts.get) if counts else torch.float32
-    return next((name for name, value in REPLAY_DTYPES.items() if value == main), "float32")
-
-
-def _is_torchscript(path):
-    """A TorchScript archive: a zip holding <root>/constants.pkl (a state_dict's zip has none)."""
-    import zipfile
-    try:
-        with zipfile.ZipFile(path) as archive:
-            return any(name.endswith("/constants.pkl") for name in archive.namelist())
-    except (OSError, zipfile.BadZipFile):
-        return False
-
-
 def run(options):
     torch.manual_seed(0)
     device = torch.device(options.device)
@@ -532,7 +511,7 @@ def run(options):
         raise EagerReplayError("%s: not a nanscope batch (a dict with 'inputs')" % options.batch)
     model.to(device=device, dtype=dtype)
     model.train(not options.eval)
-    replayed_dtype = options.dtype if dtype is not None else _main_dtype_name(model)
+    replayed_dtype = options.dtype if dtype is not None else main_dtype_name(model)
     batch = {k: (_to(v, device, dtype) if k == "inputs" else _to(v, device, None) if k == "targets" else v)
              for k, v in batch.items()}
     if isinstance(batch.get("targets"), torch.Tensor) and batch["targets"].is_floating_point() and \
@@ -542,7 +521,7 @@ def run(options):
     # Why eager: a state_dict is no program; a program (exported or TorchScript) replays natively
     # unless --eager asked for Python.
     why = ("--eager asked for it; the checkpoint's program replays without it" if options.checkpoint.endswith(".pt2")
-           or _is_torchscript(options.checkpoint) else "a state_dict checkpoint has no program to replay")
+           or is_torchscript_archive(options.checkpoint) else "a state_dict checkpoint has no program to replay")
     found["notes"].insert(0, "eager replay: %s rebuilt the model in Python; every module's forward was hooked and "
                              "every torch call recorded (%s)" % (options.factory, why))
     step = batch.get("step", options.step)

@@ -36,6 +36,13 @@ def export(model, args, kwargs=None, batch_args=(), batch_kwargs=()):
         return torch.export.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic, strict=False)
 
 
+def clip_line(fragment):
+    """The line of transformers' modeling_clip.py that holds `fragment` (first match)."""
+    import transformers.models.clip.modeling_clip as modeling_clip
+    with open(modeling_clip.__file__) as f:
+        return next(n for n, line in enumerate(f, 1) if fragment in line)
+
+
 class ReplayExported(ModelSourceTestCase):
     MODEL_SOURCE = MODEL_SOURCE
     MODULE_NAME = "torch2_models_exported"
@@ -133,6 +140,53 @@ class ReplayExported(ModelSourceTestCase):
         program = export(model, (), {"input_ids": ids, "labels": ids}, batch_kwargs=("input_ids", "labels"))
         report = self.replay(self.write_run("llama", program, [ids], targets=ids))
         self.assertCulprit(report, "aten::linear", "model.layers.1.mlp.down_proj")
+
+    def test_hugging_face_t5s_position_buckets_are_no_culprit_and_a_poisoned_weight_is(self):
+        """T5 computes its relative-position buckets with log(0) = -inf on purpose (cast to an index,
+        then replaced by torch.where): a healthy T5 replays with a finite forward and a note, and a
+        poisoned weight later in the model is named, not the log."""
+        from transformers import T5Config, T5ForConditionalGeneration
+        torch.manual_seed(0)
+        config = T5Config(vocab_size=32, d_model=16, d_ff=32, d_kv=8, num_layers=2, num_heads=2,
+                          decoder_start_token_id=0, pad_token_id=0, eos_token_id=1, use_cache=False)
+        model = T5ForConditionalGeneration(config).train()
+        ids = torch.randint(2, 30, (4, 8))
+        kwargs = {"input_ids": ids, "labels": ids}
+        program = export(model, (), kwargs, batch_kwargs=("input_ids", "labels"))
+        report = self.replay(self.write_run("t5-clean", program, [ids], targets=ids))
+        self.assertIsNone(report["forward"]["first_nonfinite"])
+        logs = [op for op in report["forward"]["ops"] if op["op"] == "aten::log" and op["output"]["neginf"] > 0]
+        self.assertTrue(logs, "T5's position buckets take log(0)")
+        self.assertTrue(any("#%d aten::log" % logs[0]["index"] in note and "not a fault" in note
+                            for note in report["notes"]), report["notes"])
+        with torch.no_grad():
+            model.encoder.block[1].layer[1].DenseReluDense.wo.weight[0, 0] = float("inf")
+        program = export(model, (), kwargs, batch_kwargs=("input_ids", "labels"))
+        report = self.replay(self.write_run("t5", program, [ids], targets=ids))
+        self.assertCulprit(report, "aten::linear", "encoder.block.1.layer.1.DenseReluDense.wo")
+
+    def test_hugging_face_clip_names_the_exp_of_its_learned_temperature(self):
+        """CLIP multiplies its logits by exp(logit_scale), a learned parameter: at 100 the exp
+        overflows float32 and the contrastive loss is NaN. The logits' product is the first op of
+        the batch to go non-finite; replay follows its infinite input back to the exp."""
+        from transformers import CLIPConfig, CLIPModel
+        torch.manual_seed(0)
+        config = CLIPConfig(text_config=dict(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                             num_attention_heads=2, max_position_embeddings=8, bos_token_id=0,
+                                             eos_token_id=1, pad_token_id=1),
+                            vision_config=dict(image_size=16, patch_size=8, hidden_size=16, intermediate_size=32,
+                                               num_hidden_layers=1, num_attention_heads=2),
+                            projection_dim=8)
+        model = CLIPModel(config).train()
+        with torch.no_grad():
+            model.logit_scale.fill_(100.0)
+        ids, pixels = torch.randint(2, 30, (4, 8)), torch.randn(4, 3, 16, 16)
+        # CLIP's loss compares every text with every image of the batch: the export is static.
+        program = export(model, (), {"input_ids": ids, "pixel_values": pixels, "return_loss": True})
+        run = self.write_run("clip", program, {"input_ids": ids, "pixel_values": pixels})
+        report = self.replay(run)
+        culprit = self.assertCulprit(report, "aten::exp", "", "modeling_clip.py:%d" % clip_line("logit_scale.exp()"))
+        self.assertEqual(culprit["inputs"][0]["max"], 100.0)
 
     def test_torchvision_resnet18_finds_conv1_and_sample_3(self):
         import torchvision
