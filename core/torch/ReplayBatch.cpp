@@ -36,10 +36,14 @@ Result<Batch> readBatch(const std::string& path)
         for (const auto& [key, value] : inputs->entries) {
             if (key.kind != PickledValue::Kind::String)
                 return Error{path + ": \"inputs\" is a dict whose keys are not all names"};
+            // A setting beside the tensors (return_loss=True from CLIP's collator) is baked into an
+            // exported program, which takes it as a constant input: nothing to feed.
+            using K = PickledValue::Kind;
             if (value.isTensor())
                 batch.namedInputs.emplace_back(key.text, toTorch(*value.tensor));
-            else if (!value.isNone())
-                return Error{path + ": \"inputs\" entry '" + key.text + "' is not a tensor"};
+            else if (!value.isNone() && value.kind != K::Bool && value.kind != K::Int && value.kind != K::Double &&
+                     value.kind != K::String)
+                return Error{path + ": \"inputs\" entry '" + key.text + "' is neither a tensor nor a setting"};
         }
     } else
         return Error{path + ": \"inputs\" must be a tensor, a list of tensors or a dict of them"};

@@ -11,7 +11,7 @@ import zipfile
 import torch
 
 from .export_program import (NotReplayableExport, batch_dims, export_arguments, ops_the_replay_lacks,
-                             positional_inputs, step_view)
+                             positional_inputs, signature_of, step_view)
 from .run_format import CHECKPOINT_FORMS, STEP_FILE, checkpoint_form_text, step_file_stem
 
 
@@ -244,8 +244,7 @@ class Checkpointer:
         except ValueError as error:
             self.exported, self.export_error = None, str(error)
             return
-        signature = (_signature(args), tuple((k, tuple(t.shape), t.dtype, t.device) for k, t in kwargs.items()),
-                     self.model.training)
+        signature = signature_of(args, kwargs) + (self.model.training,)
         # A forward that can return a key-value cache (a transformers model) is exported without one:
         # the cache is no tensor torch.export can return, and a replay of one step has no use for it.
         try:

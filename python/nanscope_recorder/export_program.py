@@ -21,12 +21,28 @@ def positional_inputs(inputs):
                      "as forward's positional arguments" % type(inputs).__name__)
 
 
+# A batch's settings beside its tensors (CLIP's return_loss=True from its collator): torch.export
+# bakes them into the program, and the replay's batch reader leaves them to it.
+SETTING_TYPES = (bool, int, float, str, type(None))
+
+
 def export_arguments(inputs):
     """(args, kwargs) forward is exported with: a tensor or a list of tensors as positional
-    arguments, a dict of tensors (a Hugging Face batch) as keyword arguments."""
-    if isinstance(inputs, dict) and inputs and all(isinstance(t, torch.Tensor) for t in inputs.values()):
+    arguments, a dict of tensors (a Hugging Face batch) as keyword arguments, with any settings
+    among them (SETTING_TYPES)."""
+    if isinstance(inputs, dict) and any(isinstance(t, torch.Tensor) for t in inputs.values()) and \
+            all(isinstance(t, (torch.Tensor,) + SETTING_TYPES) for t in inputs.values()):
         return (), dict(inputs)
     return positional_inputs(inputs), {}
+
+
+def signature_of(args, kwargs):
+    """What an export specialises on: each tensor's shape, dtype and device, each setting's value."""
+    def of(value):
+        if isinstance(value, torch.Tensor):
+            return tuple(value.shape), value.dtype, value.device
+        return type(value).__name__, value
+    return tuple(of(t) for t in args), tuple((k, of(v)) for k, v in kwargs.items())
 
 
 def batch_dims(args, kwargs):

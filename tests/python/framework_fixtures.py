@@ -123,6 +123,41 @@ def mixtral():
     return MixtralForCausalLM(config)
 
 
+def clip():
+    """CLIP, text and vision towers of one layer each, over 16-pixel images of two patches a side."""
+    from transformers import CLIPConfig, CLIPModel
+    torch.manual_seed(0)
+    text = dict(vocab_size=VOCAB, hidden_size=WIDTH, intermediate_size=2 * WIDTH, num_hidden_layers=1,
+                num_attention_heads=2, max_position_embeddings=LENGTH, bos_token_id=1, eos_token_id=1, pad_token_id=0)
+    vision = dict(image_size=16, patch_size=8, hidden_size=WIDTH, intermediate_size=2 * WIDTH, num_hidden_layers=1,
+                  num_attention_heads=2)
+    return CLIPModel(CLIPConfig(text_config=text, vision_config=vision, projection_dim=16))
+
+
+class CaptionedImages(torch.utils.data.Dataset):
+    """Token ids and a 16-pixel image per sample; sample `nan_sample`'s image holds one NaN pixel."""
+
+    def __init__(self, size, nan_sample=None):
+        self.size, self.nan_sample = size, nan_sample
+
+    def __len__(self):
+        return self.size
+
+    def __getitem__(self, index):
+        generator = torch.Generator().manual_seed(index)
+        image = torch.randn(3, 16, 16, generator=generator)
+        if index == self.nan_sample:
+            image[1, 4, 4] = float("nan")
+        return {"input_ids": counting_ids(index), "pixel_values": image}
+
+
+def contrastive_batch(samples):
+    """The batches of a CLIP Trainer: stacked, with return_loss=True, a setting beside the tensors
+    (as transformers' contrastive image-text example's collator writes it)."""
+    return {"input_ids": torch.stack([s["input_ids"] for s in samples]),
+            "pixel_values": torch.stack([s["pixel_values"] for s in samples]), "return_loss": True}
+
+
 def training_arguments(output_dir, steps, batch=4, **options):
     """A CPU run that logs every step, in data order, saving nothing of its own but its state."""
     from transformers import TrainingArguments

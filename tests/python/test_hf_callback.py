@@ -11,7 +11,7 @@ import warnings
 import torch
 from transformers import Trainer
 
-from framework_fixtures import (EmbeddingData, TokenData, events, frozen_state, gpt2, incidents_of, layer_names,
+from framework_fixtures import (CaptionedImages, EmbeddingData, TokenData, clip, contrastive_batch, events, frozen_state, gpt2, incidents_of, layer_names,
                                 llama, mixtral, nanscope, nanscope_json, scalars, states_equal, training_arguments, value_at,
                                 word_tokenizer)
 from nanscope_recorder.hf import NanscopeCallback
@@ -19,10 +19,10 @@ from nanscope_recorder.hf import NanscopeCallback
 IGNORED_STEP = 11  # its 4 samples have every label -100: transformers' loss is 0/0
 
 
-def train(output_dir, model, data, steps, run=None, trainer_class=Trainer, **options):
+def train(output_dir, model, data, steps, run=None, trainer_class=Trainer, data_collator=None, **options):
     callbacks = [NanscopeCallback(run, checkpoint_every=10)] if run else []
     trainer = trainer_class(model=model, args=training_arguments(output_dir, steps, **options), train_dataset=data,
-                            callbacks=callbacks)
+                            callbacks=callbacks, data_collator=data_collator)
     trainer.train()
     trainer.save_state()  # output_dir/trainer_state.json, the Trainer's own log
     return trainer
@@ -243,6 +243,37 @@ class NanFeatureInTheData(unittest.TestCase):
             written = json.load(f)
         self.assertIn(("bad_input", 6), [(i["kind"], i["onset_step"]) for i in written["incidents"]])
         self.assertIn("model.layers.0.input_layernorm", json.dumps(written["critical"]))
+
+
+class ContrastiveImagesWithADirtyOne(unittest.TestCase):
+    """CLIP trained by the Trainer on image-text pairs, its batches carrying return_loss=True beside
+    their tensors; one image of step 4 holds a NaN pixel. The program exports (the setting baked
+    in) and replays natively to the first op of CLIP that read the pixel."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.run_dir = os.path.join(cls.tmp.name, "run")
+        cls.trainer = train(os.path.join(cls.tmp.name, "trainer"), clip(), CaptionedImages(32, nan_sample=4 * 3 + 1), 6,
+                            run=cls.run_dir, remove_unused_columns=False, data_collator=contrastive_batch)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_the_checkpoints_are_exported_programs(self):
+        with open(os.path.join(self.run_dir, "checkpoints", "step_%08d.form" % 4)) as f:
+            self.assertEqual(f.read(), "exported\n")
+
+    def test_replay_names_the_first_op_of_clip_that_read_the_pixels(self):
+        replay = nanscope_json("replay", self.run_dir, "--step", 4)
+        first = replay["forward"]["first_nonfinite"]
+        op = replay["forward"]["ops"][first["index"]]
+        # CLIP's vision embeddings cast the pixels to the patch embedding's dtype first, then convolve.
+        self.assertEqual((op["op"], op["module"]), ("aten::to", "vision_model.embeddings"))
+        self.assertTrue(os.path.basename(op["source"]).startswith("modeling_clip.py:"), op["source"])
+        self.assertIn("pixel_values", first["code"])
+        self.assertEqual(first["inputs"][0]["nan"], 1, "the one NaN pixel")
 
 
 class LoraOverFloat16Overflows(unittest.TestCase):
