@@ -88,8 +88,12 @@ if [ ! -f "$build_dir/build.ninja" ]; then
 elif [ "$(sed -n 's/^NANSCOPE_BUILD_BENCH:BOOL=//p' "$build_dir/CMakeCache.txt")" != "$bench" ]; then
   cmake -S . -B "$build_dir" -DNANSCOPE_BUILD_BENCH=$bench >/dev/null
 fi
+# The GUI needs the two programs alone (nanscope, and nanscope-torch for replay); the tests are a
+# third of the compile, built by `test`.
+targets=()
+[ "$mode" = gui ] && targets=(--target nanscope nanscope-torch)
 echo "== building ($jobs jobs)"
-cmake --build "$build_dir" -j "$jobs"
+cmake --build "$build_dir" -j "$jobs" "${targets[@]}"
 
 demo_dir=${NANSCOPE_DEMO_DIR:-$build_dir/demo-runs}
 case "$mode" in
