@@ -235,6 +235,22 @@ Result<ReplayResult> runReplayPlan(ReplayPlan& plan, bool json)
         } else {
             keepFreedMemoryForReuse(); // this process only replays, and ends after it
             replayed = replayStep(plan.options);
+            // A program the native replay cannot run (an op it refuses, a node kind it does not
+            // know) still replays when the run names the model's factory: eagerly, in Python.
+            if (!replayed && !plan.eager.factory.isEmpty()) {
+                const std::string native = replayed.error();
+                err() << "nanscope: the native replay failed (" << fromStd(native) << "); replaying eagerly: "
+                      << plan.eager.python << " imports " << plan.eager.factory
+                      << " (this runs the model's Python code)" << Qt::endl;
+                plan.eager.options = plan.options;
+                replayed = runEagerReplay(plan.eager);
+                if (replayed)
+                    replayed->notes.insert(replayed->notes.begin(),
+                                           "the native replay failed (" + native + "): replayed eagerly instead");
+                else
+                    replayed = Error{"the native replay failed (" + native + "), and the eager replay too: " +
+                                     replayed.error()};
+            }
         }
     }
     return replayed;

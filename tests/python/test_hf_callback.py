@@ -162,6 +162,29 @@ class ExpertsThroughALibrarysOwnOp(unittest.TestCase):
         self.assertTrue(any(note.startswith("eager replay:") and "no program to replay" in note
                             for note in replay["notes"]), replay["notes"])
 
+    def test_an_exported_program_calling_the_op_replays_eagerly_by_itself(self):
+        """An archive holding the op (the user's own torch.export, or an earlier recorder's): the
+        native replay refuses it, and `nanscope replay` goes on eagerly, saying why."""
+        import shutil
+        run = os.path.join(self.tmp.name, "exported-run")
+        shutil.copytree(self.run_dir, run)
+        checkpoints = os.path.join(run, "checkpoints")
+        for name in ("step_%08d.pt" % IGNORED_STEP, "step_%08d.form" % IGNORED_STEP):
+            os.remove(os.path.join(checkpoints, name))
+        batch = torch.load(os.path.join(run, "batches", "step_%08d.pt" % IGNORED_STEP))["inputs"]
+        kwargs = {"input_ids": batch["input_ids"], "labels": batch["labels"], "use_cache": False}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            program = torch.export.export(self.trainer.model, (), kwargs=kwargs, strict=False)
+        torch.export.save(program, os.path.join(checkpoints, "step_%08d.pt2" % IGNORED_STEP))
+        done = nanscope("replay", run, "--step", IGNORED_STEP, "--json")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("transformers::grouped_mm_fallback", done.stderr)
+        replay = json.loads(done.stdout)
+        self.assertTrue(replay["notes"][0].startswith("the native replay failed ("), replay["notes"])
+        first = replay["forward"]["first_nonfinite"]
+        self.assertEqual(replay["forward"]["ops"][first["index"]]["op"], "aten::div")
+
 
 class DivergingLearningRate(unittest.TestCase):
     """Llama under bfloat16 autocast; the learning rate warms up to 0.3, far too high: the loss falls,
