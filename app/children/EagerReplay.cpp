@@ -153,6 +153,7 @@ Result<ReplayResult> runEagerReplay(const EagerReplayRequest& request)
     result.ops.clear();
     const QJsonObject backward = QJsonDocument::fromJson(output).object()["backward"].toObject();
     judgeReplayOps(result, allOps, o.layerPrefix);
+    nameTheStateTheCulpritRead(result);
     // The backward culprit is told only for a finite forward, as the TorchScript replay tells it.
     const int culprit = backward["culprit_index"].toInt(-1);
     if (!result.firstNonfinite && culprit >= 0 && size_t(culprit) < allOps.size())

@@ -84,6 +84,25 @@ std::optional<ReplayOp> forwardCulprit(const std::vector<ReplayOp>& ops, std::ve
     return *origin;
 }
 
+void nameTheStateTheCulpritRead(ReplayResult& result)
+{
+    if (!result.firstNonfinite)
+        return;
+    const ReplayOp& culprit = *result.firstNonfinite;
+    for (size_t i = 0; i < culprit.inputs.size(); ++i) {
+        const auto& input = culprit.inputs[i];
+        if (!hasNonfinite(input))
+            continue;
+        for (const auto& parameter : result.params)
+            if (parameter.value && sameValue(*parameter.value, *input)) {
+                result.notes.push_back("op #" + std::to_string(culprit.index) + " " + culprit.op + " read the parameter " +
+                                       parameter.name + " as its input " + std::to_string(i) + ", which held " +
+                                       nonfiniteCountsText(input) + " before this step: the NaN/Inf was in the weights");
+                return;
+            }
+    }
+}
+
 std::optional<ReplayOp> firstNonfiniteGradient(const std::vector<ReplayOp>& ops)
 {
     for (size_t i = ops.size(); i-- > 0;)

@@ -23,6 +23,11 @@ namespace nanscope {
 // a mask of -inf) is no culprit: a note says it was seen.
 std::optional<ReplayOp> forwardCulprit(const std::vector<ReplayOp>& ops, std::vector<std::string>& notes);
 
+// When the culprit read a parameter that held NaN or Inf already (its input's statistics are the
+// parameter's), a note naming it: a fused weight (a mixture of experts' stacked experts) reaches
+// the culprit through a transpose or a slice, and the note says whose weight it was.
+void nameTheStateTheCulpritRead(ReplayResult& result);
+
 // The first op, in backward order (the reverse of execution), whose output's gradient is not finite.
 std::optional<ReplayOp> firstNonfiniteGradient(const std::vector<ReplayOp>& ops);
 

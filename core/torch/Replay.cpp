@@ -497,11 +497,18 @@ private:
 Result<ReplayResult> replayStep(const ReplayOptions& options, const ProgressCallback& progress)
 {
     // A torch.export archive is data: its graph runs op by op, and no code of the file runs.
-    if (isExportArchive(options.checkpoint))
-        return replayExportedStep(options, progress);
+    if (isExportArchive(options.checkpoint)) {
+        auto replayed = replayExportedStep(options, progress);
+        if (replayed)
+            nameTheStateTheCulpritRead(*replayed);
+        return replayed;
+    }
     try {
         Replayer replayer(options, progress);
-        return replayer.run();
+        auto replayed = replayer.run();
+        if (replayed)
+            nameTheStateTheCulpritRead(*replayed);
+        return replayed;
     } catch (const c10::Error& e) {
         return Error{std::string("replay failed: ") + e.what_without_backtrace()};
     } catch (const std::exception& e) {

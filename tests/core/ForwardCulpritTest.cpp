@@ -95,3 +95,22 @@ TEST(ForwardCulprit, AnOpOfTheBatchThatMakesANaNFromFiniteInputsComesFirst)
     ASSERT_TRUE(culprit);
     EXPECT_EQ(culprit->op, "aten::div");
 }
+
+TEST(ForwardCulprit, TheParameterAPoisonedInputWasIsNamed)
+{
+    const TensorStats experts = statsOf({kInf, 1.f, 2.f});
+    ReplayResult result;
+    result.params.push_back({"layers.1.experts.down_proj", statsOf({0.5f, 1.f, 2.f}), std::nullopt});
+    result.params.push_back({"layers.1.experts.up_proj", experts, std::nullopt});
+    result.firstNonfinite = opOf(4, "aten::transpose", false, {experts}, experts);
+    nameTheStateTheCulpritRead(result);
+    ASSERT_EQ(result.notes.size(), 1u);
+    EXPECT_NE(result.notes[0].find("read the parameter layers.1.experts.up_proj as its input 0"), std::string::npos)
+        << result.notes[0];
+
+    ReplayResult fromTheBatch; // a non-finite input no parameter holds: nothing to name
+    fromTheBatch.params = result.params;
+    fromTheBatch.firstNonfinite = opOf(0, "aten::conv2d", true, {statsOf({std::nanf(""), 1.f})}, statsOf({std::nanf("")}));
+    nameTheStateTheCulpritRead(fromTheBatch);
+    EXPECT_TRUE(fromTheBatch.notes.empty());
+}

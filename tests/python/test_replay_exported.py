@@ -140,6 +140,8 @@ class ReplayExported(ModelSourceTestCase):
         program = export(model, (), {"input_ids": ids, "labels": ids}, batch_kwargs=("input_ids", "labels"))
         report = self.replay(self.write_run("llama", program, [ids], targets=ids))
         self.assertCulprit(report, "aten::linear", "model.layers.1.mlp.down_proj")
+        self.assertTrue(any("read the parameter model.layers.1.mlp.down_proj.weight as its input 1" in note
+                            and "+Inf 1" in note for note in report["notes"]), report["notes"])
 
     def test_hugging_face_t5s_position_buckets_are_no_culprit_and_a_poisoned_weight_is(self):
         """T5 computes its relative-position buckets with log(0) = -inf on purpose (cast to an index,
