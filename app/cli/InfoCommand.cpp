@@ -12,6 +12,7 @@
 #include <QJsonObject>
 
 #include <map>
+#include <set>
 
 namespace nanscope::cli {
 
@@ -154,10 +155,24 @@ void printRunInfo(const RunSource& reader, const StepAxes& axes)
     out() << "\ncheckpoints " << list(info.checkpoints) << "\n";
     if (!info.checkpointForms.empty()) {
         std::map<std::string, QStringList> byForm;
-        for (const auto& [step, form] : info.checkpointForms)
+        std::map<std::string, std::string> lastWhy; // each form's reason, as its latest checkpoint gives it
+        std::set<std::string> stateDictWords;
+        for (const auto& [step, form] : info.checkpointForms) {
             byForm[form.word] << QString::number(step);
-        for (const auto& [word, formSteps] : byForm)
+            if (form.kind == CheckpointForm::Kind::StateDict)
+                stateDictWords.insert(form.word);
+            if (!form.whyNotReplayable.empty())
+                lastWhy[form.word] = form.whyNotReplayable;
+        }
+        for (const auto& [word, formSteps] : byForm) {
             out() << QString("  %1 %2\n").arg(fromStd(word), -10).arg(formSteps.join(", "));
+            // A state_dict is no program: say how replay runs it (eagerly, by the run's factory) and why.
+            const std::string factory = info.eagerReplayFactory();
+            if (stateDictWords.count(word) && !factory.empty())
+                out() << "             replayed eagerly: " << fromStd(factory) << " rebuilds the model\n";
+            if (auto why = lastWhy.find(word); why != lastWhy.end())
+                out() << "             " << fromStd(why->second) << "\n";
+        }
     }
     out() << "batches     " << list(info.batches) << "\n";
     for (const auto& [step, path] : info.checkpoints)

@@ -152,6 +152,11 @@ class ExpertsThroughALibrarysOwnOp(unittest.TestCase):
         self.assertIn("transformers::grouped_mm_fallback", why)
         self.assertIn("nanscope_recorder.hf:rebuild", why)
         self.assertFalse(os.path.exists(os.path.join(self.run_dir, "checkpoints", "step_%08d.pt2" % IGNORED_STEP)))
+        # `nanscope info` says how those checkpoints replay, and why they are no program.
+        info = nanscope("info", self.run_dir)
+        self.assertEqual(info.returncode, 0, info.stderr)
+        self.assertIn("replayed eagerly: nanscope_recorder.hf:rebuild rebuilds the model", info.stdout)
+        self.assertIn("its program calls transformers::grouped_mm_fallback", info.stdout)
 
     def test_replay_needs_no_flag_and_reaches_the_division_in_transformers(self):
         replay = nanscope_json("replay", self.run_dir, "--step", IGNORED_STEP)
