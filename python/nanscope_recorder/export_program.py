@@ -76,9 +76,10 @@ def ops_the_replay_lacks(program):
                 if target.name() not in EXPORT_REPLAY_HIGHER_ORDER_OPS:
                     lacking.append("the higher-order op %s" % target.name())
             elif isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
-                namespace = target.namespace
+                # "transformers::grouped_mm_fallback" (an overload's name adds ".default")
+                name = target._qualified_op_name if isinstance(target, torch._ops.OpOverloadPacket) else target.name()
+                namespace = name.split("::")[0]
                 if namespace not in EXPORT_REPLAY_OP_NAMESPACES:
-                    name = target.name() if isinstance(target, torch._ops.OpOverload) else target._qualified_op_name
                     lacking.append("%s, an op of the extension library '%s'" % (name.split(".")[0], namespace))
     return list(dict.fromkeys(lacking))
 
