@@ -164,10 +164,10 @@ void printRunInfo(const RunSource& reader, const StepAxes& axes)
             if (!form.whyNotReplayable.empty())
                 lastWhy[form.word] = form.whyNotReplayable;
         }
+        // A state_dict is no program: say how replay runs it (eagerly, by the run's factory) and why.
+        const std::string factory = info.eagerReplayFactory();
         for (const auto& [word, formSteps] : byForm) {
             out() << QString("  %1 %2\n").arg(fromStd(word), -10).arg(formSteps.join(", "));
-            // A state_dict is no program: say how replay runs it (eagerly, by the run's factory) and why.
-            const std::string factory = info.eagerReplayFactory();
             if (stateDictWords.count(word) && !factory.empty())
                 out() << "             replayed eagerly: " << fromStd(factory) << " rebuilds the model\n";
             if (auto why = lastWhy.find(word); why != lastWhy.end())

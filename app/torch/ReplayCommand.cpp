@@ -127,6 +127,13 @@ struct ReplayPlan
     bool eagerly = false;
 };
 
+// The line that says an eager replay runs the model's own Python code.
+void announceEagerReplay(const ReplayPlan& plan)
+{
+    err() << "nanscope: replaying " << fromStd(plan.options.checkpoint) << " eagerly: " << plan.eager.python
+          << " imports " << plan.eager.factory << " (this runs the model's Python code)" << Qt::endl;
+}
+
 // Finds the checkpoint and batch of `step` (or the ones given), the run's loss name, autocast and
 // typical figures, and whether the checkpoint replays in LibTorch or eagerly; or says why it cannot.
 std::variant<ReplayPlan, QString> planReplay(const QCommandLineParser& parser, const QString& runDir, qint64 step)
@@ -206,8 +213,7 @@ std::variant<ReplayPlan, QString> planReplay(const QCommandLineParser& parser, c
     options.device = parser.value("device").toStdString();
     options.eval = parser.isSet("eval");
     if (plan.eagerly)
-        err() << "nanscope: replaying " << fromStd(options.checkpoint) << " eagerly: " << plan.eager.python << " imports "
-              << plan.eager.factory << " (this runs the model's Python code)" << Qt::endl;
+        announceEagerReplay(plan);
     else if (isExportArchive(options.checkpoint))
         err() << "nanscope: replaying " << fromStd(options.checkpoint)
               << " (torch.export: its graph's ATen ops run in LibTorch; no code from the file runs)" << Qt::endl;
@@ -239,9 +245,8 @@ Result<ReplayResult> runReplayPlan(ReplayPlan& plan, bool json)
             // know) still replays when the run names the model's factory: eagerly, in Python.
             if (!replayed && !plan.eager.factory.isEmpty()) {
                 const std::string native = replayed.error();
-                err() << "nanscope: the native replay failed (" << fromStd(native) << "); replaying eagerly: "
-                      << plan.eager.python << " imports " << plan.eager.factory
-                      << " (this runs the model's Python code)" << Qt::endl;
+                err() << "nanscope: the native replay failed (" << fromStd(native) << ")" << Qt::endl;
+                announceEagerReplay(plan);
                 plan.eager.options = plan.options;
                 replayed = runEagerReplay(plan.eager);
                 if (replayed)

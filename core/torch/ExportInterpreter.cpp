@@ -314,9 +314,13 @@ Status ExportInterpreter::resolveIn(const ExportGraph& graph)
         if (!splitTarget(node.target, ns, name, overload))
             return Error{m_program.path + ": node " + node.name + " calls " + node.target +
                          ", a Python function: nanscope runs only LibTorch's ops from an archive, never its code"};
-        if (ns == "higher_order")
+        if (ns == "higher_order") {
+            std::string replayed;
+            for (const char* known : runformat::exportreplay::kHigherOrderOps)
+                replayed += (replayed.empty() ? "" : ", ") + std::string(known);
             return Error{m_program.path + ": node " + node.name + " is the higher-order op " + name +
-                         ", which nanscope does not replay (it replays cond, map and wrap_with_set_grad_enabled)"};
+                         ", which nanscope does not replay (it replays " + replayed + ")"};
+        }
         if (!kLibTorchNamespaces.count(ns))
             return Error{m_program.path + ": node " + node.name + " calls " + ns + "::" + name +
                          ", an op of the extension library '" + ns + "' that LibTorch does not have; nanscope runs "

@@ -494,26 +494,29 @@ private:
 
 } // namespace
 
-Result<ReplayResult> replayStep(const ReplayOptions& options, const ProgressCallback& progress)
+namespace {
+Result<ReplayResult> replayWithEitherEngine(const ReplayOptions& options, const ProgressCallback& progress)
 {
     // A torch.export archive is data: its graph runs op by op, and no code of the file runs.
-    if (isExportArchive(options.checkpoint)) {
-        auto replayed = replayExportedStep(options, progress);
-        if (replayed)
-            nameTheStateTheCulpritRead(*replayed);
-        return replayed;
-    }
+    if (isExportArchive(options.checkpoint))
+        return replayExportedStep(options, progress);
     try {
         Replayer replayer(options, progress);
-        auto replayed = replayer.run();
-        if (replayed)
-            nameTheStateTheCulpritRead(*replayed);
-        return replayed;
+        return replayer.run();
     } catch (const c10::Error& e) {
         return Error{std::string("replay failed: ") + e.what_without_backtrace()};
     } catch (const std::exception& e) {
         return Error{std::string("replay failed: ") + e.what()};
     }
+}
+} // namespace
+
+Result<ReplayResult> replayStep(const ReplayOptions& options, const ProgressCallback& progress)
+{
+    Result<ReplayResult> replayed = replayWithEitherEngine(options, progress);
+    if (replayed)
+        nameTheStateTheCulpritRead(*replayed);
+    return replayed;
 }
 
 } // namespace nanscope

@@ -141,10 +141,6 @@ def _training_state_kept(model):
             torch.cuda.set_rng_state_all(cuda_rng)
 
 
-def _signature(args):
-    return tuple((tuple(t.shape), t.dtype, t.device) for t in args)
-
-
 class Checkpointer:
     """Saves the model as a torch.export archive (step_N.pt2) when it exports, else as TorchScript
     when it scripts, else traced on the step's own batch, else its state_dict; each checkpoint's form
@@ -284,7 +280,7 @@ class Checkpointer:
             self.traced, self.trace_error = None, str(error)
             return
         # A trace also bakes in the mode (dropout and BatchNorm in training or evaluation).
-        signature = (_signature(args), self.model.training)
+        signature = signature_of(args, {}) + (self.model.training,)
         if signature == self._traced_signature:
             return  # traced on these shapes already (or failed on them: no second try)
         try:

@@ -80,6 +80,8 @@ def build_model(spec, paths=(), run_dir=None):
 
 
 def load_checkpoint(model, path, spec):
+    """Loads the checkpoint's weights into `model`; returns what the file held: "exported",
+    "torchscript" or "state_dict"."""
     if path.endswith(".pt2"):
         # A torch.export archive (--eager on an exported checkpoint): its weights, by the module's names.
         try:
@@ -92,19 +94,20 @@ def load_checkpoint(model, path, spec):
         state.update({name: value for name, value in program.constants.items()
                       if name in own and isinstance(value, torch.Tensor)})
         model.load_state_dict(state, strict=True)
-        return
+        return "exported"
+    held = "state_dict"
     try:
         state = torch.load(path, map_location="cpu")
     except Exception as error:  # noqa: BLE001
         # A TorchScript checkpoint replayed eagerly (--eager, a check of the TorchScript replay):
         # its state_dict, by its own names.
         try:
-            state = dict(torch.jit.load(path, map_location="cpu").state_dict())
+            state, held = dict(torch.jit.load(path, map_location="cpu").state_dict()), "torchscript"
         except Exception:  # noqa: BLE001
             raise EagerReplayError("%s: not a state_dict torch.load can read (%s)"
                                    % (path, first_line(error))) from None
     if isinstance(state, torch.jit.ScriptModule):  # torch.load hands a TorchScript archive to torch.jit.load
-        state = dict(state.state_dict())
+        state, held = dict(state.state_dict()), "torchscript"
     if isinstance(state, dict) and "state_dict" in state and isinstance(state["state_dict"], dict):
         state = state["state_dict"]
     if not isinstance(state, dict):
@@ -121,6 +124,7 @@ def load_checkpoint(model, path, spec):
                 parts.append("%d %s: %s%s" % (len(names), label, ", ".join(names[:4]), ", ..." if len(names) > 4 else ""))
         raise EagerReplayError("%s does not fit the model that %s builds: %s" % (path, spec, "; ".join(parts)))
     model.load_state_dict(state, strict=True)
+    return held
 
 
 def first_line(error):
@@ -136,13 +140,3 @@ def main_dtype_name(model):
             counts[p.dtype] = counts.get(p.dtype, 0) + p.numel()
     main = max(counts, key=counts.get) if counts else torch.float32
     return next((name for name, value in REPLAY_DTYPES.items() if value == main), "float32")
-
-
-def is_torchscript_archive(path):
-    """A TorchScript archive: a zip holding <root>/constants.pkl (a state_dict's zip has none)."""
-    import zipfile
-    try:
-        with zipfile.ZipFile(path) as archive:
-            return any(name.endswith("/constants.pkl") for name in archive.namelist())
-    except (OSError, zipfile.BadZipFile):
-        return False

@@ -28,8 +28,7 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 from .model_names import user_name_of
-from .eager_model import (REPLAY_DTYPES, EagerReplayError, build_model, first_line, is_torchscript_archive, load_checkpoint,
-                          main_dtype_name)
+from .eager_model import REPLAY_DTYPES, EagerReplayError, build_model, first_line, load_checkpoint, main_dtype_name
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 _THIS_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -502,7 +501,7 @@ def run(options):
     # checkpoints/step_N.pt: the run directory is the folder above.
     run_dir = os.path.dirname(os.path.dirname(os.path.abspath(options.checkpoint)))
     model = build_model(options.factory, options.path, run_dir)
-    load_checkpoint(model, options.checkpoint, options.factory)
+    held = load_checkpoint(model, options.checkpoint, options.factory)
     try:
         batch = torch.load(options.batch, map_location="cpu")
     except Exception as error:  # noqa: BLE001
@@ -518,12 +517,11 @@ def run(options):
             dtype not in (None, torch.float32):
         batch["targets"] = batch["targets"].to(dtype)
     found = replay(model, batch, options.batch, options.loss_name, backward=not options.no_backward)
-    # Why eager: a state_dict is no program; a program (exported or TorchScript) replays natively
-    # unless --eager asked for Python.
-    why = ("--eager asked for it; the checkpoint's program replays without it" if options.checkpoint.endswith(".pt2")
-           or is_torchscript_archive(options.checkpoint) else "a state_dict checkpoint has no program to replay")
+    # A state_dict is why a replay is eager; a program replays eagerly when asked (--eager), or when
+    # the native replay could not run it (nanscope's note before this one says so).
     found["notes"].insert(0, "eager replay: %s rebuilt the model in Python; every module's forward was hooked and "
-                             "every torch call recorded (%s)" % (options.factory, why))
+                             "every torch call recorded%s" % (options.factory, " (a state_dict checkpoint has no "
+                                                              "program to replay)" if held == "state_dict" else ""))
     step = batch.get("step", options.step)
     out = {"step": int(step) if step is not None else -1, "replay": "eager", "loss": found["loss"],
            "loss_name": found["loss_name"], "loss_convention": found["loss_convention"],

@@ -78,8 +78,9 @@ class TokenData(torch.utils.data.Dataset):
         return {"input_ids": ids, "labels": labels}
 
 
-class EmbeddingData(torch.utils.data.Dataset):
-    """inputs_embeds (float features) and labels; sample `nan_sample` has one NaN feature."""
+class OneNanSample(torch.utils.data.Dataset):
+    """`size` samples, each drawn from a generator seeded by its index; sample `nan_sample` holds one
+    NaN. A subclass's sample(index, generator, poisoned) makes one."""
 
     def __init__(self, size, nan_sample=None):
         self.size, self.nan_sample = size, nan_sample
@@ -88,9 +89,15 @@ class EmbeddingData(torch.utils.data.Dataset):
         return self.size
 
     def __getitem__(self, index):
-        generator = torch.Generator().manual_seed(index)
+        return self.sample(index, torch.Generator().manual_seed(index), index == self.nan_sample)
+
+
+class EmbeddingData(OneNanSample):
+    """inputs_embeds (float features) and labels; sample `nan_sample` has one NaN feature."""
+
+    def sample(self, index, generator, poisoned):
         embeds = torch.randn(LENGTH, WIDTH, generator=generator)
-        if index == self.nan_sample:
+        if poisoned:
             embeds[3, 5] = float("nan")
         return {"inputs_embeds": embeds, "labels": counting_ids(index)}
 
@@ -134,19 +141,12 @@ def clip():
     return CLIPModel(CLIPConfig(text_config=text, vision_config=vision, projection_dim=16))
 
 
-class CaptionedImages(torch.utils.data.Dataset):
+class CaptionedImages(OneNanSample):
     """Token ids and a 16-pixel image per sample; sample `nan_sample`'s image holds one NaN pixel."""
 
-    def __init__(self, size, nan_sample=None):
-        self.size, self.nan_sample = size, nan_sample
-
-    def __len__(self):
-        return self.size
-
-    def __getitem__(self, index):
-        generator = torch.Generator().manual_seed(index)
+    def sample(self, index, generator, poisoned):
         image = torch.randn(3, 16, 16, generator=generator)
-        if index == self.nan_sample:
+        if poisoned:
             image[1, 4, 4] = float("nan")
         return {"input_ids": counting_ids(index), "pixel_values": image}
 
