@@ -17,6 +17,7 @@ namespace nanscope::scan {
 Diagnosis diagnoseBlowupCause(const BlowupFacts& facts);
 Diagnosis diagnoseNanFromUpdate(const BlowupFacts& facts);
 Diagnosis diagnoseGrowthPrecursor(const BlowupFacts& facts);
+std::string precursorWhat(const BlowupFacts& facts);
 
 Diagnosis diagnoseBlowup(const BlowupFacts& facts)
 {
@@ -42,7 +43,7 @@ Diagnosis diagnoseBlowupCause(const BlowupFacts& facts)
 {
     if (facts.bornInWeights && !facts.input)
         return diagnoseNanFromUpdate(facts);
-    if (!facts.precursor.empty() && !facts.input)
+    if (!facts.precursor.empty() && !facts.input && !facts.learningRateClimb)
         return diagnoseGrowthPrecursor(facts);
     Diagnosis d;
     const std::string ratio = facts.jumpRatio ? numberText(*facts.jumpRatio, 2) : std::string("?");
@@ -115,6 +116,11 @@ Diagnosis diagnoseBlowupCause(const BlowupFacts& facts)
                       " (a schedule that keeps growing, or a warm-up to too high a peak), and the " + facts.series +
                       " followed" +
                       (facts.jumpRatio ? ", x" + numberText(*facts.jumpRatio, 2) + " over its level there" : std::string()) +
+                      (facts.precursor.empty()
+                           ? std::string()
+                           : "; it showed first in " + precursorWhat(facts) + ", which grew from " +
+                                 numberText(facts.precursorBaseline, 3) + " to " + numberText(facts.precursorPeak, 3) +
+                                 " from step " + std::to_string(facts.precursorOnsetStep)) +
                       (facts.nonfiniteStep ? ", until NaN at step " + std::to_string(*facts.nonfiniteStep) : "") +
                       ". Not one bad batch: every update grew with the learning rate until the weights could not "
                       "take it.";
@@ -205,7 +211,13 @@ Diagnosis diagnoseGrowthPrecursor(const BlowupFacts& facts)
     const int64_t end = facts.nonfiniteStep.value_or(facts.windowEndStep);
     // A log-scale parameter's norm grows by units, and exp() of it by that many e-folds.
     const std::string growth =
-        facts.precursorExpScaleDecades
+        !facts.precursorRoutedExperts.empty() && facts.precursorExpScaleDecades
+            ? ", the router of " + facts.precursorRoutedExperts +
+                  " (the logits of its softmax gate): its largest logit grew from " +
+                  numberText(facts.precursorBaseline, 3) + " to " + numberText(facts.precursorPeak, 3) +
+                  ", so exp() of it grew e^" + numberText(facts.precursorPeak - facts.precursorBaseline, 3) + " (x" +
+                  numberText(std::pow(10.0, *facts.precursorExpScaleDecades), 2) + ")"
+        : facts.precursorExpScaleDecades
             ? ", a log-scale parameter (exp() of it is what the model uses): its norm grew from " +
                   numberText(facts.precursorBaseline, 3) + " to " + numberText(facts.precursorPeak, 3) +
                   ", so the scale it stands for moved by e^" +

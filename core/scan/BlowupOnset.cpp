@@ -192,4 +192,22 @@ std::optional<Climb> learningRateClimb(const RunScalars& scalars, size_t windowB
     return Climb{from, decades};
 }
 
+std::optional<Climb> learningRateClimbFromLevel(const RunScalars& scalars, size_t windowBegin, size_t endRow)
+{
+    const std::vector<double>& lr = scalars.lr;
+    const auto positive = [&](size_t r) { return std::isfinite(lr[r]) && lr[r] > 0; };
+    if (endRow >= lr.size() || !positive(endRow))
+        return std::nullopt;
+    size_t from = endRow;
+    while (from > windowBegin && positive(from - 1) && lr[from - 1] < lr[from])
+        --from;
+    // The row before held the level or more (a constant rate, or a decay the climb turned around).
+    if (from == windowBegin || from < 1 || endRow - from < kLrClimbRows || !positive(from - 1))
+        return std::nullopt;
+    const double decades = std::log10(lr[endRow] / lr[from]);
+    if (decades < kLrClimbDecades)
+        return std::nullopt;
+    return Climb{from, decades};
+}
+
 } // namespace nanscope::scan

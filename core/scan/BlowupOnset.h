@@ -62,4 +62,10 @@ std::optional<LossDivergence> lossDivergence(const LogSeries& loss, size_t windo
 // in one step (a step schedule).
 std::optional<Climb> learningRateClimb(const RunScalars& scalars, size_t windowBegin, size_t jumpRow);
 
+// The logged learning rate left its level (held or decaying) and rose row after row from there up
+// to `endRow`, by kLrClimbDecades (x3.2) or more: where it left the level (its lowest row) and how
+// far it rose. Nothing for a warm-up from the first steps or from before the window (no level
+// before it), or a climb that stopped before `endRow`.
+std::optional<Climb> learningRateClimbFromLevel(const RunScalars& scalars, size_t windowBegin, size_t endRow);
+
 } // namespace nanscope::scan

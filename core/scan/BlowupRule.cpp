@@ -104,7 +104,8 @@ void measureGrowth(const ScanContext& context, const BlowupStart& b, const Failu
     else if (x.size() == 1 && std::isfinite(b.baseline) && steps[b.lastRow] > b.onsetStep)
         evidence.growthDecadesPerStep = (y[0] - b.baseline) / double(steps[b.lastRow] - b.onsetStep);
 
-    if (const auto& precursor = b.precursor) {
+    // Where a learning-rate climb began it, the growth is the primary series' from there.
+    if (const auto& precursor = b.lrClimb ? std::nullopt : b.precursor) {
         evidence.series = precursor->source + "/" + precursor->name;
         evidence.baseline = precursor->baseline;
         evidence.peak = precursor->peak;
@@ -232,6 +233,8 @@ BlowupFacts blowupFacts(const ScanContext& context, const BlowupStart& b, const 
         }
         facts.float16Overflow = precursor->source == "activations" && nearFloat16Limit(precursor->peak);
         facts.precursorExpScaleDecades = precursor->expScaleDecades;
+        facts.precursorRoutedExperts = precursor->routedExperts;
+        facts.precursorOnsetStep = precursor->onsetStep;
         facts.primaryRiseSincePrecursor =
             riseBetween(scalars.primary(), rowAtOrAfter(steps, precursor->onsetStep), failure.row);
     }
@@ -263,6 +266,8 @@ Status reportBlowup(ScanContext& context, const Failure& failure)
     // (what comes below reads the layers' windows, and the stream would read on past the onset).
     context.blowupOnsetRow = b.onsetRow;
     context.blowupOnsetStep = b.onsetStep;
+    context.explosionStep = b.precursor ? std::max(b.onsetStep, context.scalars.steps[std::min(b.rise.onsetRow, failure.row)])
+                                        : b.onsetStep;
     limitVanishingStream(context);
 
     Incident incident;

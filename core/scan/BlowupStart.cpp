@@ -75,6 +75,60 @@ Result<std::optional<Precursor>> leadingPrecursor(const ScanContext& context, si
     return std::optional<Precursor>{};
 }
 
+// How far `series` rose from its first nine finite rows in [from, to) to its last nine (x).
+std::optional<double> riseBetweenEnds(const LogSeries& series, size_t from, size_t to)
+{
+    std::vector<double> first, last;
+    for (size_t r = from; r < to && first.size() < 9; ++r)
+        if (series.finite[r])
+            first.push_back(series.log[r]);
+    for (size_t r = to; r-- > from && last.size() < 9;)
+        if (series.finite[r])
+            last.push_back(series.log[r]);
+    if (first.empty() || last.empty())
+        return std::nullopt;
+    return std::pow(10.0, medianOf(last) - medianOf(first));
+}
+
+// A gradual climb of the primary series under a learning rate that left its level and rose row
+// after row up to the failure (a schedule that never stops growing): that climb of the step size
+// is the departure the blow-up continues, and it began where the learning rate left its level;
+// earlier than the primary's own onset (the gradient norm showed the growth only once the steps
+// were large), or later, when the primary had not yet risen a jump by then (its onset was noise at
+// the level). A precursor that began after the learning rate left its level is the climb's effect
+// (attention scores that grew once the steps were large): the climb came first, and the precursor
+// is where it showed. Nothing when the primary or a precursor grew first.
+std::optional<Climb> learningRateLeftItsLevel(const ScanContext& context, const BlowupStart& b, const Failure& failure)
+{
+    const ScanConfig& config = context.config;
+    const std::vector<int64_t>& steps = context.scalars.steps;
+    const LogSeries& s = context.scalars.primary();
+    const size_t failureRow = failure.row;
+    // Only for a gradual climb the start has not already put down to something else.
+    if (b.sudden || b.onsetRow >= failureRow || b.bornInWeights || b.blamedInput || b.measuredOnLoss || b.lrClimb)
+        return std::nullopt;
+    const size_t endRow = failureRow > 0 && failure.nonfinite ? failureRow - 1 : failureRow;
+    // Looked for as far back as a precursor (a slow climb of x1.01 a step takes hundreds of steps
+    // to matter), not past an earlier incident's burst.
+    const size_t lrWindowBegin = std::max(
+        rowAtOrAfter(steps, steps[failureRow] - std::max(config.precursorLookbackSteps, config.lookbackSteps)),
+        context.burstRows.empty() ? size_t(0) : context.burstRows.back().second + 1);
+    auto climb = learningRateClimbFromLevel(context.scalars, std::min(lrWindowBegin, b.windowBegin), endRow);
+    if (!climb)
+        return std::nullopt;
+    std::vector<double> around;
+    for (size_t r = climb->fromRow > 2 ? climb->fromRow - 2 : 0; r <= climb->fromRow + 2 && r < failureRow; ++r)
+        if (s.finite[r])
+            around.push_back(s.log[r]);
+    const bool risenBefore = climb->fromRow > b.onsetRow && !around.empty() && std::isfinite(b.rise.baseline) &&
+                             medianOf(around) - b.rise.baseline >= config.jumpDecades;
+    const int64_t margin = std::max<int64_t>(2 * config.jumpSteps, 5);
+    const bool precursorFirst = b.precursor && b.precursor->onsetStep <= steps[climb->fromRow] + margin;
+    if (risenBefore || precursorFirst)
+        return std::nullopt;
+    return climb;
+}
+
 } // namespace
 
 Result<BlowupStart> judgeBlowupStart(const ScanContext& context, const Failure& failure)
@@ -120,7 +174,12 @@ Result<BlowupStart> judgeBlowupStart(const ScanContext& context, const Failure& 
         &s == &scalars.loss ? std::nullopt
                             : lossDivergence(scalars.loss, windowBegin, failureRow, config.blowupDecades,
                                              config.minOnsetDecades);
-    if ((!b.bornInWeights || b.born.spreadBetweenRows) && !b.blamedInput) {
+    // Weights gone non-finite rows apart, with no exactly-zero gradient among them at the row
+    // before, may have been written by a forward pass's NaN at an unlogged step: a precursor that
+    // climbed up to the failure is then the better account of it.
+    const bool updateUncertain =
+        b.born.spreadBetweenRows || (!b.born.updateStepExact && b.born.zeroGradientParameters.empty());
+    if ((!b.bornInWeights || updateUncertain) && !b.blamedInput) {
         auto found = leadingPrecursor(context, failureRow, b.onsetRow, rise, lossDiverged);
         if (!found)
             return Error{found.error()};
@@ -132,7 +191,7 @@ Result<BlowupStart> judgeBlowupStart(const ScanContext& context, const Failure& 
             b.sudden = false;
             b.baseline = rise.baseline;
             b.bornInWeights = false;
-            if (b.born.spreadBetweenRows)
+            if (updateUncertain)
                 b.origin.reset(); // the weights were non-finite by then, but the growth came first
         }
     }
@@ -169,15 +228,7 @@ Result<BlowupStart> judgeBlowupStart(const ScanContext& context, const Failure& 
             b.onsetRow = b.lossClimb->fromRow;
             b.measuredOnLoss = true;
             b.baseline = levelFromOnset(scalars.loss);
-            std::vector<double> first, last;
-            for (size_t r = b.onsetRow; r < failureRow && first.size() < 9; ++r)
-                if (s.finite[r])
-                    first.push_back(s.log[r]);
-            for (size_t r = failureRow; r-- > b.onsetRow && last.size() < 9;)
-                if (s.finite[r])
-                    last.push_back(s.log[r]);
-            if (!first.empty() && !last.empty())
-                b.primaryRise = std::pow(10.0, medianOf(last) - medianOf(first));
+            b.primaryRise = riseBetweenEnds(s, b.onsetRow, failureRow);
         }
     }
     // A jump at the top of a learning rate that climbed row after row is the end of a gradual
@@ -192,7 +243,12 @@ Result<BlowupStart> judgeBlowupStart(const ScanContext& context, const Failure& 
             b.baseline = levelFromOnset(s);
         }
     }
-    b.onsetStep = b.precursor ? b.precursor->onsetStep : steps[b.onsetRow];
+    if (auto climb = learningRateLeftItsLevel(context, b, failure)) {
+        b.lrClimb = climb;
+        b.onsetRow = climb->fromRow;
+        b.baseline = levelFromOnset(s);
+    }
+    b.onsetStep = b.precursor && !b.lrClimb ? b.precursor->onsetStep : steps[b.onsetRow];
     return b;
 }
 

@@ -40,7 +40,9 @@ struct BlowupStart
     std::optional<Climb> lossClimb, paramClimb;
     std::optional<double> primaryRise;
     bool measuredOnLoss = false;
-    std::optional<Climb> lrClimb; // the learning rate climbed up to the jump
+    // The learning rate climbed up to the jump, or left its level and rose up to the failure
+    // before the primary series or a precursor showed the growth (the onset is then its own).
+    std::optional<Climb> lrClimb;
 };
 
 Result<BlowupStart> judgeBlowupStart(const ScanContext& context, const Failure& failure);

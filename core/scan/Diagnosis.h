@@ -114,8 +114,11 @@ struct BlowupFacts
     std::optional<double> precursorLimit;
     std::string precursorLimitText;
     bool float16Overflow = false; // the precursor came near the float16 maximum (nearFloat16Limit)
-    // A log-scale parameter (log_std, logvar, ...): how far exp() of it moved, in decades.
+    // A log-scale parameter (log_std, logvar, ...) or a router's logits: how far exp() of it
+    // moved, in decades.
     std::optional<double> precursorExpScaleDecades;
+    std::string precursorRoutedExperts; // a router's output: the experts it routes for
+    int64_t precursorOnsetStep = 0;
     // How far the primary series rose from the precursor's onset to the failure (x).
     std::optional<double> primaryRiseSincePrecursor;
     // Born in the weights: the logged step whose optimizer update wrote the NaN (exact: the step

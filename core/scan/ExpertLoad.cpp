@@ -100,6 +100,64 @@ std::vector<bool> starvedExperts(const std::vector<VanishedSpan>& vanished,
     return starved;
 }
 
+namespace {
+
+// The experts a parameter belongs to, as {their container as the text names it, the container's
+// parent path with its dot ("" at the model's root)}: numbered experts (expertOf), or experts
+// stacked into one tensor per projection (transformers 5's Mixtral and Qwen2-MoE:
+// "mlp.experts.gate_up_proj", [experts, ...]).
+std::optional<std::pair<std::string, std::string>> expertsContainer(const std::string& parameter)
+{
+    std::string container;
+    if (const auto expert = expertOf(parameter)) {
+        // "mlp.experts.expert_*" where the index is inside a part (expert_0, expert_1, ...).
+        container = expert->group + (expert->group.back() == '_' ? "*" : "");
+    } else {
+        std::string path;
+        for (const std::string& part : pathParts(parameter)) {
+            path += (path.empty() ? "" : ".") + part;
+            if (lower(part) == "experts") {
+                container = path;
+                break;
+            }
+        }
+        if (container.empty() || container == parameter)
+            return std::nullopt;
+    }
+    // Above the parts that name the experts ("mlp." for Switch's "mlp.experts.expert_0").
+    std::string parent = container;
+    while (!parent.empty()) {
+        const size_t dot = parent.rfind('.');
+        const std::string last = dot == std::string::npos ? parent : parent.substr(dot + 1);
+        if (lower(last).find("expert") == std::string::npos)
+            break;
+        parent = dot == std::string::npos ? std::string() : parent.substr(0, dot);
+    }
+    return std::make_pair(container, parent.empty() ? parent : parent + '.');
+}
+
+} // namespace
+
+std::optional<std::string> routedExperts(const std::string& module, const std::vector<std::string>& parameters)
+{
+    if (expertOf(module) || expertsContainer(module + ".x"))
+        return std::nullopt; // inside the experts: their own projections
+    for (const std::string& name : parameters) {
+        const auto experts = expertsContainer(name);
+        if (!experts)
+            continue;
+        // The experts' parent must hold the module too, and the module's own name say it routes.
+        const std::string& parent = experts->second;
+        if (module.compare(0, parent.size(), parent) != 0)
+            continue;
+        const std::string own = lower(module.substr(parent.size()));
+        if (layernames::mentionsAny(own, {"router", "gate", "gating"}) &&
+            !layernames::mentionsAny(own, {"proj", "shared", "up", "down"}))
+            return experts->first;
+    }
+    return std::nullopt;
+}
+
 bool adapterParameter(const std::string& parameter)
 {
     return layernames::mentionsAny(parameter, {"lora_", "lora.", "adapter", "ia3_", "prompt_encoder", "prefix_encoder"});

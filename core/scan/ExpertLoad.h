@@ -34,6 +34,13 @@ struct VanishedSpan
 std::vector<bool> starvedExperts(const std::vector<VanishedSpan>& vanished,
                                  const std::vector<std::string>& allParameters);
 
+// The experts' container a module routes for, when its name says it is a router or a gate (not a
+// gated MLP's projection, not a shared expert's sigmoid gate) and it sits beside numbered experts
+// among `parameters` (Mixtral's "layers.0.block_sparse_moe.gate" beside
+// "layers.0.block_sparse_moe.experts.3.w1.weight", Switch's "mlp.router.classifier" beside
+// "mlp.experts.expert_0.wi.weight"). Its outputs are the logits of the gate's softmax.
+std::optional<std::string> routedExperts(const std::string& module, const std::vector<std::string>& parameters);
+
 // A parameter of an adapter (LoRA, IA3, prefix tuning, PEFT's modules_to_save is not one).
 bool adapterParameter(const std::string& parameter);
 

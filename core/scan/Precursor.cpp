@@ -3,6 +3,7 @@
 #include "core/NumberText.h"
 #include "core/run/LayerNames.h"
 #include "core/run/RunFormat.h"
+#include "core/scan/ExpertLoad.h"
 #include "core/scan/Onset.h"
 #include "core/tensor/FloatLimits.h"
 
@@ -197,7 +198,7 @@ struct ClimbMeasure
     double strength = 0;
 };
 
-ClimbMeasure measureClimb(const LayerColumn& column, double peakRaw, double baseline, double riseDecades, bool logScale)
+ClimbMeasure measureClimb(const LayerColumn& column, double peakRaw, double baseline, double riseDecades, bool inEFolds)
 {
     std::optional<NumericLimit> limit;
     // A module output, or a logged temperature, logit scale or logit, can be what exp() is
@@ -214,11 +215,12 @@ ClimbMeasure measureClimb(const LayerColumn& column, double peakRaw, double base
     if (limit && limit->value < kFloat16Max && !takenExpOf(column.name))
         limit.reset();
     // A log-scale parameter is measured by what exp() makes of it: its norm's growth from the
-    // baseline to the peak, in e-folds, read as decades. Not a module output exp() is taken of:
-    // logits, heads and attention scores grow by e-folds while a model learns, and counted so they
-    // made precursors of ordinary learning before sudden failures (the families corpus).
+    // baseline to the peak, in e-folds, read as decades; so is a router's largest logit. Not any
+    // other module output exp() is taken of: logits, heads and attention scores grow by e-folds
+    // while a model learns, and counted so they made precursors of ordinary learning before sudden
+    // failures (the families corpus).
     std::optional<double> expScaleDecades;
-    if (logScale) {
+    if (inEFolds) {
         const double grown = peakRaw - std::pow(10.0, baseline);
         if (grown > 0)
             expScaleDecades = grown / std::log(10.0);
@@ -228,7 +230,7 @@ ClimbMeasure measureClimb(const LayerColumn& column, double peakRaw, double base
 
 // The precursor of one column, when it has one.
 std::optional<Precursor> columnPrecursor(const LayerColumn& column, const ScanConfig& config,
-                                         const PrecursorSearch& search)
+                                         const PrecursorSearch& search, const std::vector<std::string>& parameters)
 {
     const LogSeries& s = column.series;
     // The finite, non-zero rows before the failure: an exact zero (a LoRA adapter's zero-initialised
@@ -249,7 +251,10 @@ std::optional<Precursor> columnPrecursor(const LayerColumn& column, const ScanCo
     // The rise below is the last rows' peak over a median of earlier rows: never more than the
     // column's spread. Most columns of a thousand-layer run are flat; they stop here.
     const bool logScale = column.source == "layers/param_norm" && logScaleParameter(column.name);
-    const double spread = logScale ? std::max(highest - lowest, (std::pow(10.0, highest) - std::pow(10.0, lowest)) / std::log(10.0))
+    const std::optional<std::string> routed =
+        column.source == "activations" ? routedExperts(column.name, parameters) : std::nullopt;
+    const bool inEFolds = logScale || routed.has_value();
+    const double spread = inEFolds ? std::max(highest - lowest, (std::pow(10.0, highest) - std::pow(10.0, lowest)) / std::log(10.0))
                                    : highest - lowest;
     if (n < 8 || !(spread >= std::min(search.minDecades, kLimitDecades)))
         return std::nullopt;
@@ -293,7 +298,7 @@ std::optional<Precursor> columnPrecursor(const LayerColumn& column, const ScanCo
         medianOf(std::vector<double>(finite.log.begin() + std::ptrdiff_t(baselineBegin),
                                      finite.log.begin() + std::ptrdiff_t(knee)));
     const double riseDecades = peak - baseline;
-    const ClimbMeasure measure = measureClimb(column, finite.raw[peakRow], baseline, riseDecades, logScale);
+    const ClimbMeasure measure = measureClimb(column, finite.raw[peakRow], baseline, riseDecades, inEFolds);
     const std::optional<NumericLimit>& limit = measure.limit;
     const std::optional<double>& expScaleDecades = measure.expScaleDecades;
     const double strength = measure.strength;
@@ -323,8 +328,8 @@ std::optional<Precursor> columnPrecursor(const LayerColumn& column, const ScanCo
     if (!(peak - baseline >= kStillUpShare * (top - baseline)))
         return std::nullopt;
     // A moderate rise must be a drift (monotone from the knee to the failure) into a numeric limit
-    // that explains the failure.
-    if (strength < search.strongDecades && !(limit && spearman(x, y) >= kMonotoneRank))
+    // that explains the failure, or a router's logits drifting up (what exp() makes of them grew).
+    if (strength < search.strongDecades && !((limit || routed) && spearman(x, y) >= kMonotoneRank))
         return std::nullopt;
     Precursor p;
     p.name = column.name;
@@ -336,6 +341,7 @@ std::optional<Precursor> columnPrecursor(const LayerColumn& column, const ScanCo
     p.decadesPerStep = slope;
     p.nearLimit = limit;
     p.expScaleDecades = expScaleDecades;
+    p.routedExperts = routed.value_or(std::string());
     return p;
 }
 
@@ -345,6 +351,9 @@ Result<std::optional<Precursor>> findPrecursor(const ScanInputs& inputs, const S
                                                const PrecursorSearch& search)
 {
     std::vector<Precursor> found;
+    static const std::vector<std::string> kNoParameters;
+    const TableInfo* layers = inputs.table(rf::kLayers);
+    const std::vector<std::string>& parameters = layers ? layers->names : kNoParameters;
     struct Source
     {
         const char* table;
@@ -362,7 +371,7 @@ Result<std::optional<Precursor>> findPrecursor(const ScanInputs& inputs, const S
         auto visited = inputs.visitWindow(source.table, source.value, source.countA, source.countB,
                                           search.windowBeginStep, search.failureStep - 1, 0,
                                           [&](const LayerColumn& column) {
-                                              if (auto p = columnPrecursor(column, config, search))
+                                              if (auto p = columnPrecursor(column, config, search, parameters))
                                                   found.push_back(std::move(*p));
                                           });
         if (!visited)
@@ -386,7 +395,7 @@ Result<std::optional<Precursor>> findPrecursor(const ScanInputs& inputs, const S
             std::vector<double> windowValues(values->begin() + std::ptrdiff_t(std::min(begin, end)),
                                              values->begin() + std::ptrdiff_t(end));
             column.series = makeLogSeries(windowSteps, windowValues);
-            if (auto p = columnPrecursor(column, config, search))
+            if (auto p = columnPrecursor(column, config, search, parameters))
                 found.push_back(std::move(*p));
         }
     }

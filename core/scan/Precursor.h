@@ -36,9 +36,11 @@ struct Precursor
     double riseDecades = 0;     // log10(peak / baseline)
     double decadesPerStep = 0;  // Theil-Sen slope of log10 from onset to failure
     std::optional<NumericLimit> nearLimit; // the limit its peak came within reach of, if any
-    // A log-scale parameter (logScaleParameter): how far exp() of it moved, in decades, from the
-    // growth of its norm (e^(peak - baseline)); absent for any other quantity.
+    // A log-scale parameter (logScaleParameter), or a router's logits: how far exp() of it moved,
+    // in decades, from its growth (e^(peak - baseline)); absent for any other quantity.
     std::optional<double> expScaleDecades;
+    // For a router's output (routedExperts, ExpertLoad.h): the experts' container it routes for.
+    std::string routedExperts;
 };
 
 // Which departures count: a climb from a flat level that lasted `minLeadSteps` or more and was
@@ -46,6 +48,10 @@ struct Precursor
 // of it); or of `minDecades` or more (less for
 // one right under an exp() limit) when it is monotone and ended within reach of a numeric limit,
 // which is what explains the failure. Ordinary learning moves quantities by a factor of a few.
+// A router's logits are the one module output measured by what exp() makes of them (its gate is
+// a softmax, and growing router logits are the instability ST-MoE's z-loss exists for: Zoph et
+// al. 2022, "ST-MoE", section 3): a monotone climb of `minDecades` of exp() counts, as one into a
+// numeric limit does.
 struct PrecursorSearch
 {
     int64_t windowBeginStep = 0;

@@ -34,13 +34,13 @@ struct RuleStep
 // Order matters, and each rule's shared facts (ScanContext) are written before they are read:
 // 1. bad inputs          writes badInputs
 // 2. BatchNorm           reads badInputs (a NaN batch folded into the running statistics)
-// 3. non-finite, blow-up reads badInputs; writes burstRows, blowupOnsetRow/Step
+// 3. non-finite, blow-up reads badInputs; writes burstRows, blowupOnsetRow/Step, explosionStep
 // 4. spikes              reads burstRows and blowupOnsetRow: not inside a burst or a blow-up
 // 5. loss scale          writes collapseWindows
 // 6. skipped steps       reads blowupOnsetStep, collapseWindows, burstRows: explained skips
 // 7. activation growth   reads blowupOnsetStep (a blow-up explains it) and badInputs; streams
 //                        /activations while the vanishing stream reads /layers beside it
-// 8. vanishing           reads blowupOnsetStep; streams /layers (begun on a thread of its own before
+// 8. vanishing           reads explosionStep; streams /layers (begun on a thread of its own before
 //                        rule 1, told where to stop once rule 3 has decided) and reports progress 0.3 to 1
 // 9. damaged values      shares nothing
 // (evaluation loss and non-finite metrics read blowupOnsetStep: a blow-up explains what follows it)

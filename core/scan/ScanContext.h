@@ -57,6 +57,11 @@ struct ScanContext
     // rule (steps skipped after it are explained).
     std::optional<size_t> blowupOnsetRow;
     std::optional<int64_t> blowupOnsetStep;
+    // Written by the blow-up rule: where the gradients themselves began to blow up, which is later
+    // than the onset when a precursor inside the model set it (a router's logits climbing for
+    // hundreds of steps while training goes on). Read by the vanishing rule: the layers beside an
+    // exploding one look vanished only from there on.
+    std::optional<int64_t> explosionStep;
     // Written by the loss-scale rule: the steps [first, last] of each collapse. Read by the
     // skipped-steps rule (a collapse skips steps by design).
     std::vector<std::pair<int64_t, int64_t>> collapseWindows;

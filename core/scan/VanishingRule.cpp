@@ -272,13 +272,13 @@ Status streamGradNorms(const ScanInputs& inputs, int64_t blockRows, int64_t firs
     return Status::success();
 }
 
-// The rule's rows: those before a blow-up's onset (there the healthy layers look "vanished" next
-// to the exploding ones).
+// The rule's rows: those before a blow-up's gradients exploded (there the healthy layers look
+// "vanished" next to the exploding ones).
 int64_t rowsBeforeBlowup(const ScanContext& context, int64_t available)
 {
-    if (!context.blowupOnsetStep)
+    if (!context.explosionStep)
         return available;
-    return std::min<int64_t>(available, int64_t(rowAtOrAfter(context.inputs.steps(rf::kLayers), *context.blowupOnsetStep)));
+    return std::min<int64_t>(available, int64_t(rowAtOrAfter(context.inputs.steps(rf::kLayers), *context.explosionStep)));
 }
 
 int64_t availableRows(const ScanInputs& inputs)

@@ -70,8 +70,9 @@ TEST(ComparisonReport, TheComparedRunIsScannedWithTheReportsSettings)
     const QString settings = dir.filePath("scan.ini");
     QFile file(settings);
     ASSERT_TRUE(file.open(QIODevice::WriteOnly));
-    // A gradual blow-up's onset moves when a jump must rise 50 decades to count.
-    file.write("[scan]\njump_decades = 50\n");
+    // A gradual blow-up's onset moves when the scan looks back only 40 steps: the learning rate's
+    // climb from step 100 is out of sight.
+    file.write("[scan]\nlookback_steps = 40\nprecursor_lookback_steps = 40\n");
     file.close();
     auto incidentsOf = [](const QJsonArray& incidents) {
         QStringList listed;

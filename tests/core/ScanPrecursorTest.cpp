@@ -159,6 +159,37 @@ TEST(ExpertLoad, ExpertsAreFoundInTheNamesMixtureOfExpertsModelsUse)
     EXPECT_FALSE(adapterParameter("model.layers.0.self_attn.q_proj.weight"));
 }
 
+TEST(ExpertLoad, ARouterIsAGateBesideNumberedExpertsNotAGatedProjection)
+{
+    const std::vector<std::string> mixtral = {"model.layers.0.block_sparse_moe.gate.weight",
+                                              "model.layers.0.block_sparse_moe.experts.0.w1.weight",
+                                              "model.layers.0.block_sparse_moe.experts.1.w1.weight",
+                                              "model.layers.0.mlp_dense.gate_proj.weight"};
+    EXPECT_EQ(routedExperts("model.layers.0.block_sparse_moe.gate", mixtral),
+              std::optional<std::string>("model.layers.0.block_sparse_moe.experts"));
+    // A gated MLP's projection, an expert's own projection, another layer's gate: no router.
+    EXPECT_FALSE(routedExperts("model.layers.0.mlp_dense.gate_proj", mixtral));
+    EXPECT_FALSE(routedExperts("model.layers.0.block_sparse_moe.experts.1.w1", mixtral));
+    EXPECT_FALSE(routedExperts("model.layers.1.block_sparse_moe.gate", mixtral));
+    // Switch Transformers (transformers): mlp.router.classifier beside mlp.experts.expert_0.
+    const std::vector<std::string> switchMoe = {"encoder.block.1.layer.1.mlp.router.classifier.weight",
+                                                "encoder.block.1.layer.1.mlp.experts.expert_0.wi.weight"};
+    EXPECT_EQ(routedExperts("encoder.block.1.layer.1.mlp.router.classifier", switchMoe),
+              std::optional<std::string>("encoder.block.1.layer.1.mlp.experts.expert_*"));
+    // Qwen2-MoE's shared expert gate is a sigmoid on one expert, not the softmax router.
+    const std::vector<std::string> qwen = {"model.layers.0.mlp.gate.weight", "model.layers.0.mlp.experts.0.up_proj.weight",
+                                           "model.layers.0.mlp.shared_expert_gate.weight"};
+    EXPECT_TRUE(routedExperts("model.layers.0.mlp.gate", qwen));
+    EXPECT_FALSE(routedExperts("model.layers.0.mlp.shared_expert_gate", qwen));
+    // transformers 5 stacks the experts into one tensor per projection.
+    const std::vector<std::string> stacked = {"model.layers.0.mlp.gate.weight", "model.layers.0.mlp.experts.gate_up_proj",
+                                              "model.layers.0.mlp.experts.down_proj"};
+    EXPECT_EQ(routedExperts("model.layers.0.mlp.gate", stacked), std::optional<std::string>("model.layers.0.mlp.experts"));
+    EXPECT_FALSE(routedExperts("model.layers.0.mlp.experts", stacked));
+    // No experts in the model: a module called gate routes nothing.
+    EXPECT_FALSE(routedExperts("gate", {"gate.weight", "head.weight"}));
+}
+
 TEST(ExpertLoad, AnExpertIsStarvedOnlyWhileASiblingTrains)
 {
     const std::vector<std::string> all = {"router.weight", "experts.0.w.weight", "experts.1.w.weight",
@@ -460,6 +491,47 @@ TEST(Precursor, AGradientExplosionUnderAConstantLearningRateDoesNotBlameTheSched
             EXPECT_NE(blowup->suggestion.find("what grew inside the model"), std::string::npos) << blowup->suggestion;
         } else {
             EXPECT_NE(blowup->cause.find("Learning rate too high"), std::string::npos) << blowup->cause;
+        }
+    }
+}
+
+// A router's largest logit climbs from 3 to 6.5 for 600 steps from step 250 (x2.2, far below
+// exp()'s float16 limit of 11.09 as logged) until its gate overflows at 900. exp() of it grew
+// e^3.5 (x33): the router is the precursor, the blow-up gradual from where it began, its text the
+// router's. The same climb in a classifier head beside no experts is learning, no precursor.
+TEST(Precursor, ARoutersLogitsAreMeasuredByWhatTheGatesExpMakesOfThem)
+{
+    for (const std::string module : {"moe.gate", "head"}) {
+        SeriesRun run(950, [](int64_t) { return 0.4; });
+        for (size_t r = 900; r < run.steps.size(); ++r)
+            run.loss[r] = run.gradNorm[r] = NAN;
+        ScanInputs inputs = run.inputs();
+        std::mt19937 rng(5);
+        std::normal_distribution<double> noise(0.0, 1.0);
+        inputs.addTable("activations", {module}, run.steps,
+                        {{"max", run.table(1, [&](int64_t step, size_t) {
+                              if (step >= 900)
+                                  return NAN;
+                              const double level = step < 250 ? 3.0 : 3.0 + 3.5 * double(step - 250) / 649.0;
+                              return float(level * std::pow(10.0, 0.01 * noise(rng)));
+                          })}});
+        inputs.addTable("layers", {"moe.gate.weight", "moe.experts.0.fc.weight", "moe.experts.1.fc.weight", "head.weight"},
+                        run.steps, {{"param_norm", run.table(4, [](int64_t, size_t) { return 1.0f; })}});
+        ScanContext context(inputs, ScanConfig{});
+        ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+        const Incident* blowup = blowupOf(context);
+        ASSERT_TRUE(blowup);
+        if (module == "moe.gate") {
+            EXPECT_EQ(blowup->pattern, BlowupPattern::Gradual) << blowup->cause;
+            EXPECT_GE(blowup->onsetStep, 220) << blowup->cause;
+            EXPECT_LE(blowup->onsetStep, 350) << blowup->cause;
+            ASSERT_FALSE(blowup->layers.empty());
+            EXPECT_EQ(blowup->layers.front(), "moe.gate");
+            EXPECT_NE(blowup->cause.find("began in the output of moe.gate, the router of moe.experts"), std::string::npos)
+                << blowup->cause;
+            EXPECT_NE(blowup->suggestion.find("router z-loss"), std::string::npos) << blowup->suggestion;
+        } else {
+            EXPECT_EQ(blowup->cause.find("began in the output of head"), std::string::npos) << blowup->cause;
         }
     }
 }

@@ -1,7 +1,8 @@
 """The scan on drifts inside the model that the loss does not show, and on a NaN born in an
 optimizer update well after the first steps (issue 50; tests/scan_runs/drift_runs.py): a CLIP-style
 learned temperature, a LoRA adapter's output and a mixture-of-experts router, each climbing for
-hundreds of steps until exp() overflows float16; a block unfrozen into Adam with eps=0. Each has a
+hundreds of steps until exp() overflows float16 (the router's logged logits short of it: the noise
+before its gate is not logged); a block unfrozen into Adam with eps=0. Each has a
 healthy twin with the fix a person would apply. Per family it asserts what the scan must say, on
 seeds 0 and 1 (tuning) and 2 (held out, never looked at while tuning), and that no incident's text
 contradicts its own fields.
@@ -37,7 +38,7 @@ class ScanOnDriftsInsideTheModel(unittest.TestCase):
         self.assertTrue(found, "no %s %s run was generated" % (family, variant))
         return found
 
-    def assert_gradual_from_the_drift(self, family):
+    def assert_gradual_from_the_drift(self, family, named_as="exp() overflows float16 above 11.09"):
         for truth, incidents in self.runs(family, "drift"):
             name = drift_runs.run_name(truth)
             self.assertIsNotNone(truth["first_nonfinite_step"], name + ": the drift never overflowed")
@@ -52,15 +53,23 @@ class ScanOnDriftsInsideTheModel(unittest.TestCase):
             self.assertLessEqual(blowup["onset_step"], truth["event"] + max(20, 15 * drift // 100), name)
             self.assertTrue(blowup["layers"] and blowup["layers"][0].startswith(truth["precursor"]),
                             "%s: first layer %s, the drift is in %s" % (name, blowup["layers"][:1], truth["precursor"]))
-            # The text names the drift with numbers and the limit it ran into.
+            # The text names the drift with numbers and the limit it ran into, or what it is.
             self.assertIn("began in the output of " + truth["precursor"], blowup["cause"], name)
-            self.assertIn("exp() overflows float16 above 11.09", blowup["cause"], name)
+            self.assertIn(named_as, blowup["cause"], name)
 
     def test_a_learned_temperature_climbing_into_exp_overflow_is_a_gradual_blowup_from_where_it_began(self):
         self.assert_gradual_from_the_drift("temperature")
 
     def test_a_lora_adapter_growing_while_the_loss_sits_at_its_floor_is_a_gradual_blowup(self):
         self.assert_gradual_from_the_drift("adapter")
+
+    def test_a_router_whose_logits_climb_until_its_gate_overflows_is_a_gradual_blowup(self):
+        # Its logged logits stay x1.5-x1.9 below exp()'s float16 limit (the noise added before the
+        # gate is not logged): the climb is measured by what exp() makes of it, as a router's is.
+        self.assert_gradual_from_the_drift("moe", named_as="the router of experts (the logits of its softmax gate)")
+        for truth, incidents in self.runs("moe", "drift"):
+            blowup = next(i for i in incidents if i["kind"] == "blowup")
+            self.assertIn("router z-loss", blowup["suggestion"], drift_runs.run_name(truth))
 
     def test_a_nan_written_by_the_update_of_an_unfrozen_block_is_born_in_that_update(self):
         for truth, incidents in self.runs("unfreeze", "drift"):
