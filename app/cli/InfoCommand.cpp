@@ -10,7 +10,9 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QRegularExpression>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -175,10 +177,32 @@ void printRunInfo(const RunSource& reader, const StepAxes& axes)
         }
     }
     out() << "batches     " << list(info.batches) << "\n";
-    for (const auto& [step, path] : info.checkpoints)
-        if (info.batches.count(step))
-            if (const std::string why = info.whyNotReplayable(step); !why.empty())
-                out() << "not replayable: step " << step << ": " << fromStd(why) << "\n";
+    // One line per reason: a run whose every checkpoint is a state_dict gives each the same one,
+    // with its own step in it; the later steps are listed after the first's full reason.
+    std::vector<std::pair<QString, QStringList>> reasons; // the reason, with its step as "{}"; steps
+    std::map<QString, std::string> firstReason;
+    for (const auto& [step, path] : info.checkpoints) {
+        if (!info.batches.count(step))
+            continue;
+        const std::string why = info.whyNotReplayable(step);
+        if (why.empty())
+            continue;
+        QString key = fromStd(why);
+        key.replace(QRegularExpression("\\b" + QString::number(step) + "\\b"), "{}");
+        auto found = std::find_if(reasons.begin(), reasons.end(), [&](const auto& r) { return r.first == key; });
+        if (found == reasons.end()) {
+            reasons.push_back({key, {QString::number(step)}});
+            firstReason[key] = why;
+        } else {
+            found->second << QString::number(step);
+        }
+    }
+    for (const auto& [key, steps] : reasons) {
+        out() << "not replayable: step " << steps.front() << ": " << fromStd(firstReason[key]) << "\n";
+        if (steps.size() > 1)
+            out() << "not replayable: step" << (steps.size() > 2 ? "s " : " ") << steps.mid(1).join(", ")
+                  << ": the same, each for its own checkpoint\n";
+    }
     QStringList axisLines;
     if (const StepAxis* wall = axes.axis(StepAxisKind::WallTime))
         axisLines << QString("wall time (%1 from step %2 to %3)")

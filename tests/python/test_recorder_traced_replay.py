@@ -187,6 +187,24 @@ class TracedCheckpoints(unittest.TestCase):
             status, info = fx.nanscope_info(eager_run)
             self.assertEqual(info["replayable_steps"], [3])
             self.assertIn("not replayable: step 3", text.stdout)
+            # Every checkpoint with its batch has the same reason: said once in full, the other
+            # steps listed after it, not the reason again for each.
+            steps = sorted({int(name[5:13]) for name in os.listdir(os.path.join(run, "checkpoints"))
+                            if name.startswith("step_") and name.endswith(".pt")})
+            self.assertGreater(len(steps), 1, steps)
+            for step in steps:
+                x, y = fx.batch(step)
+                torch.save({"inputs": x, "targets": y, "step": step},
+                           os.path.join(run, "batches", "step_%08d.pt" % step))
+            text = nanscope("info", run)
+            self.assertEqual(text.returncode, 0, text.stderr)
+            lines = [line for line in text.stdout.splitlines() if line.startswith("not replayable:")]
+            self.assertEqual(len(lines), 2, lines)
+            self.assertTrue(lines[0].startswith("not replayable: step %d: checkpoint %d is a state_dict"
+                                                % (steps[0], steps[0])), lines[0])
+            self.assertIn("nor traced", lines[0])
+            self.assertEqual(lines[1], "not replayable: step%s %s: the same, each for its own checkpoint"
+                             % ("s" if len(steps) > 2 else "", ", ".join(str(s) for s in steps[1:])))
 
 
 if __name__ == "__main__":
