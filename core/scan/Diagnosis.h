@@ -195,6 +195,16 @@ struct SkippedStepsFacts
 };
 Diagnosis diagnoseSkippedSteps(const SkippedStepsFacts& facts);
 
+// The optimizer's own count of its updates (optimizer_step) started again at 0 at `step`: within
+// the run after `countBefore` updates, or at the run's first logged step (a resumed run).
+struct OptimizerResetFacts
+{
+    int64_t step = 0;
+    std::optional<int64_t> countBefore; // within the run: the count it had reached
+    std::optional<double> lossRise;     // the loss over the rows after, against the rows before (x)
+};
+Diagnosis diagnoseOptimizerReset(const OptimizerResetFacts& facts);
+
 // Values no training can produce (negative norms, counts or rates): damage to the file.
 struct DamagedDataFacts
 {

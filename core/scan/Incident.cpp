@@ -54,6 +54,7 @@ const char* toString(IncidentKind kind)
     case IncidentKind::ActivationGrowth: return "activation_growth";
     case IncidentKind::AdamEpsilon: return "adam_epsilon";
     case IncidentKind::ExpertCollapse: return "expert_collapse";
+    case IncidentKind::OptimizerReset: return "optimizer_reset";
     }
     return "unknown";
 }

@@ -29,7 +29,8 @@ enum class IncidentKind {
     RankStopped,    // a rank that stopped (killed, crashed, hung) or lags while the others went on
     ActivationGrowth,    // a module's output range grew by orders of magnitude toward the float16/bfloat16 limit
     AdamEpsilon,         // Adam's eps dominates the update of a large share of elements (optimizer state)
-    ExpertCollapse       // mixture-of-experts: experts that stopped receiving gradient while others train
+    ExpertCollapse,      // mixture-of-experts: experts that stopped receiving gradient while others train
+    OptimizerReset       // the optimizer's count of its updates started again at 0: its state was lost
 };
 
 // Where the first NaN/Inf of a blow-up was born.

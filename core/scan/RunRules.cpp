@@ -63,6 +63,7 @@ constexpr RuleStep kRules[] = {
     {"spike aftermath", detectSpikeAftermath, -1, nullptr},
     {"divergence", detectDivergence, -1, nullptr},
     {"Adam epsilon", detectAdamEpsilon, -1, nullptr},
+    {"optimizer reset", detectOptimizerReset, -1, nullptr},
 };
 
 } // namespace

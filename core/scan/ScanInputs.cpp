@@ -144,10 +144,13 @@ Status ScanInputs::loadScalars()
     }
     if (!slots.loss.empty())
         setScalars(std::move(slots.loss), std::move(slots.gradNorm));
-    // Skipped steps and loss-scale decreases from events when the scalars are missing.
+    // Skipped steps and loss-scale decreases from events when the scalars are missing, and the
+    // rollbacks where the optimizer's count of updates is logged (a rollback puts it back too).
     // (RunReader lists no string datasets for /events: ask for the table, not the dataset.)
     const TableInfo* events = table(rf::kEvents);
-    if ((m_scalars.skipped.empty() || m_scalars.lossScale.empty()) && events && events->rows > 0)
+    if ((m_scalars.skipped.empty() || m_scalars.lossScale.empty() ||
+         hasDataset(rf::kScalars, rf::scalar::kOptimizerStep)) &&
+        events && events->rows > 0)
         if (auto kinds = m_source->readStrings(rf::kEvents, rf::column::kKind))
             scalarsFromEvents(*kinds, steps(rf::kEvents));
     return Status::success();
@@ -203,6 +206,8 @@ void ScanInputs::scalarsFromEvents(const std::vector<std::string>& kinds, const 
     if (skippedFromEvents)
         m_scalars.skipped.assign(steps.size(), 0.0);
     for (size_t i = 0; i < kinds.size() && i < eventSteps.size(); ++i) {
+        if (kinds[i] == rf::event::kRollback)
+            m_scalars.rollbackSteps.push_back(eventSteps[i]);
         const size_t row = rowAtOrAfter(steps, eventSteps[i]);
         if (row >= steps.size() || steps[row] != eventSteps[i])
             continue;

@@ -39,6 +39,8 @@ struct RunScalars
     std::vector<double> evalLoss;
     // The loss scale is a stand-in built from loss_scale_decrease events: its floor is unknown.
     bool lossScaleFromEvents = false;
+    // The steps of rollback events: the recorder put an earlier state back, the optimizer's too.
+    std::vector<int64_t> rollbackSteps;
 
     const LogSeries& primary() const { return gradNorm.empty() ? loss : gradNorm; }
     bool rowNonfinite(size_t row) const { return !loss.finite[row] || (!gradNorm.empty() && !gradNorm.finite[row]); }

@@ -66,5 +66,8 @@ Status detectSpikeAftermath(ScanContext& context);
 Status detectDivergence(ScanContext& context);
 // Adam's eps dominating a large share of elements, from optimizer states the caller read (AdamEpsilon).
 Status detectAdamEpsilon(ScanContext& context);
+// The optimizer's count of its updates (optimizer_step) started again at 0 while the training went
+// on: its state was lost (OptimizerResetRule.cpp).
+Status detectOptimizerReset(ScanContext& context);
 
 } // namespace nanscope::scan

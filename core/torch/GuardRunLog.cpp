@@ -18,7 +18,8 @@ namespace rf = runformat;
 namespace {
 
 // The /scalars columns the Guard computes itself, in run.h5's order: the ones both recorders
-// compute (run_format.json's recorder_scalars), then the learning rate when the optimizer says it.
+// compute (run_format.json's recorder_scalars), then the learning rate when the optimizer says it,
+// and its count of updates when it keeps one (optimizer_scalars).
 // A user's scalar may not take these names.
 constexpr const char* kLearningRate = "lr";
 
@@ -45,6 +46,8 @@ RunSchema runSchema(const GuardOptions& options, const std::string& runDirectory
         schema.scalars.push_back(name);
     if (columns.logLearningRate)
         schema.scalars.push_back(kLearningRate);
+    if (columns.logOptimizerStep)
+        schema.scalars.push_back(rf::scalar::kOptimizerStep);
     for (const auto& name : columns.userScalars)
         schema.scalars.push_back(name);
     for (const auto& p : model.parameters)
@@ -67,6 +70,7 @@ std::map<std::string, double> userScalarRow(const std::map<std::string, double>&
     static const std::set<std::string> reserved = [] {
         std::set<std::string> names(std::begin(rf::kRecorderScalars), std::end(rf::kRecorderScalars));
         names.insert(kLearningRate);
+        names.insert(rf::scalar::kOptimizerStep);
         return names;
     }();
     std::map<std::string, double> row;

@@ -22,6 +22,7 @@ namespace nanscope::guardrunlog {
 struct FirstStepColumns
 {
     bool logLearningRate = false;
+    bool logOptimizerStep = false; // the optimizer counts its updates (optimizer_step)
     std::vector<std::string> userScalars;
     std::vector<std::string> activations;
     std::map<std::string, std::string> activationKinds;

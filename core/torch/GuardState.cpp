@@ -182,6 +182,7 @@ void Guard::State::checkOptimizer(torch::optim::Optimizer& optimizer)
     } catch (const std::exception&) {
         logLearningRate = false; // an optimizer whose options do not say their learning rate
     }
+    logOptimizerStep = updateCount(optimizer).has_value();
     rollbackUsable = options.rollbackAfter > 0 && rollbackKnows(optimizer) && logLearningRate;
     if (options.rollbackAfter <= 0 || rollbackUsable) {
         optimizerChecked = true;
@@ -201,6 +202,7 @@ void Guard::State::createFile(const std::map<std::string, double>& scalars)
 {
     guardrunlog::FirstStepColumns columns;
     columns.logLearningRate = logLearningRate;
+    columns.logOptimizerStep = logOptimizerStep;
     for (const auto& [name, value] : scalars)
         scalarNames.push_back(name);
     columns.userScalars = scalarNames;
@@ -295,6 +297,8 @@ bool Guard::State::finishStep(const torch::Tensor& loss, torch::optim::Optimizer
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     if (logLearningRate)
         scalarRow["lr"] = optimizer.param_groups().at(0).options().get_lr();
+    if (logOptimizerStep) // read before the step's own update, as the Python recorder reads it
+        scalarRow[rf::scalar::kOptimizerStep] = double(updateCount(optimizer).value_or(0));
     check(writer->appendScalars(step, scalarRow));
     if (!model->parameters.empty())
         check(writer->appendRow(rf::kLayers, step, layerRow(figures)));

@@ -51,6 +51,7 @@ struct Guard::State
     // ---- fixed at the first endStep (run.h5's schema)
     std::vector<std::string> scalarNames; // the user's extra scalars
     bool logLearningRate = false;
+    bool logOptimizerStep = false;
     std::vector<std::string> inputNames;
     std::vector<std::string> activationColumns;
     bool rollbackUsable = false;

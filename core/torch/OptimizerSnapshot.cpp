@@ -41,6 +41,27 @@ std::unique_ptr<torch::optim::OptimizerParamState> deepCopy(const torch::optim::
     return nullptr;
 }
 
+std::optional<int64_t> updateCount(torch::optim::Optimizer& optimizer)
+{
+    namespace o = torch::optim;
+    if (!dynamic_cast<o::Adam*>(&optimizer) && !dynamic_cast<o::AdamW*>(&optimizer) &&
+        !dynamic_cast<o::RMSprop*>(&optimizer) && !dynamic_cast<o::Adagrad*>(&optimizer))
+        return std::nullopt;
+    int64_t largest = 0;
+    for (const auto& [key, state] : optimizer.state()) {
+        const o::OptimizerParamState* s = state.get();
+        if (const auto* adam = dynamic_cast<const o::AdamParamState*>(s))
+            largest = std::max(largest, adam->step());
+        else if (const auto* adamw = dynamic_cast<const o::AdamWParamState*>(s))
+            largest = std::max(largest, adamw->step());
+        else if (const auto* rms = dynamic_cast<const o::RMSpropParamState*>(s))
+            largest = std::max(largest, rms->step());
+        else if (const auto* adagrad = dynamic_cast<const o::AdagradParamState*>(s))
+            largest = std::max(largest, adagrad->step());
+    }
+    return largest;
+}
+
 bool rollbackKnows(torch::optim::Optimizer& optimizer)
 {
     namespace o = torch::optim;

@@ -28,6 +28,11 @@ bool rollbackKnows(torch::optim::Optimizer& optimizer);
 
 constexpr const char* kKnownOptimizers = "Adam, AdamW, SGD, RMSprop, Adagrad";
 
+// The optimizer's own count of the updates it applied (the largest step() among its parameters'
+// states; 0 before its first update), for run.h5's optimizer_step: Adam, AdamW, RMSprop and
+// Adagrad keep one. Nothing for an optimizer that keeps none (SGD, LBFGS). Reads, never changes.
+std::optional<int64_t> updateCount(torch::optim::Optimizer& optimizer);
+
 // How an optimizer's state names a parameter: its TensorImpl's address as a string up to torch 2.x's
 // middle releases, the address itself since (ska::flat_hash_map<void*, ...>).
 using OptimizerStateKey =

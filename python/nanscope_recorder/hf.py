@@ -201,6 +201,8 @@ class NanscopeCallback(TrainerCallback):
         self.recorder = Recorder(self.run_dir, model, amp_dtype=amp,
                                  skipped_steps="nonfinite_gradients" if self._scaler is not None else "none",
                                  run_name=options.pop("run_name", None) or getattr(args, "run_name", None), **options)
+        if self.recorder.optimizer is None:  # read for optimizer_step
+            self.recorder.optimizer = optimizer
         self._parameters = [p for p in model.parameters() if p.requires_grad]
         self._handles = [model.register_forward_pre_hook(self._before_forward, with_kwargs=True)]
         self._trainer = _calling_trainer()

@@ -181,6 +181,8 @@ class _Recording:
         try:
             scale = float(self._scaler.get_scale()) if self._scaler is not None else None
             self._scale_before = scale
+            if self.recorder.optimizer is None:  # read for optimizer_step
+                self.recorder.optimizer = optimizer
             # Lightning divided each micro-batch's loss by accumulate_grad_batches: their sum is the
             # step's. Its scaler has unscaled the gradients already.
             self._micro.end_step(self.recorder, self._accumulation > 1, summed=True,

@@ -20,7 +20,8 @@ from .defences import BatchRing, SpikeDetector, model_state, spike_reason
 from .incident_response import IncidentResponse
 from .run_file import RunFile, log_path
 from .run_file_child import ChildRunFile, ChildUnavailable
-from .run_format import RECORDER_DEFAULTS, RECORDER_SCALARS, event_kind, event_text
+from .run_format import OPTIMIZER_SCALARS, RECORDER_DEFAULTS, RECORDER_SCALARS, event_kind, event_text
+from .optimizer_count import counts_updates, update_count
 from .step_readback import StepReadback, named_inputs, total_norm
 
 # The /scalars columns the recorder computes itself; `wall_time` is seconds since the Unix epoch.
@@ -153,6 +154,8 @@ class Recorder(IncidentResponse):
         self.lr_scale = 1.0  # the product of the rollbacks' lr factors so far
         self._unguarded_note = None  # why rollback is off although asked for (allow_unguarded)
         self._last_good = self._rollback_state(optimizer, allow_unguarded)
+        # Read for its count of updates (optimizer_step), never changed; a framework callback sets it.
+        self.optimizer, self._counting_updates = optimizer, None  # counting: decided at the first row
         self._ring = BatchRing(batch_ring, ring_device) if batch_ring and int(batch_ring) > 0 else None
         self._spikes = ({name: SpikeDetector(spike_mads, spike_window) for name in ("loss", "grad_norm")}
                         if self._ring is not None and spike_detection_on(spike_mads) else {})
@@ -303,6 +306,10 @@ class Recorder(IncidentResponse):
             raise ValueError("end_step: %s is computed by the recorder; log your own value under another name"
                              % ", ".join(sorted(reserved)))
         extra.update(scalars)
+        if self._counting_updates is None:
+            self._counting_updates = self.optimizer is not None and counts_updates(self.optimizer)
+        if self._counting_updates and OPTIMIZER_SCALARS[0] not in extra:
+            extra[OPTIMIZER_SCALARS[0]] = update_count(self.optimizer)
         extra = {k: float(v.item() if isinstance(v, torch.Tensor) else v) for k, v in extra.items()}
         scalar_row = self._scalar_row(extra) if self._file is not None else None
         captured = self._activations.captured()

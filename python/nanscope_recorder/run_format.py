@@ -21,6 +21,7 @@ EVENT_KINDS = tuple(TABLE["event_kinds"])
 # The /scalars columns both recorders compute, first and in this order (the learning rate and the
 # user's scalars follow).
 RECORDER_SCALARS = tuple(TABLE["recorder_scalars"])
+OPTIMIZER_SCALARS = tuple(TABLE["optimizer_scalars"])
 RECORDER_DEFAULTS = dict(TABLE["recorder_defaults"])
 # The first word of a checkpoint's form file (step_N.form): scripted, traced, state_dict.
 CHECKPOINT_FORMS = tuple(TABLE["checkpoint_forms"])

@@ -663,3 +663,28 @@ TEST(Guard, NeverChangesTheNumbersOfTheTrainingItGuards)
         EXPECT_TRUE(std::count(checkpoints.begin(), checkpoints.end(), 28)) << "the non-finite step was captured";
     }
 }
+
+// The Guard logs the optimizer's own count of its updates (optimizer_step) as the Python recorder
+// does, read before each step's update: 0, 1, 2, ... for Adam; an optimizer that keeps no count
+// (SGD) has no such column. A name the Guard computes is refused as a user's scalar.
+TEST(Guard, LogsTheOptimizersCountOfItsUpdatesWhenItKeepsOne)
+{
+    for (const bool adam : {true, false}) {
+        test::ScratchDir dir;
+        Loop loop(adam, 0.01);
+        {
+            Guard guard(dir.path(), *loop.model, GuardOptions{});
+            for (int64_t step = 0; step < 4; ++step)
+                ASSERT_TRUE(loop.step(guard, step));
+        }
+        auto opened = RunReader::open(dir.path());
+        ASSERT_TRUE(opened) << opened.error();
+        auto counts = (*opened)->readSeries(rf::kScalars, rf::scalar::kOptimizerStep);
+        if (adam) {
+            ASSERT_TRUE(counts) << counts.error();
+            EXPECT_EQ(*counts, (std::vector<double>{0, 1, 2, 3}));
+        } else {
+            EXPECT_FALSE(counts) << "SGD keeps no count";
+        }
+    }
+}

@@ -163,8 +163,9 @@ def training_arguments(output_dir, steps, batch=4, **options):
     from transformers import TrainingArguments
     options.setdefault("learning_rate", 5e-4)
     options.setdefault("report_to", [])
+    options.setdefault("save_strategy", "no")
     return TrainingArguments(output_dir=output_dir, per_device_train_batch_size=batch, max_steps=steps,
-                             logging_steps=1, save_strategy="no", use_cpu=True, seed=0,
+                             logging_steps=1, use_cpu=True, seed=0,
                              train_sampling_strategy="sequential", disable_tqdm=True, **options)
 
 

@@ -122,7 +122,7 @@ class ArchitectureDoc(unittest.TestCase):
         import json
         with open(os.path.join(ROOT, "python", "nanscope_recorder", "run_format.json"), encoding="utf-8") as f:
             table = json.load(f)
-        names = set(table["event_kinds"]) | set(table["recorder_scalars"])
+        names = set(table["event_kinds"]) | set(table["recorder_scalars"]) | set(table["optimizer_scalars"])
         for columns in table["columns"].values():
             names |= set(columns)
         every_name = set(names)
