@@ -255,14 +255,15 @@ Diagnosis diagnoseOptimizerReset(const OptimizerResetFacts& facts)
     Diagnosis d;
     const std::string at = std::to_string(facts.step);
     d.cause = "Optimizer state lost at step " + at + ": the optimizer's own count of its updates (optimizer_step) " +
-              (facts.countBefore ? "fell from " + std::to_string(*facts.countBefore) + " to 0 there"
-                                 : std::string("is 0 at this run's first logged step")) +
-              ", while the training's step went on. Its running averages (Adam's moments of the gradient and its "
-              "square) started from zero with it, and so its first updates move every weight by about the whole "
-              "learning rate, whatever the gradient's size: a resume that loaded the weights but not the "
-              "optimizer's state" +
+              (facts.countBefore ? "fell from " + std::to_string(*facts.countBefore) +
+                                       " to 0 there while the training's step went on"
+                                 : "is 0 at this run's first logged step, where the training's step is " + at +
+                                       ": it went on from there with a fresh optimizer") +
+              ". Its running averages (Adam's moments of the gradient and its square) started from zero with it, "
+              "so its first updates move every weight by about the whole learning rate, whatever the gradient's "
+              "size. Typical of a resume that loaded the weights but not the optimizer's state" +
               (facts.lossRise && *facts.lossRise >= 1.5
-                   ? ". The loss rose x" + numberText(*facts.lossRise, 2) + " over its level in the steps right after it"
+                   ? "; the loss rose x" + numberText(*facts.lossRise, 2) + " over its level in the steps right after it"
                    : std::string()) +
               ".";
     d.suggestion = "Resume with the optimizer's state (optimizer.load_state_dict; the Trainer's checkpoint-N/"

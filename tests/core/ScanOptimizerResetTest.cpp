@@ -58,7 +58,7 @@ TEST(OptimizerReset, ACountThatStartsAgainMidRunIsTheStateLost)
     EXPECT_EQ(resets[0]->severity, Severity::Warning);
     EXPECT_EQ(resets[0]->onsetStep, 200);
     EXPECT_NE(resets[0]->cause.find("fell from 195 to 0"), std::string::npos) << resets[0]->cause;
-    EXPECT_NE(resets[0]->cause.find("The loss rose x"), std::string::npos) << resets[0]->cause;
+    EXPECT_NE(resets[0]->cause.find("the loss rose x"), std::string::npos) << resets[0]->cause;
     EXPECT_NE(resets[0]->suggestion.find("optimizer.load_state_dict"), std::string::npos);
 }
 
