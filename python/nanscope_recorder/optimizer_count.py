@@ -35,12 +35,20 @@ def counts_updates(optimizer):
 
 def update_count(optimizer):
     """The largest 'step' in the optimizer's state (0 before its first update): the updates it
-    applied. A parameter that joined later (an unfrozen block) counts fewer, so the largest."""
+    applied. Parameters that got a state later (an unfrozen block, an expert no token reached yet)
+    count fewer, so the largest over all of them. A 'step' kept on a device (capturable or fused
+    Adam) is read with the others in one copy to the host."""
     largest = 0
+    on_device = []
     for state in unwrapped(optimizer).state.values():
         step = state.get("step") if isinstance(state, dict) else None
-        if step is None:
-            continue
-        value = float(step.item() if isinstance(step, torch.Tensor) else step)
-        largest = max(largest, int(value))
+        if isinstance(step, torch.Tensor):
+            if step.device.type == "cpu":
+                largest = max(largest, int(step.item()))
+            else:
+                on_device.append(step.reshape(()).float())
+        elif step is not None:
+            largest = max(largest, int(step))
+    if on_device:
+        largest = max(largest, int(torch.stack(on_device).max().item()))
     return largest
