@@ -128,11 +128,17 @@ bool RecordAssembler::spacedTableRow(std::string_view content)
             continue;
         }
         // A clock ("04:39") is a column of the row, not a value; anything else: no row of this table.
-        if (cell.find_first_not_of("0123456789:.") != std::string_view::npos || cell.find(':') == std::string_view::npos)
+        // The pairs taken so far go with it: left behind, the next table flush would name them from
+        // m_tableNames, which holds none for them (it read freed strings; ASan found it on prose).
+        if (cell.find_first_not_of("0123456789:.") != std::string_view::npos || cell.find(':') == std::string_view::npos) {
+            m_table.pairs.clear();
             return false;
+        }
     }
-    if (m_table.pairs.size() < 2)
+    if (m_table.pairs.size() < 2) {
+        m_table.pairs.clear();
         return false;
+    }
     m_table.indented = false;
     m_table.barCount = m_table.barTotal = -1;
     take(m_table);
@@ -143,8 +149,11 @@ bool RecordAssembler::spacedTableRow(std::string_view content)
 void RecordAssembler::flushTable()
 {
     m_tableGroup.clear();
-    if (m_table.pairs.empty())
+    if (m_table.pairs.empty() || m_table.pairs.size() != m_tableNames.size()) {
+        m_table.pairs.clear(); // (a guard: each pair of a table row comes with its name)
+        m_tableNames.clear();
         return;
+    }
     for (size_t i = 0; i < m_table.pairs.size(); ++i)
         m_table.pairs[i].name = m_tableNames[i];
     m_table.indented = false;
