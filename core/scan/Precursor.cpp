@@ -351,9 +351,13 @@ Result<std::optional<Precursor>> findPrecursor(const ScanInputs& inputs, const S
                                                const PrecursorSearch& search)
 {
     std::vector<Precursor> found;
-    static const std::vector<std::string> kNoParameters;
-    const TableInfo* layers = inputs.table(rf::kLayers);
-    const std::vector<std::string>& parameters = layers ? layers->names : kNoParameters;
+    // The parameters inside experts, once per search: the router test (routedExperts) walks them for
+    // each module column, and in a model without experts there are none to walk.
+    std::vector<std::string> parameters;
+    if (const TableInfo* layers = inputs.table(rf::kLayers))
+        for (const std::string& name : layers->names)
+            if (layernames::mentionsAny(name, {"expert"}))
+                parameters.push_back(name);
     struct Source
     {
         const char* table;
