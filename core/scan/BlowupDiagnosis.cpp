@@ -202,6 +202,26 @@ std::string precursorWhat(const BlowupFacts& facts)
     return "the logged " + facts.precursor;
 }
 
+namespace {
+
+// A log-scale precursor's kind and what of it was measured: a parameter's norm, a module output's
+// largest magnitude (the recorder logs its range; a log-variance head falls, its magnitude grows).
+std::string logScaleWhat(const BlowupFacts& facts)
+{
+    if (facts.precursorSource == "activations")
+        return "output";
+    return facts.precursorSource == "layers/param_norm" ? "parameter" : "quantity";
+}
+
+std::string logScaleMeasure(const BlowupFacts& facts)
+{
+    if (facts.precursorSource == "activations")
+        return "its largest magnitude";
+    return facts.precursorSource == "layers/param_norm" ? "its norm" : "it";
+}
+
+} // namespace
+
 Diagnosis diagnoseGrowthPrecursor(const BlowupFacts& facts)
 {
     Diagnosis d;
@@ -218,7 +238,8 @@ Diagnosis diagnoseGrowthPrecursor(const BlowupFacts& facts)
                   ", so exp() of it grew e^" + numberText(facts.precursorPeak - facts.precursorBaseline, 3) + " (x" +
                   numberText(std::pow(10.0, *facts.precursorExpScaleDecades), 2) + ")"
         : facts.precursorExpScaleDecades
-            ? ", a log-scale parameter (exp() of it is what the model uses): its norm grew from " +
+            ? ", a log-scale " + logScaleWhat(facts) + " (exp() of it is what the model uses): " + logScaleMeasure(facts) +
+                  " grew from " +
                   numberText(facts.precursorBaseline, 3) + " to " + numberText(facts.precursorPeak, 3) +
                   ", so the scale it stands for moved by e^" +
                   numberText(facts.precursorPeak - facts.precursorBaseline, 3) + " (x" +
@@ -232,8 +253,12 @@ Diagnosis diagnoseGrowthPrecursor(const BlowupFacts& facts)
     const std::string primary = followed >= 10.0 ? ", and the " + facts.series + " followed it (x" +
                                                        numberText(followed, 2) + ")"
                                                  : ", while the " + facts.series + " showed little of it";
+    const std::string held = facts.precursorHeldFromStep
+                                 ? " (it reached " + numberText(facts.precursorPeak, 3) + " by step " +
+                                       std::to_string(*facts.precursorHeldFromStep) + " and held there)"
+                                 : std::string();
     d.cause = "Gradual blow-up that began in " + precursorWhat(facts) + growth + " over " +
-              std::to_string(end - facts.onsetStep) + " steps from step " + std::to_string(facts.onsetStep) + rate +
+              std::to_string(end - facts.onsetStep) + " steps from step " + std::to_string(facts.onsetStep) + held + rate +
               (facts.nonfiniteStep ? ", until NaN at step " + std::to_string(*facts.nonfiniteStep) : std::string()) +
               primary +
               (facts.learningRateRise && *facts.learningRateRise >= 3.0
@@ -253,10 +278,12 @@ Diagnosis diagnoseGrowthPrecursor(const BlowupFacts& facts)
                        "load-balancing loss, compute the router's softmax in float32, lower the router's learning "
                        "rate. ";
     else if (facts.precursorExpScaleDecades && !named({"logit_scale"}))
-        d.suggestion = "A log-scale parameter with nothing to bound it (a policy's log standard deviation, a "
-                       "log-variance, SAC's log alpha): clamp it (a log standard deviation to [-5, 2], say), check "
-                       "the sign and weight of any entropy or KL term that moves it, lower its learning rate, and "
-                       "compute exp() of it, and whatever divides by it, in float32. ";
+        d.suggestion = "A log-scale " + logScaleWhat(facts) +
+                       " with nothing to bound it (a policy's log standard deviation, a log-variance head, SAC's "
+                       "log alpha): clamp it (a log standard deviation to [-5, 2], say; a variance floored as "
+                       "torch's gaussian_nll_loss floors it at eps), check the sign and weight of any entropy or KL "
+                       "term that moves it, lower its learning rate, and compute exp() of it, and whatever divides "
+                       "by it, in float32. ";
     else if (named({"lora", "adapter"}))
         d.suggestion = "An adapter whose output keeps growing while the loss sits at its floor: lower its learning "
                        "rate or its scaling (lora_alpha / r), add weight decay or dropout on it, and keep the "
@@ -271,7 +298,9 @@ Diagnosis diagnoseGrowthPrecursor(const BlowupFacts& facts)
                        "add a z-loss on the logits (1e-4 * logsumexp^2), or compute the softmax in float32. ";
     else
         d.suggestion = "Lower the learning rate of that parameter (or add weight decay / clamp it); ";
-    if (facts.precursorLimit)
+    // Logits can have their maximum subtracted; a log-scale quantity is exp()'d alone (said above).
+    const bool logScale = facts.precursorExpScaleDecades && facts.precursorRoutedExperts.empty();
+    if (facts.precursorLimit && !logScale)
         d.suggestion += "Whatever computes exp() of it must subtract the maximum first (logsumexp), or run in float32. ";
     d.suggestion += "Resume from a checkpoint before step " + std::to_string(facts.onsetStep) + ".";
     return d;

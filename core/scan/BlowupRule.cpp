@@ -234,6 +234,7 @@ BlowupFacts blowupFacts(const ScanContext& context, const BlowupStart& b, const 
         facts.float16Overflow = precursor->source == "activations" && nearFloat16Limit(precursor->peak);
         facts.precursorExpScaleDecades = precursor->expScaleDecades;
         facts.precursorRoutedExperts = precursor->routedExperts;
+        facts.precursorHeldFromStep = precursor->heldFromStep;
         facts.precursorOnsetStep = precursor->onsetStep;
         facts.primaryRiseSincePrecursor =
             riseBetween(scalars.primary(), rowAtOrAfter(steps, precursor->onsetStep), failure.row);

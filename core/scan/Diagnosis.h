@@ -118,6 +118,7 @@ struct BlowupFacts
     // moved, in decades.
     std::optional<double> precursorExpScaleDecades;
     std::string precursorRoutedExperts; // a router's output: the experts it routes for
+    std::optional<int64_t> precursorHeldFromStep; // it reached its numeric limit's reach here and held
     int64_t precursorOnsetStep = 0;
     // How far the primary series rose from the precursor's onset to the failure (x).
     std::optional<double> primaryRiseSincePrecursor;

@@ -27,6 +27,13 @@ constexpr double kLimitDecades = 0.35;
 // Where the series sits at the failure, as a share of its climb: a quantity that rose and came
 // back down before the failure is not what failed.
 constexpr double kStillUpShare = 0.75;
+// A climb that reached its top band (decades under its peak) and held there: the share of rows to
+// the failure within twice that band.
+constexpr double kTopBandDecades = 0.05;
+constexpr double kHeldShare = 0.9;
+// How close under the limit it held (the median of the rows held): within x1.2, where a batch's own
+// spread crosses it (a level learning reached at x1.23 under it and kept is no precursor).
+constexpr double kHeldUnderLimitDecades = 0.08;
 
 double spearman(const std::vector<double>& x, const std::vector<double>& y)
 {
@@ -161,7 +168,7 @@ bool takenExpOf(const std::string& name)
                                           "energy", "head", "classifier"});
 }
 
-bool logScaleParameter(const std::string& name)
+bool logScaleQuantity(const std::string& name)
 {
     return layernames::mentionsAny(name, {"log_std", "logstd", "log_sigma", "logsigma", "log_var", "logvar",
                                           "log_alpha", "log_scale", "log_temp", "logit_scale"});
@@ -175,10 +182,13 @@ std::optional<NumericLimit> numericLimitNear(double peak)
     // Within x1.3 below: the largest value of the next batch crosses that stretch. Further below,
     // the level is one that ordinary training reaches (logits of 5 to 8) and stays at.
     constexpr double kWithin = 1.3;
-    // Past an exp limit and still finite: nothing computed exp() of it in that precision.
-    if (value >= kFloat16ExpLimit / kWithin && value <= kFloat16ExpLimit)
+    // Well past an exp limit and still finite: nothing computed exp() of it in that precision. A
+    // little past it (x1.1) is a module output that feeds the exp through a sum: an adapter's
+    // output added to the base layer's logits, which sat lower.
+    constexpr double kPast = 1.1;
+    if (value >= kFloat16ExpLimit / kWithin && value <= kFloat16ExpLimit * kPast)
         return NumericLimit{kFloat16ExpLimit, "exp() overflows float16 above " + numberText(kFloat16ExpLimit, 4)};
-    if (value >= kFloat32ExpLimit / kWithin && value <= kFloat32ExpLimit)
+    if (value >= kFloat32ExpLimit / kWithin && value <= kFloat32ExpLimit * kPast)
         return NumericLimit{kFloat32ExpLimit,
                             "exp() overflows float32 and bfloat16 above " + numberText(kFloat32ExpLimit, 3)};
     if (nearFloat16LimitDecades(std::log10(kFloat16Max / value)))
@@ -189,7 +199,7 @@ std::optional<NumericLimit> numericLimitNear(double peak)
 namespace {
 
 // What a climb amounts to: the numeric limit it came near (if that limit explains a failure of
-// this quantity), and for a log-scale parameter how far exp() of it moved; `strength` is the larger
+// this quantity), and for a log-scale quantity how far exp() of it moved; `strength` is the larger
 // of its own rise and that.
 struct ClimbMeasure
 {
@@ -204,7 +214,8 @@ ClimbMeasure measureClimb(const LayerColumn& column, double peakRaw, double base
     // A module output, or a logged temperature, logit scale or logit, can be what exp() is
     // taken of; a parameter's norm sums a whole tensor and is not, and another logged scalar (an
     // accuracy, a throughput) is not either.
-    if (column.source == "activations" || (column.source == rf::kScalars && takenExpOf(column.name)))
+    const bool logScale = logScaleQuantity(column.name);
+    if (column.source == "activations" || (column.source == rf::kScalars && (takenExpOf(column.name) || logScale)))
         limit = numericLimitNear(peakRaw);
     // Near exp()'s limit, that limit explains the failure only for a quantity whose name says
     // exp() is taken of it. Any other module output (an expert's, a policy's hidden layer) may
@@ -212,9 +223,9 @@ ClimbMeasure measureClimb(const LayerColumn& column, double peakRaw, double base
     // a precursor's own (a mixture of experts with every expert logged found a false precursor in
     // one expert's growth of x2.7; a PPO policy's hidden layer, in a growth of x3.2 that learning
     // made while the log standard deviation drifted).
-    if (limit && limit->value < kFloat16Max && !takenExpOf(column.name))
+    if (limit && limit->value < kFloat16Max && !takenExpOf(column.name) && !logScale)
         limit.reset();
-    // A log-scale parameter is measured by what exp() makes of it: its norm's growth from the
+    // A log-scale quantity is measured by what exp() makes of it: its norm's growth from the
     // baseline to the peak, in e-folds, read as decades; so is a router's largest logit. Not any
     // other module output exp() is taken of: logits, heads and attention scores grow by e-folds
     // while a model learns, and counted so they made precursors of ordinary learning before sudden
@@ -228,14 +239,28 @@ ClimbMeasure measureClimb(const LayerColumn& column, double peakRaw, double base
     return {limit, expScaleDecades, std::max(riseDecades, expScaleDecades.value_or(0.0))};
 }
 
-// The precursor of one column, when it has one.
+// A column's finite, non-zero rows before the failure, and what kind of quantity it is.
+struct ColumnRows
+{
+    LogSeries finite;
+    bool inEFolds = false;
+    std::optional<std::string> routed;
+};
+
+std::optional<Precursor> climbPrecursor(const LayerColumn& column, const ColumnRows& rows, size_t climbEnd,
+                                        const ScanConfig& config, const PrecursorSearch& search);
+
+// The precursor of one column, when it has one: a climb up to the failure, or one into a numeric
+// limit's reach that then held there until a batch crossed it (a LoRA adapter's output at the
+// float16 exp() limit for 500 steps while the loss sat at its floor).
 std::optional<Precursor> columnPrecursor(const LayerColumn& column, const ScanConfig& config,
                                          const PrecursorSearch& search, const std::vector<std::string>& parameters)
 {
     const LogSeries& s = column.series;
     // The finite, non-zero rows before the failure: an exact zero (a LoRA adapter's zero-initialised
     // weight) has no level on a log scale; it is "not yet", not a baseline.
-    LogSeries finite;
+    ColumnRows rows;
+    LogSeries& finite = rows.finite;
     double lowest = INFINITY, highest = -INFINITY;
     for (size_t r = 0; r < s.size(); ++r) {
         if (!s.finite[r] || s.raw[r] == 0 || s.steps[r] >= search.failureStep)
@@ -250,19 +275,59 @@ std::optional<Precursor> columnPrecursor(const LayerColumn& column, const ScanCo
     const size_t n = finite.size();
     // The rise below is the last rows' peak over a median of earlier rows: never more than the
     // column's spread. Most columns of a thousand-layer run are flat; they stop here.
-    const bool logScale = column.source == "layers/param_norm" && logScaleParameter(column.name);
+    // A log-scale quantity is one by its name, whether a parameter, a module's output (a
+    // log-variance head: its largest magnitude) or a logged scalar; not a gradient.
+    const bool logScale = column.source != "layers/grad_norm" && logScaleQuantity(column.name);
     const std::optional<std::string> routed =
         column.source == "activations" ? routedExperts(column.name, parameters) : std::nullopt;
     const bool inEFolds = logScale || routed.has_value();
+    rows.inEFolds = inEFolds;
+    rows.routed = routed;
     const double spread = inEFolds ? std::max(highest - lowest, (std::pow(10.0, highest) - std::pow(10.0, lowest)) / std::log(10.0))
                                    : highest - lowest;
     if (n < 8 || !(spread >= std::min(search.minDecades, kLimitDecades)))
         return std::nullopt;
+    if (auto climb = climbPrecursor(column, rows, n, config, search))
+        return climb;
+    // Held at the top: the climb ends where the series first reached its top band, and from there
+    // to the failure it stayed in reach of a numeric limit.
+    const double top = *std::max_element(finite.log.begin(), finite.log.end());
+    const size_t reached = size_t(std::find_if(finite.log.begin(), finite.log.end(),
+                                               [&](double v) { return v >= top - kTopBandDecades; }) -
+                                  finite.log.begin());
+    if (n - reached < 10)
+        return std::nullopt;
+    const double heldLevel =
+        medianOf(std::vector<double>(finite.log.begin() + std::ptrdiff_t(reached), finite.log.end()));
+    const std::optional<NumericLimit> limit = numericLimitNear(std::pow(10.0, top));
+    if (!limit || std::log10(limit->value) - heldLevel > kHeldUnderLimitDecades)
+        return std::nullopt;
+    size_t heldRows = 0;
+    for (size_t r = reached; r < n; ++r)
+        heldRows += finite.log[r] >= top - 2 * kTopBandDecades;
+    if (double(heldRows) < kHeldShare * double(n - reached))
+        return std::nullopt;
+    auto held = climbPrecursor(column, rows, reached + 1, config, search);
+    if (held)
+        held->heldFromStep = finite.steps[reached];
+    return held;
+}
+
+// The climb over the column's rows [0, climbEnd): its knee, its rise from the level before it, and
+// whether that rise explains the failure.
+std::optional<Precursor> climbPrecursor(const LayerColumn& column, const ColumnRows& rows, size_t climbEnd,
+                                        const ScanConfig& config, const PrecursorSearch& search)
+{
+    const LogSeries& finite = rows.finite;
+    const size_t n = climbEnd;
+    const std::vector<double> ys(finite.log.begin(), finite.log.begin() + std::ptrdiff_t(n));
+    const bool inEFolds = rows.inEFolds;
+    const std::optional<std::string>& routed = rows.routed;
     double peak = -INFINITY;
     size_t peakRow = n - 1;
     for (size_t r = n >= 3 ? n - 3 : 0; r < n; ++r)
-        if (finite.log[r] > peak) {
-            peak = finite.log[r];
+        if (ys[r] > peak) {
+            peak = ys[r];
             peakRow = r;
         }
     // The climb from a flat level: the knee of a flat-then-straight fit (log scale) over the whole
@@ -271,7 +336,7 @@ std::optional<Precursor> columnPrecursor(const LayerColumn& column, const ScanCo
     std::vector<double> xs(n);
     for (size_t r = 0; r < n; ++r)
         xs[r] = double(finite.steps[r]);
-    size_t fitKnee = kneeRow(xs, finite.log, 0, 3);
+    size_t fitKnee = kneeRow(xs, ys, 0, 3);
     // A slow creep that turned into a fast climb has two knees: the departure the failure continues
     // is the second (a parameter that grew with learning from step 20, then with a learning rate
     // gone wrong from step 220). Refit after the knee while the climb's second half is much steeper
@@ -280,23 +345,23 @@ std::optional<Precursor> columnPrecursor(const LayerColumn& column, const ScanCo
         const size_t middle = (fitKnee + n) / 2;
         const auto slopeOf = [&](size_t from, size_t to) {
             return theilSenSlope(std::vector<double>(xs.begin() + std::ptrdiff_t(from), xs.begin() + std::ptrdiff_t(to)),
-                                 std::vector<double>(finite.log.begin() + std::ptrdiff_t(from),
-                                                     finite.log.begin() + std::ptrdiff_t(to)));
+                                 std::vector<double>(ys.begin() + std::ptrdiff_t(from),
+                                                     ys.begin() + std::ptrdiff_t(to)));
         };
         const double early = slopeOf(fitKnee, middle), late = slopeOf(middle, n);
         if (!(late > kSecondKneeRatio * std::max(early, 0.0)))
             break;
-        fitKnee = kneeRow(xs, finite.log, fitKnee, fitKnee + 3);
+        fitKnee = kneeRow(xs, ys, fitKnee, fitKnee + 3);
     }
     if (fitKnee + 5 > n)
         return std::nullopt;
-    const size_t knee = sustainedDeparture(finite.log, fitKnee, size_t(config.baselineRows), config.noiseSigmas);
+    const size_t knee = sustainedDeparture(ys, fitKnee, size_t(config.baselineRows), config.noiseSigmas);
     if (knee + 5 > n || search.failureStep - finite.steps[knee] < search.minLeadSteps)
         return std::nullopt;
     const size_t baselineBegin = knee > size_t(config.baselineRows) ? knee - size_t(config.baselineRows) : 0;
     const double baseline =
-        medianOf(std::vector<double>(finite.log.begin() + std::ptrdiff_t(baselineBegin),
-                                     finite.log.begin() + std::ptrdiff_t(knee)));
+        medianOf(std::vector<double>(ys.begin() + std::ptrdiff_t(baselineBegin),
+                                     ys.begin() + std::ptrdiff_t(knee)));
     const double riseDecades = peak - baseline;
     const ClimbMeasure measure = measureClimb(column, finite.raw[peakRow], baseline, riseDecades, inEFolds);
     const std::optional<NumericLimit>& limit = measure.limit;
@@ -310,13 +375,13 @@ std::optional<Precursor> columnPrecursor(const LayerColumn& column, const ScanCo
     const size_t middle = (knee + n) / 2;
     std::vector<double> aroundMiddle;
     for (size_t r = middle > 0 ? middle - 1 : 0; r <= middle + 1 && r < n; ++r)
-        aroundMiddle.push_back(finite.log[r]);
+        aroundMiddle.push_back(ys[r]);
     if (!(medianOf(aroundMiddle) - baseline >= 0.25 * riseDecades))
         return std::nullopt;
     std::vector<double> x, y;
     for (size_t r = knee; r < n; ++r) {
         x.push_back(double(finite.steps[r]));
-        y.push_back(finite.log[r]);
+        y.push_back(ys[r]);
     }
     const double slope = theilSenSlope(x, y);
     if (!(slope > 0))
@@ -403,6 +468,9 @@ Result<std::optional<Precursor>> findPrecursor(const ScanInputs& inputs, const S
                 found.push_back(std::move(*p));
         }
     }
+    if (std::any_of(found.begin(), found.end(), [](const Precursor& p) { return !p.heldFromStep; }))
+        found.erase(std::remove_if(found.begin(), found.end(), [](const Precursor& p) { return p.heldFromStep.has_value(); }),
+                    found.end());
     if (found.empty())
         return std::optional<Precursor>{};
     int64_t earliest = found.front().onsetStep;

@@ -36,11 +36,14 @@ struct Precursor
     double riseDecades = 0;     // log10(peak / baseline)
     double decadesPerStep = 0;  // Theil-Sen slope of log10 from onset to failure
     std::optional<NumericLimit> nearLimit; // the limit its peak came within reach of, if any
-    // A log-scale parameter (logScaleParameter), or a router's logits: how far exp() of it moved,
+    // A log-scale quantity (logScaleQuantity), or a router's logits: how far exp() of it moved,
     // in decades, from its growth (e^(peak - baseline)); absent for any other quantity.
     std::optional<double> expScaleDecades;
     // For a router's output (routedExperts, ExpertLoad.h): the experts' container it routes for.
     std::string routedExperts;
+    // Where it reached a numeric limit's reach, when it then held there until the failure rather
+    // than climbing up to it: the account only where no quantity climbed up to the failure.
+    std::optional<int64_t> heldFromStep;
 };
 
 // Which departures count: a climb from a flat level that lasted `minLeadSteps` or more and was
@@ -69,8 +72,9 @@ Result<std::optional<Precursor>> findPrecursor(const ScanInputs& inputs, const S
                                                const PrecursorSearch& search);
 
 // The limit a module output of largest |x| = `peak` came within reach of, smallest first: exp()
-// in float16 or float32 (within x1.3 below it: past it and finite, nothing took exp() of it in
-// that precision), the float16 maximum (nearFloat16Limit: within x16, or past it).
+// in float16 or float32 (within x1.3 below it, or x1.1 past it, where a sum with other terms fed
+// the exp; further past it and finite, nothing took exp() of it in that precision), the float16
+// maximum (nearFloat16Limit: within x16, or past it).
 std::optional<NumericLimit> numericLimitNear(double peak);
 
 // Whether a module or scalar name says exp() or softmax is taken of it, of what it scales or of
@@ -78,9 +82,10 @@ std::optional<NumericLimit> numericLimitNear(double peak);
 // scores, a router's or gate's outputs, a temperature or logit scale.
 bool takenExpOf(const std::string& name);
 
-// Whether a parameter's name says it is the logarithm of what the model uses (a policy's log
-// standard deviation, a VAE's log-variance, SAC's log alpha, CLIP's logit scale): exp() of it is
-// the quantity, so a rise of its norm from 1.5 to 13 is a change of e^11.5 (x1e5), not x8.7.
-bool logScaleParameter(const std::string& name);
+// Whether a parameter's, module output's or logged scalar's name says it is the logarithm of what
+// the model uses (a policy's log standard deviation, a log-variance head, SAC's log alpha, CLIP's
+// logit scale): exp() of it is the quantity, so a rise of its norm (or of the output's largest
+// magnitude) from 1.5 to 13 is a change of e^11.5 (x1e5), not x8.7, and exp()'s limits bound it.
+bool logScaleQuantity(const std::string& name);
 
 } // namespace nanscope::scan

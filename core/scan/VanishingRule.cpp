@@ -4,7 +4,7 @@
 // (core/CMakeLists.txt): the loop below sees every value of that dataset.
 #include "core/scan/ScanRules.h"
 
-#include "core/scan/ExpertLoad.h"
+#include "core/scan/VanishedLayers.h"
 
 #include "core/CpuFeatures.h"
 #include "core/run/Hdf5Handle.h"
@@ -84,14 +84,6 @@ void accumulateRow(const uint32_t* row, size_t width, float* sums, int32_t* coun
     (cpu::hasAvx2() ? accumulateRowAvx2 : accumulateRowPortable)(row, width, sums, counted, zeros, positive);
 }
 
-// A layer's stretch of vanishing cells.
-struct VanishedRun
-{
-    size_t layer;
-    int64_t begin; // steps
-    int64_t end;
-    double zeroFraction;
-};
 
 // Cell by cell: which layers are vanishing, and for how long.
 class VanishingTracker
@@ -411,68 +403,6 @@ private:
     std::future<Status> m_result;
 };
 
-namespace {
-
-enum class GroupKind { Frozen, Vanished, StarvedExperts };
-
-// One incident for a group of layers: frozen (never had a gradient, Info), vanished (Warning), or
-// experts the router starved (ExpertCollapse, Warning).
-void reportGroup(ScanContext& context, std::vector<VanishedRun> group, GroupKind kind)
-{
-    const bool frozen = kind == GroupKind::Frozen;
-    if (group.empty())
-        return;
-    const std::vector<std::string>& names = context.inputs.table(rf::kLayers)->names;
-    const ForwardOrder& order = context.order;
-    std::sort(group.begin(), group.end(), [&](const VanishedRun& x, const VanishedRun& y) {
-        if (x.begin != y.begin)
-            return x.begin < y.begin;
-        return order.parameter(names[x.layer]) < order.parameter(names[y.layer]);
-    });
-    Incident incident;
-    incident.kind = IncidentKind::Vanishing;
-    incident.severity = frozen ? Severity::Info : Severity::Warning;
-    incident.onsetStep = group.front().begin;
-    auto& e = incident.evidence;
-    e.series = "layers/grad_norm";
-    e.windowBeginStep = group.front().begin;
-    e.windowEndStep = group.front().end;
-    e.count = int64_t(group.size());
-    for (const auto& v : group) {
-        e.windowEndStep = std::max(e.windowEndStep, v.end);
-        if (incident.layers.size() < size_t(context.config.maxLayersListed)) {
-            incident.layers.push_back(names[v.layer]);
-            e.layerOnsets.push_back(
-                {names[v.layer], "layers/grad_norm", v.begin, -context.config.vanishingDecades, false, std::nullopt});
-        }
-    }
-    if (frozen) {
-        applyDiagnosis(incident, diagnoseFrozen(incident.layers, group.size()));
-    } else if (kind == GroupKind::StarvedExperts) {
-        incident.kind = IncidentKind::ExpertCollapse;
-        std::vector<std::string> experts;
-        for (const auto& v : group)
-            if (auto expert = expertOf(names[v.layer])) {
-                const std::string name = expert->group + "." + expert->index;
-                if (std::find(experts.begin(), experts.end(), name) == experts.end())
-                    experts.push_back(name);
-            }
-        applyDiagnosis(incident, diagnoseExpertCollapse(VanishingFacts{incident.layers, group.size(), group.front().zeroFraction,
-                                                                       context.config.vanishingDecades,
-                                                                       incident.onsetStep, e.windowEndStep},
-                                                        experts));
-        e.note = std::to_string(experts.size()) + " expert(s) starved";
-    } else {
-        const double zeroFraction = group.front().zeroFraction;
-        applyDiagnosis(incident, diagnoseVanishing(VanishingFacts{incident.layers, group.size(), zeroFraction,
-                                                                  context.config.vanishingDecades, incident.onsetStep,
-                                                                  e.windowEndStep}));
-        e.note = "zero on " + numberText(100 * zeroFraction, 3) + "% of the rows";
-    }
-    context.report.incidents.push_back(std::move(incident));
-}
-
-} // namespace
 
 void startVanishingStream(ScanContext& context)
 {
@@ -526,58 +456,7 @@ Status detectVanishing(ScanContext& context)
     }
     if (vanished.empty())
         return Status::success();
-
-    // Layers that never had a gradient are frozen or unused (info); the others vanished.
-    const int64_t firstStep = steps.front();
-    const int64_t lastStep = steps[size_t(rows - 1)];
-    std::vector<VanishedRun> frozen, lost;
-    for (const auto& v : vanished)
-        (v.begin == firstStep && v.end == lastStep ? frozen : lost).push_back(v);
-    const std::vector<std::string>& names = inputs.table(rf::kLayers)->names;
-    // Frozen base weights beside trained adapters are how a LoRA run trains: not a finding.
-    std::vector<VanishedRun> frozenOther;
-    size_t frozenBase = 0;
-    const bool adapters = std::any_of(names.begin(), names.end(), adapterParameter);
-    for (const auto& v : frozen) {
-        if (adapters && !adapterParameter(names[v.layer]))
-            ++frozenBase;
-        else
-            frozenOther.push_back(v);
-    }
-    if (frozenBase > 0)
-        context.report.notes.push_back(std::to_string(frozenBase) +
-                                       " base parameter(s) have no gradient beside trained adapters: frozen, as "
-                                       "an adapter (LoRA) run trains them, not reported");
-    reportGroup(context, frozenOther, GroupKind::Frozen);
-    // Experts that lost their gradient while a sibling expert trains: the router starved them.
-    std::vector<VanishedSpan> spans;
-    for (const auto& v : vanished)
-        spans.push_back({names[v.layer], v.begin, v.end});
-    const std::vector<bool> starvedSpan = starvedExperts(spans, names);
-    std::vector<VanishedRun> starved, rest;
-    for (const auto& v : lost) {
-        bool isStarved = false;
-        for (size_t i = 0; i < vanished.size(); ++i)
-            if (vanished[i].layer == v.layer && vanished[i].begin == v.begin && starvedSpan[i])
-                isStarved = true;
-        (isStarved ? starved : rest).push_back(v);
-    }
-    lost = std::move(rest);
-    reportGroup(context, starved, GroupKind::StarvedExperts);
-    // Layers that vanish together form one incident; a later, separate group is another.
-    std::sort(lost.begin(), lost.end(), [](const VanishedRun& x, const VanishedRun& y) { return x.begin < y.begin; });
-    std::vector<VanishedRun> group;
-    int64_t groupEnd = std::numeric_limits<int64_t>::min();
-    for (const auto& v : lost) {
-        if (!group.empty() && v.begin > groupEnd) {
-            reportGroup(context, group, GroupKind::Vanished);
-            group.clear();
-        }
-        group.push_back(v);
-        groupEnd = std::max(groupEnd, v.end);
-    }
-    reportGroup(context, group, GroupKind::Vanished);
-    return Status::success();
+    return reportVanished(context, vanished, rows, available);
 }
 
 } // namespace nanscope::scan

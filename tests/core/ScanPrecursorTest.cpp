@@ -130,12 +130,15 @@ TEST(NonfiniteOrigin, ANanWrittenByTheUpdateOfAnyStepIsBornInThatUpdate)
     EXPECT_NE(blowup->cause.find("exactly zero"), std::string::npos) << blowup->cause;
 }
 
-TEST(NumericLimit, ExpLimitsAreNamedOnlyJustBelowThem)
+TEST(NumericLimit, ExpLimitsAreNamedOnlyJustBelowOrJustPastThem)
 {
     ASSERT_TRUE(numericLimitNear(10.2));
     EXPECT_NE(numericLimitNear(10.2)->what.find("float16"), std::string::npos);
     EXPECT_FALSE(numericLimitNear(7.5)) << "x1.48 below 11.09: a level training reaches";
     EXPECT_FALSE(numericLimitNear(13.7)) << "past the limit and finite: nothing took exp() of it in float16";
+    // A little past it: an adapter's output at 11.5 fed exp() through its sum with the base's logits.
+    ASSERT_TRUE(numericLimitNear(11.5));
+    EXPECT_NE(numericLimitNear(11.5)->what.find("float16"), std::string::npos);
     ASSERT_TRUE(numericLimitNear(80.0));
     EXPECT_NE(numericLimitNear(80.0)->what.find("float32"), std::string::npos);
     ASSERT_TRUE(numericLimitNear(30000.0));
@@ -426,6 +429,96 @@ TEST(Precursor, AHiddenLayerNearElevenIsNoExpLimit)
     ASSERT_TRUE(blowup);
     EXPECT_EQ(blowup->cause.find("began in the output of policy.body"), std::string::npos) << blowup->cause;
     EXPECT_EQ(blowup->cause.find("exp() overflows"), std::string::npos) << blowup->cause;
+}
+
+// Heteroscedastic regression trained with a hand-written Gaussian likelihood in float16: on
+// noise-free targets its log-variance head falls from about -1 (step 200) to -11 for 800 steps
+// while the loss improves, until exp(-log_var) overflows float16 (above 11.09). The module's output
+// says by its name that exp() is taken of it: its largest magnitude is the drift, measured by what
+// exp() makes of it, and named with the limit. A hidden layer that grew the same way is no precursor.
+TEST(Precursor, ALogVarianceHeadFallingIntoExpsLimitIsTheDrift)
+{
+    for (const std::string module : {"log_var", "body.0"}) {
+        SeriesRun run(1100, [](int64_t step) { return step < 200 ? 0.3 : 0.3 - 0.2 * double(step - 200) / 800.0; });
+        for (size_t r = 1000; r < run.steps.size(); ++r)
+            run.loss[r] = run.gradNorm[r] = NAN;
+        ScanInputs inputs = run.inputs();
+        std::mt19937 rng(5);
+        std::normal_distribution<double> noise(0.0, 1.0);
+        const auto lowest = [&](int64_t step) {
+            const double wobble = std::pow(10.0, 0.004 * noise(rng));
+            return (step < 200 ? -1.0 : -1.0 - 10.1 * double(step - 200) / 799.0) * wobble;
+        };
+        inputs.addTable("activations", {"mean", module}, run.steps,
+                        {{"min", run.table(2, [&](int64_t step, size_t c) {
+                              return step >= 1000 ? NAN : float(c == 0 ? -0.9 : lowest(step));
+                          })},
+                         {"max", run.table(2, [&](int64_t step, size_t c) {
+                              return step >= 1000 ? NAN : float(c == 0 ? 0.9 : lowest(step) + 1.5);
+                          })}});
+        ScanContext context(inputs, ScanConfig{});
+        ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+        const Incident* blowup = blowupOf(context);
+        ASSERT_TRUE(blowup);
+        if (module == "log_var") {
+            EXPECT_EQ(blowup->pattern, BlowupPattern::Gradual) << blowup->cause;
+            EXPECT_GE(blowup->onsetStep, 180);
+            EXPECT_LE(blowup->onsetStep, 320);
+            ASSERT_FALSE(blowup->layers.empty());
+            EXPECT_EQ(blowup->layers.front(), "log_var");
+            EXPECT_NE(blowup->cause.find("began in the output of log_var, a log-scale output"), std::string::npos)
+                << blowup->cause;
+            EXPECT_NE(blowup->cause.find("its largest magnitude grew from"), std::string::npos) << blowup->cause;
+            EXPECT_NE(blowup->cause.find("exp() overflows float16 above 11.09"), std::string::npos) << blowup->cause;
+            EXPECT_NE(blowup->suggestion.find("gaussian_nll_loss"), std::string::npos) << blowup->suggestion;
+        } else {
+            EXPECT_EQ(blowup->cause.find("began in the output of body.0"), std::string::npos) << blowup->cause;
+            EXPECT_EQ(blowup->cause.find("exp() overflows"), std::string::npos) << blowup->cause;
+        }
+    }
+}
+
+// A LoRA adapter's output climbs from its zero initialisation to 10, ever slower, while the loss
+// sinks to its floor, then holds there, just under exp()'s float16 limit, for 500 steps until one
+// batch crosses it. It stopped climbing, but it is where the failure came from: the drift held at
+// the limit, said so. A hidden layer that did the same explains nothing (nothing takes exp() of it).
+TEST(Precursor, AnOutputThatClimbedIntoTheExpLimitAndHeldThereIsTheDrift)
+{
+    for (const std::string module : {"head.lora_b", "body.hidden"}) {
+        SeriesRun run(1250, [](int64_t) { return 0.3; });
+        for (size_t r = 1200; r < run.steps.size(); ++r)
+            run.loss[r] = run.gradNorm[r] = NAN;
+        ScanInputs inputs = run.inputs();
+        std::mt19937 rng(21);
+        std::normal_distribution<double> noise(0.0, 1.0);
+        inputs.addTable("activations", {"encoder", module}, run.steps,
+                        {{"max", run.table(2, [&](int64_t step, size_t c) {
+                              const double wobble = std::pow(10.0, 0.01 * noise(rng));
+                              if (step >= 1200)
+                                  return c == 0 ? 2.f : NAN;
+                              if (c == 0)
+                                  return float(2.0 * wobble);
+                              // From its zero initialisation, fast at first, then slower as it
+                              // nears the top (Adam's steps on a loss at its floor), as the
+                              // adapter's did: 1 at step 80, 6 at 320, 9.4 at 640.
+                              const double t = std::pow(double(step + 1) / 350.0, 1.5);
+                              return float(10.2 * (1.0 - std::exp(-t)) * wobble);
+                          })}});
+        ScanContext context(inputs, ScanConfig{});
+        ASSERT_TRUE(detectNonfiniteAndBlowup(context));
+        const Incident* blowup = blowupOf(context);
+        ASSERT_TRUE(blowup);
+        if (module == "head.lora_b") {
+            EXPECT_EQ(blowup->pattern, BlowupPattern::Gradual) << blowup->cause;
+            EXPECT_LE(blowup->onsetStep, 500); // in the climb, not where it held
+            ASSERT_FALSE(blowup->layers.empty());
+            EXPECT_EQ(blowup->layers.front(), module);
+            EXPECT_NE(blowup->cause.find("and held there"), std::string::npos) << blowup->cause;
+            EXPECT_NE(blowup->cause.find("exp() overflows float16 above 11.09"), std::string::npos) << blowup->cause;
+        } else {
+            EXPECT_EQ(blowup->cause.find("began in the output of body.hidden"), std::string::npos) << blowup->cause;
+        }
+    }
 }
 
 // A clipped LSTM whose warm-up never ends: the logged gradient norm sits at the clip (1.0) while the

@@ -266,6 +266,32 @@ TEST(VanishingRule, ALayerWhoseGradientStopsIsNamedFromWhereItStopped)
     EXPECT_LE(vanishing->onsetStep, 224);
 }
 
+// A head outside the loss through a warm-up (exactly-zero gradient from the first step to 200),
+// then trained: a staged training, told in a note, not vanishing gradients. A layer whose gradient
+// is merely tiny from the first step, and one that stops later, still are.
+TEST(VanishingRule, ALayerThatJoinsTheLossAfterAWarmupIsNotVanishing)
+{
+    NoisyRun run(400);
+    ScanInputs inputs = run.inputs();
+    inputs.addTable("layers", {"body.weight", "log_var.weight", "tiny.weight", "head.weight"}, run.steps,
+                    {{"grad_norm", table(400, 4, [&](int64_t step, size_t c) {
+                          const float g = float(run.gradNorm[size_t(step)]);
+                          if (c == 1 && step < 200)
+                              return 0.f;
+                          if (c == 2 && step < 200)
+                              return g * 1e-7f;
+                          return g;
+                      })}});
+    ScanContext context(inputs, ScanConfig{});
+    const auto vanishing = onlyIncident(context, detectVanishing);
+    ASSERT_TRUE(vanishing);
+    EXPECT_EQ(vanishing->layers, std::vector<std::string>{"tiny.weight"});
+    ASSERT_EQ(context.report.notes.size(), 1u);
+    EXPECT_NE(context.report.notes.front().find("1 parameter(s) had no gradient from the first step, then trained"),
+              std::string::npos)
+        << context.report.notes.front();
+}
+
 // The vanishing rule's stream begins before the rules and learns only later, from the blow-up
 // rule, where to stop. Whether that comes before the stream gets there or after it (then the rule
 // goes back to a kept state and streams the rest again), the findings are those of streaming in

@@ -2,7 +2,8 @@
 optimizer update well after the first steps (issue 50; tests/scan_runs/drift_runs.py): a CLIP-style
 learned temperature, a LoRA adapter's output and a mixture-of-experts router, each climbing for
 hundreds of steps until exp() overflows float16 (the router's logged logits short of it: the noise
-before its gate is not logged); a block unfrozen into Adam with eps=0. Each has a
+before its gate is not logged); a log-variance head falling until exp(-log_var) overflows float16;
+a block unfrozen into Adam with eps=0. Each has a
 healthy twin with the fix a person would apply. Per family it asserts what the scan must say, on
 seeds 0 and 1 (tuning) and 2 (held out, never looked at while tuning), and that no incident's text
 contradicts its own fields.
@@ -70,6 +71,22 @@ class ScanOnDriftsInsideTheModel(unittest.TestCase):
         for truth, incidents in self.runs("moe", "drift"):
             blowup = next(i for i in incidents if i["kind"] == "blowup")
             self.assertIn("router z-loss", blowup["suggestion"], drift_runs.run_name(truth))
+
+    def test_a_log_variance_head_falling_until_exp_overflows_is_a_gradual_blowup_from_where_it_began(self):
+        # The head's output falls (a variance collapsing on noise-free targets): its largest
+        # magnitude is the drift, named as a log-scale output with exp()'s limit.
+        self.assert_gradual_from_the_drift("variance")
+        for truth, incidents in self.runs("variance", "drift"):
+            blowup = next(i for i in incidents if i["kind"] == "blowup")
+            self.assertIn("a log-scale output", blowup["cause"], drift_runs.run_name(truth))
+
+    def test_a_head_that_joins_the_loss_after_a_warm_up_is_not_vanishing(self):
+        # The log-variance head has an exactly-zero gradient through the MSE warm-up: it is not in
+        # the loss yet, which a staged training means, not a vanishing gradient.
+        for variant in drift_runs.VARIANTS:
+            for truth, incidents in self.runs("variance", variant):
+                vanishing = [i["layers"] for i in incidents if i["kind"] == "vanishing"]
+                self.assertEqual(vanishing, [], drift_runs.run_name(truth))
 
     def test_a_nan_written_by_the_update_of_an_unfrozen_block_is_born_in_that_update(self):
         for truth, incidents in self.runs("unfreeze", "drift"):

@@ -22,6 +22,15 @@ Families:
                the noise while the experts it stops picking starve. drift: the gate is a
                hand-written softmax in float16, and exp() overflows (above 11.09).
                healthy: the gate's softmax runs in float32.
+  variance     heteroscedastic regression: heads `mean` and `log_var` on one body, trained with a
+               mean squared error, then from step `event` on with the Gaussian negative
+               log-likelihood 0.5 * (log_var + (y - mean)^2 * exp(-log_var)), written out by hand in
+               float16 as under AMP (the MSE warm-up, then NLL, that Seitzer et al. 2022 discuss,
+               "On the Pitfalls of Heteroscedastic Uncertainty Estimation", ICLR). The targets are
+               noise-free, so the likelihood rewards ever smaller variances: `log_var` falls for
+               hundreds of steps while the loss keeps improving, until exp(-log_var) overflows
+               float16 (above 11.09).
+               healthy: torch's gaussian_nll_loss in float32, which clamps the variance at 1e-6.
   unfreeze     a residual block whose last layer starts at zero (zero-init residual) is added to
                Adam (eps=0) at step `event` (gradual unfreezing); its other parameters have exactly
                zero gradient there, and Adam's first update divides 0 by 0: NaN in the weights,
@@ -41,7 +50,7 @@ from nanscope_recorder import Recorder  # noqa: E402
 
 import kept_runs  # noqa: E402  (beside this file)
 
-FAMILIES = ("temperature", "adapter", "moe", "unfreeze")
+FAMILIES = ("temperature", "adapter", "moe", "unfreeze", "variance")
 VARIANTS = ("drift", "healthy")
 # Decided before any tuning of the scan: seeds 0 and 1 are the tuning set, seed 2 is held out.
 TUNING_SEEDS = (0, 1)
@@ -83,6 +92,24 @@ class Contrastive(nn.Module):
 
     def forward(self, x):
         return self.logits(self.image(x[:, 0]), self.text(x[:, 1]))
+
+
+class Heteroscedastic(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(FEATURES, 32), nn.Tanh())
+        self.mean = nn.Linear(32, 1)
+        self.log_var = nn.Linear(32, 1)
+
+    def forward(self, x):
+        h = self.body(x)
+        return torch.cat([self.mean(h), self.log_var(h)], dim=-1)
+
+
+def hand_gaussian_nll(out, y):
+    """The Gaussian negative log-likelihood written out, in float16 as under AMP."""
+    mean, log_var = out[:, 0].half(), out[:, 1].half()
+    return (0.5 * (log_var + (mean - y.half()) ** 2 * torch.exp(-log_var))).float().mean()
 
 
 class LoraLinear(nn.Module):
@@ -189,7 +216,7 @@ def hand_softmax_loss(logits, targets):
 def plan(family, variant, seed):
     rng = torch.Generator().manual_seed(7919 * seed + 31 * FAMILIES.index(family) + VARIANTS.index(variant))
     event = int(torch.randint(150, 260, (1,), generator=rng))
-    steps = {"temperature": 1800, "adapter": 1400, "moe": 1800, "unfreeze": 400}[family]
+    steps = {"temperature": 1800, "adapter": 1400, "moe": 1800, "unfreeze": 400, "variance": 2000}[family]
     log_every = (1, 2, 5)[(seed + FAMILIES.index(family)) % 3]
     return {"family": family, "variant": variant, "seed": seed, "event": event, "steps": steps,
             "log_every": log_every, "held_out": seed in HELD_OUT_SEEDS}
@@ -201,6 +228,9 @@ def batch(family, generator, prototypes):
         z = torch.randn(BATCH, FEATURES, generator=generator)
         pair = torch.stack([z @ prototypes[0], z @ prototypes[1]], dim=1)
         return pair + 0.1 * torch.randn(pair.shape, generator=generator), torch.arange(BATCH)
+    if family == "variance":  # noise-free targets of a smooth function
+        x = torch.randn(BATCH, FEATURES, generator=generator)
+        return x, torch.tanh(x @ prototypes[0] / 4)
     x = prototypes[0][y] + 0.5 * torch.randn(BATCH, FEATURES, generator=generator)
     return x, y
 
@@ -235,6 +265,11 @@ def generate(run_dir, spec):
         opt = torch.optim.Adam([{"params": model.experts.parameters(), "lr": 1e-3},
                                 {"params": [model.router.weight], "lr": 0.0, "name": "router"}], betas=(0.9, 0.98))
         precursor = "router"
+    elif family == "variance":
+        prototypes = (torch.randn(FEATURES, generator=protos),)
+        model = Heteroscedastic()
+        opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+        precursor = "log_var"
     else:
         prototypes = (3.0 * torch.randn(CLASSES, FEATURES, generator=protos),)
         model = Unfrozen()
@@ -266,7 +301,13 @@ def generate(run_dir, spec):
             rec.begin_step(step, inputs={"x": x}, targets=y)
         model.train()
         out = model(x)
-        if family == "moe" or (family == "adapter" and not drift) or (family == "temperature" and not drift) \
+        if family == "variance" and step < event:  # the warm-up: the mean alone
+            loss = F.mse_loss(out[:, 0], y)
+        elif family == "variance" and drift:
+            loss = hand_gaussian_nll(out, y)
+        elif family == "variance":
+            loss = F.gaussian_nll_loss(out[:, 0], y, out[:, 1].exp())
+        elif family == "moe" or (family == "adapter" and not drift) or (family == "temperature" and not drift) \
                 or family == "unfreeze":
             loss = F.cross_entropy(out.float(), y)
         elif family == "adapter":
