@@ -158,6 +158,17 @@ QString batchNormText(const BatchNormState& s)
     return QObject::tr("%1: running statistics finite throughout").arg(s.layer);
 }
 
+// The scan's warnings, in its order (most severe first): the incidents the report lists with
+// their cause and fix, though it replays only the critical ones.
+std::vector<const Incident*> warnings(const ScanReport& scan)
+{
+    std::vector<const Incident*> warned;
+    for (const Incident& incident : scan.incidents)
+        if (incident.severity == Severity::Warning)
+            warned.push_back(&incident);
+    return warned;
+}
+
 } // namespace
 
 QByteArray toJsonReport(const ReportContent& c)
@@ -255,6 +266,16 @@ QString toMarkdown(const ReportContent& c)
         md += QString("- **Probable cause:** %1\n").arg(text(i.cause));
         md += QString("- **Suggested fix:** %1\n").arg(text(i.suggestion));
     }
+    // Warnings are not replayed, but say what they found: a run whose one finding is a warning
+    // (a divergence without NaN under x10) would otherwise leave the reader a table row.
+    if (const std::vector<const Incident*> warned = warnings(c.scan); !warned.empty()) {
+        md += "\n## Warnings\n";
+        for (const Incident* i : warned)
+            md += QString("\n- **%1 at step %2:** %3 *Suggested fix:* %4\n")
+                      .arg(toString(i->kind))
+                      .arg(i->onsetStep)
+                      .arg(text(i->cause), text(i->suggestion));
+    }
     if (c.comparison)
         md += comparisonMarkdown(*c.comparison);
     md += "\n## Environment\n\n";
@@ -337,6 +358,15 @@ QString toHtml(const ReportContent& c, const std::function<QString(const Plot&)>
         }
         h += QString("<dt>Probable cause</dt><dd>%1</dd>").arg(esc(text(i.cause)));
         h += QString("<dt>Suggested fixes</dt><dd>%1</dd>").arg(esc(text(i.suggestion)));
+        h += "</dl>";
+    }
+    if (const std::vector<const Incident*> warned = warnings(c.scan); !warned.empty()) {
+        h += "<h2>Warnings</h2><dl>";
+        for (const Incident* i : warned)
+            h += QString("<dt class='warning'>%1 at step %2</dt><dd>%3<br><i>Suggested fix:</i> %4</dd>")
+                     .arg(toString(i->kind))
+                     .arg(i->onsetStep)
+                     .arg(esc(text(i->cause)), esc(text(i->suggestion)));
         h += "</dl>";
     }
     if (c.comparison) {

@@ -115,7 +115,7 @@ std::optional<EvidenceSeries> evidenceSeries(const RunSource& reader, const Inci
             return std::nullopt;
         std::vector<int64_t> steps;
         for (size_t r = 0; r < series.steps.size() && r < lows->size() && r < highs->size(); ++r) {
-            const double magnitude = std::max(std::fabs(double((*lows)[r])), std::fabs(double((*highs)[r])));
+            const double magnitude = largestMagnitude((*lows)[r], (*highs)[r]);
             const double nan = nans && r < nans->size() ? (*nans)[r] : 0.0;
             const double inf = infs && r < infs->size() ? (*infs)[r] : 0.0;
             if (noElementMeasured(magnitude, nan, inf))

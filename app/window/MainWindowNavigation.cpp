@@ -5,6 +5,7 @@
 #include "app/window/ScreenshotController.h"
 
 #include "core/run/LayerNames.h"
+#include "core/run/MeasuredCell.h"
 #include "core/run/RunFormat.h"
 #include "core/scan/IncidentCheckpoint.h"
 #include "core/scan/LayerHealth.h"
@@ -102,10 +103,16 @@ void MainWindow::showPrecursorFrom(const LayerDetail& detail)
         return;
     const QString activations = QStringLiteral("activations/");
     const QString weights = QStringLiteral("layers/param_norm/");
-    if (m_precursorSeries.startsWith(activations) && m_precursorSeries.mid(activations.size()) == detail.module)
-        m_overview->showPrecursor(tr("output of %1 (largest value)").arg(detail.module), m_precursorSeries,
-                                  detail.activationSteps, detail.activationMax);
-    else if (m_precursorSeries.startsWith(weights) && m_precursorSeries.mid(weights.size()) == detail.layer)
+    if (m_precursorSeries.startsWith(activations) && m_precursorSeries.mid(activations.size()) == detail.module) {
+        // Its largest |x|, as the scan measured it: a log-variance head that falls below zero grows.
+        std::vector<double> magnitudes(std::min(detail.activationMin.size(), detail.activationMax.size()));
+        for (size_t r = 0; r < magnitudes.size(); ++r)
+            magnitudes[r] = largestMagnitude(detail.activationMin[r], detail.activationMax[r]);
+        m_overview->showPrecursor(tr("output of %1 (largest |x|)").arg(detail.module), m_precursorSeries,
+                                  detail.activationSteps, magnitudes);
+        return;
+    }
+    if (m_precursorSeries.startsWith(weights) && m_precursorSeries.mid(weights.size()) == detail.layer)
         m_overview->showPrecursor(tr("norm of %1").arg(detail.layer), m_precursorSeries, detail.steps,
                                   detail.paramNorm);
 }

@@ -7,6 +7,7 @@
 // cell as no value, never as a NaN (docs/run-format.md). The one test the scan, the heatmap, the
 // Layer view and the report use.
 
+#include <algorithm>
 #include <cmath>
 
 namespace nanscope {
@@ -14,6 +15,13 @@ namespace nanscope {
 inline bool noElementMeasured(double figure, double nanCount, double infCount)
 {
     return std::isnan(figure) && !(nanCount > 0) && !(infCount > 0);
+}
+
+// A range cell's largest |x|: what the scan measures a module's output by (a log-variance head
+// falls below zero while its magnitude grows), and what the window and the report plot of it.
+inline double largestMagnitude(double low, double high)
+{
+    return std::max(std::fabs(low), std::fabs(high));
 }
 
 } // namespace nanscope

@@ -89,6 +89,37 @@ TEST(IncidentReport, MarkdownNamesPatternLayerReplayCauseAndFix)
 
 // Issue 51, item 10: the BatchNorm list was repeated in every incident, the kind column wrapped
 // mid-word in the PDF, and the BatchNorm section plotted the gradient norm, which looks healthy.
+// A run whose one finding is a warning (its loss climbed x5 from its best and stayed there, no
+// NaN): the report lists it with its cause and fix, not a table row alone.
+TEST(IncidentReport, AWarningIsListedWithItsCauseAndFix)
+{
+    QTemporaryDir dir;
+    const std::string run = dir.filePath("diverged").toStdString();
+    {
+        nanscope::RunSchema schema;
+        schema.scalars = {"loss", "grad_norm"};
+        auto writer = nanscope::RunWriter::create(run, schema);
+        ASSERT_TRUE(writer) << writer.error();
+        std::mt19937 rng(3);
+        std::normal_distribution<double> noise(0.0, 1.0);
+        for (int64_t step = 0; step < 500; ++step) {
+            const double climbed = step < 250 ? 0.0 : 0.7 * std::min(1.0, double(step - 250) / 150.0);
+            const double loss = (2.0 * std::exp(-double(step) / 60.0) + 0.1) * std::pow(10.0, climbed + 0.05 * noise(rng));
+            ASSERT_TRUE((*writer)->appendScalars(step, {{"loss", loss}, {"grad_norm", std::pow(10.0, 0.1 * noise(rng))}}));
+        }
+    }
+    for (const char* format : {"report.md", "report.html"}) {
+        const QString path = dir.filePath(format);
+        const auto made = runNanscope({"report", QString::fromStdString(run), "-o", path, "--no-replay"});
+        ASSERT_EQ(made.exitCode, 0) << made.err.toStdString();
+        const QString text = readAll(path);
+        EXPECT_TRUE(text.contains("0 critical")) << text.toStdString();
+        EXPECT_TRUE(text.contains("Warnings")) << text.toStdString();
+        EXPECT_TRUE(text.contains("diverged without NaN")) << text.toStdString();
+        EXPECT_TRUE(text.contains("Resume from a checkpoint before step")) << text.toStdString();
+    }
+}
+
 TEST(IncidentReport, TheBatchNormStateIsSaidOnceAndItsIncidentPlotsTheBuffers)
 {
     QTemporaryDir dir;

@@ -3,6 +3,7 @@
 
 #include "app/window/MainWindow.h"
 #include "core/run/RunReader.h"
+#include "core/run/RunWriter.h"
 #include "widgets/BatchNormView.h"
 #include "widgets/CheckpointsView.h"
 #include "widgets/TensorStatsModel.h"
@@ -33,6 +34,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 using namespace nanscope;
 
@@ -177,6 +179,66 @@ TEST(MainWindow, OpensOnTheFirstBadLayerAndSyncsTheSelection)
     window.selectStep(230);
     EXPECT_EQ(window.selectedStep(), 230);
     EXPECT_GT(window.heatmap()->nonfiniteCells(), 0) << "the NaN gradients after the blow-up show in the heatmap";
+}
+
+// Issue 50: a log-variance head falls from -1 (step 200) to -11 until exp(-log_var) overflows
+// float16 at 1000. The scan measures its output by its largest |x|; the Precursor plot under the
+// loss draws that magnitude, the climb the text speaks of, not the largest value (which falls
+// below zero, under a trend fitted on the magnitude).
+TEST(MainWindow, APrecursorThatFallsBelowZeroIsPlottedByItsMagnitude)
+{
+    QTemporaryDir dir;
+    const std::string run = dir.filePath("variance").toStdString();
+    {
+        RunSchema schema;
+        schema.scalars = {"loss", "grad_norm"};
+        schema.layers = {"mean.weight", "log_var.weight"};
+        schema.activations = {"mean", "log_var"};
+        schema.activationKinds = {"Linear", "Linear"};
+        auto writer = RunWriter::create(run, schema);
+        ASSERT_TRUE(writer) << writer.error();
+        std::mt19937 rng(5);
+        std::normal_distribution<double> noise(0.0, 1.0);
+        for (int64_t step = 0; step < 1050; ++step) {
+            const bool nan = step >= 1000;
+            const double wobble = std::pow(10.0, 0.004 * noise(rng));
+            const float low = nan ? NAN : float((step < 200 ? -1.0 : -1.0 - 10.1 * double(step - 200) / 799.0) * wobble);
+            const float grad = nan ? NAN : float(std::pow(10.0, 0.08 * noise(rng)));
+            ASSERT_TRUE((*writer)->appendScalars(
+                step, {{"loss", nan ? NAN : 0.3 * std::pow(10.0, 0.03 * noise(rng))}, {"grad_norm", grad}}));
+            ASSERT_TRUE((*writer)->appendRow("layers", step,
+                                             {{"grad_norm", {grad, grad}},
+                                              {"param_norm", {1.f, 1.f}},
+                                              {"grad_nonfinite", {nan ? 1.f : 0.f, nan ? 1.f : 0.f}}}));
+            ASSERT_TRUE((*writer)->appendRow("activations", step,
+                                             {{"min", {-1.f, low}},
+                                              {"max", {1.f, nan ? NAN : low + 1.5f}},
+                                              {"mean", {0.f, nan ? NAN : low + 0.7f}},
+                                              {"std", {1.f, nan ? NAN : 0.3f}},
+                                              {"nan", {0.f, nan ? 32.f : 0.f}},
+                                              {"inf", {0.f, 0.f}}}));
+        }
+    }
+    MainWindow window;
+    QSignalSpy shown(&window, &MainWindow::layerShown);
+    ASSERT_TRUE(openAndWait(window, QString::fromStdString(run)));
+    ASSERT_TRUE(shown.wait(30000) || shown.count() > 0);
+    SeriesPlot* precursor = nullptr;
+    for (SeriesPlot* plot : window.overview()->plots())
+        if (plot->title() == "Precursor")
+            precursor = plot;
+    ASSERT_TRUE(precursor);
+    QTRY_VERIFY_WITH_TIMEOUT(!precursor->isHidden(), 30000);
+    const std::vector<double>& values = precursor->smoothedValues();
+    ASSERT_FALSE(values.empty());
+    double lowest = INFINITY, highest = -INFINITY;
+    for (double v : values)
+        if (std::isfinite(v)) {
+            lowest = std::min(lowest, v);
+            highest = std::max(highest, v);
+        }
+    EXPECT_GT(lowest, 0.5) << "a magnitude, never below zero";
+    EXPECT_GT(highest, 10.0) << "up to where exp(-log_var) overflowed";
 }
 
 TEST(MainWindow, PoisonedBatchNormIsShownWhileTheLossLooksFine)
