@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace nanscope {
 
@@ -378,6 +379,25 @@ void OverviewView::resetZoom()
     emit zoomReset();
 }
 
+// The value at `onset` of the line 10^(rate x (step - onset)) through a plot's positive finite
+// points in [onset, end]: the median of their intercepts. Nothing with fewer than three points.
+static std::optional<double> trendIntercept(const SeriesPlot& plot, double onset, double end, double rate)
+{
+    std::vector<double> intercepts;
+    const std::vector<int64_t>& steps = plot.steps();
+    const std::vector<double>& values = plot.values();
+    for (size_t i = 0; i < steps.size() && i < values.size(); ++i) {
+        const double step = double(steps[i]);
+        if (step >= onset && step <= end && std::isfinite(values[i]) && values[i] > 0)
+            intercepts.push_back(std::log10(values[i]) - rate * (step - onset));
+    }
+    if (intercepts.size() < 3)
+        return std::nullopt;
+    auto middle = intercepts.begin() + std::ptrdiff_t(intercepts.size() / 2);
+    std::nth_element(intercepts.begin(), middle, intercepts.end());
+    return std::pow(10.0, *middle);
+}
+
 void markIncidents(SeriesPlot& plot, const std::vector<Incident>& incidents, bool labels, const QString& shownSeries)
 {
     plot.clearBands();
@@ -405,15 +425,22 @@ void markIncidents(SeriesPlot& plot, const std::vector<Incident>& incidents, boo
                 label += QString(" x%1").arg(*incident.evidence.jumpRatio, 0, 'g', 2);
         }
         plot.addBand(from, to, colour, labels ? label : QString());
-        // The fitted trend: baseline times 10^(rate x steps since onset).
+        // The fitted trend: 10^(rate x steps since onset), through the points it was fitted on (the
+        // median intercept, as Theil-Sen's slope is the median one); from the baseline only when the
+        // plot holds too few of them. A climb that jumped first and then crept (a log-variance head
+        // right after its loss switched) lies above a line drawn from its baseline.
         const bool measuredHere = !shownSeries.isEmpty() && QString::fromStdString(incident.evidence.series) == shownSeries;
         if (measuredHere && incident.pattern == BlowupPattern::Gradual && incident.evidence.growthDecadesPerStep &&
             incident.evidence.baseline && *incident.evidence.baseline > 0) {
+            const double rate = *incident.evidence.growthDecadesPerStep;
+            double anchor = *incident.evidence.baseline;
+            if (const std::optional<double> intercept = trendIntercept(plot, onset, to, rate))
+                anchor = *intercept;
             std::vector<double> x, y;
             for (int i = 0; i <= 50; ++i) {
                 const double step = onset + (to - onset) * i / 50.0;
                 x.push_back(step);
-                y.push_back(*incident.evidence.baseline * std::pow(10.0, *incident.evidence.growthDecadesPerStep * (step - onset)));
+                y.push_back(anchor * std::pow(10.0, rate * (step - onset)));
             }
             plot.setTrendLine(x, y);
         }

@@ -485,6 +485,23 @@ int SeriesPlot::trendPointCount() const
     return m_trend->dataCount();
 }
 
+double SeriesPlot::trendValueAt(double step) const
+{
+    const auto* data = m_trend->data().data();
+    if (data->isEmpty() || step < data->constBegin()->key || step > (data->constEnd() - 1)->key)
+        return std::nan("");
+    auto after = data->findBegin(step, false);
+    if (after == data->constBegin())
+        return after->value;
+    if (after == data->constEnd())
+        return (after - 1)->value;
+    const auto before = after - 1;
+    if (after->key == before->key)
+        return after->value;
+    const double t = (step - before->key) / (after->key - before->key);
+    return before->value + t * (after->value - before->value);
+}
+
 void SeriesPlot::rescale(bool fitSteps)
 {
     bool found = false;

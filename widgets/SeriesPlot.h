@@ -57,6 +57,11 @@ public:
     int checkpointCount() const { return m_checkpointCount; }
     // Points of the fitted trend line; 0 when none is drawn.
     int trendPointCount() const;
+    // The fitted trend's value at `step` (linear between its points); NaN without a trend there.
+    double trendValueAt(double step) const;
+    // The logged series as given (steps and raw values, before smoothing).
+    const std::vector<int64_t>& steps() const { return m_steps; }
+    const std::vector<double>& values() const { return m_data; }
     void setLogScale(bool logScale);
     bool logScale() const { return m_logScale; }
     void setSelectedStep(int64_t step);

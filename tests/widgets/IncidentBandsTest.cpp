@@ -99,3 +99,32 @@ TEST(OverviewView, ABlowupsPrecursorIsDrawnUnderTheLossAndHiddenWithoutOne)
     view.showPrecursor(QString(), QString(), {}, {});
     EXPECT_TRUE(precursor->isHidden());
 }
+
+// A log-variance head's magnitude jumped from 0.7 to 5 right after its loss switched, then crept to
+// 10: the trend fitted on it (x2 over the growth region) is drawn through those points, not from the
+// baseline before the jump, where it would lie under the whole climb.
+TEST(OverviewView, APrecursorsTrendIsDrawnThroughItsPointsNotFromItsBaseline)
+{
+    OverviewView view;
+    showRun(view);
+    view.show();
+    SeriesPlot* precursor = nullptr;
+    for (SeriesPlot* plot : view.plots())
+        if (plot->title() == "Precursor")
+            precursor = plot;
+    ASSERT_TRUE(precursor);
+    std::vector<int64_t> steps;
+    std::vector<double> magnitude;
+    for (int i = 0; i <= 100; ++i) {
+        steps.push_back(i);
+        magnitude.push_back(i < 50 ? 0.7 : 5.0 * std::pow(2.0, double(i - 50) / 50.0));
+    }
+    Incident drift = gradualBlowupMeasuredOn("activations/log_var");
+    drift.evidence.baseline = 0.7;
+    drift.evidence.growthDecadesPerStep = std::log10(2.0) / 50.0;
+    view.setIncidents({drift});
+    view.showPrecursor("output of log_var (largest |x|)", "activations/log_var", steps, magnitude);
+    ASSERT_GT(precursor->trendPointCount(), 0);
+    EXPECT_NEAR(precursor->trendValueAt(50), 5.0, 0.5) << "through the points";
+    EXPECT_NEAR(precursor->trendValueAt(100), 10.0, 1.0);
+}
