@@ -336,6 +336,11 @@ QString OverviewView::sourceSummary() const
     return m_sourceSummary->isVisible() ? m_sourceSummary->text() : QString();
 }
 
+SeriesPlot* OverviewView::precursorPlot() const
+{
+    return plot(kPrecursorKey);
+}
+
 SeriesPlot* OverviewView::plot(const QString& key) const
 {
     const int i = m_keys.indexOf(key);

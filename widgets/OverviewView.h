@@ -103,6 +103,8 @@ public:
 
     // The plot of a series by its key; null when none is shown for it.
     SeriesPlot* plot(const QString& key) const;
+    // The plot of the incident shown's precursor (showPrecursor); hidden while there is none.
+    SeriesPlot* precursorPlot() const;
     QList<SeriesPlot*> plots() const { return m_plots; }
 
 signals:

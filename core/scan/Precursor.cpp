@@ -290,8 +290,11 @@ std::optional<Precursor> columnPrecursor(const LayerColumn& column, const ScanCo
     if (auto climb = climbPrecursor(column, rows, n, config, search))
         return climb;
     // Held at the top: the climb ends where the series first reached its top band, and from there
-    // to the failure it stayed in reach of a numeric limit.
-    const double top = *std::max_element(finite.log.begin(), finite.log.end());
+    // to the failure it stayed in reach of a numeric limit. Most columns are nowhere near one.
+    const double top = highest;
+    const std::optional<NumericLimit> limit = numericLimitNear(std::pow(10.0, top));
+    if (!limit)
+        return std::nullopt;
     const size_t reached = size_t(std::find_if(finite.log.begin(), finite.log.end(),
                                                [&](double v) { return v >= top - kTopBandDecades; }) -
                                   finite.log.begin());
@@ -299,17 +302,17 @@ std::optional<Precursor> columnPrecursor(const LayerColumn& column, const ScanCo
         return std::nullopt;
     const double heldLevel =
         medianOf(std::vector<double>(finite.log.begin() + std::ptrdiff_t(reached), finite.log.end()));
-    const std::optional<NumericLimit> limit = numericLimitNear(std::pow(10.0, top));
-    if (!limit || std::log10(limit->value) - heldLevel > kHeldUnderLimitDecades)
-        return std::nullopt;
     size_t heldRows = 0;
     for (size_t r = reached; r < n; ++r)
         heldRows += finite.log[r] >= top - 2 * kTopBandDecades;
-    if (double(heldRows) < kHeldShare * double(n - reached))
+    if (std::log10(limit->value) - heldLevel > kHeldUnderLimitDecades || double(heldRows) < kHeldShare * double(n - reached))
         return std::nullopt;
+    // The climb must explain the failure by that limit, as measureClimb judges for this quantity (a
+    // hidden layer's output, a parameter's norm: nothing takes exp() of them).
     auto held = climbPrecursor(column, rows, reached + 1, config, search);
-    if (held)
-        held->heldFromStep = finite.steps[reached];
+    if (!held || !held->nearLimit)
+        return std::nullopt;
+    held->heldFromStep = finite.steps[reached];
     return held;
 }
 

@@ -111,17 +111,21 @@ Status reportVanished(ScanContext& context, const std::vector<VanishedRun>& vani
     const int64_t lastStep = steps[size_t(rows - 1)];
     // Layers with an exactly-zero gradient from the first step that trained later were outside the
     // loss until then (a head that joins after a warm-up, a stage unfrozen): not vanishing.
-    // The window may end at a blow-up: a layer zero up to there may have trained right after it.
-    const std::vector<bool> trainedAfter = trainedAfterWindow(context.inputs, rows, available);
+    const auto fromStart = [&](const VanishedRun& v) { return v.begin == firstStep && v.zeroFraction > 0.5; };
+    const auto wholeWindow = [&](const VanishedRun& v) { return v.begin == firstStep && v.end == lastStep; };
+    // The window may end at a blow-up: a layer zero up to there may have trained right after it
+    // (the rows past it are read only for such a layer).
+    const bool anyZeroThroughout = std::any_of(vanished.begin(), vanished.end(),
+                                               [&](const VanishedRun& v) { return fromStart(v) && wholeWindow(v); });
+    const std::vector<bool> trainedAfter =
+        anyZeroThroughout ? trainedAfterWindow(context.inputs, rows, available) : std::vector<bool>{};
     std::vector<VanishedRun> frozen, lost;
     size_t joinedLater = 0;
     for (const auto& v : vanished) {
-        const bool fromStart = v.begin == firstStep && v.zeroFraction > 0.5;
-        const bool wholeWindow = v.begin == firstStep && v.end == lastStep;
-        if (fromStart && (!wholeWindow || (v.layer < trainedAfter.size() && trainedAfter[v.layer])))
+        if (fromStart(v) && (!wholeWindow(v) || (v.layer < trainedAfter.size() && trainedAfter[v.layer])))
             ++joinedLater;
         else
-            (wholeWindow ? frozen : lost).push_back(v);
+            (wholeWindow(v) ? frozen : lost).push_back(v);
     }
     if (joinedLater > 0)
         context.report.notes.push_back(std::to_string(joinedLater) +

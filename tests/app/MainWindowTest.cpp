@@ -223,10 +223,7 @@ TEST(MainWindow, APrecursorThatFallsBelowZeroIsPlottedByItsMagnitude)
     QSignalSpy shown(&window, &MainWindow::layerShown);
     ASSERT_TRUE(openAndWait(window, QString::fromStdString(run)));
     ASSERT_TRUE(shown.wait(30000) || shown.count() > 0);
-    SeriesPlot* precursor = nullptr;
-    for (SeriesPlot* plot : window.overview()->plots())
-        if (plot->title() == "Precursor")
-            precursor = plot;
+    SeriesPlot* precursor = window.overview()->precursorPlot();
     ASSERT_TRUE(precursor);
     QTRY_VERIFY_WITH_TIMEOUT(!precursor->isHidden(), 30000);
     const std::vector<double>& values = precursor->smoothedValues();

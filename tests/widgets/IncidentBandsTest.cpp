@@ -68,10 +68,7 @@ TEST(OverviewView, ABlowupsPrecursorIsDrawnUnderTheLossAndHiddenWithoutOne)
     OverviewView view;
     showRun(view);
     view.show();
-    SeriesPlot* precursor = nullptr;
-    for (SeriesPlot* plot : view.plots())
-        if (plot->title() == "Precursor")
-            precursor = plot;
+    SeriesPlot* precursor = view.precursorPlot();
     ASSERT_TRUE(precursor);
     EXPECT_TRUE(precursor->isHidden()) << "no incident shown yet";
 
@@ -108,10 +105,7 @@ TEST(OverviewView, APrecursorsTrendIsDrawnThroughItsPointsNotFromItsBaseline)
     OverviewView view;
     showRun(view);
     view.show();
-    SeriesPlot* precursor = nullptr;
-    for (SeriesPlot* plot : view.plots())
-        if (plot->title() == "Precursor")
-            precursor = plot;
+    SeriesPlot* precursor = view.precursorPlot();
     ASSERT_TRUE(precursor);
     std::vector<int64_t> steps;
     std::vector<double> magnitude;
